@@ -1,0 +1,1 @@
+"""ftspec.cli: the `ftspec` command. Parsing, rendering and exit codes only; no logic."""

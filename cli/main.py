@@ -1,0 +1,92 @@
+"""Entry point: a click group whose commands load lazily (start-up stays fast).
+
+Exit codes: 0 success; 1 errors, invalid specs and usage errors (as Terraform; 2 is
+reserved for `plan --detailed-exitcode` meaning "changes"); 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from ftspec.cli.errors import handle_unexpected
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module under ftspec.cli.commands, one-line help)
+    "validate": ("validate", "Check spec files against the schema and the semantic rules."),
+    "schema": ("schema", "Print the JSON Schema of the spec format."),
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(f"ftspec.cli.commands.{entry[0]}")
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ftspec")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"ftspec {_version()}")
+        ctx.exit(0)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Print the version and exit.")
+@click.option("-v", "--debug", "debug", is_flag=True, default=False,
+              help="Show tracebacks and debug logs.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Declarative fine-tuning specs for LLMs: validate, compile, plan and apply."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    debug = "-v" in args or "--debug" in args or os.environ.get("FTSPEC_DEBUG") == "1"
+    try:
+        result: Any = cli.main(args=args, prog_name="ftspec", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return 1  # usage errors exit 1, like Terraform
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a message
+        return handle_unexpected(exc, debug)
+    return int(result or 0)

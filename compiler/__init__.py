@@ -1,0 +1,1 @@
+"""ftspec.compiler: spec model -> Job IR (derived values computed once) -> target artifacts."""

@@ -1,0 +1,142 @@
+"""Spec -> Job: every derived value computed once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+
+from ftspec.compiler.memory import estimate_memory
+from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.spec.ir import (
+    OWNER_LABEL,
+    OWNER_VALUE,
+    SPEC_HASH_ANNOTATION,
+    SPEC_ID_LABEL,
+    Job,
+    ModelFacts,
+)
+from ftspec.spec.model import FineTuneSpec
+
+MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
+
+
+def spec_hash(spec: FineTuneSpec) -> str:
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def spec_id(spec: FineTuneSpec, source: Path | None) -> str:
+    """metadata.id, else the spec file's stem (sanitized to a label value), else the name."""
+    if spec.metadata.id:
+        return spec.metadata.id
+    if source is not None:
+        stem = re.sub(r"[^a-z0-9-_.]+", "-", source.stem.lower()).strip("-_.")[:63]
+        if stem:
+            return stem.rstrip("-_.")
+    return spec.metadata.name[:63]
+
+
+def model_facts(spec: FineTuneSpec) -> ModelFacts:
+    m = spec.model
+    if m.architecture is not None:
+        a = m.architecture
+        from ftspec.spec.catalog.models import CUSTOM_BASES
+
+        head_dim = a.embed_dim // a.num_heads
+        per_layer = (2 * a.embed_dim * a.embed_dim + 2 * a.embed_dim * a.num_kv_heads * head_dim
+                     + 3 * a.embed_dim * a.intermediate_dim)
+        params = a.num_layers * per_layer + 2 * a.vocab_size * a.embed_dim
+        return ModelFacts(
+            display=f"custom {a.base} ({a.num_layers} layers, d={a.embed_dim})",
+            params_b=m.params_b or params / 1e9,
+            num_layers=a.num_layers, hidden_size=a.embed_dim, num_heads=a.num_heads,
+            num_kv_heads=a.num_kv_heads, intermediate_size=a.intermediate_dim,
+            vocab_size=a.vocab_size, hf_layer_cls="LlamaDecoderLayer",
+            torchtune_config=("llama2", "7B") if a.base == "llama2" else ("llama3_2", "1B"),
+            torchtune_builder=CUSTOM_BASES[a.base], custom=True,
+        )
+    assert m.family is not None  # guaranteed by the rules
+    f = MODEL_FAMILIES[m.family]
+    return ModelFacts(
+        display=f.display, params_b=m.params_b or f.params_b, num_layers=f.num_layers,
+        hidden_size=f.hidden_size, num_heads=f.num_heads, num_kv_heads=f.num_kv_heads,
+        intermediate_size=f.intermediate_size, vocab_size=f.vocab_size,
+        hf_layer_cls=f.hf_layer_cls, torchtune_config=f.torchtune,
+        torchtune_builder=f.torchtune_builder,
+    )
+
+
+def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
+    lora = spec.method.lora
+    if spec.method.kind not in ("lora", "qlora", "dora", "gptq_lora"):
+        return ()
+    modules = list(lora.target_modules) if lora else ["q_proj", "v_proj"]
+    if lora is not None and lora.mlp:
+        modules += [m for m in MLP_MODULES if m not in modules]
+    return tuple(modules)
+
+
+def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
+    """The IR of a validated spec (the rules guarantee the arithmetic is consistent)."""
+    r = spec.resources
+    t = spec.training
+    world = r.world_size
+    accum = t.gradient_accumulation_steps or max(
+        1, t.global_batch_size // (t.micro_batch_size * world)
+    )
+    strategy = spec.distributed.strategy
+    if strategy == "auto":
+        strategy = "ddp" if world > 1 else "none"
+    examples = _train_examples(spec)
+    steps_per_epoch = None
+    if examples is not None:
+        steps_per_epoch = max(1, examples // t.global_batch_size)
+        if t.max_steps_per_epoch is not None:
+            steps_per_epoch = min(steps_per_epoch, t.max_steps_per_epoch)
+    total = t.max_steps
+    if total is None and steps_per_epoch is not None and t.epochs is not None:
+        total = steps_per_epoch * t.epochs
+    sched = t.scheduler
+    warmup = sched.warmup_steps
+    if warmup is None and sched.warmup_ratio is not None and total is not None:
+        warmup = math.ceil(total * sched.warmup_ratio)
+    facts = model_facts(spec)
+    lora_modules = _lora_modules(spec)
+    memory = estimate_memory(
+        spec, facts, lora_modules, strategy=strategy, world_size=world,
+        procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size,
+    )
+    ident = spec_id(spec, source)
+    digest = spec_hash(spec)
+    labels = dict(spec.metadata.labels)
+    labels.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: ident})
+    annotations = dict(spec.metadata.annotations)
+    annotations[SPEC_HASH_ANNOTATION] = digest
+    return Job(
+        spec=spec, spec_id=ident, spec_hash=digest,
+        name=spec.metadata.name, namespace=spec.metadata.namespace,
+        launcher=spec.launcher, target=spec.deploy.target,
+        nodes=r.nodes, procs_per_node=r.procs_per_node, world_size=world,
+        gpus_per_node=r.gpus_on_each_node, total_gpus=r.total_gpus,
+        device="cuda" if r.total_gpus > 0 else "cpu", strategy=strategy,
+        micro_batch_size=t.micro_batch_size, gradient_accumulation_steps=accum,
+        global_batch_size=t.global_batch_size, max_seq_len=spec.data.max_seq_len,
+        tokens_per_step=t.global_batch_size * spec.data.max_seq_len,
+        steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
+        model=facts, lora_modules=lora_modules, memory=memory,
+        labels=labels, annotations=annotations,
+    )
+
+
+def _train_examples(spec: FineTuneSpec) -> int | None:
+    d = spec.data
+    if d.train is not None:
+        return d.train.num_examples
+    if d.mixture is not None:
+        sizes = [ds.num_examples for ds in d.mixture.datasets]
+        if all(s is not None for s in sizes):
+            return sum(s for s in sizes if s is not None)
+    return None

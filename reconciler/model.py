@@ -1,0 +1,105 @@
+"""Reconciler data: Action -> Change -> Plan -> ApplyResult, and the common Status.
+
+Pure data (no I/O). The human plan is rendered from ``Plan.to_json()`` so the two views
+cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+PLAN_FORMAT_VERSION = 1
+
+
+class Action(str, Enum):
+    NOOP = "no-op"
+    CREATE = "create"
+    UPDATE = "update"
+    REPLACE = "replace"
+    DELETE = "delete"
+
+
+class Phase(str, Enum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str
+    """Raw field path, e.g. ``spec.trainer.args[3]``."""
+    before: Any
+    after: Any
+    forces_replace: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    address: str
+    """Backend-qualified resource address, e.g. ``kubeflow.TrainJob.ml/llama-lora``."""
+    action: Action
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    reason: str | None = None
+    """Why: the immutable field forcing a replace, drift, orphan of a renamed spec, …"""
+    fields: tuple[FieldChange, ...] = ()
+    ml_changes: tuple[str, ...] = ()
+    """The same change in ML terms: ``learning rate 2e-4 -> 1e-4``, ``GPUs 8 -> 16``."""
+    drift: bool = False
+    """Live was changed outside ftspec since the last apply."""
+    spec_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    backend: str
+    changes: tuple[Change, ...]
+    read_digests: dict[str, str] = field(default_factory=dict)
+    """address -> digest of the live object read; apply refuses a stale plan."""
+    specs: dict[str, str] = field(default_factory=dict)
+    """spec file -> spec hash planned."""
+    warnings: tuple[str, ...] = ()
+    format_version: int = PLAN_FORMAT_VERSION
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.action is not Action.NOOP for c in self.changes)
+
+    def counts(self) -> dict[str, int]:
+        out = {a.value: 0 for a in Action}
+        for change in self.changes:
+            out[change.action.value] += 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for change in data["changes"]:
+            change["action"] = change["action"].value
+        return data
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    applied: tuple[Change, ...]
+    failed: tuple[tuple[str, str], ...] = ()
+    """(address, message) for changes that did not go through."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+@dataclass(frozen=True)
+class Status:
+    address: str
+    phase: Phase
+    message: str = ""
+    platform: dict[str, Any] = field(default_factory=dict)
+    """The platform's own status, untranslated (conditions, jobStatus, exit code…)."""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    """e.g. step, loss, final_loss when the backend can read them."""

@@ -1,0 +1,1 @@
+"""Data package: the committed JSON Schema (ftspec.schema.json)."""

@@ -1,0 +1,1 @@
+"""Reference data the spec rules and the IR rely on: accelerators and model families."""

@@ -1,0 +1,100 @@
+"""The IR: a ``Job`` is a validated spec plus every derived value, computed once.
+
+Targets read the Job, never the raw spec arithmetic: batch math, topology, naming and the
+memory estimate live here (built by ``ftspec.compiler.build``) so no target recomputes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ftspec.spec.model import FineTuneSpec
+
+OWNER_LABEL = "app.kubernetes.io/managed-by"
+OWNER_VALUE = "ftspec"
+SPEC_ID_LABEL = "ftspec.dev/spec-id"
+SPEC_HASH_ANNOTATION = "ftspec.dev/spec-hash"
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """Architecture facts of the model, from its family or custom dimensions."""
+
+    display: str
+    params_b: float
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    intermediate_size: int
+    vocab_size: int
+    hf_layer_cls: str
+    torchtune_config: tuple[str, str] | None
+    """(config folder, size prefix) of torchtune's shipped configs, if any."""
+    torchtune_builder: str | None
+    """Module with torchtune builders (``torchtune.models.llama3_2``)."""
+    custom: bool = False
+    """True when the dimensions come from ``model.architecture``."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Peak memory per device, GiB, by component; ``fits`` against the accelerator."""
+
+    weights_gib: float
+    gradients_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    overhead_gib: float
+    trainable_params_b: float
+    capacity_gib: float | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_gib(self) -> float:
+        return (self.weights_gib + self.gradients_gib + self.optimizer_gib
+                + self.activations_gib + self.overhead_gib)
+
+    @property
+    def fits(self) -> bool | None:
+        if self.capacity_gib is None:
+            return None
+        return self.total_gib <= self.capacity_gib
+
+
+@dataclass(frozen=True)
+class Job:
+    spec: FineTuneSpec
+    spec_id: str
+    spec_hash: str
+    """sha256 (hex, 16 chars) of the canonical spec: changes whenever the spec does."""
+    name: str
+    namespace: str
+    launcher: Literal["torchtune", "accelerate"]
+    target: Literal["local", "kubeflow", "kuberay", "ray"]
+    nodes: int
+    procs_per_node: int
+    world_size: int
+    gpus_per_node: int
+    total_gpus: int
+    device: Literal["cuda", "cpu"]
+    strategy: Literal["none", "ddp", "fsdp", "deepspeed"]
+    """``distributed.strategy`` with ``auto`` resolved."""
+    micro_batch_size: int
+    gradient_accumulation_steps: int
+    global_batch_size: int
+    max_seq_len: int
+    tokens_per_step: int
+    """Upper bound: global batch x max_seq_len (padding or packing fills it)."""
+    steps_per_epoch: int | None
+    total_steps: int | None
+    warmup_steps: int | None
+    """Resolved from warmup_steps or warmup_ratio x total steps, when known."""
+    model: ModelFacts
+    lora_modules: tuple[str, ...]
+    """Hugging Face module names LoRA adapts (target_modules, plus MLP ones when mlp)."""
+    memory: MemoryEstimate
+    labels: dict[str, str] = field(default_factory=dict)
+    """Ownership labels every platform object carries (plus metadata.labels)."""
+    annotations: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,113 @@
+"""``data``: datasets, their formats and preprocessing."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ftspec.spec.model.base import URI_PATTERN, SpecModel
+
+DatasetFormat = Literal["instruct", "chat", "text", "completion", "multimodal"]
+
+
+class Dataset(SpecModel):
+    """One dataset: where it is, its layout, and how rows become training text."""
+
+    uri: str = Field(
+        pattern=URI_PATTERN,
+        description="hf://org/name, s3://…, pvc://claim/path or file://data.jsonl.",
+    )
+    format: DatasetFormat = Field(
+        default="instruct",
+        description="instruct: prompt/response columns; chat: conversations; text: raw "
+        "text; completion: prompt/completion templates; multimodal: text plus images.",
+    )
+    split: str = Field(default="train", description="Split to read.")
+    subset: str | None = Field(default=None, description="Dataset configuration / subset name.")
+    num_examples: int | None = Field(
+        default=None,
+        ge=1,
+        description="Rows in the split, when known: gives steps per epoch in `explain`.",
+    )
+    column_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="Expected column -> dataset column, e.g. {input: instruction, output: output}.",
+    )
+    train_on_input: bool = Field(
+        default=False, description="Compute loss on the prompt tokens too."
+    )
+    new_system_prompt: str | None = Field(
+        default=None, description="Replace or add a system prompt on every example."
+    )
+    conversation_column: str | None = Field(
+        default=None, description="chat: column holding the conversation."
+    )
+    conversation_style: Literal["sharegpt", "openai"] | None = Field(
+        default=None, description="chat: message layout."
+    )
+    text_field: str | None = Field(default=None, description="text: column with the text.")
+    prompt_template: str | None = Field(
+        default=None,
+        description="Python format string over the row's columns building the prompt, e.g. "
+        "'Summarize:\\n{dialogue}\\nSummary:\\n'. Exclusive with prompt_func.",
+    )
+    prompt_func: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="module:function building the prompt from a row. Exclusive with "
+        "prompt_template.",
+    )
+    completion_template: str | None = Field(
+        default=None, description="Format string building the completion, e.g. '{summary}'."
+    )
+    completion_func: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="module:function building the completion. Exclusive with "
+        "completion_template.",
+    )
+    response_template: str | None = Field(
+        default=None,
+        description="Marker after which tokens are trained on (completion-only loss).",
+    )
+    image_dir: str | None = Field(default=None, description="multimodal: image folder.")
+    image_tag: str | None = Field(default=None, description="multimodal: image placeholder.")
+    proportion: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Share of this dataset in a mixture; all proportions must sum to 1.",
+    )
+
+
+class Mixture(SpecModel):
+    strategy: Literal["first_exhausted", "all_exhausted"] = Field(
+        default="first_exhausted",
+        description="Stop when the first dataset runs out, or when all have (oversampling).",
+    )
+    datasets: list[Dataset] = Field(
+        min_length=2, description="The datasets mixed; each needs a `proportion`."
+    )
+
+
+class DataSpec(SpecModel):
+    train: Dataset | None = Field(
+        default=None, description="The training dataset (or give `mixture`)."
+    )
+    mixture: Mixture | None = Field(
+        default=None, description="Several training datasets mixed by proportion."
+    )
+    validation: Dataset | None = Field(default=None, description="Held-out evaluation data.")
+    validation_split_ratio: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Carve validation data out of `train` by this ratio instead.",
+    )
+    max_seq_len: int = Field(
+        default=2048, ge=8, description="Tokens per sequence (truncate / pad to this)."
+    )
+    packed: bool = Field(default=False, description="Pack several examples into each sequence.")
+    shuffle: bool = Field(default=True, description="Shuffle the training data.")
+    num_workers: int = Field(default=0, ge=0, description="Data-loader worker processes.")

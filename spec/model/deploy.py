@@ -1,0 +1,127 @@
+"""``deploy``: where `apply` sends the job, and each platform's knobs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ftspec.spec.model.base import SpecModel
+
+TargetName = Literal["local", "kubeflow", "kuberay", "ray"]
+
+
+class RuntimeRef(SpecModel):
+    name: str = Field(min_length=1, max_length=253, description="Training runtime name.")
+    kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"] = Field(
+        default="ClusterTrainingRuntime", description="Runtime kind."
+    )
+
+
+class Toleration(SpecModel):
+    key: str | None = Field(default=None, description="Taint key.")
+    operator: Literal["Exists", "Equal"] = Field(default="Equal", description="Match operator.")
+    value: str | None = Field(default=None, description="Taint value (Equal).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        default=None, description="Taint effect."
+    )
+
+
+class Scheduling(SpecModel):
+    """Shared-cluster placement, common to the Kubernetes targets."""
+
+    queue: str | None = Field(
+        default=None, description="Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."
+    )
+    priority_class: str | None = Field(
+        default=None, description="Kueue WorkloadPriorityClass / PriorityClass name."
+    )
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Node selector.")
+    tolerations: list[Toleration] = Field(default_factory=list, description="Tolerations.")
+    image: str | None = Field(
+        default=None, description="Trainer container image (defaults to the runtime's)."
+    )
+    image_pull_secrets: list[str] = Field(
+        default_factory=list, description="Secrets used to pull the image."
+    )
+    service_account: str | None = Field(default=None, description="Pod service account.")
+
+
+class Kubeflow(SpecModel):
+    runtime: RuntimeRef | None = Field(
+        default=None,
+        description="Runtime the TrainJob references; defaults to the torchtune "
+        "ClusterTrainingRuntime for the model family, or the generated runtime.",
+    )
+    trainer_version: Literal["auto", "v2.1", "v2.2", "v2.3"] = Field(
+        default="auto",
+        description="Kubeflow Trainer API generation: v2.1 uses podTemplateOverrides, v2.2+ "
+        "runtimePatches. auto = newest for compile, detected from the live CRD for plan.",
+    )
+    generate_runtime: bool = Field(
+        default=False,
+        description="Also emit a namespaced TrainingRuntime (accelerate launcher) with the "
+        "generated config mounted from a ConfigMap.",
+    )
+    active_deadline_seconds: int | None = Field(
+        default=None, ge=1, description="Fail the TrainJob after this long (v2.2+)."
+    )
+    suspend: bool = Field(default=False, description="Create suspended (Kueue admits it).")
+
+
+class KubeRay(SpecModel):
+    ray_version: str = Field(default="2.41.0", description="Ray version of the RayCluster.")
+    image: str | None = Field(
+        default=None, description="Image for head and workers (default rayproject/ray-ml)."
+    )
+    head_cpu: str = Field(default="2", description="Head node CPU request.")
+    head_memory: str = Field(default="8Gi", description="Head node memory request.")
+    shutdown_after_job_finishes: bool = Field(
+        default=True, description="Delete the RayCluster when the job ends."
+    )
+    ttl_seconds_after_finished: int = Field(
+        default=600, ge=0, description="Keep the cluster this long after the job ends."
+    )
+    submission_mode: Literal["K8sJobMode", "HTTPMode", "SidecarMode"] = Field(
+        default="K8sJobMode", description="How KubeRay submits the job."
+    )
+    active_deadline_seconds: int | None = Field(
+        default=None, ge=1, description="Fail the RayJob after this long."
+    )
+
+
+class RayJobs(SpecModel):
+    address: str | None = Field(
+        default=None,
+        pattern=r"^https?://.+$",
+        description="Ray Jobs API (dashboard) URL, e.g. http://127.0.0.1:8265; falls back "
+        "to RAY_ADDRESS.",
+    )
+    pip: list[str] = Field(default_factory=list, description="runtime_env pip packages.")
+    env_vars: dict[str, str] = Field(default_factory=dict, description="runtime_env variables.")
+    entrypoint_num_cpus: float | None = Field(
+        default=None, ge=0, description="CPUs reserved for the entrypoint."
+    )
+
+
+class Local(SpecModel):
+    workdir: str = Field(
+        default=".ftspec/runs",
+        description="Where runs write outputs and logs (relative to the working directory).",
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+
+
+class Deploy(SpecModel):
+    target: TargetName = Field(
+        default="local",
+        description="Where `apply` sends the job: local (this machine), kubeflow (TrainJob), "
+        "kuberay (RayJob) or ray (Ray Jobs API of an existing cluster).",
+    )
+    kubeflow: Kubeflow = Field(default_factory=Kubeflow, description="Kubeflow Trainer settings.")
+    kuberay: KubeRay = Field(default_factory=KubeRay, description="KubeRay RayJob settings.")
+    ray: RayJobs = Field(default_factory=RayJobs, description="Ray Jobs API settings.")
+    local: Local = Field(default_factory=Local, description="Local backend settings.")
+    scheduling: Scheduling = Field(
+        default_factory=Scheduling, description="Shared-cluster placement (Kubernetes targets)."
+    )

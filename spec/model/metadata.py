@@ -1,0 +1,40 @@
+"""``metadata``: the job's identity (fixed key paths: metadata.name, metadata.namespace)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ftspec.spec.model.base import SpecModel
+
+
+class Metadata(SpecModel):
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        description="Job name. Becomes the TrainJob/RayJob name and the Ray submission-id "
+        "prefix; it must be an RFC 1035 label (lowercase letters, digits, '-', starting "
+        "with a letter) of at most 63 characters (47 for a RayJob).",
+    )
+    namespace: str = Field(
+        default="default",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="Kubernetes namespace the job's objects are applied to.",
+    )
+    id: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$",
+        max_length=63,
+        description="Stable identity of this spec for ownership (label ftspec.dev/spec-id); "
+        "defaults to the spec file's name without extension. Renaming metadata.name keeps "
+        "it, so plan deletes the objects of the old name.",
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels copied onto every object ftspec creates (ownership labels are "
+        "added by ftspec and may not be set here).",
+    )
+    annotations: dict[str, str] = Field(
+        default_factory=dict, description="Annotations copied onto every object ftspec creates."
+    )
+    description: str | None = Field(default=None, description="Free text for humans.")

@@ -1,0 +1,94 @@
+"""``method``: full fine-tuning or a parameter-efficient method and its settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ftspec.spec.model.base import SpecModel
+
+MethodKind = Literal["full", "lora", "qlora", "dora", "gptq_lora", "ia3", "prompt_tuning"]
+LORA_FAMILY: frozenset[str] = frozenset({"lora", "qlora", "dora", "gptq_lora"})
+
+
+class Lora(SpecModel):
+    rank: int = Field(default=8, ge=1, le=1024, description="Rank r of the update matrices.")
+    alpha: float = Field(default=16, gt=0, description="Scaling: updates are scaled by alpha/r.")
+    dropout: float = Field(default=0.05, ge=0, lt=1, description="Dropout on the LoRA input.")
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "v_proj"],
+        min_length=1,
+        description="Hugging Face module names to adapt (q_proj, k_proj, v_proj, o_proj, "
+        "gate_proj, up_proj, down_proj); targets translate them (torchtune: o_proj -> "
+        "output_proj).",
+    )
+    mlp: bool = Field(
+        default=False, description="Also adapt the MLP (gate/up/down projections)."
+    )
+    output: bool = Field(default=False, description="Also adapt the final output projection.")
+    bias: Literal["none", "all", "lora_only"] = Field(
+        default="none", description="Which biases are trained."
+    )
+    modules_to_save: list[str] = Field(
+        default_factory=list, description="Extra modules trained in full and saved."
+    )
+    init_weights: Literal["default", "gaussian", "pissa", "olora"] = Field(
+        default="default", description="Initialization of the LoRA matrices."
+    )
+
+
+class Quantization(SpecModel):
+    """Base-model quantization for QLoRA (bitsandbytes / torchao NF4) or GPTQ-LoRA."""
+
+    bits: Literal[4, 8] = Field(default=4, description="Bits per base weight.")
+    quant_type: Literal["nf4", "fp4", "gptq"] = Field(
+        default="nf4", description="Quantization data type (gptq for pre-quantized GPTQ models)."
+    )
+    double_quant: bool = Field(
+        default=True, description="Quantize the quantization constants too (nested quant)."
+    )
+    compute_dtype: Literal["bf16", "fp16", "fp32"] = Field(
+        default="bf16", description="Dtype matmuls run in."
+    )
+    storage_dtype: Literal["uint8", "bf16", "fp16", "fp32"] = Field(
+        default="uint8", description="Storage type of packed weights."
+    )
+
+
+class PromptTuning(SpecModel):
+    num_virtual_tokens: int = Field(default=20, ge=1, description="Trainable prompt length.")
+    init: Literal["random", "text"] = Field(default="random", description="Initialization.")
+    init_text: str | None = Field(default=None, description="Text to initialize from (init=text).")
+
+
+class IA3(SpecModel):
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["k_proj", "v_proj", "down_proj"],
+        min_length=1,
+        description="Modules whose activations are rescaled.",
+    )
+    feedforward_modules: list[str] = Field(
+        default_factory=lambda: ["down_proj"], description="Which targets are feed-forward."
+    )
+
+
+class Method(SpecModel):
+    kind: MethodKind = Field(
+        default="lora",
+        description="full: every weight; lora/dora: low-rank adapters; qlora: LoRA on a "
+        "4-bit base; gptq_lora: LoRA on a GPTQ base; ia3; prompt_tuning.",
+    )
+    lora: Lora | None = Field(
+        default=None, description="LoRA settings (lora, qlora, dora, gptq_lora only)."
+    )
+    quantization: Quantization | None = Field(
+        default=None, description="Base-model quantization (required for qlora, gptq_lora)."
+    )
+    prompt_tuning: PromptTuning | None = Field(
+        default=None, description="Prompt-tuning settings (prompt_tuning only)."
+    )
+    ia3: IA3 | None = Field(default=None, description="IA3 settings (ia3 only).")
+    task_type: Literal["CAUSAL_LM", "SEQ_2_SEQ_LM"] = Field(
+        default="CAUSAL_LM", description="PEFT task type."
+    )

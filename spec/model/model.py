@@ -1,0 +1,86 @@
+"""``model``: what is fine-tuned and how it is loaded."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ftspec.spec.catalog.models import MODEL_FAMILY_NAMES
+from ftspec.spec.model.base import URI_PATTERN, SpecModel
+
+FamilyName = Literal[MODEL_FAMILY_NAMES]  # type: ignore[valid-type]
+
+Dtype = Literal["bf16", "fp16", "fp32"]
+
+
+class Architecture(SpecModel):
+    """Custom model dimensions, for models without a known ``family`` (tiny test models)."""
+
+    base: Literal["llama2", "llama3_2"] = Field(
+        description="Architecture the dimensions apply to (selects the torchtune builder)."
+    )
+    num_layers: int = Field(ge=1, description="Transformer layers.")
+    num_heads: int = Field(ge=1, description="Attention heads.")
+    num_kv_heads: int = Field(ge=1, description="Key/value heads (grouped-query attention).")
+    embed_dim: int = Field(ge=8, description="Hidden size.")
+    intermediate_dim: int = Field(ge=8, description="MLP inner size.")
+    vocab_size: int = Field(ge=2, description="Vocabulary size; must match the tokenizer.")
+    max_seq_len: int = Field(ge=8, description="Longest sequence the model supports.")
+
+
+class Tokenizer(SpecModel):
+    uri: str | None = Field(
+        default=None,
+        pattern=URI_PATTERN,
+        description="Tokenizer file or folder; defaults to the model's own tokenizer.",
+    )
+    special_tokens_uri: str | None = Field(
+        default=None,
+        pattern=URI_PATTERN,
+        description="Special-tokens JSON (Llama 3 tiktoken tokenizers).",
+    )
+    pad_token: str | None = Field(default=None, description="Override the padding token.")
+
+
+class ModelSpec(SpecModel):
+    uri: str = Field(
+        pattern=URI_PATTERN,
+        description="Where the weights come from: hf://org/name, s3://bucket/path, "
+        "pvc://claim/path or file://path (local backend; relative to the working directory).",
+    )
+    family: FamilyName | None = Field(
+        default=None,
+        description="Known model family (see `ftspec explain`); sets architecture facts, the "
+        "torchtune config and FSDP wrap class. Required unless `architecture` is given.",
+    )
+    architecture: Architecture | None = Field(
+        default=None, description="Custom dimensions instead of a known family."
+    )
+    params_b: float | None = Field(
+        default=None,
+        gt=0,
+        description="Parameter count in billions, overriding the family's (memory estimate).",
+    )
+    dtype: Dtype = Field(
+        default="bf16",
+        description="Training precision (torchtune `dtype`, accelerate `mixed_precision`).",
+    )
+    revision: str | None = Field(default=None, description="Hub revision, tag or commit.")
+    auto_class: Literal[
+        "AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForVision2Seq"
+    ] = Field(default="AutoModelForCausalLM", description="Hugging Face auto class used to load it.")
+    attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] | None = Field(
+        default=None, description="Attention kernel (Hugging Face launchers)."
+    )
+    trust_remote_code: bool = Field(
+        default=False, description="Allow model code from the hub (trusted models only)."
+    )
+    device_map: Literal["auto"] | None = Field(
+        default=None, description="Hugging Face device_map for single-process loading."
+    )
+    use_cache: bool = Field(default=False, description="Keep the KV cache during training.")
+    chat_template: str | None = Field(default=None, description="Chat template override.")
+    tokenizer: Tokenizer = Field(
+        default_factory=Tokenizer, description="Tokenizer location and options."
+    )

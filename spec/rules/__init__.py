@@ -1,0 +1,44 @@
+"""Semantic rules: checks JSON Schema cannot express, each pointing at the key at fault.
+
+A rule is a function ``(spec) -> Iterable[Diagnostic]`` whose diagnostics carry a key path
+but no span; the validation pipeline attaches the position from the source map. Add a rule
+by writing it in the module of its topic and listing it in ``RULES``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.rules import batch, combos, data, hardware, method, naming, training
+
+Rule = Callable[[FineTuneSpec], Iterable[Diagnostic]]
+
+RULES: tuple[Rule, ...] = (
+    naming.name_is_valid_for_target,
+    batch.batch_arithmetic,
+    hardware.gpus_divisible_by_nodes,
+    hardware.accelerator_required,
+    hardware.bf16_supported,
+    hardware.expert_parallel,
+    method.settings_match_method,
+    data.train_or_mixture,
+    data.mixture_proportions,
+    data.templates_exclusive,
+    data.evaluation_data,
+    training.duration,
+    training.warmup,
+    training.step_strategies,
+    combos.family_or_architecture,
+    combos.strategy_settings,
+    combos.launcher_supports_spec,
+    combos.target_supports_spec,
+)
+
+
+def run_rules(spec: FineTuneSpec) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for rule in RULES:
+        found.extend(rule(spec))
+    return found

@@ -1,0 +1,71 @@
+"""GPUs, nodes and accelerators."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ftspec.spec.catalog.accelerators import ACCELERATORS
+from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.rules._diag import error
+
+
+def gpus_divisible_by_nodes(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    r = spec.resources
+    if r.gpus is not None and r.gpus_per_node is not None:
+        yield error(
+            ("resources", "gpus"),
+            "give either resources.gpus (total) or resources.gpus_per_node, not both",
+            "gpus-both",
+        )
+    elif r.gpus is not None and r.gpus % r.nodes:
+        yield error(
+            ("resources", "gpus"),
+            f"{r.gpus} GPUs cannot be spread evenly over {r.nodes} nodes",
+            "gpus-divisible",
+            hint=f"use a multiple of {r.nodes}",
+        )
+
+
+def accelerator_required(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    r = spec.resources
+    if r.total_gpus > 0 and r.accelerator is None:
+        yield error(
+            ("resources",),
+            f"resources ask for {r.total_gpus} GPUs but name no accelerator",
+            "accelerator-required",
+            hint="set resources.accelerator, e.g. nvidia-a100-80gb",
+        )
+
+
+def bf16_supported(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    r = spec.resources
+    if spec.model.dtype != "bf16" or r.accelerator is None or r.total_gpus == 0:
+        return
+    acc = ACCELERATORS[r.accelerator]
+    if not acc.bf16:
+        yield error(
+            ("model", "dtype"),
+            f"bf16 needs an Ampere-or-newer GPU; {acc.display} ({acc.architecture}) has no "
+            "bf16 support",
+            "bf16-unsupported",
+            hint="use dtype: fp16, or an A10G/L4/A100/H100-class accelerator",
+        )
+
+
+def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    ep = spec.distributed.expert_parallel
+    if ep == 1:
+        return
+    path = ("distributed", "expert_parallel")
+    family = MODEL_FAMILIES.get(spec.model.family or "")
+    if family is not None and family.num_experts == 0:
+        yield error(path, f"{family.display} is not a mixture-of-experts model", "ep-dense")
+    gpus = spec.resources.total_gpus
+    if gpus % ep:
+        yield error(
+            path,
+            f"{gpus} GPUs are not divisible by expert-parallel degree {ep}",
+            "ep-divisible",
+        )

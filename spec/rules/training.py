@@ -1,0 +1,31 @@
+"""Training schedule: duration, warm-up, step-based strategies."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.rules._diag import error
+
+
+def duration(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    t = spec.training
+    if t.epochs is None and t.max_steps is None:
+        yield error(("training",), "give training.epochs or training.max_steps", "duration")
+
+
+def warmup(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    s = spec.training.scheduler
+    if s.warmup_steps is not None and s.warmup_ratio is not None:
+        yield error(("training", "scheduler", "warmup_ratio"),
+                    "give warmup_steps or warmup_ratio, not both", "warmup-both")
+
+
+def step_strategies(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    t = spec.training
+    for section, cfg in (("evaluation", t.evaluation), ("checkpointing", t.checkpointing)):
+        if cfg.strategy == "steps" and cfg.steps is None:
+            yield error(("training", section, "strategy"),
+                        f"{section} strategy steps needs training.{section}.steps",
+                        "steps-missing")

@@ -1,0 +1,175 @@
+"""JSON Schema check of a loaded document, with errors mapped onto the source map."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Iterator
+
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, did_you_mean, format_path
+from ftspec.spec.loader import SourceDoc
+from ftspec.spec.schema import committed_schema
+
+SECRET_ROOTS = frozenset({"secrets"})
+"""Values under these keys are never echoed in messages."""
+
+_JSON_TYPE = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    type(None): "null",
+}
+_TYPE_WORD = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "boolean": "true or false",
+    "integer": "an integer",
+    "number": "a number",
+    "null": "null",
+}
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(committed_schema())
+
+
+def check_schema(doc: SourceDoc) -> list[Diagnostic]:
+    """All schema problems of ``doc`` (empty when it conforms)."""
+    out: list[Diagnostic] = []
+    seen: set[tuple[str, KeyPath]] = set()
+    for error in _validator().iter_errors(doc.data):
+        for diag in _diagnostics(error, doc):
+            key = (diag.summary, diag.path)
+            if key not in seen:
+                seen.add(key)
+                out.append(diag)
+    return out
+
+
+def _describe(value: Any, path: KeyPath) -> str:
+    kind = _JSON_TYPE.get(type(value), type(value).__name__)
+    if path and path[0] in SECRET_ROOTS:
+        return kind
+    if isinstance(value, (dict, list)):
+        return kind
+    shown = json.dumps(value, ensure_ascii=False)
+    if len(shown) > 40:
+        shown = shown[:37] + '…"' if shown.startswith('"') else shown[:37] + "…"
+    return f"{kind} {shown}"
+
+
+def _diag(doc: SourceDoc, path: KeyPath, summary: str, code: str, *, key: bool = False,
+          hint: str | None = None) -> Diagnostic:
+    return Diagnostic(
+        Severity.ERROR, summary, path=path, span=doc.span_of(path, key=key), hint=hint, code=code
+    )
+
+
+def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
+    path: KeyPath = tuple(error.absolute_path)
+    validator = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    instance = error.instance
+
+    if validator in ("anyOf", "oneOf"):
+        yield from _branch_errors(error, doc)
+        return
+    if validator == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        where = format_path(path) or "the top level"
+        for name in instance:
+            if name not in known:
+                yield _diag(
+                    doc, path + (name,), f'unknown field "{name}" in {where}',
+                    "schema.unknown-field", key=True, hint=did_you_mean(name, known),
+                )
+        return
+    if validator == "required":
+        for name in error.validator_value:
+            if isinstance(instance, dict) and name not in instance:
+                where = format_path(path) or "the top level"
+                yield _diag(
+                    doc, path, f'missing required field "{name}" in {where}',
+                    "schema.missing-field", key=True,
+                )
+        return
+    if validator in ("enum", "const"):
+        choices = error.validator_value if validator == "enum" else [error.validator_value]
+        listed = ", ".join(str(c) for c in choices if c is not None)
+        hint = did_you_mean(str(instance), [str(c) for c in choices]) if isinstance(
+            instance, str) else None
+        yield _diag(
+            doc, path, f"invalid value: {_describe(instance, path)}; expected one of: {listed}",
+            "schema.enum", hint=hint,
+        )
+        return
+    if validator == "type":
+        wanted = error.validator_value
+        words = [wanted] if isinstance(wanted, str) else list(wanted)
+        expected = " or ".join(_TYPE_WORD.get(w, w) for w in words)
+        yield _diag(
+            doc, path, f"expected {expected}, got {_describe(instance, path)}", "schema.type"
+        )
+        return
+    bound = _BOUNDS.get(validator)
+    if bound is not None:
+        yield _diag(
+            doc, path,
+            f"must be {bound} {error.validator_value}, got {_describe(instance, path)}",
+            "schema.range",
+        )
+        return
+    if validator == "pattern":
+        what = schema.get("description", "").split(".")[0]
+        summary = f"{_describe(instance, path)} does not match the required form"
+        if "://" in error.validator_value or "scheme" in what:
+            summary = f"{_describe(instance, path)} is not a URI of the form scheme://path"
+        yield _diag(doc, path, summary, "schema.pattern",
+                    hint=f"expected pattern {error.validator_value}")
+        return
+    if validator in ("minLength", "maxLength", "minItems", "maxItems"):
+        noun = "characters" if "Length" in validator else "items"
+        limit = "at least" if validator.startswith("min") else "at most"
+        yield _diag(
+            doc, path, f"must have {limit} {error.validator_value} {noun}", "schema.size"
+        )
+        return
+    message = error.message if not (path and path[0] in SECRET_ROOTS) else "invalid value"
+    yield _diag(doc, path, message, f"schema.{validator}")
+
+
+_BOUNDS = {
+    "minimum": ">=",
+    "maximum": "<=",
+    "exclusiveMinimum": ">",
+    "exclusiveMaximum": "<",
+}
+
+
+def _branch_errors(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
+    """``X | None`` fields: report what is wrong against ``X``, not the null branch."""
+    branches: dict[int, list[Any]] = {}
+    for sub in error.context:
+        index = sub.schema_path[0] if sub.schema_path else 0
+        branches.setdefault(int(index), []).append(sub)
+    options = error.validator_value
+    real = [
+        i for i, option in enumerate(options)
+        if not (isinstance(option, dict) and option.get("type") == "null")
+    ]
+    if len(real) == 1 and real[0] in branches:
+        for sub in branches[real[0]]:
+            yield from _diagnostics(sub, doc)
+        return
+    path: KeyPath = tuple(error.absolute_path)
+    yield _diag(
+        doc, path, f"{_describe(error.instance, path)} matches none of the allowed forms",
+        "schema.any-of",
+    )
