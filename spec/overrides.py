@@ -1,0 +1,118 @@
+"""Overrides on top of a spec file: ``-f overlay.yaml`` (deep merge) and ``--set a.b=v``.
+
+Both produce a new :class:`SourceDoc` whose source map points overridden keys at the
+overlay's line:col or at the flag (``--set[2]:1:COL``), so errors name the real culprit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, SpecError
+from ftspec.spec.loader import SourceDoc, parse_yaml
+
+_INDEX_LIMIT = 1000
+
+
+def apply_overlay(base: SourceDoc, overlay: SourceDoc) -> SourceDoc:
+    """Merge ``overlay`` over ``base``: mappings merge key by key, anything else replaces."""
+    key_spans = dict(base.key_spans)
+    value_spans = dict(base.value_spans)
+    data = _merge(base.data, overlay.data, (), overlay, key_spans, value_spans)
+    return replace(base, data=data, key_spans=key_spans, value_spans=value_spans)
+
+
+def _merge(base: Any, over: Any, path: KeyPath, overlay: SourceDoc,
+           key_spans: dict[KeyPath, Span], value_spans: dict[KeyPath, Span]) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for key, value in over.items():
+            child = path + (key,)
+            out[key] = _merge(base.get(key), value, child, overlay, key_spans, value_spans)
+        return out
+    # Replaced wholesale: every position at or below ``path`` now comes from the overlay.
+    for spans, source in ((key_spans, overlay.key_spans), (value_spans, overlay.value_spans)):
+        for stale in [p for p in spans if p[: len(path)] == path and p != ()]:
+            del spans[stale]
+        spans.update({p: s for p, s in source.items() if p[: len(path)] == path and p != ()})
+    return over
+
+
+def parse_set(expr: str, index: int) -> tuple[KeyPath, Any, Span]:
+    """``training.learning_rate=1e-4`` -> path, YAML-scalar value, pseudo-span of the flag."""
+    file = f"--set[{index}]"
+    key, sep, raw = expr.partition("=")
+    if not sep or not key.strip():
+        raise SpecError([Diagnostic(
+            Severity.ERROR, f'expected KEY.PATH=VALUE, got "{expr}"', span=Span(file, 1, 1),
+            code="override.syntax",
+        )])
+    path: list[str | int] = []
+    for part in key.strip().split("."):
+        if not part:
+            raise SpecError([Diagnostic(
+                Severity.ERROR, f'empty key in "{key}"', span=Span(file, 1, 1),
+                code="override.syntax",
+            )])
+        path.append(int(part) if part.isdigit() and int(part) < _INDEX_LIMIT else part)
+    value_col = len(key) + 2
+    try:
+        parsed = parse_yaml(f"v: {raw}" if raw.strip() else "v: ''", file).data["v"]
+    except SpecError:
+        parsed = raw  # not a valid YAML scalar: take the text as a string
+    return tuple(path), parsed, Span(file, 1, value_col)
+
+
+def apply_sets(base: SourceDoc, exprs: list[str]) -> SourceDoc:
+    key_spans = dict(base.key_spans)
+    value_spans = dict(base.value_spans)
+    data = _copy(base.data)
+    for index, expr in enumerate(exprs):
+        path, value, span = parse_set(expr, index)
+        _assign(data, path, value, span)
+        for spans in (key_spans, value_spans):
+            for stale in [p for p in spans if p[: len(path)] == path]:
+                del spans[stale]
+        key_spans[path] = Span(span.file, 1, 1)
+        value_spans[path] = span
+    return replace(base, data=data, key_spans=key_spans, value_spans=value_spans)
+
+
+def _copy(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _copy(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_copy(v) for v in node]
+    return node
+
+
+def _assign(data: Any, path: KeyPath, value: Any, span: Span) -> None:
+    node = data
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        where = ".".join(str(p) for p in path[: depth + 1])
+        if isinstance(part, int):
+            if not isinstance(node, list):
+                raise _bad(span, f"{where}: cannot index a {type(node).__name__} by number")
+            if part > len(node):
+                raise _bad(span, f"{where}: index {part} is past the end (list has "
+                                 f"{len(node)} items)")
+            if part == len(node):
+                node.append({} if not last else value)
+            elif last:
+                node[part] = value
+            node = node[part]
+            continue
+        if not isinstance(node, dict):
+            raise _bad(span, f"{where}: cannot set a key inside a {type(node).__name__}")
+        if last:
+            node[part] = value
+        else:
+            if not isinstance(node.get(part), (dict, list)):
+                node[part] = {}
+            node = node[part]
+
+
+def _bad(span: Span, summary: str) -> SpecError:
+    return SpecError([Diagnostic(Severity.ERROR, summary, span=span, code="override.path")])
