@@ -1,1 +1,1 @@
-"""ftspec.reconciler."""
+"""ftspec.reconciler: plan / apply / destroy / status against live state (kubernetes, ray, local)."""

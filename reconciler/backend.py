@@ -1,0 +1,75 @@
+"""The backend protocol every live-state backend implements (kubernetes, ray, local).
+
+Engine code never prints: progress goes through a ``Reporter``; the CLI renders it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Protocol, Sequence
+
+from ftspec.reconciler.model import ApplyResult, Plan, Status
+from ftspec.spec.ir import Job
+from ftspec.targets.base import Artifact
+
+
+@dataclass(frozen=True)
+class Desired:
+    """One spec's desired state: its Job, the compiled artifacts, where the spec came from."""
+
+    job: Job
+    artifacts: tuple[Artifact, ...]
+    spec_file: str
+
+
+class Reporter(Protocol):
+    def event(self, message: str, **data: Any) -> None:
+        """A progress event (``waiting for deletion``, ``step=12 loss=1.93`` …)."""
+        ...
+
+
+class NullReporter:
+    def event(self, message: str, **data: Any) -> None:
+        return None
+
+
+class BackendError(Exception):
+    """An environment failure with advice. ``retryable`` says whether trying again can help."""
+
+    def __init__(self, message: str, *, hint: str | None = None, retryable: bool = False
+                 ) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.retryable = retryable
+
+
+class StalePlanError(BackendError):
+    """A saved plan whose inputs changed since it was made."""
+
+
+class Backend(Protocol):
+    name: str
+
+    def plan(self, desired: Sequence[Desired]) -> Plan:
+        """Read live state and decide create/update/replace/delete/no-op per resource."""
+        ...
+
+    def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
+        """Delete everything these specs own."""
+        ...
+
+    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        """Apply exactly ``plan``; raise StalePlanError if what it read has changed."""
+        ...
+
+    def status(self, desired: Desired) -> list[Status]:
+        ...
+
+    def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
+             ) -> Status:
+        """Follow the job to a terminal phase, reporting progress."""
+        ...
+
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
+             ) -> Iterator[str]:
+        ...
