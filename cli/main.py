@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under ftspec.cli.commands, one-line help)
     "validate": ("validate", "Check spec files against the schema and the semantic rules."),
     "schema": ("schema", "Print the JSON Schema of the spec format."),
+    "explain": ("explain", "Show a spec's derived values, memory estimate and accelerator fit."),
+    "compile": ("compile", "Write a target's artifacts (torchtune, accelerate, kubeflow, ...)."),
 }
 
 
