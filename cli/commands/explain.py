@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from ftspec.cli.output import emit_json, print_diagnostics, use_color
 from ftspec.cli.specs import load_spec, spec_options
 

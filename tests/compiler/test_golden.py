@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ftspec.targets import get_target
 from helpers.examples import EXAMPLES, applicable, available_targets, example_job
 from helpers.golden import GOLDEN_ROOT, check_golden

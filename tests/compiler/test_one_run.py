@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from ftspec.cli.main import main
 from ftspec.targets import get_target
 from helpers.examples import EXAMPLES, applicable, example_job

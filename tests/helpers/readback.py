@@ -8,7 +8,8 @@ Platform readers (kubeflow, kuberay, ray) are added with those targets.
 from __future__ import annotations
 
 import shlex
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ruamel.yaml import YAML
 
