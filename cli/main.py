@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import click
+
 from ftspec.cli.errors import handle_unexpected
 
 COMMANDS: dict[str, tuple[str, str]] = {
