@@ -54,10 +54,10 @@ def container_command(job: Job, launch: Launch) -> list[str]:
             skip = not eq and i + 1 < len(args)
         else:
             out.append(item)
-    for flag, value in NODE_ENV_FLAGS.items():
-        if flag not in out:
-            out += [flag, value]
-    return out
+    missing = [part for flag, value in NODE_ENV_FLAGS.items() if flag not in out
+               for part in (flag, value)]
+    at = 2  # after "accelerate launch": launcher options precede the training program
+    return out[:at] + missing + out[at:]
 
 
 def files_volume(job: Job) -> dict[str, Any]:
