@@ -23,6 +23,7 @@ from ftspec.spec.ir import Job
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
     fetched_in_container,
     labels,
@@ -253,7 +254,7 @@ class KubeflowTarget:
     name = "kubeflow"
 
     def check(self, job: Job) -> list[Diagnostic]:
-        return check_for_version(job)
+        return launcher_check(job) + check_for_version(job)
 
     def compile(self, job: Job) -> list[Artifact]:
         return compile_for_version(job, job.spec.deploy.kubeflow.trainer_version)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Launch
-from ftspec.targets.launch_files import relocate
+from ftspec.targets.embed import relocate
 from ftspec.targets.kube import object_meta, pod_placement, pvc_volumes
 
 API = "trainer.kubeflow.org/v1alpha1"

@@ -12,7 +12,7 @@ the data location rewritten to where the dataset initializer puts it (``/workspa
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job

@@ -19,6 +19,7 @@ from typing import Any
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Artifact
+from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
     fetched_in_container,
     labels,
@@ -145,7 +146,7 @@ class KubeRayTarget:
     name = "kuberay"
 
     def check(self, job: Job) -> list[Diagnostic]:
-        return check(job)
+        return launcher_check(job) + check(job)
 
     def compile(self, job: Job) -> list[Artifact]:
         obj = rayjob(job)

@@ -18,6 +18,7 @@ from typing import Any
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Artifact
+from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import secret_env_name
 from ftspec.targets.ray_payload import (
     RAY_ACCELERATOR_TYPES,
@@ -95,7 +96,7 @@ class RayTarget:
     name = "ray"
 
     def check(self, job: Job) -> list[Diagnostic]:
-        return check(job)
+        return launcher_check(job) + check(job)
 
     def compile(self, job: Job) -> list[Artifact]:
         body = submission(job)

@@ -27,7 +27,7 @@ from typing import Any
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 from ftspec.targets.base import Launch
-from ftspec.targets.launch_files import relocate
+from ftspec.targets.embed import relocate
 
 FILES_ENV = "FTSPEC_FILES"
 RUN_ROOT = "/tmp/ftspec"

@@ -1,9 +1,13 @@
-"""A launcher's files at another place: platforms deliver ``Launch.files`` into a folder
-(a ConfigMap mount, a per-run directory) and point the command line at them there."""
+"""How platform targets embed a launcher's run: its checks apply to them, and its files
+are delivered into a folder (a ConfigMap mount, a per-run directory) that the command line
+is pointed at."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+
+from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.ir import Job
 
 
 def relocate(argv: Iterable[str], names: Iterable[str], root: str) -> list[str]:
@@ -20,3 +24,10 @@ def relocate(argv: Iterable[str], names: Iterable[str], root: str) -> list[str]:
         else:
             out.append(item)
     return out
+
+
+def launcher_check(job: Job) -> list[Diagnostic]:
+    """Platform artifacts embed the launcher's, so the launcher's checks apply too."""
+    from ftspec.targets import get_target
+
+    return get_target(job.launcher).check(job)
