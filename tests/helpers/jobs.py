@@ -46,13 +46,11 @@ def spec_data(**change: Any) -> dict[str, Any]:
     return merge(BASE, change)
 
 
-def make_job(data: dict[str, Any] | None = None, *, allow_errors: bool = False,
-             **change: Any) -> Job:
-    """Validate ``data`` (default: BASE with ``change``) like a spec file and build its Job."""
+def make_job(*, allow_errors: bool = False, **change: Any) -> Job:
+    """Validate BASE with ``change`` merged in, like a spec file, and build its Job."""
     import yaml
 
-    doc = parse_yaml(yaml.safe_dump(data if data is not None else spec_data(**change)),
-                     "spec.yaml")
+    doc = parse_yaml(yaml.safe_dump(spec_data(**change)), "spec.yaml")
     validated = validate_doc(doc)
     if validated.spec is None:
         raise AssertionError("invalid test spec:\n" + "\n".join(
