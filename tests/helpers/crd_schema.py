@@ -108,7 +108,7 @@ def convert(node: dict[str, Any], *, root: bool = False) -> dict[str, Any]:
 def _load(path: str) -> dict[str, Any]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: CRDs are ~1 MB
     with open(path, encoding="utf-8") as fh:
-        data: dict[str, Any] = yaml.load(fh, Loader=loader)  # noqa: S506 (a safe loader)
+        data: dict[str, Any] = yaml.load(fh, Loader=loader)
     return data
 
 

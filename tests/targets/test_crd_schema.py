@@ -8,7 +8,6 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
 from helpers.crd_schema import convert, validation_errors
 from helpers.upstream import RAYJOB_CRD, TRAINJOB_CRDS, crd
 

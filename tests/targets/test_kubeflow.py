@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ftspec.spec.ir import Job
 from ftspec.targets import get_target
 from ftspec.targets import kubeflow as kf
@@ -240,7 +239,7 @@ def test_multi_node_accelerate_takes_rank_from_the_torch_plugin() -> None:
     rt = objects(job)["trainingruntime.yaml"]
     command = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"][
         "template"]["spec"]["containers"][0]["command"]
-    pairs = dict(zip(command, command[1:]))
+    pairs = dict(zip(command, command[1:], strict=False))
     assert pairs["--machine_rank"] == "$(PET_NODE_RANK)"
     assert pairs["--main_process_ip"] == "$(PET_MASTER_ADDR)"
     assert pairs["--main_process_port"] == "$(PET_MASTER_PORT)"

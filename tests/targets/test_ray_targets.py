@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from ftspec.spec.ir import Job
 from ftspec.targets import get_target
 from ftspec.targets import ray as ray_target
