@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +240,7 @@ def test_multi_node_accelerate_takes_rank_from_the_torch_plugin() -> None:
     rt = objects(job)["trainingruntime.yaml"]
     command = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"][
         "template"]["spec"]["containers"][0]["command"]
-    pairs = dict(zip(command, command[1:], strict=False))
+    pairs = dict(itertools.pairwise(command))
     assert pairs["--machine_rank"] == "$(PET_NODE_RANK)"
     assert pairs["--main_process_ip"] == "$(PET_MASTER_ADDR)"
     assert pairs["--main_process_port"] == "$(PET_MASTER_PORT)"
