@@ -1,0 +1,116 @@
+"""The accelerate launcher on Kubeflow Trainer: its generated files in a ConfigMap mounted
+into the trainer container, and (``deploy.kubeflow.generate_runtime``) a namespaced
+TrainingRuntime whose ``node`` container runs ``accelerate launch``.
+
+Multi-node: the Trainer's torch plugin gives every ``node`` pod ``PET_NODE_RANK``,
+``PET_MASTER_ADDR`` and ``PET_MASTER_PORT``; the command's rank / rendezvous flags are
+pointed at them with Kubernetes' ``$(VAR)`` expansion, so one pod template serves all nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.spec.ir import Job
+from ftspec.targets.base import Launch
+from ftspec.targets.embed import relocate
+from ftspec.targets.kube import object_meta, pod_placement, pvc_volumes
+
+API = "trainer.kubeflow.org/v1alpha1"
+FILES_MOUNT = "/etc/ftspec"
+FILES_VOLUME = "ftspec-files"
+TRAINER_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+NODE_ENV_FLAGS = {
+    "--machine_rank": "$(PET_NODE_RANK)",
+    "--main_process_ip": "$(PET_MASTER_ADDR)",
+    "--main_process_port": "$(PET_MASTER_PORT)",
+}
+
+
+def configmap_name(job: Job) -> str:
+    return f"{job.name}-files"
+
+
+def runtime_name(job: Job) -> str:
+    return f"{job.name}-runtime"
+
+
+def container_command(job: Job, launch: Launch) -> list[str]:
+    """The launcher's argv with its files read from the ConfigMap mount, and multi-node
+    rank/rendezvous flags taken from the torch plugin's environment."""
+    args = relocate(launch.argv, launch.files, FILES_MOUNT)
+    if job.nodes == 1:
+        return args
+    out: list[str] = []
+    skip = False
+    for i, item in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        flag, eq, _ = item.partition("=")
+        if flag in NODE_ENV_FLAGS:
+            out += [flag, NODE_ENV_FLAGS[flag]]
+            skip = not eq and i + 1 < len(args)
+        else:
+            out.append(item)
+    missing = [part for flag, value in NODE_ENV_FLAGS.items() if flag not in out
+               for part in (flag, value)]
+    at = 2  # after "accelerate launch": launcher options precede the training program
+    return out[:at] + missing + out[at:]
+
+
+def files_volume(job: Job) -> dict[str, Any]:
+    return {"name": FILES_VOLUME, "configMap": {"name": configmap_name(job)}}
+
+
+def files_mount() -> dict[str, Any]:
+    return {"name": FILES_VOLUME, "mountPath": FILES_MOUNT, "readOnly": True}
+
+
+def pod_volumes(job: Job, launch: Launch) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ConfigMap with the launcher's files and the spec's pvc:// claims."""
+    volumes, mounts = pvc_volumes(job)
+    if launch.files:
+        volumes = [files_volume(job), *volumes]
+        mounts = [files_mount(), *mounts]
+    return volumes, mounts
+
+
+def configmap(job: Job, launch: Launch) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": object_meta(job, configmap_name(job)),
+        "data": dict(sorted(launch.files.items())),
+    }
+
+
+def training_runtime(job: Job, launch: Launch) -> dict[str, Any]:
+    meta = object_meta(job, runtime_name(job))
+    meta["labels"] = {**meta["labels"], FRAMEWORK_LABEL: "torch"}
+    container: dict[str, Any] = {"name": "node"}
+    if job.spec.deploy.scheduling.image:
+        container["image"] = job.spec.deploy.scheduling.image
+    container["command"] = container_command(job, launch)
+    volumes, mounts = pod_volumes(job, launch)
+    if mounts:
+        container["volumeMounts"] = mounts
+    pod: dict[str, Any] = {"containers": [container], **pod_placement(job)}
+    if volumes:
+        pod["volumes"] = volumes
+    return {
+        "apiVersion": API,
+        "kind": "TrainingRuntime",
+        "metadata": meta,
+        "spec": {
+            "mlPolicy": {"numNodes": job.nodes, "torch": {}},
+            "template": {"spec": {"replicatedJobs": [{
+                "name": "node",
+                "template": {
+                    "metadata": {"labels": {TRAINER_STEP_LABEL: "trainer"}},
+                    "spec": {"template": {"spec": pod}},
+                },
+            }]}},
+        },
+    }
