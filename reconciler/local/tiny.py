@@ -24,6 +24,7 @@ import random
 import shutil
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ TINY_DIMS: dict[str, int] = {
     "intermediate_dim": 128,
     "max_seq_len": 256,
 }
+_INIT_STD = 0.02
 _ROPE_BASE = {"llama2": 10_000.0, "llama3_2": 500_000.0}
 # llama3_2: Meta's special tokens, renumbered to sit just above the BPE ranks.
 _LLAMA3_SPECIAL_TOKENS = (
@@ -58,9 +60,10 @@ _LLAMA3_SPECIAL_TOKENS = (
 )
 _LLAMA3_BPE_RANKS = VOCAB_SIZE - 16  # 256 single bytes + 48 merges; specials fill 304..316
 _WORDS = (
-    "red blue green small big old new cat dog bird fish tree house river stone sun moon "
-    "sees likes eats finds moves holds near over under and the a one two three four five"
-).split()
+    "red", "blue", "green", "small", "big", "old", "new", "cat", "dog", "bird", "fish", "tree",
+    "house", "river", "stone", "sun", "moon", "sees", "likes", "eats", "finds", "moves", "holds",
+    "near", "over", "under", "and", "the", "a", "one", "two", "three", "four", "five",
+)
 _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven")
 
 
@@ -137,7 +140,7 @@ def _manifest_matches(dest: Path, params: dict[str, Any]) -> bool:
     except (OSError, ValueError):
         return False
     recorded = manifest.pop("files", None)
-    return manifest == params and recorded == _digests(dest)
+    return bool(manifest == params and recorded == _digests(dest))
 
 
 def _digests(dest: Path) -> dict[str, str]:
@@ -214,7 +217,7 @@ def _byte_pair_merges(corpus: list[str], count: int) -> list[bytes]:
     while len(merges) < count:
         pairs: Counter[tuple[bytes, bytes]] = Counter()
         for word, parts in split.items():
-            for pair in zip(parts, parts[1:]):
+            for pair in pairwise(parts):
                 pairs[pair] += words[word]
         if not pairs:
             break
@@ -252,6 +255,11 @@ def _write_model(assets: TinyAssets, seed: int) -> None:
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = _torchtune_model(assets)
+        # N(0, 0.02) matrices (HF's initializer_range); torch's N(0, 1) embedding default makes
+        # the tied llama3_2 output projection start at a loss near 60 instead of ln(vocab).
+        for param in model.parameters():
+            if param.dim() >= 2:
+                torch.nn.init.normal_(param, std=_INIT_STD)
     hf_state = tune_to_hf(model.state_dict(), num_heads=assets.num_heads,
                           num_kv_heads=assets.num_kv_heads, dim=assets.embed_dim)
     tensors = {key: value.detach().contiguous().clone() for key, value in hf_state.items()}
@@ -284,6 +292,7 @@ def _hf_config(assets: TinyAssets) -> dict[str, Any]:
         "head_dim": assets.embed_dim // assets.num_heads,
         "max_position_embeddings": assets.max_seq_len,
         "hidden_act": "silu",
+        "initializer_range": _INIT_STD,
         "rms_norm_eps": 1e-5,
         "rope_theta": _ROPE_BASE[assets.family],
         "attention_bias": False,

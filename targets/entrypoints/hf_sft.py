@@ -20,7 +20,9 @@ precision come from the accelerate config), optional LoRA through peft. Output o
 
 `--report_world_size FILE` makes the main process write `{"world_size": N, "ranks_seen": [...],
 "params_in_sync": bool}` gathered from every process, so a caller can check the processes really
-trained together. At the end the model (or the LoRA adapter) and tokenizer go to `--output_dir`.
+trained together (`params_in_sync` compares a checksum of each rank's trainable weights: True
+under DDP; with FSDP / ZeRO sharding each rank holds a different shard). At the end the model
+(or the LoRA adapter) and tokenizer go to `--output_dir`.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ if TYPE_CHECKING:
     from accelerate import Accelerator
 
 IGNORE_INDEX = -100
-DEFAULT_PROMPT_TEMPLATE = "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n"
+DEFAULT_PROMPT_TEMPLATE = (
+    "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n"
+)
 DEFAULT_COMPLETION_TEMPLATE = "{output}"
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "sgd")
 
@@ -121,7 +125,7 @@ def tokenize(examples: list[tuple[str, str]], tokenizer: Any, max_len: int,
         completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
         bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
         prompt_ids = bos + prompt_ids
-        completion_ids = completion_ids + [tokenizer.eos_token_id]
+        completion_ids = [*completion_ids, tokenizer.eos_token_id]
         prompt_labels = prompt_ids if train_on_input else [IGNORE_INDEX] * len(prompt_ids)
         features.append({"input_ids": (prompt_ids + completion_ids)[:max_len],
                          "labels": (prompt_labels + completion_ids)[:max_len]})
@@ -145,7 +149,7 @@ def collate(batch: list[dict[str, list[int]]], pad_id: int) -> dict[str, torch.T
 def build_model(args: argparse.Namespace) -> Any:
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+    model: Any = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
     if args.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.enable_input_require_grads()  # LoRA: checkpointed blocks need grad-carrying inputs
@@ -173,8 +177,9 @@ def build_optimizer(args: argparse.Namespace, model: Any) -> torch.optim.Optimiz
 def total_steps(args: argparse.Namespace, batches_per_epoch: int) -> int:
     if args.max_steps > 0:
         return int(args.max_steps)
-    per_epoch = math.ceil(batches_per_epoch / args.gradient_accumulation_steps)
-    return max(1, math.ceil(args.num_train_epochs * per_epoch))
+    accumulation: int = args.gradient_accumulation_steps
+    epochs: float = args.num_train_epochs
+    return max(1, math.ceil(epochs * math.ceil(batches_per_epoch / accumulation)))
 
 
 def train(args: argparse.Namespace) -> None:
@@ -186,15 +191,17 @@ def train(args: argparse.Namespace) -> None:
     precision = "bf16" if args.bf16 else "fp16" if args.fp16 else None  # None: launcher's choice
     accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps,
                               mixed_precision=precision)
-    accelerator.print(f"world_size={accelerator.num_processes}", flush=True)
+    _log(accelerator, f"world_size={accelerator.num_processes}")
     set_seed(args.seed)
 
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer_name_or_path or args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(
+        args.tokenizer_name_or_path or args.model_name_or_path)
     pad_id = next(i for i in (tokenizer.pad_token_id, tokenizer.unk_token_id,
                               tokenizer.eos_token_id) if i is not None)
     features = tokenize(load_examples(args), tokenizer, args.max_seq_length, args.train_on_input)
-    loader = torch.utils.data.DataLoader(
-        features, batch_size=args.per_device_train_batch_size, shuffle=True,
+    loader: Any = torch.utils.data.DataLoader(
+        features,  # type: ignore[arg-type]  # a list is a map-style dataset
+        batch_size=args.per_device_train_batch_size, shuffle=True,
         collate_fn=lambda batch: collate(batch, pad_id),
         generator=torch.Generator().manual_seed(args.seed))
     model = build_model(args)
@@ -237,8 +244,7 @@ def _train_loop(accelerator: Accelerator, model: Any, optimizer: Any, scheduler:
             window.clear()
             if step % logging_steps == 0 or step == steps:
                 lr = scheduler.get_last_lr()[0]
-                accelerator.print(f"step={step} loss={mean_loss.item():.4f} lr={lr:.1e}",
-                                  flush=True)
+                _log(accelerator, f"step={step} loss={mean_loss.item():.4f} lr={lr:.1e}")
             if step == steps:
                 break
         epoch += 1
@@ -267,8 +273,14 @@ def _save(accelerator: Accelerator, model: Any, tokenizer: Any, output_dir: Path
         accelerator.unwrap_model(model).save_pretrained(
             output_dir, state_dict=state, save_function=accelerator.save)
         tokenizer.save_pretrained(output_dir)
-        accelerator.print(f"saved to {output_dir}", flush=True)
+        _log(accelerator, f"saved to {output_dir}")
     accelerator.end_training()
+
+
+def _log(accelerator: Accelerator, line: str) -> None:
+    """One line on the global main process (accelerator.print prints once per node)."""
+    if accelerator.is_main_process:
+        print(line, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

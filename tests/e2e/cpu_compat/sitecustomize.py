@@ -38,7 +38,7 @@ def _cpu_only_torch() -> bool:
     return version.cuda is None and getattr(version, "hip", None) is None
 
 
-def _patch_torch_distributed(dist: ModuleType) -> None:
+def _patch_torch_distributed(dist: Any) -> None:
     original = dist.init_process_group
 
     @functools.wraps(original)
@@ -50,7 +50,7 @@ def _patch_torch_distributed(dist: ModuleType) -> None:
     dist.init_process_group = init_process_group
 
 
-def _patch_torchtune_training(training: ModuleType) -> None:
+def _patch_torchtune_training(training: Any) -> None:
     import torch
 
     original = training.get_memory_stats
