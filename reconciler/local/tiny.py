@@ -144,9 +144,10 @@ def _manifest_matches(dest: Path, params: dict[str, Any]) -> bool:
 
 
 def _digests(dest: Path) -> dict[str, str]:
-    files = sorted(p for p in dest.rglob("*") if p.is_file() and p.name != "manifest.json")
+    """sha256 of the files this module manages (anything else under `dest` is ignored)."""
+    files = [dest / "dataset.jsonl", *(p for p in (dest / "model").rglob("*") if p.is_file())]
     return {p.relative_to(dest).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in files}
+            for p in sorted(files) if p.is_file()}
 
 
 def _clear(dest: Path) -> None:

@@ -125,8 +125,13 @@ def test_tiny_assets_are_deterministic_small_and_reused(
     assert (second.special_tokens_path is not None) == (family == "llama3_2")
 
     mtimes = {rel: (tmp_path / "a" / rel).stat().st_mtime_ns for rel in files}
+    (tmp_path / "a" / "unrelated.txt").write_text("a run's output next to the assets")
     assert generate_tiny_assets(tmp_path / "a", family=family, seed=3) == first
     assert mtimes == {rel: (tmp_path / "a" / rel).stat().st_mtime_ns for rel in files}
+
+    (tmp_path / "a" / "dataset.jsonl").write_text("tampered\n")
+    generate_tiny_assets(tmp_path / "a", family=family, seed=3)
+    assert first.dataset_path.read_bytes() == second.dataset_path.read_bytes()
 
     other_seed = generate_tiny_assets(tmp_path / "a", family=family, seed=4)
     assert other_seed.model_dir.joinpath("model.safetensors").read_bytes() != \
