@@ -30,8 +30,8 @@ pytestmark = pytest.mark.e2e
 
 CPU_COMPAT = Path(__file__).parent / "cpu_compat"
 SEED = 42
-TORCHTUNE_LOSS = re.compile(r"^Step (\d+) \| loss:(\S+) ", re.MULTILINE)
 Record = Callable[[str, object], None]  # pytest's record_property
+TORCHTUNE_LOSS = re.compile(r"^Step (\d+) \| loss:(\S+) ", re.MULTILINE)
 HF_SFT_STEP = re.compile(r"^step=(\d+) loss=(\S+) lr=(\S+)$", re.MULTILINE)
 
 
