@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ftspec.reconciler.fielddiff import count_leaves, diff
+from ftspec.compiler.summary import SUMMARY_ANNOTATION
+from ftspec.reconciler.fielddiff import count_leaves, leaves
 
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
 STYLE = {"create": "green", "update": "yellow", "replace": "red", "delete": "red",
@@ -45,11 +46,13 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
     sym = SYMBOL[action]
     lines.append(f"[{style}]{sym:>3}[/{style}] resource \"{kind}\" \"{_esc(name)}\" {{")
     if action == "create":
-        for path, _b, after in diff({}, ch["after"] or {}):
+        for path, after in leaves(ch["after"] or {}):
+            if SUMMARY_ANNOTATION in path:
+                after = "(ML summary)"
             lines.append(f"      [green]+[/green] {_esc(path)} = {_esc(_val(after))}")
     elif action == "delete":
         shown = 0
-        for path, before, _a in diff(ch["before"] or {}, {}):
+        for path, before in leaves(ch["before"] or {}):
             if path.startswith(("spec", "metadata.name", "metadata.namespace", "kind")):
                 lines.append(f"      [red]-[/red] {_esc(path)} = {_esc(_val(before))}")
                 shown += 1
@@ -67,6 +70,8 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
             else:
                 mark, text = "[yellow]~[/yellow]", f"{_val(before)} -> {_val(after)}"
             tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
+            if SUMMARY_ANNOTATION in f["path"]:
+                text = "(ML summary changed, see the # ML lines below)"
             lines.append(f"      {mark} {_esc(f['path'])} = {_esc(text)}{tail}")
         hidden = max(count_leaves(ch["before"] or {}) - len(fields), 0)
         if hidden:

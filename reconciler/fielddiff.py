@@ -62,3 +62,12 @@ def field_changes(before: Any, after: Any, forces: Any = None) -> tuple[FieldCha
     for path, b, a in diff(before, after):
         rows.append(FieldChange(path, b, a, bool(forces and forces(path))))
     return tuple(rows)
+
+
+def leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of a tree as (path, value); lists of scalars stay whole."""
+    if isinstance(value, dict) and value:
+        return [row for key, sub in value.items() for row in leaves(sub, join(path, key))]
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return [row for i, sub in enumerate(value) for row in leaves(sub, join(path, i))]
+    return [(path, value)]

@@ -26,13 +26,14 @@ def save_plan(plan: Plan, path: Path) -> None:
 
 
 def is_saved_plan(path: Path) -> bool:
+    """A JSON file written by ``plan --out`` (specs are YAML, so JSON that parses as a plan)."""
     if path.suffix != ".json":
         return False
     try:
-        head = path.read_text(encoding="utf-8")[:4096]
-    except OSError:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return False
-    return f'"kind": "{PLAN_KIND}"' in head or '"format_version"' in head
+    return isinstance(data, dict) and (data.get("kind") == PLAN_KIND or "format_version" in data)
 
 
 def plan_from_json(data: dict[str, Any]) -> Plan:
