@@ -140,6 +140,10 @@ class KubernetesBackend:
             if dry is None:
                 warnings.append(f"namespace {d.job.namespace} does not exist yet; "
                                 "apply's preflight will stop until it does")
+            elif "forbidden" in dry:
+                warnings.append(f"server-side dry-run not allowed, planned without server "
+                                f"defaults ({dry['forbidden']})")
+                dry = None
             try:
                 change = decide(ObjectInput(d.job.target, d.job.spec_id, d.spec_file, obj, live,
                                             dry, version))

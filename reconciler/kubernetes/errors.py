@@ -80,9 +80,15 @@ def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
                         f"{context!r} (401 Unauthorized)", status=status, body=body,
                         hint="refresh the token in your kubeconfig, or pick another --context")
     if status == 403:
-        return ApiError(f"forbidden: {verb} {what} was denied: {message}", status=status,
-                        body=body, hint=f"ask a cluster admin for a Role that allows {verb} on "
-                        f"{what.split(' ')[0]}, or use another --context")
+        found = re.search(r'cannot (\w+) resource "([^"]+)"(?: in API group "([^"]*)")?', message)
+        if found:
+            verb = found.group(1)
+            resource = found.group(2) + (f".{found.group(3)}" if found.group(3) else "")
+        else:
+            resource = what.split(" ")[0]
+        return ApiError(f"forbidden: you may not {verb} {resource} ({what}): {message}",
+                        status=status, body=body, hint=f"ask a cluster admin for a Role that "
+                        f"allows {verb} on {resource}, or use another --context")
     if status == 409 and "conflict" in message.lower() and "apply" in message.lower():
         return ApiError(f"{verb} {what}: conflict with another field manager: "
                         f"{_conflicts(message)}", status=status, body=body,

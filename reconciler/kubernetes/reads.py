@@ -77,6 +77,8 @@ class Reader:
         except ApiError as exc:
             if exc.status == 404:
                 return None  # namespace missing: preflight reports it at apply time
+            if exc.status == 403:
+                return {"forbidden": str(exc)}
             raise
 
 
