@@ -130,8 +130,8 @@ def test_orphan_prune_after_rename_never_another_spec(env: dict[str, Any],
     ns, spec, cluster, tmp = env["ns"], env["spec"], env["cluster"], env["tmp"]
     other = spec_copy(tmp, "other.yaml", {f"name: {NAME}": "name: other-job"})
     assert run_cli(capsys, "apply", spec, other, "-n", ns, "--auto-approve").code == 0
-    other_rv = [j for j in _trainjobs(cluster, ns)
-                if j["metadata"]["name"] == "other-job"][0]["metadata"]["resourceVersion"]
+    other_rv = next(j for j in _trainjobs(cluster, ns)
+                if j["metadata"]["name"] == "other-job")["metadata"]["resourceVersion"]
     renamed = spec_copy(tmp, "job.yaml", {f"name: {NAME}": "name: llama-renamed"})
     plan = _plan_json(capsys, renamed, ns)
     plan2 = json.loads(run_cli(capsys, "plan", renamed, other, "-n", ns, "--json").out)

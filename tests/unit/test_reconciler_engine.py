@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ftspec.reconciler.drift import drift_managers
 from ftspec.reconciler.essence import applied_digest, essence, with_applied_digest
 from ftspec.reconciler.fielddiff import diff
@@ -55,12 +54,12 @@ def test_diff_paths() -> None:
     ("TrainJob", "spec.trainer.numNodes", "v2.1", None),
     ("TrainJob", "spec.runtimeRef.name", "v2.1", "spec.runtimeRef"),
     ("TrainJob", "spec.suspend", None, None),
-    ("TrainJob", "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
-     ".template.spec.template.spec.volumes[0].name", None,
-     "spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec"
-     ".template.spec.volumes"),
-    ("TrainJob", "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
-     ".template.spec.template.spec.nodeSelector.zone", None, None),
+    ("TrainJob", ("spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
+     ".template.spec.template.spec.volumes[0].name"), None,
+     ("spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec"
+     ".template.spec.volumes")),
+    ("TrainJob", ("spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
+     ".template.spec.template.spec.nodeSelector.zone"), None, None),
     ("RayJob", "spec.entrypoint", None, "spec.entrypoint"),
     ("RayJob", "spec.suspend", None, None),
     ("ConfigMap", "data.x", None, None),
