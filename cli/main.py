@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 import click
-
 from ftspec.cli.errors import handle_unexpected
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,6 +20,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("schema", "Print the JSON Schema of the spec format."),
     "explain": ("explain", "Show a spec's derived values, memory estimate and accelerator fit."),
     "compile": ("compile", "Write a target's artifacts (torchtune, accelerate, kubeflow, ...)."),
+    "plan": ("plan", "Show the changes apply would make to the live objects."),
+    "apply": ("apply", "Apply specs (or a saved plan) to the live objects."),
+    "destroy": ("destroy", "Delete the live objects these specs own."),
+    "status": ("status", "Show the phase of each spec's job."),
+    "logs": ("logs", "Print the logs of a spec's job."),
 }
 
 

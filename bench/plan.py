@@ -1,0 +1,95 @@
+"""Benchmark: `ftspec plan` vs `kubectl diff --server-side` on the same real API server.
+
+    python bench/plan.py [--runs 7] [--specs 50]
+
+Starts its own KubeCluster (tests/harness), applies one spec (and N specs) so both tools
+compare against live objects, then prints median wall times and the ratios
+(targets: one spec <= 8, fifty specs <= 1). kubectl is used for the comparison only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+EXAMPLE = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
+FTSPEC = [sys.executable, "-m", "ftspec.cli"]
+
+
+def _median(cmd: list[str], env: dict[str, str], runs: int, ok: tuple[int, ...] = (0,)) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in ok:
+            raise SystemExit(f"{' '.join(cmd[:6])}... exited {proc.returncode}:\n"
+                             f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--specs", type=int, default=50)
+    args = parser.parse_args()
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise SystemExit("kubectl is not installed: it is the baseline of this benchmark")
+    from harness.kube import KubeCluster
+
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"ftspec-bench-{os.getpid()}"
+    work.mkdir(parents=True)
+    with KubeCluster() as cluster:
+        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_path), "NO_COLOR": "1"}
+        cluster.create_namespace("ml")
+        cluster.request("POST", "/api/v1/namespaces/ml/secrets", {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"},
+            "stringData": {"token": "x"}})
+        text = EXAMPLE.read_text(encoding="utf-8")
+        specs, manifests = [], []
+        for i in range(args.specs):
+            spec = work / f"job{i:02d}.yaml"
+            spec.write_text(text.replace("name: llama32-1b-alpaca-lora", f"name: job-{i:02d}"))
+            specs.append(str(spec))
+        subprocess.run([*FTSPEC, "apply", *specs, "--auto-approve"], env=env, check=True,
+                       capture_output=True)
+        for i, spec in enumerate(specs):  # the exact objects ftspec applies, for kubectl
+            out = subprocess.run([*FTSPEC, "plan", spec, "--json"], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            import json
+
+            obj = json.loads(out)["changes"][0]["after"]
+            path = work / f"trainjob{i:02d}.json"
+            path.write_text(json.dumps(obj))
+            manifests.append(str(path))
+        kdiff = [kubectl, "diff", "--server-side", "--field-manager=ftspec", "-f"]
+        one_ft = _median([*FTSPEC, "plan", specs[0]], env, args.runs)
+        one_kc = _median([*kdiff, manifests[0]], env, args.runs, ok=(0, 1))
+        many_ft = _median([*FTSPEC, "plan", *specs], env, max(3, args.runs // 2))
+
+        def fifty_kubectl() -> float:
+            start = time.perf_counter()
+            for m in manifests:
+                subprocess.run([*kdiff, m], env=env, capture_output=True, check=False)
+            return time.perf_counter() - start
+
+        many_kc = statistics.median(fifty_kubectl() for _ in range(max(3, args.runs // 2)))
+    shutil.rmtree(work, ignore_errors=True)
+    n = args.specs
+    print(f"one spec:   ftspec plan {one_ft * 1000:7.0f} ms | kubectl diff --server-side "
+          f"{one_kc * 1000:7.0f} ms | ratio {one_ft / one_kc:5.2f} (target <= 8)")
+    print(f"{n} specs:   ftspec plan {many_ft * 1000:7.0f} ms | {n} x kubectl diff         "
+          f"{many_kc * 1000:7.0f} ms | ratio {many_ft / many_kc:5.2f} (target <= 1)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Run the ftspec CLI in-process against a test cluster and capture what it printed."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
+    from ftspec.cli.main import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return CliResult(code, captured.out, captured.err)
+
+
+def spec_copy(tmp_path: Path, name: str = "job.yaml", replace: dict[str, str] | None = None
+              ) -> Path:
+    """The kubeflow example copied to ``tmp_path/name`` with text replacements."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    for old, new in (replace or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def prepare_namespace(cluster: Any, namespace: str) -> None:
+    """What the example spec references: the hf-token secret."""
+    cluster.request("POST", f"/api/v1/namespaces/{namespace}/secrets", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"},
+        "stringData": {"token": "dummy"}})
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst)
