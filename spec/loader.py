@@ -31,21 +31,37 @@ class SourceDoc:
     text: str = ""
 
     def span_of(self, path: KeyPath, *, key: bool = False) -> Span:
-        """The closest known position for ``path``: its value (or key), else an ancestor's."""
-        spans = self.key_spans if key else self.value_spans
+        """The closest known position for ``path``.
+
+        A scalar's value (or its key with ``key=True``); a mapping or list by its key,
+        since a block value starts on the next line; a path that is not in the document
+        (a default) by the key of its nearest ancestor that is.
+        """
         probe = tuple(path)
+        if (probe and not key and probe in self.value_spans
+                and not isinstance(self.value_at(probe), (dict, list))):
+            return self.value_spans[probe]
         while probe:
-            if probe in spans:
-                return spans[probe]
             if probe in self.key_spans:
                 return self.key_spans[probe]
             probe = probe[:-1]
         return self.value_spans.get((), Span(self.file, 1, 1))
 
+    def value_at(self, path: KeyPath) -> Any:
+        """The data at ``path``, or None when it is absent."""
+        node = self.data
+        for part in path:
+            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return None
+        return node
 
-def _error(file: str, summary: str, line: int = 1, col: int = 1, code: str = "load") -> SpecError:
+
+def _error(file: str, summary: str, line: int = 1, col: int = 1, code: str = "load",
+           hint: str | None = None) -> SpecError:
     return SpecError(
-        [Diagnostic(Severity.ERROR, summary, span=Span(file, line, col), code=code)]
+        [Diagnostic(Severity.ERROR, summary, span=Span(file, line, col), hint=hint, code=code)]
     )
 
 
@@ -130,16 +146,20 @@ def parse_yaml(text: str, file: str) -> SourceDoc:
     except RecursionError:
         raise _error(file, "YAML nesting is too deep", code="load.yaml") from None
     if len(docs) > 1:
-        raise _error(file, "expected one YAML document, found several ('---')", code="load.shape")
+        raise _error(file, f"expected one YAML document, found {len(docs)} (separated by '---')",
+                     _second_document_line(text), code="load.shape",
+                     hint="put each spec in its own file")
     if not docs or docs[0] is None:
-        raise _error(file, "file is empty; expected a FineTune spec (a mapping)", code="load.empty")
+        raise _error(file, "file is empty; expected a FineTune spec (a mapping)", code="load.empty",
+                     hint="start from one of the specs in examples/")
     root = docs[0]
     if not isinstance(root, dict):
-        kind = "a list" if isinstance(root, list) else f"a {type(root).__name__} scalar"
+        kind = "a list" if isinstance(root, list) else f"{_scalar_word(root)}"
         raise _error(
             file,
             f"expected a mapping at the top level (apiVersion, kind, …), found {kind}",
             code="load.shape",
+            hint="a spec is a mapping that starts with `apiVersion: ftspec.dev/v1alpha1`",
         )
     if _expanded_size(root, {}) > MAX_NODES:
         raise _error(
@@ -166,6 +186,7 @@ def _check_tabs(text: str, file: str) -> None:
                 lineno,
                 col,
                 code="load.tab",
+                hint="replace the tab with spaces",
             )
 
 
@@ -182,10 +203,40 @@ def _marked_error(file: str, exc: Any) -> SpecError:
         first = exc.context_mark
         where = f" (first defined on line {first.line + 1})" if first is not None else ""
         summary = f'duplicate key "{key}"{where}' if key else f"duplicate key{where}"
-        return _error(file, summary, line, col, code="load.duplicate-key")
-    context = f" {exc.context.strip()}" if exc.context and exc.problem else ""
-    summary = f"invalid YAML: {problem}{context}"
-    return _error(file, summary, line, col, code="load.yaml")
+        return _error(file, summary, line, col, code="load.duplicate-key",
+                      hint="keep one of them; a later key would silently win elsewhere")
+    context = exc.context.strip() if exc.context and exc.problem else ""
+    opened = exc.context_mark
+    hint = None
+    if context.startswith("while scanning a quoted scalar"):
+        hint = "the quoted string that starts here is never closed; add the closing quote"
+    elif context.startswith("while parsing a flow") and opened is not None:
+        closer = "}" if "mapping" in context else "]"
+        context += f" that starts at line {opened.line + 1}, column {opened.column + 1}"
+        hint = f"is a closing '{closer}' missing?"
+    summary = f"invalid YAML: {problem}" + (f" {context}" if context else "")
+    return _error(file, summary, line, col, code="load.yaml", hint=hint)
+
+
+def _second_document_line(text: str) -> int:
+    """Line of the '---' that starts the second document (1 when it cannot be told)."""
+    content_seen = False
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("---") and line[3:4] in ("", " ", "\t"):
+            if content_seen:
+                return lineno
+            content_seen = True
+        elif line.strip() and not line.lstrip().startswith("#") and not line.startswith("%"):
+            content_seen = True
+    return 1
+
+
+def _scalar_word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string"
 
 
 def _duplicate_key(exc: Any) -> str | None:
@@ -232,14 +283,12 @@ class _Builder:
 
         if isinstance(node, CommentedMap):
             out: dict[str, Any] = {}
-            for key, value in node.items():
-                if not isinstance(key, str) or isinstance(key, bool):
-                    key = _scalar(key)
-                    key = str(key) if not isinstance(key, str) else key
+            for raw_key, value in node.items():
+                key = raw_key if isinstance(raw_key, str) else _key_text(raw_key)
                 child = path + (key,)
                 if len(path) < 64:
-                    kl, kc = node.lc.key(key) if key in node else (0, 0)
-                    vl, vc = node.lc.value(key) if key in node else (kl, kc)
+                    kl, kc = node.lc.key(raw_key)
+                    vl, vc = node.lc.value(raw_key)
                     self.key_spans[child] = self._span(kl, kc)
                     self.value_spans[child] = self._span(vl, vc)
                 out[key] = self.convert(value, child)
@@ -254,6 +303,16 @@ class _Builder:
                 items.append(self.convert(value, child))
             return items
         return _scalar(node)
+
+
+def _key_text(key: Any) -> str:
+    """Mapping keys are names: ``1``, ``true`` or ``null`` as keys become their YAML text."""
+    value = _scalar(key)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _scalar(value: Any) -> Any:

@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
-
 from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.cli.specs import spec_options
 from ftspec.spec.diagnostics import Diagnostic
