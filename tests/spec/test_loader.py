@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ftspec.spec.diagnostics import Span, SpecError
 from ftspec.spec.loader import MAX_SPEC_BYTES, load_spec_file, parse_yaml
 

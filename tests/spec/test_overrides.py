@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ftspec.spec.diagnostics import Span, SpecError
 from ftspec.spec.loader import parse_yaml
 from ftspec.spec.overrides import apply_overlay, apply_sets, parse_set

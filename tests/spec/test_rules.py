@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
-
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.rules import RULES, batch, combos, data, hardware, method, naming, training
