@@ -96,3 +96,16 @@ def test_directory_and_missing_file(tmp_path: Path) -> None:
         with pytest.raises(SpecError) as info:
             load_spec_file(path)
         assert words in info.value.diagnostics[0].summary
+
+
+def test_merge_keys_merge_and_own_keys_win() -> None:
+    doc = parse_yaml("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n", "s.yaml")
+    assert doc.data["m"] == {"y": 3, "x": 1}
+    assert doc.span_of(("m", "x")) == Span("s.yaml", 1, 14)  # where the merged value is
+    assert doc.span_of(("m", "y")) == Span("s.yaml", 4, 6)
+
+
+def test_non_scalar_key_is_an_error() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_yaml("? [a, b]\n: 1\n", "s.yaml")
+    assert "mapping key must be a plain value" in info.value.diagnostics[0].summary
