@@ -216,31 +216,3 @@ def _scalar_word(value: Any) -> str:
     if isinstance(value, (int, float)):
         return "a number"
     return "a string"
-
-
-def _second_document_line(text: str) -> int:
-    """Line of the '---' that starts the second document (1 when it cannot be told)."""
-    content_seen = False
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.startswith("---") and line[3:4] in ("", " ", "\t"):
-            if content_seen:
-                return lineno
-            content_seen = True
-        elif line.strip() and not line.lstrip().startswith("#") and not line.startswith("%"):
-            content_seen = True
-    return 1
-
-
-def _scalar_word(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return "a string"
-
-
-def _duplicate_key(exc: Any) -> str | None:
-    import re
-
-    match = re.search(r'found duplicate key "(.*?)"', str(exc.problem))
-    return match.group(1) if match else None
