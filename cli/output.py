@@ -44,4 +44,4 @@ def print_diagnostics(diags: Iterable[Diagnostic], *, err: bool = False) -> None
     stream = sys.stderr if err else sys.stdout
     color = use_color(stream)
     for diag in diags:
-        click.echo(render_diagnostic(diag, color), err=err)
+        click.echo(render_diagnostic(diag, color), err=err, color=color)

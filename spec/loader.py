@@ -31,42 +31,38 @@ class SourceDoc:
     text: str = ""
 
     def span_of(self, path: KeyPath, *, key: bool = False) -> Span:
-        """The closest known position for ``path``: its value (or key), else an ancestor's."""
-        spans = self.key_spans if key else self.value_spans
+        """The closest known position for ``path``.
+
+        A scalar's value (or its key with ``key=True``); a mapping or list by its key,
+        since a block value starts on the next line; a path that is not in the document
+        (a default) by the key of its nearest ancestor that is.
+        """
         probe = tuple(path)
+        if (probe and not key and probe in self.value_spans
+                and not isinstance(self.value_at(probe), (dict, list))):
+            return self.value_spans[probe]
         while probe:
-            if probe in spans:
-                return spans[probe]
             if probe in self.key_spans:
                 return self.key_spans[probe]
             probe = probe[:-1]
         return self.value_spans.get((), Span(self.file, 1, 1))
 
+    def value_at(self, path: KeyPath) -> Any:
+        """The data at ``path``, or None when it is absent."""
+        node = self.data
+        for part in path:
+            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return None
+        return node
 
-def _error(file: str, summary: str, line: int = 1, col: int = 1, code: str = "load") -> SpecError:
+
+def _error(file: str, summary: str, line: int = 1, col: int = 1, code: str = "load",
+           hint: str | None = None) -> SpecError:
     return SpecError(
-        [Diagnostic(Severity.ERROR, summary, span=Span(file, line, col), code=code)]
+        [Diagnostic(Severity.ERROR, summary, span=Span(file, line, col), hint=hint, code=code)]
     )
-
-
-def _yaml() -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.resolver import VersionedResolver
-
-    class _NoTimestampResolver(VersionedResolver):
-        """YAML 1.2 core schema without the timestamp tag: dates stay strings."""
-
-        def add_version_implicit_resolver(
-            self, version: Any, tag: Any, regexp: Any, first: Any
-        ) -> None:
-            if tag != "tag:yaml.org,2002:timestamp":
-                super().add_version_implicit_resolver(version, tag, regexp, first)
-
-    yaml = YAML(typ="rt")
-    yaml.Resolver = _NoTimestampResolver
-    yaml.version = (1, 2)
-    yaml.allow_duplicate_keys = False
-    return yaml
 
 
 def read_spec_text(path: Path) -> str:
@@ -116,42 +112,53 @@ def load_spec_file(path: Path) -> SourceDoc:
 
 def parse_yaml(text: str, file: str) -> SourceDoc:
     """Parse one YAML document into a :class:`SourceDoc`; raises :class:`SpecError`."""
+    from ftspec.spec.yaml_nodes import NodeBuilder, expanded_size, new_yaml
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     if "\t" in text:
         _check_tabs(text, file)
-    yaml = _yaml()
+    yaml = new_yaml()
     try:
-        docs = list(yaml.load_all(text))
+        docs = list(yaml.compose_all(text))
+        if len(docs) > 1:
+            raise _error(file, f"expected one YAML document, found {len(docs)} (separated by "
+                         "'---')", _second_document_line(text), code="load.shape",
+                         hint="put each spec in its own file")
+        root = docs[0] if docs else None
+        if root is None:
+            raise _empty(file)
+        if expanded_size(root, {}, MAX_NODES) > MAX_NODES:
+            raise _error(
+                file,
+                f"document expands to more than {MAX_NODES:,} values through aliases; "
+                "specs must stay small",
+                code="load.alias-bomb",
+            )
+        builder = NodeBuilder(file, yaml)
+        data = builder.convert(root, ())
     except MarkedYAMLError as exc:
         raise _marked_error(file, exc) from None
     except YAMLError as exc:  # unmarked errors are rare; still no traceback
         raise _error(file, f"invalid YAML: {exc}", code="load.yaml") from None
     except RecursionError:
         raise _error(file, "YAML nesting is too deep", code="load.yaml") from None
-    if len(docs) > 1:
-        raise _error(file, "expected one YAML document, found several ('---')", code="load.shape")
-    if not docs or docs[0] is None:
-        raise _error(file, "file is empty; expected a FineTune spec (a mapping)", code="load.empty")
-    root = docs[0]
-    if not isinstance(root, dict):
-        kind = "a list" if isinstance(root, list) else f"a {type(root).__name__} scalar"
+    if data is None:
+        raise _empty(file)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else _scalar_word(data)
         raise _error(
             file,
             f"expected a mapping at the top level (apiVersion, kind, …), found {kind}",
             code="load.shape",
+            hint="a spec is a mapping that starts with `apiVersion: ftspec.dev/v1alpha1`",
         )
-    if _expanded_size(root, {}) > MAX_NODES:
-        raise _error(
-            file,
-            f"document expands to more than {MAX_NODES:,} values through aliases; "
-            "specs must stay small",
-            code="load.alias-bomb",
-        )
-    builder = _Builder(file)
-    data = builder.convert(root, ())
     builder.value_spans[()] = Span(file, 1, 1)
     return SourceDoc(file, data, builder.key_spans, builder.value_spans, text)
+
+
+def _empty(file: str) -> SpecError:
+    return _error(file, "file is empty; expected a FineTune spec (a mapping)", code="load.empty",
+                  hint="start from one of the specs in examples/")
 
 
 def _check_tabs(text: str, file: str) -> None:
@@ -166,6 +173,7 @@ def _check_tabs(text: str, file: str) -> None:
                 lineno,
                 col,
                 code="load.tab",
+                hint="replace the tab with spaces",
             )
 
 
@@ -176,98 +184,35 @@ def _marked_error(file: str, exc: Any) -> SpecError:
     line = mark.line + 1 if mark is not None else 1
     col = mark.column + 1 if mark is not None else 1
     problem = (exc.problem or exc.context or "invalid YAML").strip()
-    name = type(exc).__name__
-    if name == "DuplicateKeyError":
-        key = _duplicate_key(exc)
-        first = exc.context_mark
-        where = f" (first defined on line {first.line + 1})" if first is not None else ""
-        summary = f'duplicate key "{key}"{where}' if key else f"duplicate key{where}"
-        return _error(file, summary, line, col, code="load.duplicate-key")
-    context = f" {exc.context.strip()}" if exc.context and exc.problem else ""
-    summary = f"invalid YAML: {problem}{context}"
-    return _error(file, summary, line, col, code="load.yaml")
+    context = exc.context.strip() if exc.context and exc.problem else ""
+    opened = exc.context_mark
+    hint = None
+    if context.startswith("while scanning a quoted scalar"):
+        hint = "the quoted string that starts here is never closed; add the closing quote"
+    elif context.startswith("while parsing a flow") and opened is not None:
+        closer = "}" if "mapping" in context else "]"
+        context += f" that starts at line {opened.line + 1}, column {opened.column + 1}"
+        hint = f"is a closing '{closer}' missing?"
+    summary = f"invalid YAML: {problem}" + (f" {context}" if context else "")
+    return _error(file, summary, line, col, code="load.yaml", hint=hint)
 
 
-def _duplicate_key(exc: Any) -> str | None:
-    import re
-
-    match = re.search(r'found duplicate key "(.*?)"', str(exc.problem))
-    return match.group(1) if match else None
-
-
-def _expanded_size(node: Any, memo: dict[int, int]) -> int:
-    """Number of values ``node`` expands to, aliases counted each time (memoized by id)."""
-    if isinstance(node, dict):
-        children: Any = node.values()
-    elif isinstance(node, list):
-        children = node
-    else:
-        return 1
-    known = memo.get(id(node))
-    if known is not None:
-        return known
-    memo[id(node)] = MAX_NODES + 1  # a cycle (recursive alias) counts as too large
-    total = 1
-    for child in children:
-        total += _expanded_size(child, memo)
-        if total > MAX_NODES:
-            break
-    memo[id(node)] = total
-    return total
+def _second_document_line(text: str) -> int:
+    """Line of the '---' that starts the second document (1 when it cannot be told)."""
+    content_seen = False
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("---") and line[3:4] in ("", " ", "\t"):
+            if content_seen:
+                return lineno
+            content_seen = True
+        elif line.strip() and not line.lstrip().startswith("#") and not line.startswith("%"):
+            content_seen = True
+    return 1
 
 
-class _Builder:
-    """Turns ruamel's round-trip nodes into plain data, recording spans as it goes."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.key_spans: dict[KeyPath, Span] = {}
-        self.value_spans: dict[KeyPath, Span] = {}
-
-    def _span(self, line: int, col: int) -> Span:
-        return Span(self.file, line + 1, col + 1)
-
-    def convert(self, node: Any, path: KeyPath) -> Any:
-        from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-        if isinstance(node, CommentedMap):
-            out: dict[str, Any] = {}
-            for key, value in node.items():
-                if not isinstance(key, str) or isinstance(key, bool):
-                    key = _scalar(key)
-                    key = str(key) if not isinstance(key, str) else key
-                child = path + (key,)
-                if len(path) < 64:
-                    kl, kc = node.lc.key(key) if key in node else (0, 0)
-                    vl, vc = node.lc.value(key) if key in node else (kl, kc)
-                    self.key_spans[child] = self._span(kl, kc)
-                    self.value_spans[child] = self._span(vl, vc)
-                out[key] = self.convert(value, child)
-            return out
-        if isinstance(node, CommentedSeq):
-            items: list[Any] = []
-            for index, value in enumerate(node):
-                child = path + (index,)
-                line, col = node.lc.item(index)
-                self.key_spans[child] = self._span(line, col)
-                self.value_spans[child] = self._span(line, col)
-                items.append(self.convert(value, child))
-            return items
-        return _scalar(node)
-
-
-def _scalar(value: Any) -> Any:
-    """Plain Python scalars (ruamel wraps them to keep formatting)."""
-    from ruamel.yaml.scalarbool import ScalarBoolean
-
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, ScalarBoolean):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    return str(value)
+def _scalar_word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string"

@@ -109,10 +109,23 @@ def _assign(data: Any, path: KeyPath, value: Any, span: Span) -> None:
         if last:
             node[part] = value
         else:
-            if not isinstance(node.get(part), (dict, list)):
+            current = node.get(part)
+            if current is not None and not isinstance(current, (dict, list)):
+                raise _bad(span, f"{where} is a {_kind(current)}; it has no keys to set")
+            if current is None:
                 node[part] = {}
             node = node[part]
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string"
+
+
 def _bad(span: Span, summary: str) -> SpecError:
-    return SpecError([Diagnostic(Severity.ERROR, summary, span=span, code="override.path")])
+    """A KEY.PATH that does not fit the document: point at the start of the flag."""
+    return SpecError([Diagnostic(Severity.ERROR, summary, span=Span(span.file, 1, 1),
+                                 code="override.path")])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, did_you_mean, format_path
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.patterns import EXPLAINED
 from ftspec.spec.schema import committed_schema
 
 SECRET_ROOTS = frozenset({"secrets"})
@@ -20,7 +22,7 @@ _JSON_TYPE = {
     bool: "a boolean",
     int: "an integer",
     float: "a number",
-    type(None): "null",
+    type(None): "an empty value (null)",
 }
 _TYPE_WORD = {
     "object": "a mapping",
@@ -50,14 +52,31 @@ def check_schema(doc: SourceDoc) -> list[Diagnostic]:
             if key not in seen:
                 seen.add(key)
                 out.append(diag)
-    return out
+    return _drop_explained_missing(out)
+
+
+def _drop_explained_missing(found: list[Diagnostic]) -> list[Diagnostic]:
+    """A misspelt key also leaves its real name missing; the did-you-mean says it all."""
+    meant = {
+        (d.path[:-1], d.hint.split('"')[1])
+        for d in found
+        if d.code == "schema.unknown-field" and d.hint and d.hint.count('"') >= 2
+    }
+    return [
+        d for d in found
+        if not (d.code == "schema.missing-field" and (d.path, _missing_name(d)) in meant)
+    ]
+
+
+def _missing_name(diag: Diagnostic) -> str:
+    return diag.summary.split('"')[1] if diag.summary.count('"') >= 2 else ""
 
 
 def _describe(value: Any, path: KeyPath) -> str:
     kind = _JSON_TYPE.get(type(value), type(value).__name__)
     if path and path[0] in SECRET_ROOTS:
         return kind
-    if isinstance(value, (dict, list)):
+    if isinstance(value, (dict, list)) or value is None:
         return kind
     shown = json.dumps(value, ensure_ascii=False)
     if len(shown) > 40:
@@ -92,12 +111,13 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
                 )
         return
     if validator == "required":
+        props = schema.get("properties", {})
         for name in error.validator_value:
             if isinstance(instance, dict) and name not in instance:
                 where = format_path(path) or "the top level"
                 yield _diag(
                     doc, path, f'missing required field "{name}" in {where}',
-                    "schema.missing-field", key=True,
+                    "schema.missing-field", key=True, hint=_add_hint(name, props.get(name, {})),
                 )
         return
     if validator in ("enum", "const"):
@@ -127,12 +147,14 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
         )
         return
     if validator == "pattern":
-        what = schema.get("description", "").split(".")[0]
-        summary = f"{_describe(instance, path)} does not match the required form"
-        if "://" in error.validator_value or "scheme" in what:
-            summary = f"{_describe(instance, path)} is not a URI of the form scheme://path"
-        yield _diag(doc, path, summary, "schema.pattern",
-                    hint=f"expected pattern {error.validator_value}")
+        known = EXPLAINED.get(error.validator_value)
+        if known is not None:
+            summary = f"{_describe(instance, path)} is not {known[0]}"
+            hint = f"for example {known[1]}"
+        else:
+            summary = f"{_describe(instance, path)} does not match the required form"
+            hint = f"expected pattern {error.validator_value}"
+        yield _diag(doc, path, summary, "schema.pattern", hint=hint)
         return
     if validator in ("minLength", "maxLength", "minItems", "maxItems"):
         noun = "characters" if "Length" in validator else "items"
@@ -143,6 +165,13 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
         return
     message = error.message if not (path and path[0] in SECRET_ROOTS) else "invalid value"
     yield _diag(doc, path, message, f"schema.{validator}")
+
+
+def _add_hint(name: str, prop: dict[str, Any]) -> str:
+    if "const" in prop:
+        return f"add {name}: {prop['const']}"
+    about = str(prop.get("description", "")).split(". ")[0].rstrip(".")
+    return f'add "{name}" ({about})' if about else f'add "{name}"'
 
 
 _BOUNDS = {

@@ -67,9 +67,8 @@ def _place(diag: Diagnostic, doc: SourceDoc) -> Diagnostic:
 
 def _build_model(doc: SourceDoc) -> tuple[FineTuneSpec | None, list[Diagnostic]]:
     """The schema already passed, so pydantic errors here are rare (cross-field types)."""
-    from pydantic import ValidationError
-
     from ftspec.spec.model import FineTuneSpec
+    from pydantic import ValidationError
 
     try:
         return FineTuneSpec.model_validate(doc.data), []

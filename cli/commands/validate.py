@@ -2,47 +2,94 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 from ftspec.cli.output import emit_json, print_diagnostics
+from ftspec.cli.specs import spec_options
+from ftspec.spec.diagnostics import Diagnostic
+
+
+@dataclass(frozen=True)
+class FileReport:
+    path: Path
+    valid: bool
+    diagnostics: list[Diagnostic]
+    skipped: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": str(self.path),
+            "valid": self.valid,
+            "skipped": self.skipped,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
 
 
 @click.command("validate")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@spec_options
 @click.option("--json", "as_json", is_flag=True, help="Print diagnostics as JSON.")
 @click.option("--strict", is_flag=True, help="Treat warnings as errors.")
+@click.option("--only-specs", is_flag=True,
+              help="Skip files without a top-level `apiVersion: ftspec.dev/...` (pre-commit).")
 @click.option("-q", "--quiet", is_flag=True, help="Print problems only, no summary.")
-def command(files: tuple[Path, ...], as_json: bool, strict: bool, quiet: bool) -> int:
+def command(files: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
+            as_json: bool, strict: bool, only_specs: bool, quiet: bool) -> int:
     """Check FILES against the JSON Schema and the semantic rules.
 
-    Exit 0 when every file is valid, 1 otherwise. Warnings fail only with --strict.
+    Exit 0 when every file is valid, 1 otherwise. Warnings (such as an estimated
+    memory overflow) fail only with --strict.
     """
-    from ftspec.spec.validate import validate_file
-
-    reports = []
-    failed = 0
-    for path in files:
-        result = validate_file(path)
-        diags = result.diagnostics.sorted()
-        bad = result.diagnostics.has_errors or (strict and bool(diags))
-        failed += bad
-        reports.append((path, not bad, diags))
-
+    reports = [_check(path, overlays, sets, strict, only_specs) for path in files]
+    failed = sum(not r.valid for r in reports)
     if as_json:
-        emit_json({
-            "valid": failed == 0,
-            "files": [
-                {"file": str(p), "valid": ok, "diagnostics": [d.to_json() for d in diags]}
-                for p, ok, diags in reports
-            ],
-        })
+        emit_json({"valid": failed == 0, "files": [r.to_json() for r in reports]})
     else:
-        for path, ok, diags in reports:
-            print_diagnostics(diags)
-            if not quiet and ok:
-                note = f" ({len(diags)} warning{'s' if len(diags) != 1 else ''})" if diags else ""
-                click.echo(f"{path}: valid{note}")
-        if not quiet and len(files) > 1:
-            click.echo(f"{len(files) - failed} of {len(files)} files valid")
+        _print(reports, quiet)
     return 1 if failed else 0
+
+
+def _check(path: Path, overlays: tuple[Path, ...], sets: tuple[str, ...], strict: bool,
+           only_specs: bool) -> FileReport:
+    from ftspec.cli.specs import load_spec
+
+    if only_specs:
+        from ftspec.spec.detect import is_spec_file
+
+        if not is_spec_file(path):
+            return FileReport(path, True, [], skipped=True)
+    loaded = load_spec(path, overlays, sets)
+    result = loaded.validated
+    diags = list(result.diagnostics.items)
+    if result.ok and result.spec is not None and result.doc is not None:
+        from ftspec.compiler.build import build_job
+        from ftspec.compiler.checks import job_warnings
+
+        doc = result.doc
+        job = build_job(result.spec, path)
+        diags += [replace(d, span=d.span or doc.span_of(d.path)) for d in job_warnings(job)]
+    from ftspec.spec.diagnostics import Diagnostics
+
+    ordered = Diagnostics(diags).sorted()
+    bad = any(d.is_error for d in ordered) or (strict and bool(ordered))
+    return FileReport(path, not bad, ordered)
+
+
+def _print(reports: list[FileReport], quiet: bool) -> None:
+    checked = [r for r in reports if not r.skipped]
+    for report in reports:
+        if report.skipped:
+            if not quiet:
+                click.echo(f"{report.path}: skipped (not an ftspec spec: no top-level "
+                           "apiVersion: ftspec.dev/...)")
+            continue
+        print_diagnostics(report.diagnostics)
+        if not quiet and report.valid:
+            n = len(report.diagnostics)
+            note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
+            click.echo(f"{report.path}: valid{note}")
+    if not quiet and len(checked) > 1:
+        ok = sum(r.valid for r in checked)
+        click.echo(f"{ok} of {len(checked)} files valid")

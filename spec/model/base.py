@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+from ftspec.spec.patterns import URI as URI_PATTERN  # noqa: F401  (re-exported)
 from pydantic import BaseModel, ConfigDict
-
-URI_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://.+$"
-"""``scheme://rest``: hf://, s3://, gs://, pvc://, file://, http(s)://."""
 
 
 class SpecModel(BaseModel):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
+from ftspec.spec import patterns
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
+from pydantic import Field
 
 DatasetFormat = Literal["instruct", "chat", "text", "completion", "multimodal"]
 
@@ -54,7 +54,7 @@ class Dataset(SpecModel):
     )
     prompt_func: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        pattern=patterns.FUNCTION_REF,
         description="module:function building the prompt from a row. Exclusive with "
         "prompt_template.",
     )
@@ -63,7 +63,7 @@ class Dataset(SpecModel):
     )
     completion_func: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        pattern=patterns.FUNCTION_REF,
         description="module:function building the completion. Exclusive with "
         "completion_template.",
     )

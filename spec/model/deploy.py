@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
+from ftspec.spec import patterns
 from ftspec.spec.model.base import SpecModel
+from pydantic import Field
 
 TargetName = Literal["local", "kubeflow", "kuberay", "ray"]
 
@@ -93,7 +93,7 @@ class KubeRay(SpecModel):
 class RayJobs(SpecModel):
     address: str | None = Field(
         default=None,
-        pattern=r"^https?://.+$",
+        pattern=patterns.HTTP_URL,
         description="Ray Jobs API (dashboard) URL, e.g. http://127.0.0.1:8265; falls back "
         "to RAY_ADDRESS.",
     )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
+from ftspec.spec import patterns
 from ftspec.spec.model.base import SpecModel
+from pydantic import Field
 
 
 class Metadata(SpecModel):
@@ -17,13 +17,13 @@ class Metadata(SpecModel):
     )
     namespace: str = Field(
         default="default",
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        pattern=patterns.DNS_LABEL,
         max_length=63,
         description="Kubernetes namespace the job's objects are applied to.",
     )
     id: str | None = Field(
         default=None,
-        pattern=r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$",
+        pattern=patterns.SPEC_ID,
         max_length=63,
         description="Stable identity of this spec for ownership (label ftspec.dev/spec-id); "
         "defaults to the spec file's name without extension. Renaming metadata.name keeps "

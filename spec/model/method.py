@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from ftspec.spec.model.base import SpecModel
+from pydantic import Field
 
 MethodKind = Literal["full", "lora", "qlora", "dora", "gptq_lora", "ia3", "prompt_tuning"]
 LORA_FAMILY: frozenset[str] = frozenset({"lora", "qlora", "dora", "gptq_lora"})

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from ftspec.spec.catalog.models import MODEL_FAMILY_NAMES
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
+from pydantic import Field
 
 FamilyName = Literal[MODEL_FAMILY_NAMES]  # type: ignore[valid-type]
 

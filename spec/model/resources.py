@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
+from ftspec.spec import patterns
 from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 from ftspec.spec.model.base import SpecModel
+from pydantic import Field
 
 AcceleratorName = Literal[ACCELERATOR_NAMES]  # type: ignore[valid-type]
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|M|G|T)?$"
+QUANTITY = patterns.QUANTITY
 
 
 class Resources(SpecModel):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
-
+from ftspec.spec import patterns
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
 from ftspec.spec.model.data import DataSpec
 from ftspec.spec.model.deploy import Deploy
@@ -15,6 +14,7 @@ from ftspec.spec.model.method import Method
 from ftspec.spec.model.model import ModelSpec
 from ftspec.spec.model.resources import Resources
 from ftspec.spec.model.training import Training
+from pydantic import Field
 
 API_VERSION = "ftspec.dev/v1alpha1"
 KIND = "FineTune"
@@ -31,7 +31,7 @@ class SecretRef(SpecModel):
     )
     env: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        pattern=patterns.ENV_NAME,
         description="Name of an environment variable holding the value (local and Ray).",
     )
 
@@ -53,7 +53,7 @@ class Entrypoint(SpecModel):
 
     module: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][\w.]*$",
+        pattern=patterns.MODULE,
         description="Python module run with -m (default ftspec.targets.entrypoints.hf_sft).",
     )
     script: str | None = Field(default=None, description="A script path instead of a module.")

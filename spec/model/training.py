@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from ftspec.spec.model.base import SpecModel
+from pydantic import Field
 
 OptimizerName = Literal[
     "adamw", "adam", "sgd", "adafactor", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
@@ -14,6 +14,8 @@ def batch_arithmetic(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     world = spec.resources.world_size
     gpus = spec.resources.total_gpus
     path = ("training", "global_batch_size")
+    if spec.resources.gpus is not None and spec.resources.gpus % spec.resources.nodes:
+        return  # the GPU layout itself is wrong (reported by gpus_divisible_by_nodes)
     if gpus > 0 and t.global_batch_size % gpus:
         yield error(
             path,

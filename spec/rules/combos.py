@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic
@@ -94,8 +94,9 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                         f"(nodes is {r.nodes})",
                         "kubeflow-lora-nodes", hint="use nodes: 1, or method.kind: full")
         if spec.launcher == "accelerate" and not kf.generate_runtime and kf.runtime is None:
-            yield error(("deploy", "kubeflow"),
-                        "the accelerate launcher needs a runtime that runs accelerate",
+            yield error(("deploy", "target"),
+                        "the accelerate launcher on kubeflow needs a runtime that runs "
+                        "accelerate; Kubeflow's shipped runtimes run torchtune",
                         "kubeflow-accelerate-runtime",
                         hint="set deploy.kubeflow.generate_runtime: true, or name a runtime")
         if kf.active_deadline_seconds is not None and kf.trainer_version == "v2.1":

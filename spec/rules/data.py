@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath
 from ftspec.spec.model import FineTuneSpec

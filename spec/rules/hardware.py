@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.catalog.models import MODEL_FAMILIES
@@ -45,10 +45,11 @@ def bf16_supported(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         return
     acc = ACCELERATORS[r.accelerator]
     if not acc.bf16:
+        default = "" if "dtype" in spec.model.model_fields_set else " (the default)"
         yield error(
             ("model", "dtype"),
-            f"bf16 needs an Ampere-or-newer GPU; {acc.display} ({acc.architecture}) has no "
-            "bf16 support",
+            f"bf16{default} needs an Ampere-or-newer GPU; {acc.display} ({acc.architecture}) "
+            "has no bf16 support",
             "bf16-unsupported",
             hint="use dtype: fp16, or an A10G/L4/A100/H100-class accelerator",
         )

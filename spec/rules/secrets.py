@@ -6,7 +6,8 @@ This runs on the raw document, before the schema check, and never echoes the val
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath
 from ftspec.spec.rules._diag import error

@@ -1,0 +1,58 @@
+"""Findings about a built Job that are advice, not errors (shared by validate and plan).
+
+Light on purpose: ``ftspec validate`` calls this on every spec, so it imports only the
+spec layer's diagnostics and the IR.
+"""
+
+from __future__ import annotations
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import Job
+
+MEMORY_FIT_CODE = "rule.memory-fit"
+
+
+def job_warnings(job: Job) -> list[Diagnostic]:
+    """Warnings about ``job`` (no spans; callers place them with the spec's source map)."""
+    found: list[Diagnostic] = []
+    memory = _memory_fit(job)
+    if memory is not None:
+        found.append(memory)
+    return found
+
+
+def _memory_fit(job: Job) -> Diagnostic | None:
+    mem = job.memory
+    if mem.fits is not False or mem.capacity_gib is None:
+        return None
+    accelerator = job.spec.resources.accelerator or "the accelerator"
+    parts = (
+        f"weights {mem.weights_gib:g}, gradients {mem.gradients_gib:g}, optimizer "
+        f"{mem.optimizer_gib:g}, activations {mem.activations_gib:g}, overhead "
+        f"{mem.overhead_gib:g} GiB"
+    )
+    return Diagnostic(
+        Severity.WARNING,
+        f"estimated peak memory {mem.total_gib:.1f} GiB per GPU exceeds the "
+        f"{mem.capacity_gib:g} GiB of {accelerator} ({parts})",
+        path=("resources",),
+        hint=_memory_hint(job),
+        code=MEMORY_FIT_CODE,
+    )
+
+
+def _memory_hint(job: Job) -> str:
+    spec = job.spec
+    ideas: list[str] = []
+    if not spec.training.gradient_checkpointing:
+        ideas.append("training.gradient_checkpointing: true")
+    if job.micro_batch_size > 1:
+        ideas.append("a smaller training.micro_batch_size")
+    if job.strategy != "fsdp" and job.world_size > 1:
+        ideas.append("distributed.strategy: fsdp to shard weights and optimizer state")
+    if spec.method.kind == "full":
+        ideas.append("method.kind: lora or qlora")
+    elif spec.method.kind in ("lora", "dora"):
+        ideas.append("method.kind: qlora")
+    ideas.append("more GPUs or a larger accelerator")
+    return "try " + "; ".join(ideas)

@@ -1,0 +1,37 @@
+"""String forms the schema enforces, each with the words a message uses to explain it.
+
+The models use these constants as ``pattern=``; the schema check looks the pattern up here
+to say what form was expected instead of printing a regular expression.
+"""
+
+from __future__ import annotations
+
+URI = r"^[A-Za-z][A-Za-z0-9+.-]*://.+$"
+"""``scheme://rest``: hf://, s3://, gs://, pvc://, file://, http(s)://."""
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+SPEC_ID = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"
+FUNCTION_REF = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+MODULE = r"^[A-Za-z_][\w.]*$"
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+HTTP_URL = r"^https?://.+$"
+QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|M|G|T)?$"
+
+EXPLAINED: dict[str, tuple[str, str]] = {
+    # pattern: (what is expected, an example)
+    URI: ("a URI of the form scheme://path", "hf://org/name, s3://bucket/key or pvc://claim/path"),
+    DNS_LABEL: (
+        ("a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a "
+        "letter or digit"),
+        "ml-team",
+    ),
+    SPEC_ID: (
+        ("lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or "
+        "digit"),
+        "llama-lora.v2",
+    ),
+    FUNCTION_REF: ("a Python function reference module:function", "my_prompts:samsum"),
+    MODULE: ("a dotted Python module name", "my_pkg.train"),
+    ENV_NAME: ("an environment variable name", "HF_TOKEN"),
+    HTTP_URL: ("an http:// or https:// URL", "http://127.0.0.1:8265"),
+    QUANTITY: ("a Kubernetes quantity", "8, 500m or 64Gi"),
+}

@@ -1,0 +1,227 @@
+"""Each semantic rule: one spec it accepts, one it rejects (with the code and key path)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.rules import RULES, batch, combos, data, hardware, method, naming, training
+from ftspec.spec.rules.secrets import literal_secrets
+
+BASE: dict[str, Any] = {
+    "apiVersion": "ftspec.dev/v1alpha1",
+    "kind": "FineTune",
+    "metadata": {"name": "demo"},
+    "model": {"uri": "hf://meta-llama/Llama-3.2-1B-Instruct", "family": "llama3_2-1b"},
+    "data": {"train": {"uri": "hf://tatsu-lab/alpaca"}},
+    "training": {"global_batch_size": 16, "micro_batch_size": 2, "learning_rate": 2e-4},
+    "resources": {"gpus_per_node": 4, "accelerator": "nvidia-a100-80gb"},
+}
+
+
+def spec(**changes: Any) -> FineTuneSpec:
+    """BASE with dotted-path changes: spec(**{"resources.nodes": 2}); None deletes."""
+    doc = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        node = doc
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return FineTuneSpec.model_validate(doc)
+
+
+Rule = Callable[[FineTuneSpec], Iterable[Diagnostic]]
+MIX = {"datasets": [{"uri": "hf://a/b", "proportion": 0.7}, {"uri": "hf://c/d", "proportion": 0.3}]}
+BAD_MIX = {"datasets": [{"uri": "hf://a/b", "proportion": 0.7}, {"uri": "hf://c/d", "proportion": 0.2}]}
+CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
+    # id, rule, accepted changes, rejected changes, code, key path
+    ("name-format", naming.name_is_valid_for_target, {"metadata.name": "a-b1"},
+     {"metadata.name": "1abc"}, "rule.name-format", "metadata.name"),
+    ("name-length-kuberay", naming.name_is_valid_for_target,
+     {"metadata.name": "a" * 47, "deploy": {"target": "kuberay"}},
+     {"metadata.name": "a" * 48, "deploy": {"target": "kuberay"}},
+     "rule.name-length", "metadata.name"),
+    ("name-length-63", naming.name_is_valid_for_target, {"metadata.name": "a" * 63},
+     {"metadata.name": "a" * 64}, "rule.name-length", "metadata.name"),
+    ("batch-divisible", batch.batch_arithmetic, {"training.global_batch_size": 8},
+     {"training.global_batch_size": 10}, "rule.batch-divisible", "training.global_batch_size"),
+    ("batch-accumulation", batch.batch_arithmetic,
+     {"training.gradient_accumulation_steps": 2},
+     {"training.gradient_accumulation_steps": 3}, "rule.batch-arithmetic",
+     "training.global_batch_size"),
+    ("batch-multiple", batch.batch_arithmetic, {"training.global_batch_size": 24},
+     {"training.global_batch_size": 12}, "rule.batch-arithmetic", "training.global_batch_size"),
+    ("gpus-divisible", hardware.gpus_divisible_by_nodes,
+     {"resources": {"nodes": 2, "gpus": 4, "accelerator": "nvidia-a100-80gb"}},
+     {"resources": {"nodes": 2, "gpus": 3, "accelerator": "nvidia-a100-80gb"}},
+     "rule.gpus-divisible", "resources.gpus"),
+    ("gpus-both", hardware.gpus_divisible_by_nodes, {},
+     {"resources.gpus": 4}, "rule.gpus-both", "resources.gpus"),
+    ("accelerator-required", hardware.accelerator_required,
+     {"resources": {"gpus_per_node": 0}}, {"resources": {"gpus_per_node": 2}},
+     "rule.accelerator-required", "resources"),
+    ("bf16-t4", hardware.bf16_supported, {"model.dtype": "fp16", "resources.accelerator": "nvidia-t4"},
+     {"resources.accelerator": "nvidia-t4"}, "rule.bf16-unsupported", "model.dtype"),
+    ("bf16-v100", hardware.bf16_supported, {"resources.accelerator": "nvidia-a10g"},
+     {"resources.accelerator": "nvidia-v100-16gb"}, "rule.bf16-unsupported", "model.dtype"),
+    ("ep-dense", hardware.expert_parallel, {"distributed": {"expert_parallel": 1}},
+     {"distributed": {"expert_parallel": 2}}, "rule.ep-dense", "distributed.expert_parallel"),
+    ("ep-divisible", hardware.expert_parallel,
+     {"model.family": "mixtral-8x7b", "distributed": {"expert_parallel": 4}},
+     {"model.family": "mixtral-8x7b", "distributed": {"expert_parallel": 3}},
+     "rule.ep-divisible", "distributed.expert_parallel"),
+    ("lora-without-lora", method.settings_match_method, {"method": {"kind": "lora", "lora": {"rank": 4}}},
+     {"method": {"kind": "full", "lora": {"rank": 4}}}, "rule.lora-without-lora", "method.lora"),
+    ("qlora-quantization", method.settings_match_method,
+     {"method": {"kind": "qlora", "quantization": {"bits": 4}}}, {"method": {"kind": "qlora"}},
+     "rule.quantization-required", "method.kind"),
+    ("qlora-4bit", method.settings_match_method,
+     {"method": {"kind": "qlora", "quantization": {"bits": 4, "quant_type": "fp4"}}},
+     {"method": {"kind": "qlora", "quantization": {"bits": 8}}}, "rule.qlora-4bit",
+     "method.quantization"),
+    ("quantization-unused", method.settings_match_method, {"method": {"kind": "lora"}},
+     {"method": {"kind": "lora", "quantization": {"bits": 4}}}, "rule.quantization-unused",
+     "method.quantization"),
+    ("ia3-unused", method.settings_match_method, {"method": {"kind": "ia3", "ia3": {}}},
+     {"method": {"kind": "lora", "ia3": {}}}, "rule.ia3-unused", "method.ia3"),
+    ("data-missing", data.train_or_mixture, {}, {"data": {"max_seq_len": 512}},
+     "rule.data-missing", "data"),
+    ("data-both", data.train_or_mixture, {"data": {"mixture": MIX}},
+     {"data": {"train": {"uri": "hf://x/y"}, "mixture": MIX}}, "rule.data-both", "data.mixture"),
+    ("proportion-sum", data.mixture_proportions, {"data": {"mixture": MIX}},
+     {"data": {"mixture": BAD_MIX}}, "rule.proportion-sum", "data.mixture.datasets"),
+    ("prompt-exclusive", data.templates_exclusive,
+     {"data.train": {"uri": "hf://x/y", "format": "completion", "prompt_template": "{a}"}},
+     {"data.train": {"uri": "hf://x/y", "prompt_template": "{a}", "prompt_func": "m:f"}},
+     "rule.prompt-exclusive", "data.train.prompt_func"),
+    ("completion-prompt", data.templates_exclusive,
+     {"data.train": {"uri": "hf://x/y", "format": "completion", "prompt_func": "m:f"}},
+     {"data.train": {"uri": "hf://x/y", "format": "completion"}},
+     "rule.completion-prompt", "data.train.format"),
+    ("eval-data", data.evaluation_data,
+     {"training.evaluation": {"strategy": "epoch"}, "data.validation_split_ratio": 0.1},
+     {"training.evaluation": {"strategy": "epoch"}}, "rule.eval-data",
+     "training.evaluation.strategy"),
+    ("early-stopping-eval", data.evaluation_data, {},
+     {"training.early_stopping": {"patience": 2}}, "rule.early-stopping-eval",
+     "training.early_stopping"),
+    ("duration", training.duration, {"training.epochs": None},
+     {"training": {"epochs": None, "global_batch_size": 16, "learning_rate": 1e-4}},
+     "rule.duration", "training"),
+    ("warmup-both", training.warmup, {"training.scheduler": {"warmup_ratio": 0.1}},
+     {"training.scheduler": {"warmup_ratio": 0.1, "warmup_steps": 10}}, "rule.warmup-both",
+     "training.scheduler.warmup_ratio"),
+    ("steps-missing", training.step_strategies,
+     {"training.checkpointing": {"strategy": "steps", "steps": 100}},
+     {"training.checkpointing": {"strategy": "steps"}}, "rule.steps-missing",
+     "training.checkpointing.strategy"),
+    ("model-family", combos.family_or_architecture, {},
+     {"model.family": None}, "rule.model-family", "model"),
+    ("hybrid-single-node", combos.strategy_settings,
+     {"resources": {"nodes": 2, "gpus_per_node": 4, "accelerator": "nvidia-a100-80gb"},
+      "distributed": {"strategy": "fsdp", "fsdp": {"sharding": "hybrid_shard"}}},
+     {"distributed": {"strategy": "fsdp", "fsdp": {"sharding": "hybrid_shard"}}},
+     "rule.hybrid-single-node", "distributed.fsdp.sharding"),
+    ("strategy-settings", combos.strategy_settings,
+     {"distributed": {"strategy": "fsdp", "fsdp": {}}},
+     {"distributed": {"strategy": "ddp", "fsdp": {}}}, "rule.strategy-settings",
+     "distributed.fsdp"),
+    ("strategy-none", combos.strategy_settings, {"distributed": {"strategy": "ddp"}},
+     {"distributed": {"strategy": "none"}}, "rule.strategy-none", "distributed.strategy"),
+    ("torchtune-deepspeed", combos.launcher_supports_spec,
+     {"launcher": "accelerate", "distributed": {"strategy": "deepspeed"}},
+     {"distributed": {"strategy": "deepspeed"}}, "rule.launcher-deepspeed",
+     "distributed.strategy"),
+    ("torchtune-method", combos.launcher_supports_spec,
+     {"launcher": "accelerate", "method": {"kind": "ia3"}}, {"method": {"kind": "ia3"}},
+     "rule.launcher-method", "method.kind"),
+    ("torchtune-family", combos.launcher_supports_spec,
+     {"launcher": "accelerate", "model.family": "smollm-135m"},
+     {"model.family": "smollm-135m"}, "rule.launcher-family", "model.family"),
+    ("local-nodes", combos.target_supports_spec,
+     {"deploy": {"target": "kubeflow"}, "method": {"kind": "full"},
+      "resources.nodes": 2},
+     {"resources.nodes": 2}, "rule.local-nodes", "resources.nodes"),
+    ("remote-file-uri", combos.target_supports_spec,
+     {"data.train": {"uri": "file://train.jsonl"}},
+     {"data.train": {"uri": "file://train.jsonl"}, "deploy": {"target": "ray"}},
+     "rule.remote-file-uri", "data.train.uri"),
+    ("kubeflow-lora-nodes", combos.target_supports_spec,
+     {"deploy": {"target": "kubeflow"}, "resources.nodes": 1},
+     {"deploy": {"target": "kubeflow"}, "resources.nodes": 2}, "rule.kubeflow-lora-nodes",
+     "resources.nodes"),
+    ("kubeflow-accelerate-runtime", combos.target_supports_spec,
+     {"launcher": "accelerate", "deploy": {"target": "kubeflow",
+                                           "kubeflow": {"generate_runtime": True}}},
+     {"launcher": "accelerate", "deploy": {"target": "kubeflow"}},
+     "rule.kubeflow-accelerate-runtime", "deploy.target"),
+    ("kubeflow-deadline-version", combos.target_supports_spec,
+     {"deploy": {"target": "kubeflow", "kubeflow": {"active_deadline_seconds": 60}}},
+     {"deploy": {"target": "kubeflow", "kubeflow": {"active_deadline_seconds": 60,
+                                                    "trainer_version": "v2.1"}}},
+     "rule.kubeflow-deadline-version", "deploy.kubeflow.active_deadline_seconds"),
+]
+
+
+def _codes(rule: Rule, s: FineTuneSpec) -> list[tuple[str, str]]:
+    from ftspec.spec.diagnostics import format_path
+
+    return [(d.code, format_path(d.path)) for d in rule(s) if d.is_error]
+
+
+@pytest.mark.parametrize(("rule", "good", "bad", "code", "path"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_rule(rule: Rule, good: dict[str, Any], bad: dict[str, Any], code: str,
+              path: str) -> None:
+    assert code not in [c for c, _ in _codes(rule, spec(**good))]
+    assert (code, path) in _codes(rule, spec(**bad))
+
+
+def test_every_rule_is_tested_and_registered() -> None:
+    tested = {c[1] for c in CASES}
+    assert set(RULES) <= tested, [r.__name__ for r in RULES if r not in tested]
+
+
+def test_base_spec_passes_every_rule() -> None:
+    from ftspec.spec.rules import run_rules
+
+    assert [d for d in run_rules(spec()) if d.is_error] == []
+
+
+def test_strategy_on_one_process_is_only_a_warning() -> None:
+    s = spec(**{"resources.gpus_per_node": 1, "training.global_batch_size": 4,
+                "distributed": {"strategy": "fsdp"}})
+    found = list(combos.strategy_settings(s))
+    assert [(d.severity, d.code) for d in found] == [(Severity.WARNING, "rule.strategy-single")]
+
+
+@pytest.mark.parametrize("value", [
+    "hf_AbCdEfGhIjKlMnOpQrStUvWx", "AKIAABCDEFGHIJKLMNOP", "sk-abcdefghijklmnopqrstuv",
+    "ghp_" + "a" * 36, "glpat-abcdefghijklmnopqrst",
+])
+def test_literal_token_anywhere_is_an_error_that_hides_the_value(value: str) -> None:
+    found = literal_secrets({"metadata": {"description": f"uses {value}"}})
+    assert [(d.code, d.path) for d in found] == [("rule.secret-literal",
+                                                  ("metadata", "description"))]
+    assert value not in found[0].format()
+
+
+def test_secret_references_are_accepted_and_literals_rejected() -> None:
+    assert literal_secrets({"secrets": {"hf": {"secretRef": {"name": "s", "key": "k"}}}}) == []
+    assert literal_secrets({"secrets": {"hf": {"env": "HF_TOKEN"}}}) == []
+    found = literal_secrets({"secrets": {"hf": "plain"}})
+    assert [d.path for d in found] == [("secrets", "hf")]
+    assert "plain" not in found[0].format()
+
+
+def test_ordinary_strings_are_not_secrets() -> None:
+    assert literal_secrets({"model": {"uri": "hf://meta-llama/Llama-3.2-1B"},
+                            "metadata": {"name": "hf-token-demo"}}) == []
