@@ -1,0 +1,1 @@
+"""Local backend: runs compiled launcher commands on this machine."""

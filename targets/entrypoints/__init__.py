@@ -1,0 +1,1 @@
+"""Training entrypoints that compiled launcher commands run."""
