@@ -89,7 +89,9 @@ def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
     )
     strategy = spec.distributed.strategy
     if strategy == "auto":
-        strategy = "ddp" if world > 1 else "none"
+        # torchtune's distributed recipes always shard with FSDP2
+        multi = "fsdp" if spec.launcher == "torchtune" else "ddp"
+        strategy = multi if world > 1 else "none"
     examples = _train_examples(spec)
     steps_per_epoch = None
     if examples is not None:

@@ -1,0 +1,372 @@
+"""torchtune target: ``tune run [--nnodes N --nproc-per-node P] RECIPE --config CONFIG``.
+
+The recipe comes from the method x single/distributed; the base config from the model
+family (``<folder>/<size>_<lora|qlora|full>[_single_device]``, as shipped with the installed
+torchtune); the spec becomes ``key=value`` overrides (``~key`` removes a key of a component
+that is replaced). Artifacts: ``config.yaml`` (the base config with every override applied,
+which the command runs) and ``command.sh`` (the command, plus the equivalent base-config +
+overrides form as a comment). Checks live in ``torchtune_checks``; the mapping is here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.ir import Job
+from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.paths import RunPaths, default_paths
+from ftspec.targets.torchtune_configs import (
+    Override,
+    Remove,
+    Set,
+    config_exists,
+    dump_yaml,
+    has_path,
+    load_config,
+    resolve,
+)
+
+CONFIG_FILE = "config.yaml"
+COMMAND_FILE = "command.sh"
+
+HF_TO_TORCHTUNE_ATTN = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj",
+                        "o_proj": "output_proj"}
+MLP_MODULES = frozenset({"gate_proj", "up_proj", "down_proj"})
+
+OPTIMIZERS: dict[str, str] = {
+    "adamw": "torch.optim.AdamW",
+    "adam": "torch.optim.Adam",
+    "sgd": "torch.optim.SGD",
+    "rmsprop": "torch.optim.RMSprop",
+    "adamw_8bit": "bitsandbytes.optim.AdamW8bit",
+    "paged_adamw_8bit": "bitsandbytes.optim.PagedAdamW8bit",
+    "paged_adamw_32bit": "bitsandbytes.optim.PagedAdamW",
+}
+COSINE = "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup"
+SCHEDULERS = ("cosine", "constant", "constant_with_warmup")
+"""torchtune ships one schedule; constant ones are its cosine with ``num_cycles: 0``."""
+LOSSES = {
+    "cross_entropy": "torch.nn.CrossEntropyLoss",
+    "chunked_cross_entropy": "torchtune.modules.loss.CEWithChunkedOutputLoss",
+}
+DATASETS = {
+    "instruct": "torchtune.datasets.instruct_dataset",
+    "chat": "torchtune.datasets.chat_dataset",
+    "text": "torchtune.datasets.text_completion_dataset",
+}
+
+ADDITIONS: dict[str, str] = {
+    "model.use_dora": "DoRA: the LoRA builders' use_dora argument",
+    "model.quantize_base": "QLoRA where torchtune ships no qlora config for the topology",
+    "model.apply_lora_to_output": "LoRA on the output projection (lora.output)",
+    "model.vocab_size": "custom architecture dimensions (model.architecture)",
+    "model.num_layers": "custom architecture dimensions",
+    "model.num_heads": "custom architecture dimensions",
+    "model.num_kv_heads": "custom architecture dimensions",
+    "model.embed_dim": "custom architecture dimensions",
+    "model.intermediate_dim": "custom architecture dimensions",
+    "model.max_seq_len": "custom architecture dimensions",
+    "model.lora_attn_modules": "LoRA settings on a custom architecture's builder",
+    "model.apply_lora_to_mlp": "LoRA settings on a custom architecture's builder",
+    "model.lora_rank": "LoRA settings on a custom architecture's builder",
+    "model.lora_alpha": "LoRA settings on a custom architecture's builder",
+    "model.lora_dropout": "LoRA settings on a custom architecture's builder",
+    "tokenizer.special_tokens_path": "llama3 tokenizers: model.tokenizer.special_tokens_uri",
+    "lr_scheduler": "full-finetune configs ship without a schedule; the spec always has one",
+    "lr_scheduler.num_cycles": "cosine cycles (scheduler.num_cycles; 0 = constant)",
+    "optimizer.betas": "Adam betas",
+    "optimizer.eps": "Adam epsilon",
+    "optimizer.momentum": "SGD momentum",
+    "optimizer.weight_decay": "decoupled weight decay (absent from some shipped configs)",
+    "optimizer.fused": "fused AdamW (absent from some shipped configs)",
+    "dataset.source": "the dataset's hub id or loader (json for local files)",
+    "dataset.data_files": "local JSON/JSONL file",
+    "dataset.split": "dataset split",
+    "dataset.name": "dataset subset (data.train.subset)",
+    "dataset.column_map": "column names (data.train.column_map)",
+    "dataset.train_on_input": "loss on prompt tokens",
+    "dataset.new_system_prompt": "system prompt",
+    "dataset.conversation_column": "chat datasets",
+    "dataset.conversation_style": "chat datasets",
+    "dataset.column": "text datasets: the text column",
+    "fsdp_cpu_offload": "FSDP parameter offload (distributed recipes read it with a default)",
+    "fsdp_reshard_after_forward": "FSDP2 resharding (distributed recipes read it with a default)",
+    "clip_grad_norm": "gradient clipping (absent from some shipped configs)",
+    "enable_activation_offloading": "activation offloading (absent from some shipped configs)",
+    "save_adapter_weights_only": "PEFT methods: adapter-only checkpoints",
+    "seed": "random seed",
+    "shuffle": "shuffle",
+    "log_every_n_steps": "logging interval",
+}
+"""Override keys that may be absent from a base config, and why they are valid there."""
+
+
+@dataclass(frozen=True)
+class TorchtuneRun:
+    """The torchtune run a Job compiles to."""
+
+    recipe: str
+    config: str
+    """The shipped base config, ``llama3_2/1B_lora``."""
+    distributed: bool
+    overrides: tuple[Override, ...]
+    resolved: dict[str, Any]
+    """The base config with every override applied (what ``config.yaml`` holds)."""
+
+    def override_args(self) -> list[str]:
+        return [op.cli() for op in self.overrides]
+
+
+def recipe_name(job: Job) -> str:
+    kind = "full" if job.spec.method.kind == "full" else "lora"
+    return f"{kind}_finetune_{'distributed' if job.world_size > 1 else 'single_device'}"
+
+
+def config_candidates(job: Job) -> list[tuple[str, bool]]:
+    """Base configs to try, in order: (name, needs ``model.quantize_base=True``)."""
+    facts = job.model.torchtune_config
+    if facts is None:
+        return []
+    folder, size = facts
+    single = job.world_size == 1
+    kind = job.spec.method.kind
+    sfx = "_single_device" if single else ""
+    if kind == "full":
+        names = [f"{size}_full_single_device", f"{size}_full_low_memory"] if single \
+            else [f"{size}_full"]
+        return [(f"{folder}/{n}", False) for n in names]
+    if kind == "qlora" and not job.model.custom:
+        return [(f"{folder}/{size}_qlora{sfx}", False), (f"{folder}/{size}_lora{sfx}", True)]
+    return [(f"{folder}/{size}_lora{sfx}", kind == "qlora")]
+
+
+def base_config(job: Job) -> tuple[str, bool] | None:
+    for name, quantize in config_candidates(job):
+        if config_exists(name):
+            return name, quantize
+    return None
+
+
+def plan_run(job: Job, paths: RunPaths | None = None) -> TorchtuneRun:
+    """Recipe, base config and overrides; call ``check`` first (this assumes it passed)."""
+    found = base_config(job)
+    if found is None:
+        raise ValueError(f"no torchtune config for {job.model.display}; run check() first")
+    name, quantize = found
+    base = load_config(name)
+    ops = _overrides(job, base, paths or default_paths(job), quantize)
+    return TorchtuneRun(recipe_name(job), name, job.world_size > 1, tuple(ops),
+                        resolve(base, ops))
+
+
+def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
+               ) -> list[Override]:
+    spec = job.spec
+    t = spec.training
+    ops: list[Override] = [Set("output_dir", paths.output_dir)]
+    ops += _model(job, base, quantize)
+    ops += _tokenizer(job, base, paths)
+    ops += [Set("checkpointer.checkpoint_dir", paths.model_dir)]
+    if job.model.custom:
+        ops.append(Set("checkpointer.checkpoint_files", ["model.safetensors"]))
+    ops += _replace(base, "dataset", _dataset(job, paths))
+    if t.max_steps is not None:
+        epochs, per_epoch = 1, t.max_steps
+    else:
+        epochs, per_epoch = t.epochs or 1, t.max_steps_per_epoch
+    ops += [
+        Set("seed", t.seed), Set("shuffle", spec.data.shuffle),
+        Set("batch_size", job.micro_batch_size),
+        Set("gradient_accumulation_steps", job.gradient_accumulation_steps),
+        Set("epochs", epochs), Set("max_steps_per_epoch", per_epoch),
+    ]
+    ops += _replace(base, "optimizer", _optimizer(job))
+    ops += _replace(base, "lr_scheduler", {
+        "_component_": COSINE,
+        "num_warmup_steps": job.warmup_steps or 0,
+        "num_cycles": 0.0 if t.scheduler.name != "cosine" else t.scheduler.num_cycles,
+    })
+    ops += _replace(base, "loss", {"_component_": LOSSES[t.loss]})
+    ops += [
+        Set("clip_grad_norm", t.max_grad_norm),
+        Set("compile", t.compile),
+        Set("device", job.device),
+        Set("dtype", spec.model.dtype),
+        Set("enable_activation_checkpointing", t.gradient_checkpointing),
+        Set("enable_activation_offloading", t.activation_offloading),
+        Set("log_every_n_steps", t.logging.steps),
+    ]
+    if spec.method.kind != "full":
+        ops.append(Set("save_adapter_weights_only",
+                       spec.output.save_adapter_only if spec.output else True))
+    if job.world_size > 1:
+        fsdp = spec.distributed.fsdp
+        ops.append(Set("fsdp_cpu_offload", bool(fsdp and fsdp.cpu_offload)))
+        ops.append(Set("fsdp_reshard_after_forward",
+                       not (fsdp is not None and fsdp.sharding == "shard_grad_op")))
+    for key, value in spec.overrides.torchtune.items():
+        ops.append(Set(str(key), value))
+    return ops
+
+
+def _replace(base: dict[str, Any], key: str, new: dict[str, Any]) -> list[Override]:
+    """Replace a component: drop the base's other keys, then set the new ones."""
+    old = base.get(key)
+    ops: list[Override] = []
+    if isinstance(old, dict) and old.get("_component_") == new.get("_component_"):
+        pass  # same component: keep its other settings
+    elif isinstance(old, dict):
+        ops += [Remove(f"{key}.{k}") for k in old if k != "_component_" and k not in new]
+    ops += [Set(f"{key}.{k}", v) for k, v in new.items()]
+    return ops
+
+
+def _model(job: Job, base: dict[str, Any], quantize: bool) -> list[Override]:
+    spec = job.spec
+    lora = spec.method.lora
+    settings: dict[str, Any] = {}
+    if job.lora_modules:
+        settings["lora_attn_modules"] = [HF_TO_TORCHTUNE_ATTN[m] for m in job.lora_modules
+                                         if m in HF_TO_TORCHTUNE_ATTN]
+        settings["apply_lora_to_mlp"] = any(m in MLP_MODULES for m in job.lora_modules)
+        if lora is not None and lora.output or has_path(base, "model.apply_lora_to_output"):
+            settings["apply_lora_to_output"] = bool(lora and lora.output)
+        settings["lora_rank"] = lora.rank if lora else 8
+        settings["lora_alpha"] = lora.alpha if lora else 16
+        settings["lora_dropout"] = lora.dropout if lora else 0.05
+        if spec.method.kind == "dora":
+            settings["use_dora"] = True
+        if quantize:
+            settings["quantize_base"] = True
+    if job.model.custom:
+        a = spec.model.architecture
+        assert a is not None and job.model.torchtune_builder is not None
+        builder = a.base if not job.lora_modules else f"lora_{a.base}"
+        model: dict[str, Any] = {"_component_": f"{job.model.torchtune_builder}.{builder}"}
+        model.update(vocab_size=a.vocab_size, num_layers=a.num_layers, num_heads=a.num_heads,
+                     num_kv_heads=a.num_kv_heads, embed_dim=a.embed_dim,
+                     intermediate_dim=a.intermediate_dim, max_seq_len=a.max_seq_len)
+        model.update(settings)
+        return _replace(base, "model", model)
+    return [Set(f"model.{k}", v) for k, v in settings.items()]
+
+
+def _tokenizer(job: Job, base: dict[str, Any], paths: RunPaths) -> list[Override]:
+    ops: list[Override] = [Set("tokenizer.max_seq_len", job.max_seq_len)]
+    old_dir = str(base.get("checkpointer", {}).get("checkpoint_dir", "")).rstrip("/")
+    if paths.tokenizer is not None:
+        ops.append(Set("tokenizer.path", paths.tokenizer))
+    for key in ("path", "merges_file"):
+        value = base.get("tokenizer", {}).get(key)
+        if paths.tokenizer is not None and key == "path":
+            continue
+        if isinstance(value, str) and old_dir and value.startswith(old_dir + "/"):
+            rebased = paths.model_dir.rstrip("/") + value[len(old_dir):]
+            ops.append(Set(f"tokenizer.{key}", rebased))
+    if paths.special_tokens is not None:
+        ops.append(Set("tokenizer.special_tokens_path", paths.special_tokens))
+    return ops
+
+
+def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
+    spec = job.spec
+    ds = spec.data.train
+    assert ds is not None
+    out: dict[str, Any] = {"_component_": DATASETS[ds.format]}
+    if paths.train.hub_name is not None:
+        out["source"] = paths.train.hub_name
+    else:
+        out["source"] = "json"
+        out["data_files"] = paths.train.files
+    out["split"] = ds.split
+    if ds.subset:
+        out["name"] = ds.subset
+    if ds.format == "instruct":
+        if ds.column_map:
+            out["column_map"] = dict(ds.column_map)
+        out["train_on_input"] = ds.train_on_input
+        if ds.new_system_prompt is not None:
+            out["new_system_prompt"] = ds.new_system_prompt
+    elif ds.format == "chat":
+        out["conversation_column"] = ds.conversation_column or "conversations"
+        out["conversation_style"] = ds.conversation_style or "sharegpt"
+        out["train_on_input"] = ds.train_on_input
+        if ds.new_system_prompt is not None:
+            out["new_system_prompt"] = ds.new_system_prompt
+    elif ds.format == "text":
+        out["column"] = ds.text_field or "text"
+    out["packed"] = spec.data.packed
+    return out
+
+
+def _optimizer(job: Job) -> dict[str, Any]:
+    o = job.spec.training.optimizer
+    out: dict[str, Any] = {"_component_": OPTIMIZERS[o.name], "lr": job.spec.training.learning_rate,
+                           "weight_decay": o.weight_decay}
+    if o.name in ("adamw", "adam", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit"):
+        out["betas"] = list(o.betas)
+        out["eps"] = o.eps
+    if o.name in ("adamw", "adam"):
+        out["fused"] = o.fused
+    if o.name in ("sgd", "rmsprop"):
+        out["momentum"] = o.momentum
+    return out
+
+
+def torchrun_flags(job: Job) -> list[str]:
+    if job.world_size == 1:
+        return []
+    return ["--nnodes", str(job.nodes), "--nproc-per-node", str(job.procs_per_node)]
+
+
+def launch(job: Job, paths: RunPaths | None = None, config_path: str = CONFIG_FILE) -> Launch:
+    """The ``tune run`` command that runs the resolved config, and that config's file."""
+    run = plan_run(job, paths)
+    argv = ("tune", "run", *torchrun_flags(job), run.recipe, "--config", config_path)
+    return Launch(argv=argv, files={CONFIG_FILE: _config_text(job, run)}, env={})
+
+
+def _config_text(job: Job, run: TorchtuneRun) -> str:
+    head = (f"# Generated by ftspec from spec {job.spec_id} (hash {job.spec_hash}); do not edit.\n"
+            f"# Base: torchtune's {run.config}.yaml with the spec's overrides applied.\n")
+    return head + dump_yaml(run.resolved)
+
+
+def _command_text(job: Job, run: TorchtuneRun) -> str:
+    flags = " ".join(torchrun_flags(job))
+    prefix = f"tune run {flags + ' ' if flags else ''}{run.recipe}"
+    lines = [
+        "#!/bin/sh",
+        f"# Generated by ftspec from spec {job.spec_id} (hash {job.spec_hash}); do not edit.",
+        "# Runs the resolved config next to this script. The same run, from the shipped",
+        "# base config and overrides:",
+        f"#   {prefix} --config {run.config} \\",
+    ]
+    args = run.override_args()
+    for i, arg in enumerate(args):
+        cont = " \\" if i < len(args) - 1 else ""
+        lines.append(f"#     {shlex.quote(arg)}{cont}")
+    lines.append(f'exec {prefix} --config "$(dirname "$0")/{CONFIG_FILE}"')
+    return "\n".join(lines) + "\n"
+
+
+class TorchtuneTarget:
+    name = "torchtune"
+
+    def check(self, job: Job) -> list[Diagnostic]:
+        from ftspec.targets.torchtune_checks import check
+
+        return check(job)
+
+    def compile(self, job: Job) -> list[Artifact]:
+        run = plan_run(job)
+        return [
+            Artifact(COMMAND_FILE, "command", _command_text(job, run)),
+            Artifact(CONFIG_FILE, "config", _config_text(job, run), obj=run.resolved),
+        ]
+
+
+TARGET = TorchtuneTarget()

@@ -1,0 +1,159 @@
+"""What the torchtune target cannot express, each pointing at the spec key at fault.
+
+Errors are settings torchtune 0.6.1 would run differently from the spec (or not at all);
+warnings are settings it ignores without changing the optimization.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+from ftspec.spec.ir import Job
+from ftspec.targets.torchtune_configs import torchtune_installed
+
+METHODS = frozenset({"full", "lora", "qlora", "dora"})
+
+
+def _err(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint,
+                      code=f"target.torchtune.{code}")
+
+
+def _warn(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(Severity.WARNING, summary, path=path, hint=hint,
+                      code=f"target.torchtune.{code}")
+
+
+def check(job: Job) -> list[Diagnostic]:
+    return list(_check(job))
+
+
+def _check(job: Job) -> Iterator[Diagnostic]:
+    from ftspec.targets.torchtune import (
+        HF_TO_TORCHTUNE_ATTN,
+        MLP_MODULES,
+        OPTIMIZERS,
+        SCHEDULERS,
+        base_config,
+        config_candidates,
+    )
+
+    spec = job.spec
+    t = spec.training
+    kind = spec.method.kind
+    if not torchtune_installed():
+        yield _err(("launcher",), "torchtune is not installed, so its recipe configs cannot "
+                   "be read", "not-installed", hint="pip install 'ftspec[torchtune]'")
+        return
+    if kind not in METHODS:
+        yield _err(("method", "kind"), f"torchtune has no recipe for {kind}", "method",
+                   hint="use method.kind full, lora, qlora or dora, or launcher: accelerate")
+        return
+    if job.model.torchtune_config is None:
+        yield _err(("model", "family"), f"torchtune ships no config for {job.model.display}",
+                   "family", hint="use launcher: accelerate")
+        return
+    if base_config(job) is None:
+        tried = ", ".join(n for n, _ in config_candidates(job))
+        topology = "one device" if job.world_size == 1 else f"{job.world_size} processes"
+        yield _err(("method", "kind"),
+                   f"torchtune ships no {kind} config for {job.model.display} on {topology} "
+                   f"(looked for {tried})", "config")
+    data = spec.data
+    if data.mixture is not None:
+        yield _err(("data", "mixture"), "torchtune concatenates datasets; it cannot mix them "
+                   "by proportion", "mixture", hint="use data.train, or launcher: accelerate")
+    ds = data.train
+    if ds is not None:
+        if ds.format not in ("instruct", "chat", "text"):
+            yield _err(("data", "train", "format"),
+                       f"the torchtune target builds instruct, chat and text datasets, not "
+                       f"{ds.format}", "dataset-format")
+        for field in ("prompt_template", "prompt_func", "completion_template",
+                      "completion_func", "response_template"):
+            if getattr(ds, field) is not None:
+                yield _err(("data", "train", field), "torchtune's datasets take a column_map, "
+                           "not prompt templates or functions", "dataset-template",
+                           hint="use format: instruct with column_map {input: …, output: …}")
+    if spec.model.dtype == "fp16":
+        yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
+                   hint="use bf16 (Ampere or newer) or fp32")
+    if t.optimizer.name not in OPTIMIZERS:
+        yield _err(("training", "optimizer", "name"),
+                   f"the torchtune target has no optimizer mapping for {t.optimizer.name}",
+                   "optimizer", hint="use one of " + ", ".join(OPTIMIZERS))
+    if t.scheduler.name not in SCHEDULERS:
+        yield _err(("training", "scheduler", "name"),
+                   f"torchtune ships only a cosine schedule with warmup, not {t.scheduler.name}",
+                   "scheduler", hint="use cosine, constant or constant_with_warmup")
+    if t.scheduler.warmup_ratio is not None and job.warmup_steps is None:
+        yield _err(("training", "scheduler", "warmup_ratio"),
+                   "torchtune takes warm-up in steps, and the total steps are unknown",
+                   "warmup-ratio", hint="give data.train.num_examples, or warmup_steps")
+    if t.max_steps is not None and job.steps_per_epoch is not None \
+            and job.steps_per_epoch < t.max_steps:
+        yield _err(("training", "max_steps"),
+                   f"torchtune stops at the end of its epoch: {job.steps_per_epoch} steps per "
+                   f"epoch < max_steps {t.max_steps}", "max-steps",
+                   hint="use epochs (and max_steps_per_epoch) instead")
+    yield from _lora(job, HF_TO_TORCHTUNE_ATTN, MLP_MODULES)
+    yield from _distributed(job)
+    yield from _ignored(job)
+
+
+def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagnostic]:
+    lora = job.spec.method.lora
+    if not job.lora_modules or lora is None:
+        return
+    path = ("method", "lora", "target_modules")
+    unknown = [m for m in job.lora_modules if m not in attn and m not in mlp]
+    if unknown:
+        yield _err(path, f"torchtune cannot adapt {', '.join(unknown)}", "lora-modules",
+                   hint="use q_proj, k_proj, v_proj, o_proj and the MLP projections")
+    chosen = [m for m in job.lora_modules if m in mlp]
+    if chosen and len(chosen) != len(mlp):
+        yield _err(path, f"torchtune adapts all MLP projections or none, not only "
+                   f"{', '.join(chosen)}", "lora-mlp", hint="set method.lora.mlp: true")
+    if lora.bias != "none" or lora.modules_to_save or lora.init_weights != "default":
+        yield _err(("method", "lora"), "torchtune's LoRA has no bias training, modules_to_save "
+                   "or init_weights options", "lora-options")
+    if lora.output and job.model.torchtune_config and job.model.torchtune_config[0] == "llama3_2":
+        yield _err(("method", "lora", "output"), "Llama 3.2 ties its output projection to the "
+                   "embeddings; torchtune cannot adapt it", "lora-output-tied")
+
+
+def _distributed(job: Job) -> Iterator[Diagnostic]:
+    spec = job.spec
+    if job.world_size == 1:
+        return
+    if job.strategy != "fsdp":
+        yield _err(("distributed", "strategy"), f"torchtune's distributed recipes shard with "
+                   f"FSDP2; strategy {job.strategy} is not available", "strategy",
+                   hint="use strategy: fsdp (or auto)")
+    fsdp = spec.distributed.fsdp
+    if fsdp is not None and fsdp.version == 1:
+        yield _err(("distributed", "fsdp", "version"), "torchtune shards with FSDP2 only",
+                   "fsdp-version", hint="use version: 2")
+    if fsdp is not None and fsdp.sharding not in ("full_shard", "shard_grad_op"):
+        yield _err(("distributed", "fsdp", "sharding"), f"torchtune 0.6.1's recipes support "
+                   f"full_shard and shard_grad_op, not {fsdp.sharding}", "fsdp-sharding")
+    if job.nodes > 1 and spec.method.kind != "full":
+        yield _warn(("resources", "nodes"), f"torchtune 0.6.1 documents multi-node training "
+                    f"for full fine-tuning only; LoRA on {job.nodes} nodes is untested upstream "
+                    "(Kubeflow's torchtune runtimes refuse it)", "lora-multinode",
+                    hint="use nodes: 1, method.kind: full, or launcher: accelerate")
+
+
+def _ignored(job: Job) -> Iterator[Diagnostic]:
+    spec = job.spec
+    t = spec.training
+    if t.evaluation.strategy != "no" or spec.data.validation is not None:
+        yield _warn(("training", "evaluation"), "the torchtune target does not evaluate; "
+                    "evaluation settings are ignored", "evaluation")
+    if t.early_stopping is not None:
+        yield _warn(("training", "early_stopping"), "torchtune has no early stopping; it is "
+                    "ignored", "early-stopping")
+    if spec.model.attn_implementation not in (None, "sdpa"):
+        yield _warn(("model", "attn_implementation"), "torchtune uses its own attention "
+                    "(SDPA); attn_implementation is ignored", "attn")
