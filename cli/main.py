@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under ftspec.cli.commands, one-line help)
     "validate": ("validate", "Check spec files against the schema and the semantic rules."),
     "schema": ("schema", "Print the JSON Schema of the spec format."),
+    "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
 }
 
 
