@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.local import procs
-from ftspec.reconciler.local.progress import Progress, latest, read_tail, tail_lines
+from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
 from ftspec.reconciler.local.state import RunRecord
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE
 from ftspec.reconciler.model import Phase

@@ -1,4 +1,4 @@
-"""Training progress read back from a launcher's log: step and loss.
+"""Training progress read back from a launcher's log: step and loss (every backend).
 
 Understood lines (all launchers ftspec compiles):
 - torchtune's progress bar (stderr):  ``1|3|Loss: 5.7712...``  (epoch|step|loss)
