@@ -12,13 +12,17 @@ import sys
 from typing import Any
 
 import click
-
 from ftspec.cli.errors import handle_unexpected
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under ftspec.cli.commands, one-line help)
     "validate": ("validate", "Check spec files against the schema and the semantic rules."),
     "schema": ("schema", "Print the JSON Schema of the spec format."),
+    "plan": ("plan", "Show the changes apply would make to the live objects."),
+    "apply": ("apply", "Apply specs (or a saved plan) to the live objects."),
+    "destroy": ("destroy", "Delete the live objects these specs own."),
+    "status": ("status", "Show the phase of each spec's job."),
+    "logs": ("logs", "Print the logs of a spec's job."),
     "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
 }
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import click
-
 from ftspec.spec.diagnostics import Diagnostic
 
 

@@ -6,12 +6,12 @@ error reporting behave the same everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import click
-
 from ftspec.spec.diagnostics import Diagnostics, SpecError
 from ftspec.spec.validate import Validated
 

@@ -5,8 +5,9 @@ Engine code never prints: progress goes through a ``Reporter``; the CLI renders 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from ftspec.reconciler.model import ApplyResult, Plan, Status
 from ftspec.spec.ir import Job

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
 from ftspec.cli.output import emit_json, print_diagnostics
 
 

@@ -1,0 +1,116 @@
+"""apply / destroy: plan (or load a saved plan), show it, confirm, apply, optionally wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ftspec.cli.live import (
+    CommandFailed,
+    ConsoleReporter,
+    backend_for,
+    confirm,
+    console,
+    load_desired,
+    report_error,
+)
+from ftspec.reconciler.backend import BackendError, Desired
+from ftspec.reconciler.model import Phase, Plan
+
+
+def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
+          kubeconfig: str | None, context: str | None, namespace: str | None,
+          force_conflicts: bool, destroy: bool) -> tuple[Any, Plan, list[Desired], bool]:
+    from ftspec.reconciler.backends import BackendOptions, get_backend
+    from ftspec.reconciler.saved import is_saved_plan, load_plan
+
+    if len(specs) == 1 and is_saved_plan(specs[0]):
+        if destroy:
+            raise BackendError("destroy takes spec files, not a saved plan")
+        plan = load_plan(specs[0])
+        options = BackendOptions(kubeconfig, context, force_conflicts)
+        return get_backend(plan.backend, options), plan, [], True
+    desired = load_desired(specs, overlays, sets, namespace)
+    backend = backend_for(desired, kubeconfig, context, force_conflicts)
+    plan = backend.plan_destroy(desired) if destroy else backend.plan(desired)
+    return backend, plan, desired, False
+
+
+def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...], *,
+              kubeconfig: str | None, context: str | None, namespace: str | None,
+              auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
+              as_json: bool, destroy: bool) -> int:
+    from ftspec.cli.render_plan import render_plan, summary_counts
+
+    out = console()
+    try:
+        backend, plan, desired, saved = _load(specs, overlays, sets, kubeconfig, context,
+                                              namespace, force_conflicts, destroy)
+        data = plan.to_json()
+        if not as_json:
+            out.print(render_plan(data, destroy=destroy, saved_to=None) if not saved else
+                      render_plan(data, destroy=True))
+        if plan.has_changes and not saved:
+            question = ("Do you really want to destroy all objects of these specs?" if destroy
+                        else "Do you want to perform these actions?")
+            if not confirm(question, auto_approve or as_json and auto_approve):
+                out.print("\nApply cancelled.")
+                return 1
+        result = backend.apply(plan, ConsoleReporter(quiet=as_json))
+    except CommandFailed as exc:
+        return exc.code
+    except BackendError as exc:
+        report_error(exc)
+        return 1
+    ok_data = {"applied": [c.address for c in result.applied],
+               "failed": [{"address": a, "message": m} for a, m in result.failed]}
+    add, change, gone = summary_counts({"changes": [
+        {"action": c.action.value} for c in result.applied]})
+    if as_json and not wait:
+        from ftspec.cli.output import emit_json
+
+        emit_json({**ok_data, "ok": result.ok})
+    if not as_json:
+        from rich.markup import escape
+
+        for address, message in result.failed:
+            out.print(f"[red bold]Error:[/red bold] {escape(address)}: {escape(message)}")
+        word = "Destroy" if destroy else "Apply"
+        if result.ok:
+            tail = f"{gone} destroyed." if destroy else f"{add} added, {change} changed, " \
+                f"{gone} destroyed."
+            out.print(f"\n[green bold]{word} complete![/green bold] Resources: {tail}")
+        else:
+            out.print(f"\n[red bold]{word} failed[/red bold] ({len(result.failed)} of "
+                      f"{len(result.applied) + len(result.failed)} changes did not go through); "
+                      "run the same command again once the cause is fixed.")
+    if not result.ok:
+        return 1
+    if wait and not destroy:
+        return _wait(backend, desired, timeout, as_json, ok_data)
+    return 0
+
+
+def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: bool,
+          ok_data: dict[str, Any]) -> int:
+    if not desired:
+        report_error(BackendError("--wait needs the spec files (a saved plan does not name "
+                                  "the jobs to follow)", hint="use `ftspec status --watch`"))
+        return 1
+    failed = False
+    statuses = []
+    try:
+        for d in desired:
+            status = backend.wait(d, ConsoleReporter(quiet=as_json), timeout)
+            statuses.append(status)
+            failed |= status.phase is not Phase.SUCCEEDED
+    except BackendError as exc:
+        report_error(exc)
+        return 1
+    if as_json:
+        from ftspec.cli.output import emit_json
+
+        emit_json({**ok_data, "ok": not failed, "status": [
+            {"address": s.address, "phase": s.phase.value, "message": s.message}
+            for s in statuses]})
+    return 1 if failed else 0

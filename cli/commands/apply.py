@@ -1,0 +1,33 @@
+"""`ftspec apply SPEC...|PLAN.json`: make the live objects match (after confirmation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from ftspec.cli.live import connection_options
+from ftspec.cli.specs import spec_options
+
+
+@click.command("apply")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@spec_options
+@connection_options
+@click.option("--auto-approve", is_flag=True, help="Skip the confirmation prompt.")
+@click.option("--force-conflicts", is_flag=True,
+              help="Take over fields another field manager owns (server-side apply force).")
+@click.option("--wait", "wait", is_flag=True,
+              help="Follow the job to its end; exit non-zero if it fails.")
+@click.option("--timeout", type=float, default=None, help="Give up waiting after SECONDS.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
+            kubeconfig: str | None, context: str | None, namespace: str | None,
+            auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
+            as_json: bool) -> int:
+    """Apply SPECS (planning first), or exactly the saved plan PLAN.json."""
+    from ftspec.cli.apply_flow import run_apply
+
+    return run_apply(specs, overlays, sets, kubeconfig=kubeconfig, context=context,
+                     namespace=namespace, auto_approve=auto_approve,
+                     force_conflicts=force_conflicts, wait=wait, timeout=timeout,
+                     as_json=as_json, destroy=False)

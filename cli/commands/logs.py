@@ -1,0 +1,33 @@
+"""`ftspec logs SPEC`: the logs of the job's pods."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from ftspec.cli.live import connection_options
+from ftspec.cli.specs import spec_options
+
+
+@click.command("logs")
+@click.argument("spec", type=click.Path(path_type=Path))
+@spec_options
+@connection_options
+@click.option("--tail", type=int, default=None, help="Only the last N lines of each pod.")
+def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
+            kubeconfig: str | None, context: str | None, namespace: str | None,
+            tail: int | None) -> int:
+    """Print the logs of SPEC's job (the pods its controller created)."""
+    from ftspec.cli.live import CommandFailed, backend_for, load_desired, report_error
+    from ftspec.reconciler.backend import BackendError
+
+    try:
+        desired = load_desired((spec,), overlays, sets, namespace)
+        for line in backend_for(desired, kubeconfig, context).logs(desired[0], tail=tail):
+            click.echo(line)
+    except CommandFailed as exc:
+        return exc.code
+    except BackendError as exc:
+        report_error(exc)
+        return 1
+    return 0

@@ -1,0 +1,51 @@
+"""`ftspec plan SPEC...`: what apply would change, Terraform-style (or --json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from ftspec.cli.live import connection_options
+from ftspec.cli.specs import spec_options
+
+
+@click.command("plan")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@spec_options
+@connection_options
+@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+              help="Save the plan to FILE; `ftspec apply FILE` applies exactly it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (see "
+              "reconciler/README.md for the format).")
+@click.option("--detailed-exitcode", is_flag=True,
+              help="Exit 0 when there are no changes, 2 when there are, 1 on errors.")
+def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
+            kubeconfig: str | None, context: str | None, namespace: str | None,
+            out: Path | None, as_json: bool, detailed_exitcode: bool) -> int:
+    """Compare SPECS with the live objects and show the changes apply would make."""
+    from ftspec.cli.live import CommandFailed, backend_for, console, load_desired, report_error
+    from ftspec.reconciler.backend import BackendError
+
+    try:
+        desired = load_desired(specs, overlays, sets, namespace)
+        plan = backend_for(desired, kubeconfig, context).plan(desired)
+    except CommandFailed as exc:
+        return exc.code
+    except BackendError as exc:
+        report_error(exc)
+        return 1
+    from ftspec.reconciler.saved import plan_document, save_plan
+
+    if out is not None:
+        save_plan(plan, out)
+    if as_json:
+        from ftspec.cli.output import emit_json
+
+        emit_json(plan_document(plan))
+    else:
+        from ftspec.cli.render_plan import render_plan
+
+        console().print(render_plan(plan.to_json(), saved_to=str(out) if out else None))
+    if detailed_exitcode and plan.has_changes:
+        return 2
+    return 0

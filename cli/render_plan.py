@@ -1,0 +1,130 @@
+"""Terraform-style human view of a plan, drawn from ``Plan.to_json()`` (the --json data)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ftspec.reconciler.fielddiff import count_leaves, diff
+
+SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
+STYLE = {"create": "green", "update": "yellow", "replace": "red", "delete": "red",
+         "no-op": "dim"}
+VERB = {"create": "will be created", "update": "will be updated in-place",
+        "replace": "must be replaced", "delete": "will be destroyed"}
+
+
+def _val(value: Any) -> str:
+    if value is None:
+        return "null"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _esc(text: str) -> str:
+    return text.replace("[", r"\[")
+
+
+def _resource(address: str) -> tuple[str, str]:
+    _target, _, rest = address.partition(".")
+    kind, _, name = rest.partition(".")
+    return kind, name
+
+
+def _change_lines(ch: dict[str, Any]) -> list[str]:
+    action = ch["action"]
+    style = STYLE[action]
+    kind, name = _resource(ch["address"])
+    lines = []
+    head = f"  [bold]# {_esc(ch['address'])}[/bold] {VERB[action]}"
+    lines.append(head)
+    if ch.get("drift"):
+        lines.append("  [yellow]# (live object changed outside ftspec since the last apply)"
+                     "[/yellow]")
+    if ch.get("reason") and action in ("replace", "delete"):
+        lines.append(f"  [dim]# ({_esc(ch['reason'])})[/dim]")
+    sym = SYMBOL[action]
+    lines.append(f"[{style}]{sym:>3}[/{style}] resource \"{kind}\" \"{_esc(name)}\" {{")
+    if action == "create":
+        for path, _b, after in diff({}, ch["after"] or {}):
+            lines.append(f"      [green]+[/green] {_esc(path)} = {_esc(_val(after))}")
+    elif action == "delete":
+        shown = 0
+        for path, before, _a in diff(ch["before"] or {}, {}):
+            if path.startswith(("spec", "metadata.name", "metadata.namespace", "kind")):
+                lines.append(f"      [red]-[/red] {_esc(path)} = {_esc(_val(before))}")
+                shown += 1
+        hidden = count_leaves(ch["before"] or {}) - shown
+        if hidden > 0:
+            lines.append(f"        [dim]# ({hidden} unchanged attributes hidden)[/dim]")
+    else:
+        fields = ch.get("fields") or []
+        for f in fields:
+            before, after = f.get("before"), f.get("after")
+            if before is None:
+                mark, text = "[green]+[/green]", _val(after)
+            elif after is None:
+                mark, text = "[red]-[/red]", f"{_val(before)} -> null"
+            else:
+                mark, text = "[yellow]~[/yellow]", f"{_val(before)} -> {_val(after)}"
+            tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
+            lines.append(f"      {mark} {_esc(f['path'])} = {_esc(text)}{tail}")
+        hidden = max(count_leaves(ch["before"] or {}) - len(fields), 0)
+        if hidden:
+            lines.append(f"        [dim]# ({hidden} unchanged attributes hidden)[/dim]")
+    lines.append("    }")
+    for ml in ch.get("ml_changes") or []:
+        lines.append(f"    [cyan]# ML: {_esc(ml)}[/cyan]")
+    return lines
+
+
+def summary_counts(data: dict[str, Any]) -> tuple[int, int, int]:
+    add = change = destroy = 0
+    for ch in data["changes"]:
+        action = ch["action"]
+        add += action in ("create", "replace")
+        change += action == "update"
+        destroy += action in ("delete", "replace")
+    return add, change, destroy
+
+
+def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
+                destroy: bool = False) -> str:
+    """Rich markup text for a plan (``Plan.to_json()``)."""
+    out: list[str] = []
+    for warning in data.get("warnings") or []:
+        out.append(f"[yellow]Warning:[/yellow] {_esc(warning)}")
+    changes = [c for c in data["changes"] if c["action"] != "no-op"]
+    drifted = [c for c in changes if c.get("drift")]
+    if drifted:
+        out += ["", "[bold]Note: Objects have changed outside of ftspec[/bold]", "",
+                ("ftspec detected the following changes made outside of ftspec since the last "
+                "\"ftspec apply\":")]
+        for c in drifted:
+            out.append(f"  [yellow]~[/yellow] {_esc(c['address'])}: {_esc(c.get('reason') or '')}")
+    if not changes:
+        out += ["", "[green bold]No changes.[/green bold] Your live objects match the spec.",
+                "", ("ftspec has compared the spec with the live objects and found no "
+                "differences, so no changes are needed.")]
+        return "\n".join(out)
+    symbols = sorted({c["action"] for c in changes}, key=list(SYMBOL).index)
+    legend = {"create": "create", "update": "update in-place",
+              "replace": "destroy and then create replacement", "delete": "destroy"}
+    out += ["", ("ftspec used the live objects to make the following execution plan. Resource "
+            "actions are indicated with the following symbols:")]
+    for action in symbols:
+        out.append(f"  [{STYLE[action]}]{SYMBOL[action]}[/{STYLE[action]}] {legend[action]}")
+    out += ["", "ftspec will perform the following actions:", ""]
+    for ch in changes:
+        out += _change_lines(ch) + [""]
+    add, change, destroy_n = summary_counts(data)
+    noun = "Plan"
+    out.append(f"[bold]{noun}:[/bold] {add} to add, {change} to change, {destroy_n} to destroy.")
+    if saved_to:
+        out += ["", f"Saved the plan to: {_esc(saved_to)}", "",
+                "To perform exactly these actions, run the following command to apply:",
+                f"    ftspec apply {_esc(saved_to)}"]
+    elif not destroy:
+        out += ["", "─" * 77, "",
+                ("Note: You didn't use the --out option to save this plan, so ftspec can't "
+                "guarantee to take exactly these actions if you run \"ftspec apply\" now.")]
+    return "\n".join(out)

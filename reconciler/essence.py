@@ -1,0 +1,63 @@
+"""The essence of a Kubernetes object: what a user (or ftspec) sets, without server noise.
+
+Both sides of a diff go through ``essence`` (kopf's "diffbase", kubectl's dry-run diff):
+status, server-filled metadata and bookkeeping annotations are dropped. Server-defaulted spec
+fields need no list: the planner compares the server's dry-run result of applying the desired
+object with the live object, so defaults appear on both sides.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+SERVER_METADATA = (
+    "managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink",
+    "deletionTimestamp", "deletionGracePeriodSeconds",
+)
+APPLIED_DIGEST_ANNOTATION = "ftspec.dev/applied-digest"
+"""Digest of the object ftspec last applied (its own value excluded): drift detection."""
+IGNORED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", APPLIED_DIGEST_ANNOTATION)
+
+
+def essence(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    for key in SERVER_METADATA:
+        meta.pop(key, None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        for key in IGNORED_ANNOTATIONS:
+            annotations.pop(key, None)
+        if not annotations:
+            meta.pop("annotations", None)
+    if not meta.get("labels"):
+        meta.pop("labels", None)
+    return out
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_digest(obj: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical(obj).encode()).hexdigest()[:32]
+
+
+def applied_digest(desired: dict[str, Any]) -> str:
+    """Digest of a desired object, ignoring the digest annotation itself."""
+    ess = essence(desired)
+    annotations = (ess.get("metadata") or {}).get("annotations") or {}
+    annotations.pop(APPLIED_DIGEST_ANNOTATION, None)
+    return content_digest(ess)
+
+
+def with_applied_digest(desired: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``desired`` carrying its own applied digest annotation."""
+    out = copy.deepcopy(desired)
+    meta = out.setdefault("metadata", {})
+    meta.setdefault("annotations", {})[APPLIED_DIGEST_ANNOTATION] = applied_digest(out)
+    return out

@@ -1,0 +1,64 @@
+"""Immutable fields per kind and API generation: a change to one plans a REPLACE.
+
+ftspec knows these itself because not every server enforces them (CEL rules need a recent
+API server, and the KubeRay controller silently ignores RayJob spec changes). Patterns are
+dotted paths where ``[]`` matches any list index and ``*`` any single key; a pattern matches
+a changed path it is a prefix of, or that is a prefix of it (a whole section added/removed).
+"""
+
+from __future__ import annotations
+
+import re
+
+_POD = ("spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[]"
+        ".template.spec.template.spec.")
+
+TRAINJOB_V22: tuple[str, ...] = (
+    "spec.runtimeRef", "spec.initializer", "spec.trainer", "spec.activeDeadlineSeconds",
+    "spec.managedBy", "spec.runtimePatches[].manager",
+    *(_POD + f for f in ("containers", "initContainers", "imagePullSecrets", "securityContext",
+                         "serviceAccountName", "terminationGracePeriodSeconds", "volumes")),
+)
+TRAINJOB_V21: tuple[str, ...] = ("spec.runtimeRef", "spec.managedBy")
+RAYJOB: tuple[str, ...] = ("spec.*",)
+RAYJOB_MUTABLE: tuple[str, ...] = ("spec.suspend",)
+TRAINING_RUNTIME: tuple[str, ...] = tuple(
+    "spec.template.spec." + f for f in (
+        "failurePolicy", "network", "replicatedJobs[].dependsOn", "startupPolicy",
+        "successPolicy", "volumeClaimPolicies")
+)
+
+
+def immutable_fields(kind: str, trainer_version: str | None = None) -> tuple[str, ...]:
+    if kind == "TrainJob":
+        return TRAINJOB_V21 if trainer_version == "v2.1" else TRAINJOB_V22
+    if kind == "RayJob":
+        return RAYJOB
+    if kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        return TRAINING_RUNTIME
+    return ()
+
+
+def _segments(path: str) -> list[str]:
+    path = re.sub(r"\[\d+\]", "[]", path)
+    path = re.sub(r'\["([^"]*)"\]', r".\1", path)
+    return [s for s in re.split(r"\.|(?=\[\])", path) if s]
+
+
+def _match(pattern: list[str], path: list[str]) -> bool:
+    for p, s in zip(pattern, path):
+        if p != s and p != "*":
+            return False
+    return True
+
+
+def forcing_pattern(kind: str, path: str, trainer_version: str | None = None) -> str | None:
+    """The immutable field a change at ``path`` touches, or None when it is mutable."""
+    segs = _segments(path)
+    if kind == "RayJob" and any(_match(_segments(m), segs) and len(segs) >= len(_segments(m))
+                                for m in RAYJOB_MUTABLE):
+        return None
+    for pattern in immutable_fields(kind, trainer_version):
+        if _match(_segments(pattern), segs):
+            return pattern.replace("*", segs[1] if len(segs) > 1 else "*")
+    return None

@@ -1,0 +1,1 @@
+"""The Kubernetes backend: TrainJob / RayJob (and their ConfigMaps, runtimes) on a cluster."""

@@ -1,0 +1,160 @@
+"""Apply exactly a plan: preflight, lock, staleness check, then the changes in order."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ftspec.reconciler.backend import BackendError, Reporter, StalePlanError
+from ftspec.reconciler.essence import with_applied_digest
+from ftspec.reconciler.kubernetes.errors import ApiError
+from ftspec.reconciler.kubernetes.lease import SpecLease
+from ftspec.reconciler.kubernetes.preflight import preflight
+from ftspec.reconciler.kubernetes.reads import FIELD_MANAGER, Reader
+from ftspec.reconciler.kubernetes.resources import describe, object_path
+from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
+from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
+from ftspec.reconciler.planner import owner_of
+
+ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2}
+DELETE_TIMEOUT_S = 300.0
+
+
+def _obj(change: Change) -> dict[str, Any]:
+    return change.after or change.before or {}
+
+
+def _stale_check(t: Transport, plan: Plan) -> None:
+    from ftspec.reconciler.kubernetes.backend import read_digest
+
+    reader = Reader(t)
+    try:
+        objs = {c.address: _obj(c) for c in plan.changes}
+        addrs = [a for a in plan.read_digests if a in objs]
+        now = list(reader.pool.map(lambda a: read_digest(reader.get(objs[a])), addrs))
+    finally:
+        reader.close()
+    changed = [f"{a} (planned {plan.read_digests[a]}, now {d})"
+               for a, d in zip(addrs, now) if d != plan.read_digests[a]]
+    if changed:
+        raise StalePlanError(
+            "Saved plan is stale: these objects changed since the plan was made:\n  - "
+            + "\n  - ".join(changed),
+            hint="run `ftspec plan --out FILE` again and apply the new plan")
+
+
+def _apply_one(t: Transport, obj: dict[str, Any], force: bool) -> dict[str, Any]:
+    query = {"fieldManager": FIELD_MANAGER}
+    if force:
+        query["force"] = "true"
+    body = json.dumps(with_applied_digest(obj)).encode()
+    return t.request("PATCH", object_path(obj), body, content_type=APPLY_PATCH, query=query,
+                     verb="apply", what=describe(obj)) or {}
+
+
+def _delete(t: Transport, obj: dict[str, Any], rv: str | None) -> None:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions",
+                            "propagationPolicy": "Background"}
+    if rv and rv.startswith("rv:"):
+        body["preconditions"] = {"resourceVersion": rv[3:]}
+    try:
+        t.request("DELETE", object_path(obj), body, verb="delete", what=describe(obj),
+                  ok_404=True)
+    except ApiError as exc:
+        if exc.status == 409:
+            raise StalePlanError(f"{describe(obj)} changed since the plan was made; not deleted",
+                                 hint="run plan again") from None
+        raise
+
+
+def _wait_gone(t: Transport, obj: dict[str, Any], reporter: Reporter, addr: str) -> None:
+    start = time.monotonic()
+    while True:
+        live = t.request("GET", object_path(obj), verb="get", what=describe(obj), ok_404=True)
+        elapsed = time.monotonic() - start
+        if live is None:
+            reporter.event(f"{addr}: deleted", address=addr, elapsed=round(elapsed, 1))
+            return
+        if elapsed > DELETE_TIMEOUT_S:
+            finalizers = (live.get("metadata") or {}).get("finalizers") or []
+            raise BackendError(f"{describe(obj)} is still being deleted after "
+                               f"{DELETE_TIMEOUT_S:.0f} s (finalizers: {finalizers or 'none'})",
+                               hint="check the controller that owns these finalizers; run apply "
+                               "again once it is gone", retryable=True)
+        reporter.event(f"{addr}: waiting for deletion... [{elapsed:.0f}s elapsed]",
+                       address=addr, elapsed=round(elapsed, 1), waiting=True)
+        time.sleep(0.25 if elapsed < 5 else 1.0)
+
+
+def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force: bool) -> None:
+    obj = _obj(change)
+    rv = plan.read_digests.get(change.address)
+    if change.action is Action.DELETE:
+        reporter.event(f"{change.address}: destroying...", address=change.address)
+        _delete(t, obj, rv)
+        _wait_gone(t, obj, reporter, change.address)
+        return
+    assert change.after is not None
+    if change.action is Action.REPLACE:
+        reporter.event(f"{change.address}: destroying (replace)...", address=change.address)
+        _delete(t, obj, rv)
+        _wait_gone(t, obj, reporter, change.address)
+    verb = "modifying" if change.action is Action.UPDATE else "creating"
+    reporter.event(f"{change.address}: {verb}...", address=change.address)
+    _apply_one(t, change.after, force)
+    reporter.event(f"{change.address}: {change.action.value} complete",
+                   address=change.address, action=change.action.value)
+
+
+def _leases(t: Transport, changes: list[Change]) -> list[SpecLease]:
+    keys = set()
+    for change in changes:
+        obj = _obj(change)
+        ns = (obj.get("metadata") or {}).get("namespace")
+        spec_id = owner_of(obj)
+        if ns and spec_id:
+            keys.add((ns, spec_id))
+    return [SpecLease(t, ns, spec_id) for ns, spec_id in sorted(keys)]
+
+
+def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts: bool = False
+               ) -> ApplyResult:
+    changes = sorted((c for c in plan.changes if c.action is not Action.NOOP),
+                     key=lambda c: ORDER[c.action])
+    if not changes:
+        return ApplyResult(applied=())
+    for warning in preflight(t, changes):
+        reporter.event(f"warning: {warning}", warning=True)
+    held: list[SpecLease] = []
+    try:
+        for lease in _leases(t, changes):
+            lease.acquire()
+            held.append(lease)
+            reporter.event(f"lock acquired: lease {lease.namespace}/{lease.name}",
+                           lease=lease.name)
+        _stale_check(t, plan)
+        done: list[Change] = []
+        failed: list[tuple[str, str]] = []
+        for change in changes:
+            try:
+                _execute(t, plan, change, reporter, force_conflicts)
+            except BackendError as exc:
+                where = ""
+                if getattr(exc, "spec_path", None) and change.spec_file:
+                    from ftspec.reconciler.locate import locate
+
+                    where = f"\n  at {locate(change.spec_file, exc.spec_path)}"  # type: ignore[attr-defined]
+                failed.append((change.address, str(exc) + where
+                               + (f"\n  hint: {exc.hint}" if exc.hint else "")))
+                if isinstance(exc, StalePlanError) or getattr(exc, "status", 0) in (401, 403):
+                    break
+                if exc.retryable:
+                    break  # the server is unwell: stop; the next apply converges
+                continue
+            done.append(change)
+        return ApplyResult(applied=tuple(done), failed=tuple(failed))
+    finally:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda lease: lease.release(), held))

@@ -1,0 +1,223 @@
+"""The Kubernetes backend: plan / apply / destroy / status for TrainJob and RayJob specs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from ftspec.reconciler.backend import BackendError, Desired, Reporter
+from ftspec.reconciler.backends import BackendOptions
+from ftspec.reconciler.kubernetes import render as rendering
+from ftspec.reconciler.kubernetes.kubeconfig import load_connection
+from ftspec.reconciler.kubernetes.reads import Reader, raise_first
+from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
+from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
+from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
+from ftspec.reconciler.planner import (
+    ObjectInput,
+    OwnershipError,
+    address,
+    decide,
+    destroy,
+    orphan,
+    owner_of,
+)
+
+ABSENT = "absent"
+
+
+def read_digest(live: dict[str, Any] | None) -> str:
+    if live is None:
+        return ABSENT
+    return "rv:" + str((live.get("metadata") or {}).get("resourceVersion"))
+
+
+class KubernetesBackend:
+    name = "kubernetes"
+
+    def __init__(self, options: BackendOptions) -> None:
+        self.options = options
+        self._transport: Transport | None = None
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            conn = load_connection(self.options.kubeconfig, self.options.context)
+            self._transport = Transport(conn)
+        return self._transport
+
+    # ------------------------------------------------------------------ plan
+    def _trainer_version(self, reader: Reader, desired: Sequence[Desired],
+                         crd_future: Future[dict[str, Any] | None] | None,
+                         warnings: list[str]) -> str | None:
+        if crd_future is None:
+            return None
+        crd = crd_future.result()
+        pinned = next((d.job.spec.deploy.kubeflow.trainer_version for d in desired
+                       if d.job.target == "kubeflow"
+                       and d.job.spec.deploy.kubeflow.trainer_version != "auto"), None)
+        if crd is None:
+            warnings.append("could not read the TrainJob CRD (not allowed); rendering for "
+                            f"Trainer API {pinned or 'v2.2'}")
+            return "v2.1" if pinned == "v2.1" else "v2.2"
+        if crd.get("missing"):
+            from ftspec.reconciler.kubernetes.errors import missing_crd
+
+            raise missing_crd("trainer.kubeflow.org", "v1alpha1", "TrainJob")
+        detected = rendering.trainer_version_from_crd(crd)
+        if pinned and (pinned == "v2.1") != (detected == "v2.1"):
+            warnings.append(f"spec pins Trainer API {pinned} but the cluster serves {detected}; "
+                            f"rendering for {detected}")
+        return detected
+
+    def plan(self, desired: Sequence[Desired]) -> Plan:
+        reader = Reader(self.transport)
+        try:
+            return self._plan(reader, desired, destroy_all=False)
+        finally:
+            reader.close()
+
+    def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
+        reader = Reader(self.transport)
+        try:
+            return self._plan(reader, desired, destroy_all=True)
+        finally:
+            reader.close()
+
+    def _plan(self, reader: Reader, desired: Sequence[Desired], *, destroy_all: bool) -> Plan:
+        warnings: list[str] = []
+        needs_crd = not destroy_all and any(d.job.target == "kubeflow" for d in desired)
+        crd_future = reader.submit(reader.crd, rendering.TRAINJOB_CRD) if needs_crd else None
+        scopes = sorted({(kind, d.job.namespace) for d in desired
+                         for kind in MANAGED_KINDS.get(d.job.target, ())})
+        lists = {scope: reader.submit(reader.owned, *scope) for scope in scopes}
+        version = self._trainer_version(reader, desired, crd_future, warnings)
+        owned: dict[str, list[dict[str, Any]]] = {}
+        errors: list[BaseException] = []
+        for (kind, ns), fut in lists.items():
+            try:
+                for item in fut.result():
+                    spec_id = owner_of(item)
+                    if spec_id:
+                        owned.setdefault(f"{ns}/{spec_id}", []).append(item)
+            except BaseException as exc:  # noqa: BLE001 - reported below, first one wins
+                errors.append(exc)
+        raise_first(errors)
+
+        digests: dict[str, str] = {}
+        changes = []
+        if destroy_all:
+            for d in desired:
+                for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", []):
+                    change = destroy(d.job.target, live, d.spec_file)
+                    digests[change.address] = read_digest(live)
+                    changes.append(change)
+            return Plan(self.name, tuple(changes), digests, self._specs(desired),
+                        tuple(warnings))
+
+        rendered = [(d, obj) for d in desired for obj in rendering.render(d, version)]
+        wanted = {address(d.job.target, obj) for d, obj in rendered}
+        by_addr = {address(d.job.target, live): live for d in desired
+                   for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", [])}
+        live_futs: list[Future[dict[str, Any] | None] | None] = []
+        dry_futs = []
+        for d, obj in rendered:
+            addr = address(d.job.target, obj)
+            live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
+            dry_futs.append(reader.submit(reader.dry_run, obj))
+        for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):
+            addr = address(d.job.target, obj)
+            try:
+                live = by_addr.get(addr) if live_fut is None else live_fut.result()
+                dry = dry_fut.result()
+            except BaseException as exc:  # noqa: BLE001
+                exc.spec_file = d.spec_file  # type: ignore[attr-defined]
+                errors.append(exc)
+                continue
+            if dry is None:
+                warnings.append(f"namespace {d.job.namespace} does not exist yet; "
+                                "apply's preflight will stop until it does")
+            try:
+                change = decide(ObjectInput(d.job.target, d.job.spec_id, d.spec_file, obj, live,
+                                            dry, version))
+            except OwnershipError as exc:
+                errors.append(BackendError(str(exc), hint="ftspec never touches objects it "
+                                           "does not own"))
+                continue
+            digests[addr] = read_digest(live)
+            changes.append(change)
+        raise_first(errors)
+        spec_files = {f"{d.job.namespace}/{d.job.spec_id}": d.spec_file for d in desired}
+        for key, items in sorted(owned.items()):
+            if key not in spec_files:
+                continue  # another spec's objects: never ours to delete
+            for live in items:
+                addr = address(next(d.job.target for d in desired
+                                    if f"{d.job.namespace}/{d.job.spec_id}" == key), live)
+                if addr not in wanted:
+                    digests[addr] = read_digest(live)
+                    changes.append(orphan(addr.split(".", 1)[0], live, spec_files[key]))
+        return Plan(self.name, tuple(changes), digests, self._specs(desired),
+                    tuple(dict.fromkeys(warnings)))
+
+    @staticmethod
+    def _specs(desired: Sequence[Desired]) -> dict[str, str]:
+        return {d.spec_file: d.job.spec_hash for d in desired}
+
+    # ------------------------------------------------------------------ apply
+    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        from ftspec.reconciler.kubernetes.applier import apply_plan
+
+        return apply_plan(self.transport, plan, reporter,
+                          force_conflicts=self.options.force_conflicts)
+
+    # ------------------------------------------------------------------ status
+    def _job_object(self, desired: Desired) -> dict[str, Any]:
+        kind = JOB_KIND.get(desired.job.target)
+        if kind is None:
+            raise BackendError(f"deploy.target {desired.job.target!r} is not a Kubernetes target")
+        res = KINDS[kind]
+        return {"apiVersion": res.api_version, "kind": kind,
+                "metadata": {"name": desired.job.name, "namespace": desired.job.namespace}}
+
+    def status(self, desired: Desired) -> list[Status]:
+        ref = self._job_object(desired)
+        addr = address(desired.job.target, ref)
+        live = Reader(self.transport).get(ref)
+        if live is None:
+            return [Status(addr, Phase.UNKNOWN, f"{describe(ref)} not found (not applied yet?)")]
+        phase, message, platform = phase_of(live)
+        return [Status(addr, phase, message, platform)]
+
+    def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
+             ) -> Status:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        last = None
+        while True:
+            status = self.status(desired)[0]
+            if (status.phase, status.message) != last:
+                reporter.event(f"{status.phase.value}: {status.message}", phase=status.phase.value,
+                               address=status.address)
+                last = (status.phase, status.message)
+            if status.phase in TERMINAL:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                return status
+            time.sleep(1.0)
+
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
+             ) -> Iterator[str]:
+        from ftspec.reconciler.kubernetes.logs import job_logs
+
+        live = Reader(self.transport).get(self._job_object(desired))
+        if live is None:
+            raise BackendError(f"{describe(self._job_object(desired))} not found",
+                               hint="run `ftspec apply` first")
+        return job_logs(self.transport, live, follow=follow, tail=tail)
+
+
+def make_backend(options: BackendOptions) -> KubernetesBackend:
+    return KubernetesBackend(options)

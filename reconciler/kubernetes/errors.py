@@ -1,0 +1,119 @@
+"""HTTP failures from the API server -> ``BackendError`` that says what to do."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ftspec.reconciler.backend import BackendError
+
+CONTROLLERS: dict[str, str] = {
+    "trainer.kubeflow.org": "the Kubeflow Trainer (v2) controller and its CRDs "
+                            "(kubectl apply --server-side -k "
+                            "github.com/kubeflow/trainer/manifests/overlays/manager)",
+    "ray.io": "the KubeRay operator and its CRDs (helm install kuberay-operator "
+              "kuberay/kuberay-operator)",
+}
+
+
+class ApiError(BackendError):
+    """An HTTP error answer: ``status`` code and the server's Status body."""
+
+    def __init__(self, message: str, *, status: int, body: dict[str, Any] | None = None,
+                 hint: str | None = None, retryable: bool = False,
+                 spec_path: str | None = None) -> None:
+        super().__init__(message, hint=hint, retryable=retryable)
+        self.status = status
+        self.body = body or {}
+        self.spec_path = spec_path
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(raw.decode("utf-8", "replace") or "{}")
+    except ValueError:
+        return {"message": raw.decode("utf-8", "replace")[:500]}
+    return data if isinstance(data, dict) else {"message": str(data)}
+
+
+# Object field -> spec key path, for 422 errors traceable to a spec line.
+FIELD_TO_SPEC: tuple[tuple[str, str], ...] = (
+    ("metadata.name", "metadata.name"),
+    ("metadata.namespace", "metadata.namespace"),
+    ("metadata.labels", "metadata.labels"),
+    ("spec.runtimeRef", "deploy.kubeflow.runtime"),
+    ("spec.trainer.numNodes", "resources.nodes"),
+    ("spec.trainer.numProcPerNode", "resources.gpus_per_node"),
+    ("spec.trainer.resourcesPerNode", "resources"),
+    ("spec.trainer.image", "deploy.scheduling.image"),
+    ("spec.initializer.model", "model.uri"),
+    ("spec.initializer.dataset", "data.train.uri"),
+    ("spec.activeDeadlineSeconds", "deploy.kubeflow.active_deadline_seconds"),
+    ("spec.suspend", "deploy.kubeflow.suspend"),
+    ("spec.entrypoint", "launcher"),
+    ("spec.rayClusterSpec.rayVersion", "deploy.kuberay.ray_version"),
+)
+
+
+def spec_path_for(field: str) -> str | None:
+    field = re.sub(r"\[\d+\]", "", field)
+    for prefix, spec_path in FIELD_TO_SPEC:
+        if field == prefix or field.startswith(prefix + "."):
+            return spec_path
+    return None
+
+
+def _conflicts(message: str) -> str:
+    found = re.findall(r'conflict with "([^"]+)"(?: using [^:]+)?: ([^\n]+)', message)
+    if not found:
+        return message
+    rows = [f'field {fld.strip()} is owned by field manager "{mgr}"' for mgr, fld in found]
+    return "; ".join(rows)
+
+
+def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
+              server: str = "", context: str = "") -> ApiError:
+    message = str(body.get("message") or body.get("reason") or f"HTTP {status}")
+    if status == 401:
+        return ApiError(f"the API server {server} rejected the credentials of context "
+                        f"{context!r} (401 Unauthorized)", status=status, body=body,
+                        hint="refresh the token in your kubeconfig, or pick another --context")
+    if status == 403:
+        return ApiError(f"forbidden: {verb} {what} was denied: {message}", status=status,
+                        body=body, hint=f"ask a cluster admin for a Role that allows {verb} on "
+                        f"{what.split(' ')[0]}, or use another --context")
+    if status == 409 and "conflict" in message.lower() and "apply" in message.lower():
+        return ApiError(f"{verb} {what}: conflict with another field manager: "
+                        f"{_conflicts(message)}", status=status, body=body,
+                        hint="another tool changed these fields; re-run with --force-conflicts "
+                        "to take them over, or change the spec to match")
+    if status == 409:
+        return ApiError(f"{verb} {what}: {message}", status=status, body=body, retryable=True,
+                        hint="the object changed concurrently; run plan again")
+    if status == 422:
+        causes = (body.get("details") or {}).get("causes") or []
+        fields = [c.get("field", "") for c in causes if c.get("field")]
+        spec_path = next((p for p in map(spec_path_for, fields) if p), None)
+        return ApiError(f"the API server rejected {what} as invalid: {message}", status=status,
+                        body=body, spec_path=spec_path,
+                        hint="fix the spec value named above (see `ftspec compile` for the "
+                        "generated object)")
+    if status == 404 and what.startswith("kind "):
+        return ApiError(f"{what} is not served by this cluster", status=status, body=body)
+    retryable = status in (429, 500, 502, 503, 504)
+    return ApiError(f"{verb} {what}: {message} (HTTP {status})", status=status, body=body,
+                    retryable=retryable,
+                    hint="transient server error; try again" if retryable else None)
+
+
+def missing_crd(group: str, version: str, kind: str) -> BackendError:
+    controller = CONTROLLERS.get(group, f"the controller that serves {group}")
+    return BackendError(f"the cluster does not serve {kind} ({group}/{version}): its CRD is "
+                        f"not installed", hint=f"install {controller}")
+
+
+def unreachable(server: str, reason: str) -> BackendError:
+    return BackendError(f"cannot reach the API server at {server}: {reason}",
+                        hint="is the cluster up? check --kubeconfig/--context and the network; "
+                        "this error is transient, try again", retryable=True)

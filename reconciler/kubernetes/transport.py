@@ -1,0 +1,149 @@
+"""One HTTP client for the whole run: JSON requests with retry and backoff.
+
+The default transport is urllib3 (already a dependency of the official client) with the
+kubeconfig read by ``kubeconfig.py``: importing the official ``kubernetes`` package costs
+1-2 s here, more than a whole plan. Kubeconfigs with ``exec``/``auth-provider`` users (or
+``FTSPEC_KUBE_CLIENT=official``) go through the official client's ApiClient instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from ftspec.reconciler.backend import BackendError
+from ftspec.reconciler.kubernetes.errors import ApiError, api_error, parse_body, unreachable
+from ftspec.reconciler.kubernetes.kubeconfig import Connection
+
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+
+Sender = Callable[[str, str, "bytes | None", dict[str, str], float], "tuple[int, bytes]"]
+
+
+class _Urllib3Sender:
+    def __init__(self, conn: Connection) -> None:
+        import urllib3
+
+        kwargs: dict[str, Any] = {"maxsize": 16, "retries": False}
+        if conn.insecure:
+            kwargs["cert_reqs"] = "CERT_NONE"
+            urllib3.disable_warnings()
+        else:
+            kwargs["cert_reqs"] = "CERT_REQUIRED"
+            if conn.ca_file:
+                kwargs["ca_certs"] = conn.ca_file
+        if conn.cert_file:
+            kwargs["cert_file"] = conn.cert_file
+            kwargs["key_file"] = conn.key_file
+        self._pool = urllib3.PoolManager(**kwargs)
+        self._auth = {"Authorization": f"Bearer {conn.token}"} if conn.token else {}
+        self._urllib3 = urllib3
+
+    def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
+                 timeout: float) -> tuple[int, bytes]:
+        resp = self._pool.request(method, url, body=body, headers={**self._auth, **headers},
+                                  timeout=self._urllib3.Timeout(connect=5.0, read=timeout),
+                                  redirect=False)
+        return resp.status, resp.data
+
+
+class _OfficialSender:
+    def __init__(self, conn: Connection) -> None:
+        from kubernetes import config  # heavy: only for exec/auth-provider kubeconfigs
+
+        self._client = config.new_client_from_config(
+            config_file=conn.config_files[0] if conn.config_files else None,
+            context=conn.context)
+
+    def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
+                 timeout: float) -> tuple[int, bytes]:
+        from kubernetes.client.exceptions import ApiException
+
+        self._client.update_params_for_auth(headers, [], ["BearerToken"])
+        try:
+            resp = self._client.rest_client.request(
+                method, url, headers=headers, body=body, _preload_content=False,
+                _request_timeout=timeout)
+        except ApiException as exc:
+            return int(exc.status or 0), (exc.body or b"") if isinstance(exc.body, bytes) \
+                else str(exc.body or "").encode()
+        return resp.status, resp.data
+
+
+class Transport:
+    """JSON over HTTP to one API server; transient failures retried with backoff."""
+
+    def __init__(self, conn: Connection, *, retries: int | None = None,
+                 timeout: float = 30.0) -> None:
+        self.conn = conn
+        self.retries = int(os.environ.get("FTSPEC_KUBE_RETRIES", "5")) if retries is None \
+            else retries
+        self.timeout = timeout
+        self.round_trips = 0
+        self._lock = threading.Lock()
+        official = os.environ.get("FTSPEC_KUBE_CLIENT") == "official" or conn.needs_official_client
+        self._send: Sender = _OfficialSender(conn) if official else _Urllib3Sender(conn)
+        self.client_name = "kubernetes" if official else "urllib3"
+
+    def request(self, method: str, path: str, body: Any = None, *,
+                query: Mapping[str, str] | None = None, content_type: str = JSON,
+                what: str = "", verb: str = "", ok_404: bool = False) -> dict[str, Any] | None:
+        data = self.raw(method, path, body, query=query, content_type=content_type, what=what,
+                        verb=verb, ok_404=ok_404)
+        if data is None:
+            return None
+        return parse_body(data) if data else {}
+
+    def request_text(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
+                     what: str = "") -> str:
+        data = self.raw(method, path, query=query, what=what, accept="text/plain")
+        return (data or b"").decode("utf-8", "replace")
+
+    def raw(self, method: str, path: str, body: Any = None, *,
+            query: Mapping[str, str] | None = None, content_type: str = JSON,
+            what: str = "", verb: str = "", ok_404: bool = False, accept: str = JSON
+            ) -> bytes | None:
+        url = self.conn.server + path + ("?" + urlencode(query) if query else "")
+        raw = None if body is None else (body if isinstance(body, bytes)
+                                         else json.dumps(body).encode())
+        headers = {"Accept": accept}
+        if raw is not None:
+            headers["Content-Type"] = content_type
+        delay = 0.25
+        for attempt in range(self.retries + 1):
+            try:
+                with self._lock:
+                    self.round_trips += 1
+                status, data = self._send(method, url, raw, headers, self.timeout)
+            except Exception as exc:  # noqa: BLE001 - urllib3/ssl/socket errors alike
+                err: BackendError = unreachable(self.conn.server, _reason(exc))
+            else:
+                if status < 400:
+                    return data
+                if status == 404 and ok_404:
+                    return None
+                err = api_error(status, parse_body(data), verb=verb or method,
+                                what=what or path, server=self.conn.server,
+                                context=self.conn.context)
+            if not err.retryable or attempt == self.retries or (
+                    isinstance(err, ApiError) and err.status == 409):
+                raise err
+            time.sleep(delay)
+            delay = min(delay * 2, 4.0)
+        raise AssertionError("unreachable")
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    if "Connection refused" in text or "NewConnectionError" in text:
+        return "connection refused"
+    if "timed out" in text.lower() or "Timeout" in type(exc).__name__:
+        return "timed out"
+    return f"{type(exc).__name__}: {text[:200]}"

@@ -1,0 +1,120 @@
+"""Pure decisions: one desired object + what the server said -> one ``Change``.
+
+Inputs are plain dicts read by a backend (live object, dry-run result); nothing here does
+I/O, so every decision is unit-testable with hand-written objects.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ftspec.reconciler.drift import drift_managers, recorded_digest
+from ftspec.reconciler.essence import applied_digest, essence
+from ftspec.reconciler.fielddiff import field_changes
+from ftspec.reconciler.immutable import forcing_pattern
+from ftspec.reconciler.model import Action, Change
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
+
+
+class OwnershipError(Exception):
+    """The object exists but belongs to someone else: ftspec will not touch it."""
+
+
+def address(target: str, obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or "_"
+    return f"{target}.{obj.get('kind')}.{ns}/{meta.get('name')}"
+
+
+def owner_of(obj: dict[str, Any]) -> str | None:
+    """The spec-id owning ``obj``, or None when ftspec does not manage it."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get(OWNER_LABEL) != OWNER_VALUE:
+        return None
+    value = labels.get(SPEC_ID_LABEL)
+    return value if isinstance(value, str) else None
+
+
+def ml_of(obj: dict[str, Any] | None) -> dict[str, str] | None:
+    from ftspec.compiler.summary import SUMMARY_ANNOTATION
+
+    if obj is None:
+        return None
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(SUMMARY_ANNOTATION)
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@dataclass(frozen=True)
+class ObjectInput:
+    target: str
+    spec_id: str
+    spec_file: str
+    desired: dict[str, Any]
+    live: dict[str, Any] | None
+    dry_run: dict[str, Any] | None = None
+    """The server's dry-run result of applying ``desired`` (defaults filled in)."""
+    trainer_version: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def decide(inp: ObjectInput) -> Change:
+    from ftspec.compiler.summary import describe_changes
+
+    addr = address(inp.target, inp.desired)
+    if inp.live is None:
+        return Change(addr, Action.CREATE, None, inp.desired, spec_file=inp.spec_file)
+    owner = owner_of(inp.live)
+    if owner != inp.spec_id:
+        who = f"spec {owner!r}" if owner else "something other than ftspec"
+        raise OwnershipError(
+            f"{addr} already exists and is managed by {who}; ftspec will not take it over "
+            f"(rename metadata.name, or delete that object yourself)"
+        )
+    kind = str(inp.desired.get("kind"))
+    before = essence(inp.live)
+    after = essence(inp.dry_run if inp.dry_run is not None else inp.desired)
+
+    forcing: list[str] = []
+
+    def forces(path: str) -> bool:
+        pattern = forcing_pattern(kind, path, inp.trainer_version)
+        if pattern and pattern not in forcing:
+            forcing.append(pattern)
+        return pattern is not None
+
+    fields = field_changes(before, after, forces)
+    ml_before, ml_after = ml_of(inp.live), ml_of(inp.desired)
+    ml = describe_changes(ml_before, ml_after) if ml_before and ml_after else ()
+    if not fields:
+        return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file)
+    changed = [f.path for f in fields]
+    managers = drift_managers(inp.live, changed)
+    drift = bool(managers) or recorded_digest(inp.live) == applied_digest(inp.desired)
+    reasons = []
+    if forcing:
+        reasons.append(", ".join(forcing) + (" forces" if len(forcing) == 1 else " force")
+                       + " replacement")
+    if drift:
+        by = f" by {', '.join(managers)}" if managers else ""
+        reasons.append(f"drift: changed outside ftspec{by}")
+    action = Action.REPLACE if forcing else Action.UPDATE
+    return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
+                  fields=fields, ml_changes=ml, drift=drift, spec_file=inp.spec_file)
+
+
+def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:
+    spec_id = owner_of(live)
+    return Change(address(target, live), Action.DELETE, essence(live), None,
+                  reason=f"no longer produced by spec {spec_id!r} (renamed or removed)",
+                  spec_file=spec_file)
+
+
+def destroy(target: str, live: dict[str, Any], spec_file: str | None) -> Change:
+    return Change(address(target, live), Action.DELETE, essence(live), None,
+                  reason="destroy requested", spec_file=spec_file)

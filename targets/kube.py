@@ -1,0 +1,113 @@
+"""Kubernetes pieces the kubeflow and kuberay targets share: metadata, resources, placement.
+
+Everything here is a pure function of the ``Job``; the objects are plain dicts in the
+field order Kubernetes documents them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import Job
+
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+GPU_RESOURCE = "nvidia.com/gpu"
+SECRET_ENV_NAMES = {"hf_token": "HF_TOKEN", "wandb_api_key": "WANDB_API_KEY"}
+"""Environment variable a well-known secret is exposed as; others: the key upper-cased."""
+
+
+def labels(job: Job) -> dict[str, str]:
+    """Ownership labels plus metadata.labels and the Kueue queue / priority labels."""
+    out = dict(sorted(job.labels.items()))
+    sched = job.spec.deploy.scheduling
+    if sched.queue:
+        out[KUEUE_QUEUE_LABEL] = sched.queue
+    if sched.priority_class:
+        out[KUEUE_PRIORITY_LABEL] = sched.priority_class
+    return out
+
+
+def object_meta(job: Job, name: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name or job.name,
+        "namespace": job.namespace,
+        "labels": labels(job),
+    }
+    if job.annotations:
+        meta["annotations"] = dict(sorted(job.annotations.items()))
+    return meta
+
+
+def resources_per_node(job: Job) -> dict[str, Any]:
+    """``requests`` = ``limits``: cpu and memory from ``resources``, GPUs as nvidia.com/gpu."""
+    r = job.spec.resources
+    amounts: dict[str, Any] = {}
+    if r.cpu:
+        amounts["cpu"] = r.cpu
+    if r.memory:
+        amounts["memory"] = r.memory
+    if job.gpus_per_node > 0:
+        amounts[GPU_RESOURCE] = job.gpus_per_node
+    if not amounts:
+        return {}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def pod_placement(job: Job) -> dict[str, Any]:
+    """Pod-spec fields from ``deploy.scheduling``: node selector, tolerations, pull secrets,
+    service account (only the ones set)."""
+    sched = job.spec.deploy.scheduling
+    out: dict[str, Any] = {}
+    if sched.node_selector:
+        out["nodeSelector"] = dict(sorted(sched.node_selector.items()))
+    if sched.tolerations:
+        out["tolerations"] = [
+            {k: v for k, v in t.model_dump().items() if v is not None}
+            for t in sched.tolerations
+        ]
+    if sched.image_pull_secrets:
+        out["imagePullSecrets"] = [{"name": s} for s in sched.image_pull_secrets]
+    if sched.service_account:
+        out["serviceAccountName"] = sched.service_account
+    return out
+
+
+def secret_env_name(key: str) -> str:
+    return SECRET_ENV_NAMES.get(key, re.sub(r"[^A-Za-z0-9_]", "_", key).upper())
+
+
+def secret_env(job: Job) -> list[dict[str, Any]]:
+    """Container env for every ``secrets`` entry given as a Secret reference (never a value)."""
+    out = []
+    for key, ref in sorted(job.spec.secrets.items()):
+        if ref.secretRef is None:
+            continue
+        out.append({
+            "name": secret_env_name(key),
+            "valueFrom": {"secretKeyRef": {"name": ref.secretRef.name, "key": ref.secretRef.key}},
+        })
+    return out
+
+
+def plain_env(values: dict[str, str] | Any) -> list[dict[str, Any]]:
+    return [{"name": k, "value": str(v)} for k, v in sorted(dict(values).items())]
+
+
+def secrets_need_refs(job: Job, target: str) -> list[Diagnostic]:
+    """On Kubernetes a secret must be a Secret reference: ``env:`` names a variable of the
+    machine running ftspec, which the cluster does not have."""
+    found = []
+    for key, ref in sorted(job.spec.secrets.items()):
+        if ref.secretRef is None:
+            found.append(Diagnostic(
+                Severity.ERROR,
+                f"the {target} target runs in Kubernetes and needs the secret as a Secret "
+                "reference",
+                path=("secrets", key),
+                hint=f"use secrets: {{{key}: {{secretRef: {{name: SECRET, key: KEY}}}}}}",
+                code=f"{target}.secret-ref",
+            ))
+    return found

@@ -1,0 +1,249 @@
+"""kubeflow: a Kubeflow Trainer ``TrainJob`` (trainer.kubeflow.org/v1alpha1).
+
+torchtune launcher → a TrainJob on a torchtune (Cluster)TrainingRuntime: ``command: [tune,
+run]``, args as the Kubeflow SDK writes them (``kubeflow_torchtune``), model and dataset
+initializers. accelerate launcher → the launcher's command on a named runtime, or on a
+generated namespaced TrainingRuntime (``generate_runtime``), with its files in a ConfigMap
+(``kubeflow_accelerate``).
+
+Trainer API generations: v2.1 places labels in ``spec.labels`` and pod settings in
+``spec.podTemplateOverrides``; v2.2+ uses ``spec.runtimePatches`` (this target's entry has
+manager ``ftspec.dev/ftspec``) and knows ``activeDeadlineSeconds``. ``compile`` renders for
+``deploy.kubeflow.trainer_version`` (auto = newest); the reconciler re-renders for the
+version it detects with ``compile_for_version``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import Job
+from ftspec.targets import kubeflow_accelerate as kfa
+from ftspec.targets import kubeflow_torchtune as kft
+from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.kube import (
+    labels,
+    object_meta,
+    plain_env,
+    pod_placement,
+    resources_per_node,
+    secret_env,
+    secrets_need_refs,
+)
+from ftspec.targets.render import to_yaml
+
+API = "trainer.kubeflow.org/v1alpha1"
+API_GROUP = "trainer.kubeflow.org"
+TRAINER_VERSIONS: tuple[str, ...] = ("v2.1", "v2.2", "v2.3")
+NEWEST = TRAINER_VERSIONS[-1]
+PATCH_MANAGER = "ftspec.dev/ftspec"
+"""runtimePatches entry owned by ftspec (managers must be domain-prefixed paths)."""
+TORCHTUNE_JOBS = ("dataset-initializer", "model-initializer", "node")
+OUTPUT_VOLUME = "ftspec-output"
+OUTPUT_MOUNT = "/workspace/output"
+
+
+def resolve_version(job: Job, version: str | None = None) -> str:
+    chosen = version or job.spec.deploy.kubeflow.trainer_version
+    return NEWEST if chosen == "auto" else chosen
+
+
+def uses_patches(version: str) -> bool:
+    """v2.2 and newer: runtimePatches (and activeDeadlineSeconds)."""
+    return TRAINER_VERSIONS.index(version) >= 1
+
+
+def runtime_ref(job: Job) -> dict[str, str] | None:
+    """name, kind and apiGroup, always all three (the SDK sent only the name: sdk#536)."""
+    kf = job.spec.deploy.kubeflow
+    if job.launcher == "accelerate" and kf.generate_runtime:
+        return {"name": kfa.runtime_name(job), "kind": "TrainingRuntime", "apiGroup": API_GROUP}
+    if kf.runtime is not None:
+        return {"name": kf.runtime.name, "kind": kf.runtime.kind, "apiGroup": API_GROUP}
+    default = kft.DEFAULT_RUNTIMES.get(job.spec.model.family or "")
+    if job.launcher == "torchtune" and default:
+        return {"name": default, "kind": "ClusterTrainingRuntime", "apiGroup": API_GROUP}
+    return None
+
+
+def _launch(job: Job) -> Launch:
+    module = importlib.import_module(f"ftspec.targets.{job.launcher}")
+    launch: Launch = module.launch(job)
+    return launch
+
+
+def _error(path: tuple[str | int, ...], summary: str, code: str,
+           hint: str | None = None) -> Diagnostic:
+    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint, code=f"kubeflow.{code}")
+
+
+def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
+    found = list(secrets_need_refs(job, "kubeflow"))
+    kf = job.spec.deploy.kubeflow
+    ver = resolve_version(job, version)
+    if kf.active_deadline_seconds is not None and not uses_patches(ver):
+        found.append(_error(("deploy", "kubeflow", "active_deadline_seconds"),
+                            f"activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer "
+                            f"(rendering for {ver})", "deadline-version"))
+    ref = runtime_ref(job)
+    if job.launcher == "torchtune":
+        if kf.generate_runtime:
+            found.append(_error(("deploy", "kubeflow", "generate_runtime"),
+                                "generate_runtime is for the accelerate launcher; torchtune "
+                                "runs on a torchtune runtime", "generate-runtime",
+                                hint="remove generate_runtime, or use launcher: accelerate"))
+        if ref is None:
+            found.append(_error(("deploy", "kubeflow", "runtime"),
+                                "no upstream torchtune runtime for model.family "
+                                f"{job.spec.model.family or '(custom)'}; name one",
+                                "runtime-required",
+                                hint="upstream runtimes: "
+                                + ", ".join(sorted(kft.DEFAULT_RUNTIMES.values()))))
+        else:
+            found.extend(kft.runtime_rules(job, ref["name"]))
+    else:
+        if ref is None:
+            found.append(_error(("deploy", "kubeflow"),
+                                "the accelerate launcher needs a runtime that runs accelerate",
+                                "runtime-required",
+                                hint="set deploy.kubeflow.generate_runtime: true, or name a "
+                                "runtime"))
+        if kf.generate_runtime and not job.spec.deploy.scheduling.image:
+            found.append(_error(("deploy", "scheduling", "image"),
+                                "the generated TrainingRuntime needs an image with accelerate, "
+                                "transformers, peft and the training entrypoint installed",
+                                "image-required"))
+    return found
+
+
+def _initializer(job: Job) -> dict[str, Any]:
+    """Model and dataset initializers: storageUri plus the HF token by reference only —
+    ``secretRef`` (envFrom) when the Secret's key is already ACCESS_TOKEN, else an
+    ACCESS_TOKEN env var read from the Secret key."""
+    token = job.spec.secrets.get("hf_token")
+    auth: dict[str, Any] = {}
+    if token is not None and token.secretRef is not None:
+        if token.secretRef.key == "ACCESS_TOKEN":
+            auth["secretRef"] = {"name": token.secretRef.name}
+        else:
+            auth["env"] = [{"name": "ACCESS_TOKEN", "valueFrom": {"secretKeyRef": {
+                "name": token.secretRef.name, "key": token.secretRef.key}}}]
+    out: dict[str, Any] = {}
+    if job.spec.data.train is not None:
+        out["dataset"] = {"storageUri": job.spec.data.train.uri, **copy.deepcopy(auth)}
+    out["model"] = {"storageUri": job.spec.model.uri, **copy.deepcopy(auth)}
+    return out
+
+
+def _trainer(job: Job, launch: Launch, version: str) -> dict[str, Any]:
+    trainer: dict[str, Any] = {}
+    image = job.spec.deploy.scheduling.image
+    generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
+    if image and not generated:
+        trainer["image"] = image
+    if job.launcher == "torchtune":
+        trainer["command"] = ["tune", "run"]
+        trainer["args"] = kft.trainer_args(job, launch)
+    elif not generated:
+        trainer["command"] = kfa.container_command(job, launch)
+    # torchtune reads the model the initializer downloaded: only accelerate needs the token.
+    env = plain_env(launch.env) + (secret_env(job) if job.launcher == "accelerate" else [])
+    if env:
+        trainer["env"] = sorted(env, key=lambda e: e["name"])
+    trainer["numNodes"] = job.nodes
+    trainer["numProcPerNode"] = job.procs_per_node
+    res = resources_per_node(job)
+    if res:
+        trainer["resourcesPerNode"] = res
+    return trainer
+
+
+def _pod_patches(job: Job, launch: Launch) -> dict[str, dict[str, Any]]:
+    """Per replicated job: the pod-spec fields ftspec sets (placement, volumes, mounts)."""
+    generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
+    jobs = TORCHTUNE_JOBS if job.launcher == "torchtune" else ("node",)
+    placement = {} if generated else pod_placement(job)
+    out = {name: dict(placement) for name in jobs}
+    node = out["node"]
+    output = job.spec.output
+    if job.launcher == "torchtune" and output is not None and output.uri.startswith("pvc://"):
+        claim, _, sub = output.uri[len("pvc://"):].partition("/")
+        mount: dict[str, Any] = {"name": OUTPUT_VOLUME, "mountPath": OUTPUT_MOUNT}
+        if sub:
+            mount["subPath"] = sub
+        node["volumes"] = [{"name": OUTPUT_VOLUME, "persistentVolumeClaim": {"claimName": claim}}]
+        node["containers"] = [{"name": "node", "volumeMounts": [mount]}]
+    if job.launcher == "accelerate" and not generated and launch.files:
+        node["volumes"] = [kfa.files_volume(job)]
+        node["containers"] = [{"name": "node", "volumeMounts": [kfa.files_mount()]}]
+    return {name: patch for name, patch in out.items() if patch}
+
+
+def _runtime_patches(job: Job, pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    template: dict[str, Any] = {"metadata": {"labels": labels(job)}}
+    if pods:
+        template["spec"] = {"replicatedJobs": [
+            {"name": name, "template": {"spec": {"template": {"spec": pod}}}}
+            for name, pod in pods.items()
+        ]}
+    return [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": template}}]
+
+
+def _pod_template_overrides(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"targetJobs": [{"name": name}], "spec": pod} for name, pod in pods.items()]
+
+
+def trainjob(job: Job, launch: Launch, version: str) -> dict[str, Any]:
+    kf = job.spec.deploy.kubeflow
+    spec: dict[str, Any] = {"runtimeRef": runtime_ref(job)}
+    if job.launcher == "torchtune":
+        spec["initializer"] = _initializer(job)
+    spec["trainer"] = _trainer(job, launch, version)
+    pods = _pod_patches(job, launch)
+    if uses_patches(version):
+        spec["runtimePatches"] = _runtime_patches(job, pods)
+        if kf.active_deadline_seconds is not None:
+            spec["activeDeadlineSeconds"] = kf.active_deadline_seconds
+    else:
+        spec["labels"] = labels(job)
+        if pods:
+            spec["podTemplateOverrides"] = _pod_template_overrides(pods)
+    spec["suspend"] = kf.suspend
+    return {"apiVersion": API, "kind": "TrainJob", "metadata": object_meta(job), "spec": spec}
+
+
+def objects_for_version(job: Job, launch: Launch, version: str) -> list[tuple[str, dict[str, Any]]]:
+    """(file name, object) in apply order: ConfigMap, TrainingRuntime, TrainJob."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if job.launcher == "accelerate" and launch.files:
+        out.append(("configmap.yaml", kfa.configmap(job, launch)))
+    if job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime:
+        out.append(("trainingruntime.yaml", kfa.training_runtime(job, launch)))
+    out.append(("trainjob.yaml", trainjob(job, launch, version)))
+    return out
+
+
+def compile_for_version(job: Job, version: str) -> list[Artifact]:
+    """The artifacts for a given Trainer API generation (``v2.1``, ``v2.2``, ``v2.3`` or
+    ``auto``) — what the reconciler calls after reading the live CRD."""
+    ver = resolve_version(job, version)
+    if ver not in TRAINER_VERSIONS:
+        raise ValueError(f"unknown Kubeflow Trainer version {version!r}")
+    return [Artifact(path, "manifest", to_yaml(obj), obj)
+            for path, obj in objects_for_version(job, _launch(job), ver)]
+
+
+class KubeflowTarget:
+    name = "kubeflow"
+
+    def check(self, job: Job) -> list[Diagnostic]:
+        return check_for_version(job)
+
+    def compile(self, job: Job) -> list[Artifact]:
+        return compile_for_version(job, job.spec.deploy.kubeflow.trainer_version)
+
+
+TARGET = KubeflowTarget()

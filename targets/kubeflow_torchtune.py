@@ -1,0 +1,192 @@
+"""The torchtune runtimes of Kubeflow Trainer: trainer args in the SDK's form, and the
+runtime's own admission rules checked before anything is submitted.
+
+With ``trainer.command: [tune, run]`` the Trainer controller builds the command itself:
+``tune run [--rdzv_endpoint=…] RECIPE --config CONFIG`` (recipe and config picked from
+numNodes / numProcPerNode / the LoRA args), then ``spec.trainer.args``, then the four keys
+the runtime owns. So the args are only ``key=value`` overrides: those of the torchtune
+launcher, minus what the runtime decides (recipe, config, the runtime-owned paths) and with
+the data location rewritten to where the dataset initializer puts it (``/workspace/dataset``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import Job
+from ftspec.targets.base import Launch
+
+RUNTIME_OWNED: tuple[str, ...] = (
+    "output_dir", "tokenizer.path", "tokenizer.merges_file", "checkpointer.checkpoint_dir",
+)
+"""Set by the torchtune runtime; the controller rejects a TrainJob whose args set them."""
+
+DEFAULT_RUNTIMES: dict[str, str] = {
+    "llama3_2-1b": "torchtune-llama3.2-1b",
+    "llama3_2-3b": "torchtune-llama3.2-3b",
+    "qwen2_5-1.5b": "torchtune-qwen2.5-1.5b",
+}
+"""Upstream torchtune ClusterTrainingRuntimes, by model family."""
+
+RUNTIME_MODELS: dict[str, str] = {
+    "torchtune-llama3.2-1b": "llama3_2-1b",
+    "torchtune-llama3.2-3b": "llama3_2-3b",
+    "torchtune-qwen2.5-1.5b": "qwen2_5-1.5b",
+    "torchtune-llama3.3-70b": "llama3_3-70b",
+}
+"""Model the controller derives from a torchtune runtime's name."""
+
+MULTI_NODE_MODELS = frozenset({"llama3_3-70b"})
+DATASET_ROOT = "/workspace/dataset"
+LOCATION_KEYS: tuple[str, ...] = (
+    "dataset.source", "dataset.data_files", "dataset.data_dir", "dataset.path",
+)
+"""Data location keys the kubeflow target rewrites for the dataset initializer."""
+SDK_ORDER: tuple[str, ...] = (
+    "dtype", "batch_size", "epochs", "loss", "dataset.data_files", "dataset.data_dir",
+    "model.apply_lora_to_mlp", "model.apply_lora_to_output", "model.lora_rank",
+    "model.lora_alpha", "model.lora_dropout", "model.quantize_base", "model.use_dora",
+    "model.lora_attn_modules", "dataset", "dataset.source", "dataset.split",
+    "dataset.train_on_input", "dataset.new_system_prompt", "dataset.column_map",
+)
+"""The order the Kubeflow SDK writes TorchTuneConfig args in; other keys follow."""
+FILE_SOURCES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet",
+                ".arrow": "arrow", ".txt": "text", ".xml": "xml"}
+LORA_KINDS = frozenset({"lora", "qlora", "dora"})
+
+
+def is_torchtune_runtime(name: str) -> bool:
+    return name.startswith("torchtune-")
+
+
+def launcher_overrides(argv: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``key=value`` items of a ``tune run`` command line (after the recipe and --config)."""
+    out = []
+    for item in argv[2:]:
+        if item.startswith("-") or "=" not in item:
+            continue
+        key, value = item.split("=", 1)
+        out.append((key, value))
+    return out
+
+
+def _dataset_location(job: Job) -> list[tuple[str, str]]:
+    """Where the dataset initializer downloaded ``data.train.uri``, as the SDK writes it:
+    ``hf://owner/repo/<rel>`` → data_files (a file) or data_dir; ``dataset.source`` is the
+    file format (from the extension; parquet, the Hub's format, for a folder)."""
+    train = job.spec.data.train
+    if train is None:
+        return []
+    rel = "."
+    if train.uri.startswith("hf://"):
+        parts = train.uri[len("hf://"):].split("/", 2)
+        rel = parts[2] if len(parts) == 3 and parts[2] else "."
+    suffix = re.search(r"(\.[A-Za-z]+)$", rel)
+    if rel != "." and suffix:
+        source = FILE_SOURCES.get(suffix.group(1).lower(), "json")
+        return [("dataset.data_files", f"{DATASET_ROOT}/{rel}"), ("dataset.source", source)]
+    return [("dataset.data_dir", f"{DATASET_ROOT}/{rel}"), ("dataset.source", "parquet")]
+
+
+def trainer_args(job: Job, launch: Launch) -> list[str]:
+    """``spec.trainer.args`` for a torchtune runtime, in the SDK's order."""
+    user = job.spec.overrides.torchtune
+    items = {k: v for k, v in launcher_overrides(launch.argv)
+             if k not in RUNTIME_OWNED and k not in LOCATION_KEYS and k != "model._component_"}
+    for key, value in _dataset_location(job):
+        items[key] = str(user[key]) if key in user else value
+    kind = job.spec.method.kind
+    if kind in LORA_KINDS:
+        # The controller picks the LoRA/QLoRA recipe and config from these args.
+        items["model.quantize_base"] = "True" if kind == "qlora" else "False"
+        items["model.use_dora"] = "True" if kind == "dora" else "False"
+    rank = {key: i for i, key in enumerate(SDK_ORDER)}
+    ordered = sorted(enumerate(items.items()),
+                     key=lambda e: (rank.get(e[1][0], len(rank)), e[0]))
+    return [f"{k}={v}" for _, (k, v) in ordered]
+
+
+def _error(path: tuple[str | int, ...], summary: str, code: str,
+           hint: str | None = None) -> Diagnostic:
+    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint, code=f"kubeflow.{code}")
+
+
+def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
+    """What the Trainer's torchtune plugin would reject at admission, found now."""
+    spec = job.spec
+    model = RUNTIME_MODELS.get(runtime)
+    if model is None:
+        yield Diagnostic(
+            Severity.WARNING,
+            f'"{runtime}" is not an upstream torchtune runtime; the controller derives the '
+            "model from the name torchtune-<model>-<size> and may reject it",
+            path=("deploy", "kubeflow", "runtime", "name"), code="kubeflow.runtime-unknown")
+    elif spec.model.family != model:
+        yield _error(("model", "family"),
+                     f"runtime {runtime} trains {model}, not {spec.model.family or 'a custom model'}",
+                     "runtime-model",
+                     hint=f"use model.family: {model}, or the runtime for your model")
+    lora = spec.method.kind in LORA_KINDS
+    if job.nodes > 1:
+        if lora:
+            yield _error(("resources", "nodes"),
+                         "LoRA fine-tuning is not supported for multi-node training in "
+                         f"TorchTune (nodes is {job.nodes})", "lora-nodes",
+                         hint="use nodes: 1, or method.kind: full")
+        elif model is not None and model not in MULTI_NODE_MODELS:
+            yield _error(("resources", "nodes"),
+                         f"the torchtune runtime trains {model} on one node only "
+                         f"(nodes is {job.nodes})", "runtime-nodes", hint="use nodes: 1")
+    if spec.method.kind == "qlora":
+        if model == "qwen2_5-1.5b":
+            yield _error(("method", "kind"), "the torchtune runtime has no QLoRA for Qwen2.5 "
+                         "1.5B", "qlora-model", hint="use method.kind: lora")
+        elif model is not None and job.procs_per_node > 1:
+            yield _error(("resources", "gpus_per_node"),
+                         "the torchtune runtime runs QLoRA on a single device "
+                         f"({job.procs_per_node} processes per node)", "qlora-devices",
+                         hint="use gpus_per_node: 1")
+    yield from _owned_keys(job, runtime)
+    yield from _locations(job)
+
+
+def _owned_keys(job: Job, runtime: str) -> Iterator[Diagnostic]:
+    spec = job.spec
+    for key in spec.overrides.torchtune:
+        if key in RUNTIME_OWNED:
+            yield _error(("overrides", "torchtune", key),
+                         f'"{key}" is managed by the runtime {runtime} and may not be set in '
+                         "the TrainJob's args", "runtime-owned",
+                         hint=f"remove overrides.torchtune.{key}")
+    if spec.model.tokenizer.uri:
+        yield _error(("model", "tokenizer", "uri"),
+                     "the runtime sets tokenizer.path (and tokenizer.merges_file) from the "
+                     "model it downloads; a TrainJob may not set them", "runtime-owned",
+                     hint="remove model.tokenizer.uri: the model's own tokenizer is used")
+    if spec.model.tokenizer.special_tokens_uri:
+        yield _error(("model", "tokenizer", "special_tokens_uri"),
+                     "the torchtune runtime reads the tokenizer from its model volume only",
+                     "runtime-tokenizer", hint="remove model.tokenizer.special_tokens_uri")
+    if spec.output is not None and not spec.output.uri.startswith("pvc://"):
+        yield Diagnostic(
+            Severity.WARNING,
+            f"the runtime owns output_dir (/workspace/output); {spec.output.uri} is not "
+            "uploaded to — only pvc:// outputs are mounted there", path=("output", "uri"),
+            code="kubeflow.output-location")
+
+
+def _locations(job: Job) -> Iterator[Diagnostic]:
+    spec = job.spec
+    if spec.data.mixture is not None:
+        yield _error(("data", "mixture"), "the dataset initializer downloads one dataset; "
+                     "a mixture cannot be trained by a torchtune runtime", "data-mixture",
+                     hint="use data.train")
+    train = spec.data.train
+    if train is not None and not train.uri.startswith(("hf://", "s3://")):
+        yield _error(("data", "train", "uri"), "the dataset initializer reads hf:// or s3:// "
+                     f"URIs, not {train.uri.split('://')[0]}://", "initializer-uri")
+    if not spec.model.uri.startswith(("hf://", "s3://")):
+        yield _error(("model", "uri"), "the model initializer reads hf:// or s3:// URIs, not "
+                     f"{spec.model.uri.split('://')[0]}://", "initializer-uri")
