@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import importlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -93,20 +94,28 @@ def _accelerate_cpu_env(desired: Desired, files: dict[str, str], env: dict[str, 
                      "CPU over gloo (without it each worker would train alone)")
 
 
-def _resolve_program(name: str) -> str:
+PYTHON_PROGRAMS = {"tune": "torchtune._cli.tune", "accelerate": "accelerate.commands.accelerate_cli"}
+"""Launchers that are Python console scripts: run with ftspec's own interpreter when no
+script of that name sits beside it, so workers import the same packages (ftspec's entrypoint
+included) as ftspec does, not those of whatever interpreter a script on PATH names."""
+
+
+def _resolve_program(name: str) -> list[str]:
     if os.sep in name:
-        return name
-    for bindir in (Path(sys.executable).parent, Path(sys.executable).resolve().parent):
-        beside = bindir / name
-        if beside.is_file() and os.access(beside, os.X_OK):
-            return str(beside)
+        return [name]
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    module = PYTHON_PROGRAMS.get(name)
+    if module is not None and importlib.util.find_spec(module.split(".")[0]) is not None:
+        return [sys.executable, "-m", module]
     found = shutil.which(name)
     if found is None:
         extra = {"tune": "torchtune", "accelerate": "accelerate"}.get(name)
         hint = (f"install it: pip install 'ftspec[{extra}]'" if extra
                 else "install it or put it on PATH")
         raise BackendError(f"the launcher command {name!r} is not installed", hint=hint)
-    return found
+    return [found]
 
 
 def _point_at_files(argv: tuple[str, ...], files: dict[str, str], launch_dir: str
@@ -147,6 +156,6 @@ def prepare(desired: Desired) -> LocalLaunch:
     argv = _point_at_files(launch.argv, files, f"{run_dir}/{LAUNCH_DIR}")
     if not argv:
         raise BackendError(f"the {job.launcher} target produced an empty command")
-    argv[0] = _resolve_program(argv[0])
+    argv[:1] = _resolve_program(argv[0])
     return LocalLaunch(argv=argv, files=files, env=env, run_dir=run_dir,
                        log=f"{run_dir}/{LOG_NAME}", notes=notes)
