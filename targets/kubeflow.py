@@ -16,7 +16,6 @@ version it detects with ``compile_for_version``.
 from __future__ import annotations
 
 import copy
-import importlib
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
@@ -24,7 +23,9 @@ from ftspec.spec.ir import Job
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
+    fetched_in_container,
     labels,
     object_meta,
     plain_env,
@@ -69,10 +70,14 @@ def runtime_ref(job: Job) -> dict[str, str] | None:
     return None
 
 
-def _launch(job: Job) -> Launch:
-    module = importlib.import_module(f"ftspec.targets.{job.launcher}")
-    launch: Launch = module.launch(job)
-    return launch
+def _launch(job: Job) -> Launch | None:
+    """The accelerate launcher's run with its default paths (pvc:// claims are mounted at
+    /mnt/<claim>, hf:// ids are downloaded in the container); None for torchtune."""
+    if job.launcher != "accelerate":
+        return None
+    from ftspec.targets.accelerate import launch
+
+    return launch(job)
 
 
 def _error(path: tuple[str | int, ...], summary: str, code: str,
@@ -111,6 +116,7 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                                 "runtime-required",
                                 hint="set deploy.kubeflow.generate_runtime: true, or name a "
                                 "runtime"))
+        found.extend(fetched_in_container(job, "kubeflow"))
         if kf.generate_runtime and not job.spec.deploy.scheduling.image:
             found.append(_error(("deploy", "scheduling", "image"),
                                 "the generated TrainingRuntime needs an image with accelerate, "
@@ -138,7 +144,7 @@ def _initializer(job: Job) -> dict[str, Any]:
     return out
 
 
-def _trainer(job: Job, launch: Launch, version: str) -> dict[str, Any]:
+def _trainer(job: Job, launch: Launch | None) -> dict[str, Any]:
     trainer: dict[str, Any] = {}
     image = job.spec.deploy.scheduling.image
     generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
@@ -146,11 +152,11 @@ def _trainer(job: Job, launch: Launch, version: str) -> dict[str, Any]:
         trainer["image"] = image
     if job.launcher == "torchtune":
         trainer["command"] = ["tune", "run"]
-        trainer["args"] = kft.trainer_args(job, launch)
-    elif not generated:
+        trainer["args"] = kft.trainer_args(job)
+    elif not generated and launch is not None:
         trainer["command"] = kfa.container_command(job, launch)
     # torchtune reads the model the initializer downloaded: only accelerate needs the token.
-    env = plain_env(launch.env) + (secret_env(job) if job.launcher == "accelerate" else [])
+    env = secret_env(job) + plain_env(launch.env) if launch is not None else []
     if env:
         trainer["env"] = sorted(env, key=lambda e: e["name"])
     trainer["numNodes"] = job.nodes
@@ -161,7 +167,7 @@ def _trainer(job: Job, launch: Launch, version: str) -> dict[str, Any]:
     return trainer
 
 
-def _pod_patches(job: Job, launch: Launch) -> dict[str, dict[str, Any]]:
+def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
     """Per replicated job: the pod-spec fields ftspec sets (placement, volumes, mounts)."""
     generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
     jobs = TORCHTUNE_JOBS if job.launcher == "torchtune" else ("node",)
@@ -176,9 +182,11 @@ def _pod_patches(job: Job, launch: Launch) -> dict[str, dict[str, Any]]:
             mount["subPath"] = sub
         node["volumes"] = [{"name": OUTPUT_VOLUME, "persistentVolumeClaim": {"claimName": claim}}]
         node["containers"] = [{"name": "node", "volumeMounts": [mount]}]
-    if job.launcher == "accelerate" and not generated and launch.files:
-        node["volumes"] = [kfa.files_volume(job)]
-        node["containers"] = [{"name": "node", "volumeMounts": [kfa.files_mount()]}]
+    if job.launcher == "accelerate" and not generated:
+        volumes, mounts = kfa.pod_volumes(job, launch)
+        if volumes:
+            node["volumes"] = volumes
+            node["containers"] = [{"name": "node", "volumeMounts": mounts}]
     return {name: patch for name, patch in out.items() if patch}
 
 
@@ -196,12 +204,12 @@ def _pod_template_overrides(pods: dict[str, dict[str, Any]]) -> list[dict[str, A
     return [{"targetJobs": [{"name": name}], "spec": pod} for name, pod in pods.items()]
 
 
-def trainjob(job: Job, launch: Launch, version: str) -> dict[str, Any]:
+def trainjob(job: Job, launch: Launch | None, version: str) -> dict[str, Any]:
     kf = job.spec.deploy.kubeflow
     spec: dict[str, Any] = {"runtimeRef": runtime_ref(job)}
     if job.launcher == "torchtune":
         spec["initializer"] = _initializer(job)
-    spec["trainer"] = _trainer(job, launch, version)
+    spec["trainer"] = _trainer(job, launch)
     pods = _pod_patches(job, launch)
     if uses_patches(version):
         spec["runtimePatches"] = _runtime_patches(job, pods)
@@ -215,12 +223,18 @@ def trainjob(job: Job, launch: Launch, version: str) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "TrainJob", "metadata": object_meta(job), "spec": spec}
 
 
-def objects_for_version(job: Job, launch: Launch, version: str) -> list[tuple[str, dict[str, Any]]]:
-    """(file name, object) in apply order: ConfigMap, TrainingRuntime, TrainJob."""
+def objects_for_version(job: Job, launch: Launch | None, version: str
+                        ) -> list[tuple[str, dict[str, Any]]]:
+    """(file name, object) in apply order: ConfigMap, TrainingRuntime, TrainJob.
+
+    ``launch`` is the accelerate launcher's run (None for torchtune: its args come from
+    ``kubeflow_torchtune``)."""
     out: list[tuple[str, dict[str, Any]]] = []
-    if job.launcher == "accelerate" and launch.files:
+    if launch is None:
+        return [("trainjob.yaml", trainjob(job, None, version))]
+    if launch.files:
         out.append(("configmap.yaml", kfa.configmap(job, launch)))
-    if job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime:
+    if job.spec.deploy.kubeflow.generate_runtime:
         out.append(("trainingruntime.yaml", kfa.training_runtime(job, launch)))
     out.append(("trainjob.yaml", trainjob(job, launch, version)))
     return out
@@ -240,7 +254,7 @@ class KubeflowTarget:
     name = "kubeflow"
 
     def check(self, job: Job) -> list[Diagnostic]:
-        return check_for_version(job)
+        return launcher_check(job) + check_for_version(job)
 
     def compile(self, job: Job) -> list[Artifact]:
         return compile_for_version(job, job.spec.deploy.kubeflow.trainer_version)

@@ -13,7 +13,8 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Launch
-from ftspec.targets.kube import object_meta, pod_placement
+from ftspec.targets.embed import relocate
+from ftspec.targets.kube import object_meta, pod_placement, pvc_volumes
 
 API = "trainer.kubeflow.org/v1alpha1"
 FILES_MOUNT = "/etc/ftspec"
@@ -38,30 +39,25 @@ def runtime_name(job: Job) -> str:
 def container_command(job: Job, launch: Launch) -> list[str]:
     """The launcher's argv with its files read from the ConfigMap mount, and multi-node
     rank/rendezvous flags taken from the torch plugin's environment."""
-    names = set(launch.files)
+    args = relocate(launch.argv, launch.files, FILES_MOUNT)
+    if job.nodes == 1:
+        return args
     out: list[str] = []
-    args = list(launch.argv)
-    i = 0
-    while i < len(args):
-        item = args[i]
-        flag, eq, value = item.partition("=")
-        if job.nodes > 1 and flag in NODE_ENV_FLAGS:
-            out.append(f"{flag}={NODE_ENV_FLAGS[flag]}" if eq else flag)
-            if not eq:
-                out.append(NODE_ENV_FLAGS[flag])
-                i += 1
-        elif eq and value in names and flag.startswith("-"):
-            out.append(f"{flag}={FILES_MOUNT}/{value}")
-        elif item in names:
-            out.append(f"{FILES_MOUNT}/{item}")
+    skip = False
+    for i, item in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        flag, eq, _ = item.partition("=")
+        if flag in NODE_ENV_FLAGS:
+            out += [flag, NODE_ENV_FLAGS[flag]]
+            skip = not eq and i + 1 < len(args)
         else:
             out.append(item)
-        i += 1
-    if job.nodes > 1:
-        for flag, value in NODE_ENV_FLAGS.items():
-            if not any(a == flag or a.startswith(flag + "=") for a in out):
-                out += [flag, value]
-    return out
+    missing = [part for flag, value in NODE_ENV_FLAGS.items() if flag not in out
+               for part in (flag, value)]
+    at = 2  # after "accelerate launch": launcher options precede the training program
+    return out[:at] + missing + out[at:]
 
 
 def files_volume(job: Job) -> dict[str, Any]:
@@ -70,6 +66,15 @@ def files_volume(job: Job) -> dict[str, Any]:
 
 def files_mount() -> dict[str, Any]:
     return {"name": FILES_VOLUME, "mountPath": FILES_MOUNT, "readOnly": True}
+
+
+def pod_volumes(job: Job, launch: Launch) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ConfigMap with the launcher's files and the spec's pvc:// claims."""
+    volumes, mounts = pvc_volumes(job)
+    if launch.files:
+        volumes = [files_volume(job), *volumes]
+        mounts = [files_mount(), *mounts]
+    return volumes, mounts
 
 
 def configmap(job: Job, launch: Launch) -> dict[str, Any]:
@@ -84,16 +89,16 @@ def configmap(job: Job, launch: Launch) -> dict[str, Any]:
 def training_runtime(job: Job, launch: Launch) -> dict[str, Any]:
     meta = object_meta(job, runtime_name(job))
     meta["labels"] = {**meta["labels"], FRAMEWORK_LABEL: "torch"}
-    container: dict[str, Any] = {
-        "name": "node",
-        "image": job.spec.deploy.scheduling.image,
-        "command": container_command(job, launch),
-    }
-    if launch.files:
-        container["volumeMounts"] = [files_mount()]
+    container: dict[str, Any] = {"name": "node"}
+    if job.spec.deploy.scheduling.image:
+        container["image"] = job.spec.deploy.scheduling.image
+    container["command"] = container_command(job, launch)
+    volumes, mounts = pod_volumes(job, launch)
+    if mounts:
+        container["volumeMounts"] = mounts
     pod: dict[str, Any] = {"containers": [container], **pod_placement(job)}
-    if launch.files:
-        pod["volumes"] = [files_volume(job)]
+    if volumes:
+        pod["volumes"] = volumes
     return {
         "apiVersion": API,
         "kind": "TrainingRuntime",

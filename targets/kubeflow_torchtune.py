@@ -12,11 +12,11 @@ the data location rewritten to where the dataset initializer puts it (``/workspa
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
-from ftspec.targets.base import Launch
+from ftspec.targets.paths import DataSource, RunPaths
 
 RUNTIME_OWNED: tuple[str, ...] = (
     "output_dir", "tokenizer.path", "tokenizer.merges_file", "checkpointer.checkpoint_dir",
@@ -61,13 +61,23 @@ def is_torchtune_runtime(name: str) -> bool:
     return name.startswith("torchtune-")
 
 
-def launcher_overrides(argv: tuple[str, ...]) -> list[tuple[str, str]]:
-    """``key=value`` items of a ``tune run`` command line (after the recipe and --config)."""
+KUBEFLOW_PATHS = RunPaths(
+    model_dir="/workspace/model", model_id="/workspace/model", tokenizer=None,
+    special_tokens=None, train=DataSource(files=DATASET_ROOT), output_dir="/workspace/output",
+)
+"""Where the torchtune runtimes put things: the initializers download into /workspace."""
+SHORTHAND_COMPONENTS = ("dataset", "loss")
+"""Components every torchtune base config has, written ``dataset=X`` as the SDK does."""
+
+
+def launcher_overrides(job: Job) -> list[tuple[str, str]]:
+    """The torchtune launcher's overrides for the Kubeflow paths, as (key, value) pairs;
+    a removal ``~key`` is returned as (``~key``, "")."""
+    from ftspec.targets.torchtune import plan_run
+
     out = []
-    for item in argv[2:]:
-        if item.startswith("-") or "=" not in item:
-            continue
-        key, value = item.split("=", 1)
+    for arg in plan_run(job, KUBEFLOW_PATHS).override_args():
+        key, _, value = arg.partition("=")
         out.append((key, value))
     return out
 
@@ -90,11 +100,20 @@ def _dataset_location(job: Job) -> list[tuple[str, str]]:
     return [("dataset.data_dir", f"{DATASET_ROOT}/{rel}"), ("dataset.source", "parquet")]
 
 
-def trainer_args(job: Job, launch: Launch) -> list[str]:
+def _kept(key: str) -> bool:
+    bare = key.lstrip("~")
+    return bare not in RUNTIME_OWNED and bare not in LOCATION_KEYS and bare != "model._component_"
+
+
+def trainer_args(job: Job) -> list[str]:
     """``spec.trainer.args`` for a torchtune runtime, in the SDK's order."""
     user = job.spec.overrides.torchtune
-    items = {k: v for k, v in launcher_overrides(launch.argv)
-             if k not in RUNTIME_OWNED and k not in LOCATION_KEYS and k != "model._component_"}
+    items: dict[str, str] = {}
+    for key, value in launcher_overrides(job):
+        if not _kept(key):
+            continue
+        component = key.removesuffix("._component_")
+        items[component if component in SHORTHAND_COMPONENTS else key] = value
     for key, value in _dataset_location(job):
         items[key] = str(user[key]) if key in user else value
     kind = job.spec.method.kind
@@ -105,7 +124,7 @@ def trainer_args(job: Job, launch: Launch) -> list[str]:
     rank = {key: i for i, key in enumerate(SDK_ORDER)}
     ordered = sorted(enumerate(items.items()),
                      key=lambda e: (rank.get(e[1][0], len(rank)), e[0]))
-    return [f"{k}={v}" for _, (k, v) in ordered]
+    return [k if k.startswith("~") else f"{k}={v}" for _, (k, v) in ordered]
 
 
 def _error(path: tuple[str | int, ...], summary: str, code: str,

@@ -33,9 +33,9 @@ def to_yaml(obj: Any) -> str:
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     yaml.width = 4096
-    yaml.representer.sort_base_mapping_type_on_output = False  # type: ignore[attr-defined]
+    yaml.representer.sort_base_mapping_type_on_output = False
     yaml.representer.add_representer(str, _str_representer)
-    yaml.representer.ignore_aliases = lambda _data: True  # type: ignore[method-assign]
+    yaml.representer.ignore_aliases = lambda _data: True
     out = io.StringIO()
     yaml.dump(obj, out)
     return out.getvalue()

@@ -22,7 +22,7 @@ Upstream CRDs are test data located at ``<repo>/../shared/upstream`` (env overri
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -104,16 +104,22 @@ def convert(node: dict[str, Any], *, root: bool = False) -> dict[str, Any]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str) -> dict[str, Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: CRDs are ~1 MB
     with open(path, encoding="utf-8") as fh:
-        data: dict[str, Any] = yaml.safe_load(fh)
+        data: dict[str, Any] = yaml.load(fh, Loader=loader)
     return data
 
 
 def crd_json_schema(crd_path: Path, version: str) -> dict[str, Any]:
     """The JSON Schema of one served version of the CRD at ``crd_path``."""
-    crd = _load(str(crd_path))
+    return _schema(str(crd_path), version)
+
+
+@cache
+def _schema(crd_path: str, version: str) -> dict[str, Any]:
+    crd = _load(crd_path)
     for entry in crd["spec"]["versions"]:
         if entry["name"] == version:
             schema = convert(entry["schema"]["openAPIV3Schema"], root=True)
@@ -129,10 +135,14 @@ def crd_json_schema(crd_path: Path, version: str) -> dict[str, Any]:
 
 def validation_errors(obj: Any, crd_path: Path, version: str) -> list[str]:
     """Every schema violation of ``obj``, as ``path: message`` lines (empty = valid)."""
-    schema = crd_json_schema(crd_path, version)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(str(crd_path), version)
     found = []
     for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.path))):
         where = ".".join(str(p) for p in err.absolute_path) or "<root>"
         found.append(f"{where}: {err.message}")
     return found
+
+
+@cache
+def _validator(crd_path: str, version: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(_schema(crd_path, version))

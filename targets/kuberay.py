@@ -1,0 +1,156 @@
+"""kuberay: a KubeRay ``RayJob`` (ray.io/v1) that creates a RayCluster for the job, runs the
+launcher's command on it and (by default) deletes the cluster when the job ends.
+
+The cluster: a head group (no training work: ``num-cpus: "0"``) and one worker group sized
+from ``resources`` (``replicas`` = nodes, cpu/memory/``nvidia.com/gpu`` per worker). The
+entrypoint asks for the node's GPUs (``entrypointNumGpus``), so the driver runs on a GPU
+worker; CPU jobs ask for one CPU. Files, downloads, ``jobId`` and metadata are the
+``ray_payload`` ones; secrets are Secret references in the pods' environment, which the Ray
+processes inherit.
+
+KubeRay validates most of a RayJob in its controller, not the API server: a bad one only
+shows up as ``ValidationFailed``. ``check`` reports those rules now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import Job
+from ftspec.targets.base import Artifact
+from ftspec.targets.embed import launcher_check
+from ftspec.targets.kube import (
+    fetched_in_container,
+    labels,
+    object_meta,
+    pod_placement,
+    pvc_volumes,
+    resources_per_node,
+    secret_env,
+    secrets_need_refs,
+)
+from ftspec.targets.ray_payload import launch_for, metadata, ray_job, single_node
+from ftspec.targets.render import to_yaml
+
+API = "ray.io/v1"
+MAX_NAME = 47
+"""KubeRay derives cluster and submitter names from the RayJob's; longer names fail."""
+HEAD_PORTS = ({"containerPort": 6379, "name": "gcs-server"},
+              {"containerPort": 8265, "name": "dashboard"},
+              {"containerPort": 10001, "name": "client"})
+
+
+def image(job: Job) -> str:
+    kr = job.spec.deploy.kuberay
+    chosen = kr.image or job.spec.deploy.scheduling.image
+    if chosen:
+        return chosen
+    return f"rayproject/ray:{kr.ray_version}{'-gpu' if job.gpus_per_node else ''}"
+
+
+def _pod(job: Job, container: dict[str, Any]) -> dict[str, Any]:
+    volumes, mounts = pvc_volumes(job)
+    env = secret_env(job)
+    if env:
+        container["env"] = env
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec: dict[str, Any] = {"containers": [container], **pod_placement(job)}
+    if volumes:
+        spec["volumes"] = volumes
+    return {"metadata": {"labels": labels(job)}, "spec": spec}
+
+
+def cluster_spec(job: Job) -> dict[str, Any]:
+    kr = job.spec.deploy.kuberay
+    head_res = {"cpu": kr.head_cpu, "memory": kr.head_memory}
+    head = {
+        "name": "ray-head", "image": image(job),
+        "ports": [dict(p) for p in HEAD_PORTS],
+        "resources": {"requests": dict(head_res), "limits": dict(head_res)},
+    }
+    worker: dict[str, Any] = {"name": "ray-worker", "image": image(job)}
+    res = resources_per_node(job)
+    if res:
+        worker["resources"] = res
+    return {
+        "rayVersion": kr.ray_version,
+        "headGroupSpec": {
+            "rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
+            "template": _pod(job, head),
+        },
+        "workerGroupSpecs": [{
+            "groupName": "gpu-workers" if job.gpus_per_node else "workers",
+            "replicas": job.nodes,
+            "minReplicas": job.nodes,
+            "maxReplicas": job.nodes,
+            "numOfHosts": 1,
+            "rayStartParams": {},
+            "template": _pod(job, worker),
+        }],
+    }
+
+
+def rayjob(job: Job) -> dict[str, Any]:
+    kr = job.spec.deploy.kuberay
+    built = ray_job(job, launch_for(job), {}, [], {})
+    spec: dict[str, Any] = {
+        "entrypoint": built["entrypoint"],
+        "jobId": built["submission_id"],
+        "metadata": metadata(job),
+    }
+    if built["runtime_env"]:
+        spec["runtimeEnvYAML"] = to_yaml(built["runtime_env"])
+    if job.gpus_per_node:
+        spec["entrypointNumGpus"] = job.gpus_per_node
+    else:
+        spec["entrypointNumCpus"] = 1
+    spec["submissionMode"] = kr.submission_mode
+    spec["shutdownAfterJobFinishes"] = kr.shutdown_after_job_finishes
+    spec["ttlSecondsAfterFinished"] = kr.ttl_seconds_after_finished
+    if kr.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = kr.active_deadline_seconds
+    spec["rayClusterSpec"] = cluster_spec(job)
+    return {"apiVersion": API, "kind": "RayJob", "metadata": object_meta(job), "spec": spec}
+
+
+def check(job: Job) -> list[Diagnostic]:
+    found = single_node(job, "kuberay") + secrets_need_refs(job, "kuberay")
+    found += [d for d in fetched_in_container(job, "kuberay")
+              if not (job.launcher == "torchtune" and d.path == ("model", "uri")
+                      and job.spec.model.uri.startswith("hf://"))]
+    if len(job.name) > MAX_NAME:
+        found.append(Diagnostic(
+            Severity.ERROR, f"a RayJob name may have at most {MAX_NAME} characters "
+            f"(this one has {len(job.name)}); KubeRay would fail it as ValidationFailed",
+            path=("metadata", "name"), code="kuberay.name-length"))
+    kr = job.spec.deploy.kuberay
+    if kr.ttl_seconds_after_finished > 0 and not kr.shutdown_after_job_finishes:
+        found.append(Diagnostic(
+            Severity.ERROR, "ttl_seconds_after_finished needs shutdown_after_job_finishes: "
+            "true (KubeRay rejects it otherwise)",
+            path=("deploy", "kuberay", "ttl_seconds_after_finished"),
+            hint="set ttl_seconds_after_finished: 0, or shutdown_after_job_finishes: true",
+            code="kuberay.ttl-shutdown"))
+    if not (kr.image or job.spec.deploy.scheduling.image):
+        found.append(Diagnostic(
+            Severity.WARNING, f"the default image {image(job)} has neither torchtune nor "
+            "accelerate installed", path=("deploy", "kuberay", "image"),
+            hint="name an image that has the launcher (and ftspec for its default "
+                 "entrypoint)", code="kuberay.image"))
+    return found
+
+
+class KubeRayTarget:
+    name = "kuberay"
+
+    def check(self, job: Job) -> list[Diagnostic]:
+        return launcher_check(job) + check(job)
+
+    def compile(self, job: Job) -> list[Artifact]:
+        obj = rayjob(job)
+        return [Artifact("rayjob.yaml", "manifest", to_yaml(obj), obj)]
+
+
+TARGET = KubeRayTarget()

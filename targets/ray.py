@@ -1,0 +1,106 @@
+"""ray: a Ray Jobs API submission for an existing Ray cluster (``deploy.ray.address``).
+
+The artifact ``submission.json`` is exactly the body of ``POST /api/jobs/``; the Ray
+backend submits it unchanged (``submission(job)`` builds the same dict,
+``submit_kwargs`` maps it onto ``JobSubmissionClient.submit_job``). Files, downloads and
+the single-node limit: see ``ray_payload``.
+
+Secrets: a spec secret given as ``env: VAR`` becomes ``runtime_env.env_vars`` entry
+``HF_TOKEN: ${VAR}``, which Ray expands from the environment of the node that runs the job —
+the value never appears in the artifact. Kubernetes Secret references cannot be read
+through the Jobs API and are rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import Job
+from ftspec.targets.base import Artifact
+from ftspec.targets.embed import launcher_check
+from ftspec.targets.kube import secret_env_name
+from ftspec.targets.ray_payload import (
+    RAY_ACCELERATOR_TYPES,
+    launch_for,
+    metadata,
+    ray_job,
+    single_node,
+)
+from ftspec.targets.render import to_json
+
+ACCELERATOR_SHARE = 0.001
+"""How Ray itself asks for an accelerator type: a tiny share of ``accelerator_type:X``."""
+
+
+def _secret_vars(job: Job) -> dict[str, str]:
+    return {secret_env_name(key): f"${{{ref.env}}}"
+            for key, ref in sorted(job.spec.secrets.items()) if ref.env}
+
+
+def entrypoint_resources(job: Job) -> dict[str, float]:
+    kind = RAY_ACCELERATOR_TYPES.get(job.spec.resources.accelerator or "")
+    if job.gpus_per_node == 0 or kind is None:
+        return {}
+    return {f"accelerator_type:{kind}": ACCELERATOR_SHARE}
+
+
+def submission(job: Job) -> dict[str, Any]:
+    """The Jobs API request body (POST /api/jobs/)."""
+    ray = job.spec.deploy.ray
+    env = {**dict(sorted(ray.env_vars.items())), **_secret_vars(job)}
+    built = ray_job(job, launch_for(job), env, list(ray.pip), entrypoint_resources(job))
+    body: dict[str, Any] = {
+        "entrypoint": built["entrypoint"],
+        "submission_id": built["submission_id"],
+        "runtime_env": built["runtime_env"],
+        "metadata": metadata(job),
+    }
+    if job.gpus_per_node:
+        body["entrypoint_num_gpus"] = job.gpus_per_node
+    if ray.entrypoint_num_cpus is not None:
+        body["entrypoint_num_cpus"] = ray.entrypoint_num_cpus
+    if built["resources"]:
+        body["entrypoint_resources"] = built["resources"]
+    return body
+
+
+def submit_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """``JobSubmissionClient.submit_job(**submit_kwargs(body))`` sends ``body`` as is."""
+    keys = ("entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_num_cpus",
+            "entrypoint_num_gpus", "entrypoint_resources")
+    return {k: body[k] for k in keys if k in body}
+
+
+def check(job: Job) -> list[Diagnostic]:
+    found = single_node(job, "ray")
+    for key, ref in sorted(job.spec.secrets.items()):
+        if ref.secretRef is not None:
+            found.append(Diagnostic(
+                Severity.ERROR, "the Ray Jobs API cannot read a Kubernetes Secret",
+                path=("secrets", key, "secretRef"),
+                hint=f"give the variable that holds it on the Ray nodes: "
+                     f"secrets: {{{key}: {{env: VAR}}}}", code="ray.secret-env"))
+    for path, uri in (((("model", "uri"), job.spec.model.uri),)
+                      + tuple(((("data", "train", "uri"), job.spec.data.train.uri),)
+                              if job.spec.data.train else ())):
+        if uri.startswith("s3://"):
+            found.append(Diagnostic(
+                Severity.ERROR, "nothing fetches s3:// onto the Ray node before the launcher "
+                "runs", path=path, hint="use an hf:// id, or a path on the Ray nodes "
+                "(file:///abs/path)", code="ray.uri-scheme"))
+    return found
+
+
+class RayTarget:
+    name = "ray"
+
+    def check(self, job: Job) -> list[Diagnostic]:
+        return launcher_check(job) + check(job)
+
+    def compile(self, job: Job) -> list[Artifact]:
+        body = submission(job)
+        return [Artifact("submission.json", "submission", to_json(body), body)]
+
+
+TARGET = RayTarget()

@@ -1,0 +1,129 @@
+"""What the kuberay and ray targets share: the launcher's run as a Ray job.
+
+Files: Ray's ``runtime_env`` cannot carry inline file contents (``working_dir`` and
+``py_modules`` take local folders or remote zip URIs, which a KubeRay submitter pod does not
+have). So the launcher's files travel as base64 JSON in the runtime_env variable
+``FTSPEC_FILES`` (base64 because Ray expands ``${…}`` in runtime_env variables),
+and the entrypoint starts with a short ``python -c`` that writes them into a per-run folder
+``/tmp/ftspec/<submission id>`` on the node that runs the entrypoint; the launcher's command
+line reads them there (absolute paths). runtime_env variables reach the entrypoint's
+process, so this works with every submission mode and with the plain Jobs API.
+
+torchtune reads a local checkpoint: for an ``hf://`` model the entrypoint first runs
+``tune download`` into the folder the launcher expects (``ftspec.targets.paths``).
+
+One driver process runs the command, on one node; multi-node training is rejected.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shlex
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
+from ftspec.targets.base import Launch
+from ftspec.targets.embed import relocate
+
+FILES_ENV = "FTSPEC_FILES"
+RUN_ROOT = "/tmp/ftspec"
+NAME_KEY = "ftspec.dev/name"
+UNPACK = ('import base64,json,os,pathlib;d=pathlib.Path(os.environ["FTSPEC_RUN_DIR"]);'
+          'd.mkdir(parents=True,exist_ok=True);'
+          '[(d/n).write_text(t) for n,t in '
+          'json.loads(base64.b64decode(os.environ["FTSPEC_FILES"])).items()]')
+SUBMISSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+RAY_ACCELERATOR_TYPES = {
+    "nvidia-t4": "T4", "nvidia-v100-16gb": "V100", "nvidia-v100-32gb": "V100",
+    "nvidia-a10g": "A10G", "nvidia-l4": "L4", "nvidia-a100-40gb": "A100",
+    "nvidia-a100-80gb": "A100", "nvidia-h100-80gb": "H100",
+}
+"""Spec accelerator -> Ray's ``accelerator_type:<X>`` node resource (ray.util.accelerators)."""
+
+
+def launch_for(job: Job) -> Launch:
+    """The launcher's run with its default paths (see ``ftspec.targets.paths``)."""
+    if job.launcher == "torchtune":
+        from ftspec.targets.torchtune import launch as tt_launch
+
+        return tt_launch(job)
+    from ftspec.targets.accelerate import launch as acc_launch
+
+    return acc_launch(job)
+
+
+def metadata(job: Job) -> dict[str, str]:
+    """Ownership marks (string values only, as Ray requires)."""
+    return {
+        OWNER_LABEL: OWNER_VALUE,
+        SPEC_ID_LABEL: job.spec_id,
+        SPEC_HASH_ANNOTATION: job.spec_hash,
+        NAME_KEY: job.name,
+    }
+
+
+def _download_step(job: Job) -> list[str]:
+    from ftspec.targets.paths import local_path, scheme
+
+    uri = job.spec.model.uri
+    if job.launcher != "torchtune" or scheme(uri) != "hf":
+        return []
+    repo = uri[len("hf://"):].strip("/")
+    return ["tune", "download", repo, "--output-dir", local_path(uri)]
+
+
+def encode_files(files: Any) -> str:
+    """Base64 of the files as JSON: Ray expands ``$VAR`` / ``${VAR}`` in runtime_env
+    variables (``os.path.expandvars``), which would corrupt configs that use OmegaConf
+    interpolation such as ``${output_dir}``."""
+    text = json.dumps(dict(sorted(dict(files).items())), sort_keys=True)
+    return base64.b64encode(text.encode()).decode()
+
+
+def submission_id(job: Job, content: Any) -> str:
+    """``<name>-<12 hex of the content hash>``: letters, digits, ``.``, ``_``, ``-`` only."""
+    digest = hashlib.sha256(
+        json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()[:12]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", job.name)[:40].strip("-.") or "ftspec"
+    return f"{stem}-{digest}"
+
+
+def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
+            resources: dict[str, float]) -> dict[str, Any]:
+    """entrypoint, submission id, runtime_env and entrypoint resources of the Ray job."""
+    env = {**dict(launch.env), **env_vars}
+    content = {"argv": list(launch.argv), "files": dict(launch.files), "env": env, "pip": pip,
+               "resources": resources, "download": _download_step(job)}
+    sid = submission_id(job, content)
+    run_dir = f"{RUN_ROOT}/{sid}"
+    steps = []
+    if launch.files:
+        env[FILES_ENV] = encode_files(launch.files)
+        env["FTSPEC_RUN_DIR"] = run_dir
+        steps.append(shlex.join(["python", "-c", UNPACK]))
+    if _download_step(job):
+        steps.append(shlex.join(_download_step(job)))
+    steps.append(shlex.join(relocate(launch.argv, launch.files, run_dir)))
+    runtime_env: dict[str, Any] = {}
+    if env:
+        runtime_env["env_vars"] = dict(sorted(env.items()))
+    if pip:
+        runtime_env["pip"] = list(pip)
+    return {"entrypoint": " && ".join(steps), "submission_id": sid,
+            "runtime_env": runtime_env, "resources": resources}
+
+
+def single_node(job: Job, target: str) -> list[Diagnostic]:
+    if job.nodes == 1:
+        return []
+    return [Diagnostic(
+        Severity.ERROR,
+        f"the {target} target runs the launcher's command as one Ray job driver on one node; "
+        f"it cannot span {job.nodes} nodes", path=("resources", "nodes"),
+        hint="use nodes: 1 (with more GPUs per node), or deploy.target: kubeflow",
+        code=f"{target}.nodes")]
