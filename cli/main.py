@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "Show the phase of each spec's job."),
     "logs": ("logs", "Print the logs of a spec's job."),
     "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
+    "explain": ("explain", "Show a spec's derived values, memory estimate and accelerator fit."),
+    "compile": ("compile", "Write a target's artifacts (torchtune, accelerate, kubeflow, ...)."),
 }
 
 

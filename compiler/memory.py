@@ -1,19 +1,32 @@
 """Peak GPU memory per device: weights, gradients, optimizer state, activations.
 
-A first-order model, in the spirit of the usual back-of-envelope estimates:
-- weights: parameters x bytes per parameter (2 for bf16/fp16, 4 for fp32, ~0.52 for NF4
-  with double quantization), divided by the shard count when FSDP/ZeRO-3 shard them;
+A first-order model in the spirit of the usual back-of-envelope estimates:
+- weights: parameters x bytes per parameter (2 for bf16/fp16, 4 for fp32, bits/8 plus
+  quantization constants for 4/8-bit bases: ~0.52 bytes for NF4 with double quantization,
+  Dettmers et al. 2023, "QLoRA", sec. 3), divided by the shard count when FSDP full_shard or
+  ZeRO-3 shard them; LoRA/DoRA adapters added in fp32;
 - gradients: trainable parameters x parameter bytes, sharded by FSDP or ZeRO >= 2;
-- optimizer: trainable parameters x state bytes (AdamW: two fp32 moments + an fp32 master
-  copy when training in mixed precision), sharded by FSDP or ZeRO >= 1, zero on the device
-  when offloaded;
-- activations: per layer ~34 x s x b x h bytes with fused attention (Korthikanti et al.,
-  2022), only the layer inputs (2 x s x b x h) plus one live layer with checkpointing,
-  plus the fp32 logits (b x s x vocab x 4, an eighth with chunked cross-entropy);
-- overhead: CUDA context and allocator slack.
+- optimizer: trainable parameters x state bytes. torchtune trains in pure bf16/fp32, so
+  AdamW's two moments share the parameters' dtype; accelerate's mixed precision keeps fp32
+  moments plus an fp32 master copy of fully trained weights (2 + 2 + 8 + 4 = 16 bytes per
+  parameter, Rajbhandari et al. 2020, "ZeRO", sec. 3.1). Sharded by FSDP or ZeRO >= 1
+  (the ZeRO paper's stages 1/2/3 = optimizer / + gradients / + parameters); zero on the
+  device when offloaded (FSDP cpu_offload offloads parameters too: only the layers being
+  gathered stay);
+- activations: per layer ~34 x s x b x h bytes in 16-bit with fused attention
+  (Korthikanti et al. 2022, "Reducing Activation Recomputation", eq. 1 without the
+  5as/h attention-score term); with checkpointing only each layer's input (2 x s x b x h)
+  plus one live layer; with offloading one live layer; plus the fp32 logits
+  (b x s x vocab x 4, an eighth with chunked cross-entropy);
+- overhead: CUDA context, NCCL buffers and allocator slack, 1 GiB.
+Sanity anchors (tests/compiler/test_memory.py): Llama-3.1-8B full AdamW under mixed
+precision needs ~16 bytes/param (~120 GiB) and does not fit one 80 GB GPU but does with
+FSDP over 8; QLoRA of an 8B model fits a 24 GB card (the QLoRA paper's single-GPU setup).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
@@ -24,10 +37,12 @@ CONTEXT_GIB = 1.0
 """CUDA context, NCCL buffers and allocator fragmentation, roughly."""
 
 _DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
-_OPTIMIZER_STATE_BYTES = {
-    "adamw": 8.0, "adam": 8.0, "lion": 4.0, "sgd": 4.0, "rmsprop": 4.0, "adafactor": 4.0,
-    "adamw_8bit": 2.0, "paged_adamw_8bit": 2.0, "paged_adamw_32bit": 8.0,
+_STATE_COPIES = {
+    "adamw": 2.0, "adam": 2.0, "lion": 1.0, "rmsprop": 1.0, "adafactor": 0.1,
+    "paged_adamw_32bit": 2.0,
 }
+"""Optimizer state tensors per trainable parameter (adafactor: factored, ~rows + cols)."""
+_STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
@@ -83,6 +98,7 @@ def estimate_memory(
     fsdp = spec.distributed.fsdp
     deepspeed = spec.distributed.deepspeed
     optim_offloaded = False
+    params_offloaded = False
     if strategy == "fsdp":
         sharding = fsdp.sharding if fsdp else "full_shard"
         group = procs_per_node if sharding.startswith("hybrid") else world_size
@@ -91,7 +107,7 @@ def estimate_memory(
         elif sharding in ("shard_grad_op", "hybrid_shard_zero2"):
             shard_grads = shard_optim = group
         if fsdp is not None and fsdp.cpu_offload:
-            optim_offloaded = True
+            optim_offloaded = params_offloaded = True
             notes.append("parameters and optimizer state offloaded to CPU")
     elif strategy == "deepspeed":
         stage = deepspeed.stage if deepspeed else 2
@@ -101,15 +117,22 @@ def estimate_memory(
         if deepspeed is not None and deepspeed.offload_optimizer != "none":
             optim_offloaded = True
             notes.append(f"optimizer state offloaded to {deepspeed.offload_optimizer}")
+        if deepspeed is not None and stage == 3 and deepspeed.offload_params != "none":
+            params_offloaded = True
+            notes.append(f"parameters offloaded to {deepspeed.offload_params}")
 
     weights = params * weight_bytes / shard_params
     if kind in ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3"):
         weights += trainable * 4  # adapters are usually kept in fp32
     gradients = trainable * param_bytes / shard_grads
-    state = _OPTIMIZER_STATE_BYTES[spec.training.optimizer.name]
-    if spec.launcher == "accelerate" and spec.model.dtype != "fp32" and kind == "full":
-        state += 4.0  # fp32 master weights under mixed precision
+    if kind != "full" and spec.launcher == "accelerate":
+        gradients = trainable * 4.0 / shard_grads  # fp32 adapters
+    state = _optimizer_state_bytes(spec, param_bytes)
     optimizer = 0.0 if optim_offloaded else trainable * state / shard_optim
+    if params_offloaded:
+        # only the layers being gathered live on the device; gradients go to the CPU
+        weights = params * weight_bytes * 2 / model.num_layers
+        gradients = 0.0
 
     activations = _activation_bytes(spec, model, micro_batch_size)
     overhead = CONTEXT_GIB * GIB
@@ -127,6 +150,24 @@ def estimate_memory(
         capacity_gib=capacity,
         notes=tuple(notes),
     )
+
+
+def _optimizer_state_bytes(spec: FineTuneSpec, param_bytes: float) -> float:
+    """Bytes of optimizer state per trainable parameter.
+
+    torchtune trains in pure bf16/fp32: states share the parameters' dtype. accelerate
+    (mixed precision) keeps fp32 states, plus an fp32 master copy of full-fine-tuned weights.
+    """
+    o = spec.training.optimizer
+    if o.name in _STATE_BYTES_8BIT:
+        return _STATE_BYTES_8BIT[o.name]
+    copies = _STATE_COPIES.get(o.name, 0.0)
+    if o.name in ("sgd",):
+        copies = 1.0 if o.momentum > 0 else 0.0
+    if spec.launcher == "torchtune":
+        return copies * param_bytes
+    master = 4.0 if spec.model.dtype != "fp32" and spec.method.kind == "full" else 0.0
+    return copies * 4.0 + master
 
 
 def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -> float:
@@ -147,3 +188,30 @@ def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -
     if t.loss == "chunked_cross_entropy":
         logits /= 8
     return stored + logits
+
+
+@dataclass(frozen=True)
+class AcceleratorFit:
+    """Whether the same topology's per-device estimate fits one accelerator model."""
+
+    key: str
+    display: str
+    capacity_gib: float
+    need_gib: float
+    fits: bool
+    bf16: bool
+    """False when the spec trains in bf16 and this accelerator has no bf16 support."""
+
+    @property
+    def headroom_gib(self) -> float:
+        return round(self.capacity_gib - self.need_gib, 2)
+
+
+def fit_by_accelerator(memory: MemoryEstimate, dtype: str) -> list[AcceleratorFit]:
+    """Every accelerator ftspec knows, for the same topology (smallest first)."""
+    need = round(memory.total_gib, 2)
+    return [
+        AcceleratorFit(a.key, a.display, a.memory_gib, need, need <= a.memory_gib,
+                       a.bf16 or dtype != "bf16")
+        for a in sorted(ACCELERATORS.values(), key=lambda a: (a.memory_gib, a.key))
+    ]

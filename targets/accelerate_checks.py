@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
@@ -31,6 +31,10 @@ def _check(job: Job) -> Iterator[Diagnostic]:
         yield _err(("distributed", "fsdp", "sharding"), f"accelerate's FSDP2 config reshards or "
                    f"not (full_shard / shard_grad_op); {fsdp.sharding} needs FSDP1",
                    "fsdp2-sharding", hint="use version: 1, or full_shard")
+    if spec.training.max_steps_per_epoch is not None:
+        yield _err(("training", "max_steps_per_epoch"), "max_steps_per_epoch is torchtune's; "
+                   "accelerate entrypoints stop by epochs or max_steps", "max-steps-per-epoch",
+                   hint="use training.max_steps")
     if spec.data.mixture is not None:
         yield _err(("data", "mixture"), "the accelerate target passes one training file; "
                    "dataset mixtures are not supported", "mixture")

@@ -6,7 +6,7 @@ warnings are settings it ignores without changing the optimization.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job

@@ -18,7 +18,7 @@ import io
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ruamel.yaml import YAML
 
@@ -40,7 +40,7 @@ class Remove:
         return f"~{self.key}"
 
 
-Override = Union[Set, Remove]
+Override = Set | Remove
 
 
 class TorchtuneMissing(RuntimeError):
@@ -80,7 +80,7 @@ def load_config(name: str) -> dict[str, Any]:
     """A fresh, plain-dict copy of a shipped config."""
     data = YAML(typ="safe", pure=True).load(_load_text(name))
     if not isinstance(data, dict):
-        raise ValueError(f"torchtune config {name} is not a mapping")
+        raise TypeError(f"torchtune config {name} is not a mapping")
     return data
 
 

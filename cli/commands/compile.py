@@ -1,0 +1,64 @@
+"""`ftspec compile SPEC [--target T] [--out DIR]`: write one target's artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from ftspec.cli.output import emit_json, print_diagnostics
+from ftspec.cli.specs import load_spec, spec_options
+from ftspec.targets import TARGET_NAMES
+
+
+@click.command("compile")
+@click.argument("spec_file", type=click.Path(path_type=Path))
+@click.option("-t", "--target", type=click.Choice(TARGET_NAMES),
+              help="Artifact format; default: what deploy.target needs.")
+@click.option("-o", "--out", type=click.Path(path_type=Path, file_okay=False),
+              help="Write the files into DIR (default: print them, each under a header).")
+@click.option("--json", "as_json", is_flag=True, help="Print artifacts and diagnostics as JSON.")
+@spec_options
+def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool,
+            overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
+    """Compile SPEC_FILE into the artifacts of one target (deterministic output)."""
+    from ftspec.compiler.pipeline import compile_spec
+
+    loaded = load_spec(spec_file, overlays, sets)
+    diags = loaded.validated.diagnostics.sorted()
+    if not loaded.ok:
+        _report(diags, as_json, None, [])
+        return 1
+    result = compile_spec(loaded.validated, spec_file, target)
+    diags = diags + result.diagnostics
+    if not result.ok:
+        _report(diags, as_json, result.target, [])
+        return 1
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for art in result.artifacts:
+            dest = out / art.path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(art.content, encoding="utf-8")
+            if art.path.endswith(".sh"):
+                dest.chmod(0o755)
+    if as_json:
+        _report(diags, True, result.target, [
+            {"path": a.path, "kind": a.kind, "content": a.content} for a in result.artifacts])
+        return 0
+    print_diagnostics(diags, err=True)
+    if out is not None:
+        for art in result.artifacts:
+            click.echo(f"wrote {out / art.path}")
+    else:
+        for i, art in enumerate(result.artifacts):
+            click.echo(("\n" if i else "") + f"# --- {art.path} ---")
+            click.echo(art.content, nl=False)
+    return 0
+
+
+def _report(diags: list, as_json: bool, target: str | None, artifacts: list) -> None:
+    if as_json:
+        emit_json({"ok": not any(d.is_error for d in diags), "target": target,
+                   "diagnostics": [d.to_json() for d in diags], "artifacts": artifacts})
+    else:
+        print_diagnostics(diags, err=True)

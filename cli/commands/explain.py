@@ -1,0 +1,106 @@
+"""`ftspec explain SPEC`: derived values, memory estimate and per-accelerator fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from ftspec.cli.output import emit_json, print_diagnostics, use_color
+from ftspec.cli.specs import load_spec, spec_options
+
+
+@click.command("explain")
+@click.argument("spec_file", required=False, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the same data as JSON.")
+@click.option("--families", is_flag=True, help="List the known model families.")
+@spec_options
+def command(spec_file: Path | None, as_json: bool, families: bool,
+            overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
+    """Show what SPEC_FILE means: batch math, steps, memory per device and where it fits."""
+    from ftspec.compiler.explain import explain_data, families_data
+
+    if families:
+        rows = families_data()
+        if as_json:
+            emit_json(rows)
+        else:
+            _table("Model families", list(rows[0]), [[_cell(v) for v in r.values()] for r in rows])
+        return 0
+    if spec_file is None:
+        raise click.UsageError("give a SPEC_FILE (or --families)")
+    loaded = load_spec(spec_file, overlays, sets)
+    diags = loaded.validated.diagnostics.sorted()
+    if not loaded.ok:
+        if as_json:
+            emit_json({"ok": False, "diagnostics": [d.to_json() for d in diags]})
+        else:
+            print_diagnostics(diags, err=True)
+        return 1
+    from ftspec.compiler.build import build_job
+
+    assert loaded.validated.spec is not None
+    data = explain_data(build_job(loaded.validated.spec, spec_file))
+    if as_json:
+        emit_json(data)
+        return 0
+    print_diagnostics(diags, err=True)
+    render(data)
+    return 0
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def render(data: dict[str, Any]) -> None:
+    derived = dict(data["derived"])
+    lora = derived.pop("lora")
+    rows = [[k.replace("_", " "), _cell(v)] for k, v in derived.items()]
+    if lora:
+        rows += [[f"lora {k.replace('_', ' ')}", _cell(v)] for k, v in lora.items()]
+    _table(f"{data['name']}: derived values", ["quantity", "value"], rows)
+    mem = data["memory"]
+    parts = ["weights", "gradients", "optimizer", "activations", "overhead", "total"]
+    mrows = [[p, f"{mem[p + '_gib']:.2f} GiB"] for p in parts]
+    mrows.append(["trainable params", f"{mem['trainable_params_b']:g} B of {mem['params_b']:g} B"])
+    _table("memory per device (estimate)", ["component", "size"], mrows)
+    for note in mem["notes"]:
+        click.echo(f"  note: {note}")
+    arows = [[a["display"], f"{a['capacity_gib']:g} GiB", "fits" if a["fits"] else "no",
+              f"{a['headroom_gib']:+.1f} GiB", "" if a["bf16"] else "no bf16"]
+             for a in data["accelerators"]]
+    _table("fit by accelerator (same topology)", ["accelerator", "memory", "fits", "headroom",
+                                                   "note"], arows)
+    fits = mem["fits"]
+    line = data["verdict"]
+    if use_color():
+        line = click.style(line, fg="green" if fits or fits is None else "red", bold=not fits)
+    click.echo(line)
+
+
+def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    if use_color():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for h in header:
+            table.add_column(h)
+        for r in rows:
+            table.add_row(*r)
+        Console().print(table)
+        return
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    click.echo(title)
+    for r in [header, *rows]:
+        click.echo("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    click.echo("")

@@ -1,0 +1,35 @@
+"""One spec, one training run: every target's artifacts carry the same hyperparameters,
+read back out of the artifacts, and they match `ftspec explain --json`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from ftspec.cli.main import main
+from ftspec.targets import get_target
+from helpers.examples import EXAMPLES, applicable, example_job
+from helpers.readback import READERS, from_explain
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_targets_agree_with_explain(example: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(example), "--json"]) == 0
+    expected = from_explain(json.loads(capsys.readouterr().out))
+    job = example_job(example)
+    targets = [t for t in applicable(job) if t in READERS]
+    assert targets, f"no target with a reader applies to {example.name}"
+    for target in targets:
+        files = {a.path: a.content for a in get_target(target).compile(job)}
+        got = READERS[target](files)
+        assert got == expected, f"{target} disagrees with explain for {example.name}"
+
+
+def test_readers_see_a_changed_value() -> None:
+    """The readers read the artifacts: a different learning rate shows up."""
+    example = next(e for e in EXAMPLES if "tiny" in e.stem)
+    job = example_job(example)
+    files = {a.path: a.content for a in get_target("torchtune").compile(job)}
+    files["config.yaml"] = files["config.yaml"].replace("lr: 0.001", "lr: 0.002")
+    assert READERS["torchtune"](files)["learning_rate"] == 0.002

@@ -1,0 +1,131 @@
+"""Read the effective hyperparameters back out of compiled artifacts, one reader per target.
+
+Each reader takes ``{file name: content}`` and returns the same normalized quantities, so a
+test can check that every target runs the same training (and matches `ftspec explain`).
+Platform readers (kubeflow, kuberay, ray) are added with those targets.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from ruamel.yaml import YAML
+
+MLP = ["gate_proj", "up_proj", "down_proj"]
+TT_OPTIMIZERS = {"torch.optim.AdamW": "adamw", "torch.optim.Adam": "adam",
+                 "torch.optim.SGD": "sgd", "torch.optim.RMSprop": "rmsprop",
+                 "bitsandbytes.optim.AdamW8bit": "adamw_8bit",
+                 "bitsandbytes.optim.PagedAdamW8bit": "paged_adamw_8bit",
+                 "bitsandbytes.optim.PagedAdamW": "paged_adamw_32bit"}
+HF_OPTIMIZERS = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw", "sgd": "sgd",
+                 "adafactor": "adafactor", "adamw_bnb_8bit": "adamw_8bit",
+                 "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw_32bit": "paged_adamw_32bit",
+                 "lion_32bit": "lion", "rmsprop": "rmsprop"}
+
+
+def normalize_scheduler(name: str) -> str:
+    return "constant" if name in ("constant", "constant_with_warmup") else name
+
+
+def _exec_argv(script: str) -> list[str]:
+    text = script.replace("\\\n", " ")
+    line = next(ln for ln in text.splitlines() if ln.startswith("exec "))
+    return shlex.split(line)[1:]
+
+
+def _flags(argv: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    key = None
+    for tok in argv:
+        if tok.startswith("--"):
+            key = tok[2:]
+            out[key] = []
+        elif key is not None:
+            out[key].append(tok)
+    return out
+
+
+def read_torchtune(files: dict[str, str]) -> dict[str, Any]:
+    cfg = YAML(typ="safe", pure=True).load(files["config.yaml"])
+    argv = _exec_argv(files["command.sh"])
+    flags = _flags(argv[: argv.index("--config")])
+    world = int(flags.get("nnodes", ["1"])[0]) * int(flags.get("nproc-per-node", ["1"])[0])
+    epochs, per_epoch = cfg["epochs"], cfg["max_steps_per_epoch"]
+    sched = cfg["lr_scheduler"]
+    assert sched["_component_"].endswith("get_cosine_schedule_with_warmup")
+    model = cfg["model"]
+    lora = None
+    if "lora_rank" in model:
+        modules = ["o_proj" if m == "output_proj" else m for m in model["lora_attn_modules"]]
+        if model.get("apply_lora_to_mlp"):
+            modules += MLP
+        lora = {"rank": model["lora_rank"], "alpha": float(model["lora_alpha"]),
+                "target_modules": modules}
+    return {
+        "learning_rate": float(cfg["optimizer"]["lr"]),
+        "effective_batch": cfg["batch_size"] * cfg["gradient_accumulation_steps"] * world,
+        "duration": f"max_steps={per_epoch}" if per_epoch is not None and epochs == 1
+        else f"epochs={epochs}",
+        "precision": cfg["dtype"],
+        "sequence_length": cfg["tokenizer"]["max_seq_len"],
+        "lora": lora,
+        "optimizer": TT_OPTIMIZERS[cfg["optimizer"]["_component_"]],
+        "scheduler": "cosine" if float(sched.get("num_cycles", 0.5)) > 0 else "constant",
+        "warmup_steps": sched["num_warmup_steps"],
+    }
+
+
+def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
+    import yaml  # accelerate's own loader reads its file with PyYAML
+
+    cfg = yaml.safe_load(files["accelerate.yaml"])
+    argv = _exec_argv(files["command.sh"])
+    f = _flags(argv)
+    world = int(f["num_processes"][0]) if "num_processes" in f else cfg["num_processes"]
+    assert world == cfg["num_processes"], "command and config disagree on processes"
+    precision = "bf16" if "bf16" in f else "fp16" if "fp16" in f else "fp32"
+    assert {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}[precision] == cfg["mixed_precision"]
+    lora = None
+    if f["peft_method"][0] != "none":
+        lora = {"rank": int(f["lora_r"][0]), "alpha": float(f["lora_alpha"][0]),
+                "target_modules": f["target_modules"]}
+    return {
+        "learning_rate": float(f["learning_rate"][0]),
+        "effective_batch": int(f["per_device_train_batch_size"][0])
+        * int(f["gradient_accumulation_steps"][0]) * world,
+        "duration": f"max_steps={f['max_steps'][0]}" if "max_steps" in f
+        else f"epochs={int(float(f['num_train_epochs'][0]))}",
+        "precision": precision,
+        "sequence_length": int(f["max_seq_length"][0]),
+        "lora": lora,
+        "optimizer": HF_OPTIMIZERS[f["optim"][0]],
+        "scheduler": normalize_scheduler(f["lr_scheduler_type"][0]),
+        "warmup_steps": int(f["warmup_steps"][0]) if "warmup_steps" in f else 0,
+    }
+
+
+READERS: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
+    "torchtune": read_torchtune,
+    "accelerate": read_accelerate,
+}
+
+
+def from_explain(data: dict[str, Any]) -> dict[str, Any]:
+    """The same quantities from `ftspec explain --json`."""
+    d = data["derived"]
+    lora = d["lora"]
+    return {
+        "learning_rate": d["learning_rate"],
+        "effective_batch": d["global_batch_size"],
+        "duration": f"max_steps={d['max_steps']}" if d["max_steps"] is not None
+        else f"epochs={d['epochs']}",
+        "precision": d["precision"],
+        "sequence_length": d["max_seq_len"],
+        "lora": None if lora is None else {"rank": lora["rank"], "alpha": float(lora["alpha"]),
+                                           "target_modules": lora["target_modules"]},
+        "optimizer": d["optimizer"],
+        "scheduler": normalize_scheduler(d["scheduler"]),
+        "warmup_steps": d["warmup_steps"] or 0,
+    }

@@ -1,0 +1,79 @@
+"""accelerate target: its own loader reads the config back unchanged; nested keys are
+real `accelerate launch` options (accelerate itself would ignore wrong ones silently)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ftspec.compiler.build import build_job
+from ftspec.spec.validate import spec_from_data
+from ftspec.targets.accelerate import config_text
+from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
+
+BASE: dict[str, Any] = {
+    "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune", "metadata": {"name": "a"},
+    "model": {"uri": "hf://meta-llama/Llama-3.2-1B", "family": "llama3_2-1b"},
+    "data": {"train": {"uri": "file://train.jsonl"}},
+    "training": {"global_batch_size": 8, "micro_batch_size": 1, "learning_rate": 1e-4},
+    "launcher": "accelerate",
+}
+VARIANTS = {
+    "single": {"resources": {"gpus_per_node": 1, "accelerator": "nvidia-a100-80gb"}},
+    "cpu": {"resources": {"gpus_per_node": 0}, "model": {**BASE["model"], "dtype": "fp32"}},
+    "cpu-ddp": {"resources": {"gpus_per_node": 0, "processes_per_node": 2},
+                "model": {**BASE["model"], "dtype": "fp32"}},
+    "ddp": {"resources": {"gpus_per_node": 4, "accelerator": "nvidia-a100-80gb"}},
+    "fsdp1": {"resources": {"gpus_per_node": 4, "accelerator": "nvidia-h100-80gb"},
+              "distributed": {"strategy": "fsdp", "fsdp": {"version": 1,
+                                                           "sharding": "shard_grad_op"}}},
+    "fsdp2": {"resources": {"gpus_per_node": 8, "accelerator": "nvidia-h100-80gb"},
+              "distributed": {"strategy": "fsdp", "fsdp": {"version": 2, "cpu_offload": True}}},
+    "zero3": {"resources": {"nodes": 2, "gpus_per_node": 4, "accelerator": "nvidia-a100-40gb"},
+              "distributed": {"strategy": "deepspeed",
+                              "deepspeed": {"stage": 3, "offload_optimizer": "cpu"}},
+              "deploy": {"target": "kuberay"}, "data": {"train": {"uri": "pvc://d/t.jsonl"}}},
+}
+
+
+def variant(name: str) -> dict[str, Any]:
+    return {**BASE, **VARIANTS[name]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_round_trips_through_accelerates_loader(name: str, tmp_path: Path) -> None:
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    text = config_text(build_job(spec_from_data(variant(name))))
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(text)
+    loaded = load_config_from_file(str(path)).to_dict()
+    assert loaded == yaml.safe_load(text)
+
+
+def test_distributed_types() -> None:
+    types = {n: yaml.safe_load(config_text(build_job(spec_from_data(variant(n)))))
+             for n in VARIANTS}
+    assert types["single"]["distributed_type"] == "NO"
+    assert "distributed_type: 'NO'" in config_text(build_job(spec_from_data(variant("single"))))
+    assert types["cpu"]["use_cpu"] is True
+    assert types["cpu-ddp"]["distributed_type"] == "MULTI_GPU" and types["cpu-ddp"]["use_cpu"]
+    assert types["fsdp1"]["fsdp_config"]["fsdp_reshard_after_forward"] == "SHARD_GRAD_OP"
+    assert types["fsdp2"]["fsdp_config"]["fsdp_version"] == 2
+    assert types["fsdp2"]["fsdp_config"]["fsdp_offload_params"] is True
+    ds = types["zero3"]["deepspeed_config"]
+    assert (ds["zero_stage"], ds["offload_optimizer_device"], ds["zero3_init_flag"]) == \
+        (3, "cpu", True)
+    assert types["zero3"]["num_machines"] == 2 and types["zero3"]["num_processes"] == 8
+
+
+@pytest.mark.slow
+def test_nested_keys_are_accelerate_launch_options() -> None:
+    from accelerate.commands.launch import launch_command_parser
+
+    dests = {a.dest for a in launch_command_parser()._actions}
+    assert FSDP_KEYS <= dests, sorted(FSDP_KEYS - dests)
+    assert DEEPSPEED_KEYS <= dests, sorted(DEEPSPEED_KEYS - dests)
