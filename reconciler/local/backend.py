@@ -24,7 +24,6 @@ from ftspec.reconciler.backend import (
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.launch import prepare
 from ftspec.reconciler.local.observe import RunView, observe
-from ftspec.reconciler.progress import LogFollower, parse_line, read_tail, tail_lines
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.model import (
     Action,
@@ -35,6 +34,7 @@ from ftspec.reconciler.model import (
     Plan,
     Status,
 )
+from ftspec.reconciler.progress import LogFollower, parse_line, read_tail, tail_lines
 
 PREFIX = "local.run."
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)

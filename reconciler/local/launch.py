@@ -30,6 +30,7 @@ from typing import Any
 from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Launch
+from ftspec.targets.embed import relocate
 
 LAUNCH_DIR = "launch"
 LOG_NAME = "train.log"
@@ -118,22 +119,6 @@ def _resolve_program(name: str) -> list[str]:
     return [found]
 
 
-def _point_at_files(argv: tuple[str, ...], files: dict[str, str], launch_dir: str
-                    ) -> list[str]:
-    def fix(token: str) -> str:
-        for name in files:
-            target = f"{launch_dir}/{name}"
-            if token in (name, f"./{name}"):
-                return target
-            for sep in ("=",):
-                head, found, tail = token.partition(sep)
-                if found and head.startswith("-") and tail in (name, f"./{name}"):
-                    return f"{head}{sep}{target}"
-        return token
-
-    return [fix(token) for token in argv]
-
-
 def prepare(desired: Desired) -> LocalLaunch:
     """The command, files and environment of this spec's local run (raises when unsafe)."""
     job = desired.job
@@ -153,7 +138,7 @@ def prepare(desired: Desired) -> LocalLaunch:
             "set resources.processes_per_node: 1 for a CPU run, or use launcher: accelerate")
     env.update(job.spec.deploy.local.env)
     run_dir = f"{job.spec.deploy.local.workdir.rstrip('/')}/{job.spec_id}"
-    argv = _point_at_files(launch.argv, files, f"{run_dir}/{LAUNCH_DIR}")
+    argv = relocate(launch.argv, files, f"{run_dir}/{LAUNCH_DIR}")
     if not argv:
         raise BackendError(f"the {job.launcher} target produced an empty command")
     argv[:1] = _resolve_program(argv[0])

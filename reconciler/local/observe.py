@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.local import procs
-from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
 from ftspec.reconciler.local.state import RunRecord
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE
 from ftspec.reconciler.model import Phase
+from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
 
 LOG_TAIL_LINES = 20
 
