@@ -226,6 +226,12 @@ class RayBackend:
                                        retryable=True)
                 time.sleep(0.5)
         api.delete(sid)
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        while api.get_job(sid) is not None:  # the id is free only once the job is gone
+            if time.monotonic() > deadline:
+                raise BackendError(f"job {sid} was not deleted within {_STOP_TIMEOUT_S:.0f} s",
+                                   retryable=True)
+            time.sleep(0.2)
         reporter.event(f"deleted job {sid}", submission_id=sid)
 
     # ------------------------------------------------------------------ observe
