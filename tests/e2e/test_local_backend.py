@@ -17,7 +17,6 @@ from typing import Any
 
 import psutil
 import pytest
-
 from helpers.measure import Measurement, TreeSampler
 from helpers.tinyspec import SPEC
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers.measure import Measurement, TreeSampler
 from helpers.tinyspec import SPEC
 
