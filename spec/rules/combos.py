@@ -82,9 +82,18 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     "local-nodes")
     if target != "local":
         for path, uri in _uris(spec):
-            if uri.startswith("file://"):
-                yield error(path, f"deploy.target {target} cannot read local files ({uri})",
-                            "remote-file-uri", hint="use hf://, s3:// or pvc://")
+            if not uri.startswith("file://"):
+                continue
+            if target == "ray" and uri.startswith("file:///"):
+                # A Ray cluster may share this filesystem (a head on this machine, NFS).
+                yield warning(path, f"the Ray job reads {uri} on the node that runs it",
+                              "ray-file-uri",
+                              hint="the path must exist there; else use hf:// or s3://")
+                continue
+            hint = ("use an absolute file:///path that exists on the Ray nodes, or hf://, "
+                    "s3://" if target == "ray" else "use hf://, s3:// or pvc://")
+            yield error(path, f"deploy.target {target} cannot read local files ({uri})",
+                        "remote-file-uri", hint=hint)
     if target == "kubeflow":
         kf = spec.deploy.kubeflow
         if (spec.launcher == "torchtune" and spec.method.kind in LORA_FAMILY and r.nodes > 1

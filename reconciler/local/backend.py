@@ -1,0 +1,244 @@
+"""The local backend (``deploy.target: local``): the launcher's command as a process here.
+
+One resource per spec, ``local.run.<spec-id>``. ``plan`` compares the spec's content hash
+with the recorded run's: none -> create; same hash -> no-op (running or succeeded) or replace
+when the last run failed (like a tainted resource in Terraform); other hash -> replace, which
+stops an active run first. Runs of a spec file that no longer produces them (renamed
+``metadata.id``) are deleted. Never two runs of one spec.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.summary import describe_changes, ml_summary
+from ftspec.reconciler.backend import (
+    BackendError,
+    Desired,
+    Reporter,
+    StalePlanError,
+)
+from ftspec.reconciler.local import runner
+from ftspec.reconciler.local.launch import prepare
+from ftspec.reconciler.local.observe import RunView, observe
+from ftspec.reconciler.local.state import StateStore
+from ftspec.reconciler.model import (
+    Action,
+    ApplyResult,
+    Change,
+    FieldChange,
+    Phase,
+    Plan,
+    Status,
+)
+from ftspec.reconciler.progress import LogFollower, parse_line, read_tail, tail_lines
+
+PREFIX = "local.run."
+TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
+
+
+def address(spec_id: str) -> str:
+    return PREFIX + spec_id
+
+
+def _spec_file(path: str, root: Path) -> str:
+    full = (root / path).resolve()
+    try:
+        return str(full.relative_to(root))
+    except ValueError:
+        return str(full)
+
+
+def _before(view: RunView) -> dict[str, Any]:
+    r = view.record
+    return {"spec_id": r.spec_id, "spec_hash": r.spec_hash, "spec_file": r.spec_file,
+            "argv": r.argv, "phase": view.phase.value, "pid": r.supervisor_pid,
+            "exit_code": view.returncode}
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, root: Path | None = None, *, stop_grace_s: float = 10.0) -> None:
+        self.store = StateStore(root or Path.cwd())
+        self.root = self.store.root
+        self.stop_grace_s = stop_grace_s
+
+    # ------------------------------------------------------------------ plan
+
+    def _after(self, d: Desired) -> dict[str, Any]:
+        launch = prepare(d)
+        return {"spec_id": d.job.spec_id, "spec_hash": d.job.spec_hash,
+                "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
+                "summary": ml_summary(d.job), **launch.to_json()}
+
+    def _change(self, d: Desired) -> Change:
+        job = d.job
+        after = self._after(d)
+        addr = address(job.spec_id)
+        record = self.store.read(job.spec_id)
+        if record is None:
+            return Change(addr, Action.CREATE, None, after, reason="no run recorded",
+                          spec_file=d.spec_file)
+        view = observe(record, self.root)
+        before = _before(view)
+        if record.spec_hash == job.spec_hash:
+            if view.phase is Phase.FAILED:
+                drift = not view.stop_requested
+                return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
+                              reason=f"the last run {view.message}; apply runs it again",
+                              drift=drift)
+            what = "is running" if view.active else "already succeeded"
+            return Change(addr, Action.NOOP, before, after, spec_file=d.spec_file,
+                          reason=f"the run of this spec {what} (pid {record.supervisor_pid})")
+        reason = f"spec changed (spec hash {record.spec_hash} -> {job.spec_hash})"
+        if view.active:
+            reason += f"; the active run (pid {record.supervisor_pid}) is stopped first"
+        fields = [FieldChange("spec_hash", record.spec_hash, job.spec_hash, True)]
+        if record.argv != after["argv"]:
+            fields.append(FieldChange("argv", record.argv, after["argv"], True))
+        return Change(addr, Action.REPLACE, before, after, reason=reason, fields=tuple(fields),
+                      ml_changes=describe_changes(record.summary, after["summary"]),
+                      spec_file=d.spec_file)
+
+    def plan(self, desired: Sequence[Desired]) -> Plan:
+        changes = [self._change(d) for d in desired]
+        wanted = {d.job.spec_id for d in desired}
+        files = {_spec_file(d.spec_file, self.root) for d in desired}
+        for record in self.store.all():
+            if record.spec_id not in wanted and record.spec_file in files:
+                view = observe(record, self.root)
+                changes.append(Change(
+                    address(record.spec_id), Action.DELETE, _before(view), None,
+                    reason=f"{record.spec_file} no longer produces it (spec id renamed); "
+                    + ("the active run is stopped" if view.active else "the run ended"),
+                    spec_file=record.spec_file))
+        return self._plan(changes, desired)
+
+    def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
+        changes = []
+        for d in desired:
+            record = self.store.read(d.job.spec_id)
+            if record is None:
+                continue
+            view = observe(record, self.root)
+            how = "stops the active run and forgets it" if view.active else "forgets the run"
+            changes.append(Change(address(record.spec_id), Action.DELETE, _before(view), None,
+                                  reason=how, spec_file=d.spec_file))
+        return self._plan(changes, desired)
+
+    def _plan(self, changes: list[Change], desired: Sequence[Desired]) -> Plan:
+        digests = {c.address: self.store.digest(c.address[len(PREFIX):]) for c in changes}
+        return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
+                    specs={d.spec_file: d.job.spec_hash for d in desired})
+
+    # ------------------------------------------------------------------ apply
+
+    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        applied: list[Change] = []
+        failed: list[tuple[str, str]] = []
+        with self.store.lock():
+            for addr, digest in plan.read_digests.items():
+                if self.store.digest(addr[len(PREFIX):]) != digest:
+                    raise StalePlanError(
+                        f"Saved plan is stale: the local state of {addr} changed since the "
+                        "plan was made", hint="run `ftspec plan` again")
+            for change in plan.changes:
+                if change.action is Action.NOOP:
+                    continue
+                try:
+                    self._apply_one(change, reporter)
+                    applied.append(change)
+                except BackendError as exc:
+                    failed.append((change.address, str(exc)))
+        return ApplyResult(tuple(applied), tuple(failed))
+
+    def _apply_one(self, change: Change, reporter: Reporter) -> None:
+        spec_id = change.address[len(PREFIX):]
+        record = self.store.read(spec_id)
+        if change.action in (Action.DELETE, Action.REPLACE) and record is not None:
+            runner.stop(self.root, record, reporter, self.stop_grace_s)
+            if change.action is Action.DELETE:
+                self.store.remove(spec_id)
+                reporter.event(f"{change.address}: destroyed")
+                return
+        if change.action in (Action.CREATE, Action.REPLACE):
+            assert change.after is not None
+            for note in change.after.get("notes", []):
+                reporter.event(note)
+            new = runner.start(self.root, change.after, reporter)
+            self.store.write(new)
+            reporter.event(f"{change.address}: {change.action.value}d, running",
+                           pid=new.supervisor_pid)
+
+    # ------------------------------------------------------------------ observe
+
+    def _view(self, desired: Desired) -> RunView | None:
+        record = self.store.read(desired.job.spec_id)
+        return None if record is None else observe(record, self.root)
+
+    def status(self, desired: Desired) -> list[Status]:
+        addr = address(desired.job.spec_id)
+        view = self._view(desired)
+        if view is None:
+            return [Status(addr, Phase.UNKNOWN, "not applied: no local run recorded for this "
+                           "spec (run `ftspec apply`)", platform={"exists": False})]
+        message = view.message
+        if view.record.spec_hash != desired.job.spec_hash:
+            message += " (of an older version of the spec; `ftspec plan` shows the replace)"
+        return [Status(addr, view.phase, message, platform={"exists": True, **view.platform()},
+                       metrics=view.metrics())]
+
+    def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
+             ) -> Status:
+        record = self.store.read(desired.job.spec_id)
+        if record is None:
+            raise BackendError(f"no local run recorded for {desired.spec_file}",
+                               hint="run `ftspec apply` first")
+        follower = LogFollower(self.root / record.log)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        last_step: int | None = None
+        while True:
+            for line in follower.read_new():
+                found = parse_line(line)
+                if found is not None and found.step != last_step:
+                    last_step = found.step
+                    reporter.event(f"step={found.step} loss={found.loss:g}",
+                                   step=found.step, loss=found.loss)
+            view = observe(record, self.root)
+            if view.phase in TERMINAL:
+                return self.status(desired)[0]
+            if deadline is not None and time.monotonic() > deadline:
+                return self.status(desired)[0]
+            time.sleep(0.25)
+
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
+             ) -> Iterator[str]:
+        record = self.store.read(desired.job.spec_id)
+        if record is None:
+            raise BackendError(f"no local run recorded for {desired.spec_file}",
+                               hint="run `ftspec apply` first")
+        path = self.root / record.log
+        if tail is not None:
+            yield from tail_lines(read_tail(path), tail)
+            follower = LogFollower(path)
+            follower.offset = path.stat().st_size if path.exists() else 0
+        else:
+            follower = LogFollower(path)
+            yield from follower.read_new()
+        while follow:
+            lines = follower.read_new()
+            yield from lines
+            if not lines:
+                if not observe(record, self.root).active:
+                    yield from follower.read_new()
+                    return
+                time.sleep(0.25)
+
+
+def make_backend(options: object = None) -> LocalBackend:
+    """Factory used by ``ftspec.reconciler.backends``: state in the working directory."""
+    return LocalBackend(Path.cwd())

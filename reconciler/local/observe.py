@@ -1,0 +1,93 @@
+"""What a recorded local run is doing now: phase, exit code, progress, log tail."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ftspec.reconciler.local import procs
+from ftspec.reconciler.local.state import RunRecord
+from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE
+from ftspec.reconciler.model import Phase
+from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
+
+LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class RunView:
+    record: RunRecord
+    phase: Phase
+    message: str
+    active: bool
+    """The supervisor (and so the run) is still alive."""
+    returncode: int | None
+    signal: str | None
+    stop_requested: bool
+    progress: Progress
+    log_tail: list[str] = field(default_factory=list)
+
+    @property
+    def supervisor(self) -> procs.ProcRef:
+        return procs.ProcRef(self.record.supervisor_pid, self.record.supervisor_create_time)
+
+    def platform(self) -> dict[str, Any]:
+        r = self.record
+        return {
+            "pid": r.supervisor_pid, "pgid": r.pgid, "started_at": r.started_at,
+            "spec_hash": r.spec_hash, "argv": r.argv, "log": r.log, "run_dir": r.run_dir,
+            "exit_code": self.returncode, "signal": self.signal,
+            "stopped_by_ftspec": self.stop_requested, "log_tail": self.log_tail,
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(self.progress.to_metrics())
+        if self.phase in (Phase.SUCCEEDED, Phase.FAILED) and self.progress.loss is not None:
+            out["final_loss"] = self.progress.loss
+        return out
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES) -> RunView:
+    run_dir = root / record.run_dir
+    active = procs.is_alive(procs.ProcRef(record.supervisor_pid, record.supervisor_create_time))
+    ended = _read_json(run_dir / EXIT_FILE)
+    text = read_tail(root / record.log)
+    progress = latest(text)
+    log_tail = tail_lines(text, tail)
+    returncode = signal = None
+    stop_requested = False
+    if ended is not None:
+        returncode = int(ended["returncode"])
+        signal = ended.get("signal")
+        stop_requested = bool(ended.get("stop_requested"))
+    if active and ended is None:
+        started = (run_dir / CHILD_FILE).exists()
+        phase = Phase.RUNNING if started else Phase.PENDING
+        where = f"step {progress.step}, loss {progress.loss:g}" if progress.step else "starting"
+        message = f"running (pid {record.supervisor_pid}): {where}"
+    elif ended is not None:
+        if returncode == 0:
+            phase = Phase.SUCCEEDED
+            message = "succeeded" + (f", final loss {progress.loss:g}"
+                                     if progress.loss is not None else "")
+        else:
+            phase = Phase.FAILED
+            how = f"killed by {signal}" if signal else f"exit code {returncode}"
+            who = " (stopped by ftspec)" if stop_requested else ""
+            message = f"failed: {how}{who}"
+    else:
+        phase = Phase.FAILED
+        message = (f"failed: the run's supervisor (pid {record.supervisor_pid}) is gone without "
+                   "recording an exit code (killed with SIGKILL, or the machine restarted)")
+    return RunView(record, phase, message, active and ended is None, returncode, signal,
+                   stop_requested, progress, log_tail)

@@ -1,0 +1,1 @@
+"""Ray backend: jobs on an existing Ray cluster through the Jobs API."""

@@ -1,0 +1,313 @@
+"""The Ray backend (``deploy.target: ray``): jobs on an existing cluster via the Jobs API.
+
+Ray is the state: a job is ftspec's when its metadata says so (``app.kubernetes.io/managed-by:
+ftspec``) and belongs to a spec through ``ftspec.dev/spec-id``. One resource per spec,
+``ray.job.<spec-id>``. The submission id comes from the ray target's artifact (spec name +
+content hash), so a changed spec gets a new id: Ray jobs are immutable, a change is a
+replace (stop + delete the old job, submit the new). A job of the current id that was
+STOPPED outside ftspec is drift; one that FAILED is submitted again (both replaces). Jobs
+of a spec file that no longer produces them (renamed spec id) are cleaned up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
+from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
+from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
+from ftspec.reconciler.progress import latest, parse_line, split_lines, tail_lines
+from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
+
+PREFIX = "ray.job."
+SPEC_FILE_KEY = "ftspec.dev/spec-file"
+PHASES = {"PENDING": Phase.PENDING, "RUNNING": Phase.RUNNING, "SUCCEEDED": Phase.SUCCEEDED,
+          "FAILED": Phase.FAILED, "STOPPED": Phase.FAILED}
+_STOP_TIMEOUT_S = 60.0
+
+
+def address(spec_id: str) -> str:
+    return PREFIX + spec_id
+
+
+def _spec_file(path: str) -> str:
+    full = Path(path).resolve()
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
+
+
+def submission(d: Desired) -> dict[str, Any]:
+    """The Jobs API payload: the ray target's artifact, with ownership metadata ensured."""
+    objs = [a.obj for a in d.artifacts if a.kind == "submission" and a.obj is not None]
+    if not objs:
+        from ftspec.compiler.dispatch import compile_job
+
+        objs = [a.obj for a in compile_job(d.job, "ray")
+                if a.kind == "submission" and a.obj is not None]
+    if not objs:
+        raise BackendError("the ray target produced no Jobs API submission")
+    payload: dict[str, Any] = json.loads(json.dumps(dict(objs[0])))
+    job = d.job
+    payload.setdefault("submission_id", f"ftspec-{job.spec_id}-{job.spec_hash}")
+    meta = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
+    meta.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: job.spec_id,
+                 SPEC_HASH_ANNOTATION: job.spec_hash, SPEC_FILE_KEY: _spec_file(d.spec_file),
+                 SUMMARY_ANNOTATION: json.dumps(ml_summary(job), sort_keys=True)})
+    payload["metadata"] = meta
+    return payload
+
+
+def _owned(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [j for j in jobs if (j.get("metadata") or {}).get(OWNER_LABEL) == OWNER_VALUE
+            and (j.get("metadata") or {}).get(SPEC_ID_LABEL)]
+
+
+def _brief(job: dict[str, Any]) -> dict[str, Any]:
+    meta = job.get("metadata") or {}
+    return {"submission_id": job.get("submission_id"), "status": job.get("status"),
+            "spec_hash": meta.get(SPEC_HASH_ANNOTATION), "spec_file": meta.get(SPEC_FILE_KEY),
+            "message": job.get("message"), "driver_exit_code": job.get("driver_exit_code")}
+
+
+def _digest(jobs: list[dict[str, Any]]) -> str:
+    ids = sorted(str(j.get("submission_id")) for j in jobs)
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] if ids else "absent"
+
+
+class RayBackend:
+    name = "ray"
+
+    def __init__(self, address_override: str | None = None, *, timeout_s: float = 10.0) -> None:
+        self.address_override = address_override
+        self.timeout_s = timeout_s
+        self._apis: dict[str, JobsApi] = {}
+
+    def api(self, d: Desired) -> JobsApi:
+        url = resolve_address(self.address_override or d.job.spec.deploy.ray.address)
+        if url not in self._apis:
+            self._apis[url] = JobsApi(url, self.timeout_s)
+        return self._apis[url]
+
+    # ------------------------------------------------------------------ plan
+
+    def _mine(self, d: Desired) -> list[dict[str, Any]]:
+        return [j for j in _owned(self.api(d).list_jobs())
+                if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
+
+    def _change(self, d: Desired, mine: list[dict[str, Any]]) -> Change:
+        after = {"address": self.api(d).address, **submission(d)}
+        addr = address(d.job.spec_id)
+        sid = after["submission_id"]
+        current = next((j for j in mine if j.get("submission_id") == sid), None)
+        before = {"jobs": [_brief(j) for j in mine]} if mine else None
+        others = [j for j in mine if j is not current]
+        if current is None and not mine:
+            return Change(addr, Action.CREATE, None, after, reason="no job of this spec",
+                          spec_file=d.spec_file)
+        if current is not None and not others:
+            status = str(current.get("status"))
+            if status == "STOPPED":
+                return Change(addr, Action.REPLACE, before, after, drift=True,
+                              spec_file=d.spec_file,
+                              reason=f"job {sid} was stopped outside ftspec; it is resubmitted")
+            if status == "FAILED":
+                return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
+                              drift=True, reason=f"job {sid} FAILED "
+                              f"({current.get('message') or 'no message'}); it is resubmitted")
+            return Change(addr, Action.NOOP, before, after, spec_file=d.spec_file,
+                          reason=f"job {sid} is {status}")
+        old = others[-1] if others else current
+        assert old is not None
+        old_meta = old.get("metadata") or {}
+        old_summary = json.loads(old_meta.get(SUMMARY_ANNOTATION, "{}") or "{}")
+        active = [str(j.get("submission_id")) for j in mine if j.get("status") not in TERMINAL]
+        reason = (f"spec changed (spec hash {old_meta.get(SPEC_HASH_ANNOTATION)} -> "
+                  f"{d.job.spec_hash}): Ray jobs are immutable, the new job gets id {sid}")
+        if active:
+            reason += f"; {', '.join(active)} is stopped first"
+        return Change(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
+                      fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),),
+                      ml_changes=describe_changes(old_summary, ml_summary(d.job)))
+
+    def plan(self, desired: Sequence[Desired]) -> Plan:
+        changes: list[Change] = []
+        digests: dict[str, str] = {}
+        listed: dict[str, list[dict[str, Any]]] = {}
+        for d in desired:
+            api = self.api(d)
+            if api.address not in listed:
+                listed[api.address] = _owned(api.list_jobs())
+            mine = [j for j in listed[api.address]
+                    if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
+            change = self._change(d, mine)
+            changes.append(change)
+            digests[change.address] = _digest(mine)
+        wanted = {d.job.spec_id for d in desired}
+        files = {_spec_file(d.spec_file) for d in desired}
+        for url, owned in listed.items():
+            stale: dict[str, list[dict[str, Any]]] = {}
+            for j in owned:
+                meta = j["metadata"]
+                if meta[SPEC_ID_LABEL] not in wanted and meta.get(SPEC_FILE_KEY) in files:
+                    stale.setdefault(meta[SPEC_ID_LABEL], []).append(j)
+            for spec_id, jobs in stale.items():
+                addr = address(spec_id)
+                changes.append(Change(
+                    addr, Action.DELETE, {"address": url, "jobs": [_brief(j) for j in jobs]},
+                    None, reason=f"{jobs[0]['metadata'][SPEC_FILE_KEY]} no longer produces it "
+                    "(spec id renamed)", spec_file=jobs[0]["metadata"][SPEC_FILE_KEY]))
+                digests[addr] = _digest(jobs)
+        return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
+                    specs={d.spec_file: d.job.spec_hash for d in desired})
+
+    def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
+        changes, digests = [], {}
+        for d in desired:
+            mine = self._mine(d)
+            if mine:
+                addr = address(d.job.spec_id)
+                changes.append(Change(
+                    addr, Action.DELETE,
+                    {"address": self.api(d).address, "jobs": [_brief(j) for j in mine]}, None,
+                    reason="stops the job if it runs and deletes it", spec_file=d.spec_file))
+                digests[addr] = _digest(mine)
+        return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
+                    specs={d.spec_file: d.job.spec_hash for d in desired})
+
+    # ------------------------------------------------------------------ apply
+
+    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        applied: list[Change] = []
+        failed: list[tuple[str, str]] = []
+        for change in plan.changes:
+            url = (change.after or change.before or {})["address"]
+            api = self._apis.setdefault(url, JobsApi(url, self.timeout_s))
+            spec_id = change.address[len(PREFIX):]
+            live = [j for j in _owned(api.list_jobs()) if j["metadata"][SPEC_ID_LABEL] == spec_id]
+            if _digest(live) != plan.read_digests.get(change.address, _digest(live)):
+                raise StalePlanError(f"Saved plan is stale: the Ray jobs of {change.address} "
+                                     "changed since the plan was made",
+                                     hint="run `ftspec plan` again")
+            if change.action is Action.NOOP:
+                continue
+            try:
+                old = [str(j["submission_id"]) for j in (change.before or {}).get("jobs", [])]
+                for sid in old:
+                    self._remove(api, sid, reporter)
+                if change.after is not None:
+                    payload = {k: v for k, v in change.after.items() if k != "address"}
+                    sid = api.submit(payload)
+                    reporter.event(f"{change.address}: submitted job {sid}", submission_id=sid)
+                applied.append(change)
+            except BackendError as exc:
+                failed.append((change.address, str(exc)))
+        return ApplyResult(tuple(applied), tuple(failed))
+
+    def _remove(self, api: JobsApi, sid: str, reporter: Reporter) -> None:
+        """Stop (if active), wait for a terminal status, delete: frees the submission id."""
+        job = api.get_job(sid)
+        if job is None:
+            return
+        if job.get("status") not in TERMINAL:
+            reporter.event(f"stopping job {sid}", submission_id=sid)
+            api.stop(sid)
+            deadline = time.monotonic() + _STOP_TIMEOUT_S
+            while (job := api.get_job(sid)) is not None and job.get("status") not in TERMINAL:
+                if time.monotonic() > deadline:
+                    raise BackendError(f"job {sid} did not stop within {_STOP_TIMEOUT_S:.0f} s",
+                                       retryable=True)
+                time.sleep(0.5)
+        api.delete(sid)
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        while api.get_job(sid) is not None:  # the id is free only once the job is gone
+            if time.monotonic() > deadline:
+                raise BackendError(f"job {sid} was not deleted within {_STOP_TIMEOUT_S:.0f} s",
+                                   retryable=True)
+            time.sleep(0.2)
+        reporter.event(f"deleted job {sid}", submission_id=sid)
+
+    # ------------------------------------------------------------------ observe
+
+    def _current(self, d: Desired) -> dict[str, Any] | None:
+        mine = self._mine(d)
+        sid = submission(d)["submission_id"]
+        exact = [j for j in mine if j.get("submission_id") == sid]
+        if exact:
+            return exact[0]
+        return max(mine, key=lambda j: j.get("start_time") or 0) if mine else None
+
+    def status(self, desired: Desired) -> list[Status]:
+        addr = address(desired.job.spec_id)
+        job = self._current(desired)
+        if job is None:
+            return [Status(addr, Phase.UNKNOWN, "not applied: no Ray job of this spec",
+                           platform={"exists": False})]
+        sid = str(job["submission_id"])
+        raw = str(job.get("status"))
+        phase = PHASES.get(raw, Phase.UNKNOWN)
+        text = self.api(desired).logs(sid)
+        progress = latest(text)
+        metrics: dict[str, Any] = dict(progress.to_metrics())
+        if phase in (Phase.SUCCEEDED, Phase.FAILED) and progress.loss is not None:
+            metrics["final_loss"] = progress.loss
+        message = f"job {sid} {raw}"
+        if job.get("message"):
+            message += f": {job['message']}"
+        if (job.get("metadata") or {}).get(SPEC_HASH_ANNOTATION) != desired.job.spec_hash:
+            message += " (of an older version of the spec; `ftspec plan` shows the replace)"
+        platform = {"exists": True, **_brief(job), "address": self.api(desired).address,
+                    "start_time": job.get("start_time"), "end_time": job.get("end_time"),
+                    "entrypoint": job.get("entrypoint"), "log_tail": tail_lines(text, 20)}
+        return [Status(addr, phase, message, platform=platform, metrics=metrics)]
+
+    def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
+             ) -> Status:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        last_step = None
+        while True:
+            job = self._current(desired)
+            if job is None:
+                raise BackendError(f"no Ray job of {desired.spec_file}",
+                                   hint="run `ftspec apply` first")
+            for line in split_lines(self.api(desired).logs(str(job["submission_id"]))):
+                found = parse_line(line)
+                if found is not None and (last_step is None or (found.step or 0) > last_step):
+                    last_step = found.step
+                    reporter.event(f"step={found.step} loss={found.loss:g}",
+                                   step=found.step, loss=found.loss)
+            if job.get("status") in TERMINAL or (
+                    deadline is not None and time.monotonic() > deadline):
+                return self.status(desired)[0]
+            time.sleep(1.0)
+
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
+             ) -> Iterator[str]:
+        job = self._current(desired)
+        if job is None:
+            raise BackendError(f"no Ray job of {desired.spec_file}",
+                               hint="run `ftspec apply` first")
+        sid = str(job["submission_id"])
+        lines = split_lines(self.api(desired).logs(sid))
+        yield from (lines[-tail:] if tail is not None else lines)
+        seen = len(lines)
+        while follow:
+            done = (self.api(desired).get_job(sid) or {}).get("status") in TERMINAL
+            lines = split_lines(self.api(desired).logs(sid))
+            yield from lines[seen:]
+            seen = len(lines)
+            if done:
+                return
+            time.sleep(1.0)
+
+
+def make_backend(options: object = None) -> RayBackend:
+    """Factory used by ``ftspec.reconciler.backends``."""
+    return RayBackend(getattr(options, "ray_address", None))

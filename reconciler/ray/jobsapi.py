@@ -1,0 +1,130 @@
+"""A small client for the Ray Jobs REST API (the dashboard's ``/api/jobs/``).
+
+Plain HTTP (urllib): ``import ray`` costs seconds and is only needed when a submission must
+upload a local ``working_dir`` / ``py_modules`` package, where Ray's own
+``JobSubmissionClient`` does the upload. Connection failures become ``BackendError``s that
+say a retry can help; nothing is changed on the cluster by a failed call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from ftspec.reconciler.backend import BackendError
+
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+SUBMIT_KEYS = ("entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_num_cpus",
+               "entrypoint_num_gpus", "entrypoint_memory", "entrypoint_resources")
+_RETRIES = 3
+
+
+def resolve_address(configured: str | None) -> str:
+    """``deploy.ray.address``, else ``RAY_ADDRESS``, as an http(s) URL of the Jobs API."""
+    address = configured or os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise BackendError(
+            "no Ray Jobs API address: deploy.ray.address is not set and RAY_ADDRESS is empty",
+            hint="set deploy.ray.address (e.g. --set deploy.ray.address=http://127.0.0.1:8265) "
+            "or export RAY_ADDRESS")
+    if address.startswith("ray://") or address == "auto":
+        raise BackendError(
+            f"{address!r} is a Ray client/GCS address, not the Jobs API",
+            hint="use the dashboard URL, e.g. http://127.0.0.1:8265")
+    if "://" not in address:
+        address = "http://" + address
+    return address.rstrip("/")
+
+
+class JobsApi:
+    def __init__(self, address: str, timeout_s: float = 10.0) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              ok_404: bool = False) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        last: Exception | None = None
+        for attempt in range(_RETRIES if method == "GET" else 1):
+            request = urllib.request.Request(self.address + path, data=data, method=method,
+                                             headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
+                    text = resp.read().decode("utf-8", errors="replace")
+                return json.loads(text) if text.strip() else None
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode("utf-8", errors="replace").strip()
+                if exc.code == 404 and ok_404:
+                    return None
+                raise BackendError(
+                    f"Ray Jobs API {method} {path} failed: HTTP {exc.code}: {detail[:500]}",
+                    retryable=exc.code >= 500) from None
+            except (urllib.error.URLError, OSError) as exc:
+                last = exc
+                time.sleep(0.5 * (attempt + 1))
+        reason = getattr(last, "reason", last)
+        raise BackendError(
+            f"cannot reach the Ray Jobs API at {self.address}: {reason}",
+            hint="is the Ray head up? check deploy.ray.address / RAY_ADDRESS; nothing was "
+            "changed, run the command again once it answers", retryable=True)
+
+    def version(self) -> dict[str, Any]:
+        out: dict[str, Any] = self._call("GET", "/api/version")
+        return out
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        jobs = self._call("GET", "/api/jobs/")
+        return [j for j in (jobs or []) if isinstance(j, dict)]
+
+    def get_job(self, submission_id: str) -> dict[str, Any] | None:
+        quoted = urllib.parse.quote(submission_id, safe="")
+        job: dict[str, Any] | None = self._call("GET", f"/api/jobs/{quoted}", ok_404=True)
+        return job
+
+    def submit(self, payload: dict[str, Any]) -> str:
+        body = {k: payload[k] for k in SUBMIT_KEYS if payload.get(k) is not None}
+        runtime_env = body.get("runtime_env") or {}
+        if _needs_upload(runtime_env):
+            return self._submit_with_ray(body)
+        out = self._call("POST", "/api/jobs/", body)
+        return str(out.get("submission_id") or body.get("submission_id"))
+
+    def _submit_with_ray(self, body: dict[str, Any]) -> str:
+        from ray.job_submission import JobSubmissionClient
+
+        try:
+            client = JobSubmissionClient(self.address)
+            return str(client.submit_job(**body))
+        except (ConnectionError, RuntimeError) as exc:
+            raise BackendError(f"Ray job submission to {self.address} failed: {exc}",
+                               retryable=True) from None
+
+    def stop(self, submission_id: str) -> bool:
+        quoted = urllib.parse.quote(submission_id, safe="")
+        out = self._call("POST", f"/api/jobs/{quoted}/stop", ok_404=True)
+        return bool(out and out.get("stopped"))
+
+    def delete(self, submission_id: str) -> bool:
+        quoted = urllib.parse.quote(submission_id, safe="")
+        out = self._call("DELETE", f"/api/jobs/{quoted}", ok_404=True)
+        return bool(out and out.get("deleted"))
+
+    def logs(self, submission_id: str) -> str:
+        quoted = urllib.parse.quote(submission_id, safe="")
+        out = self._call("GET", f"/api/jobs/{quoted}/logs", ok_404=True)
+        return str(out.get("logs", "")) if out else ""
+
+
+def _needs_upload(runtime_env: dict[str, Any]) -> bool:
+    """A local folder in working_dir / py_modules must be uploaded by Ray's client."""
+    def local(uri: Any) -> bool:
+        return isinstance(uri, str) and "://" not in uri
+
+    return local(runtime_env.get("working_dir")) or any(
+        local(m) for m in runtime_env.get("py_modules", []) or [])

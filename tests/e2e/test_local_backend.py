@@ -1,0 +1,216 @@
+"""The local backend through the real CLI: apply / status / plan / destroy of the compiled
+tiny torchtune job, with ftspec killed mid-run, the training process killed, and applies
+while a run is active. Every run is a real torchtune (or accelerate) process."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from helpers.measure import Measurement, TreeSampler
+from helpers.tinyspec import SPEC
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+FTSPEC = str(Path(sys.executable).parent / "ftspec")
+LONG = ("--set", "training.epochs=5", "--set", "training.max_steps_per_epoch=32")
+STATE = Path(".ftspec/local/tiny-local.json")
+RUN_DIR = Path(".ftspec/runs/tiny-local")
+
+
+def ftspec(workdir: Path, env: dict[str, str], *args: str, timeout: float = 600
+           ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([FTSPEC, *args], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def status(workdir: Path, env: dict[str, str], *sets: str) -> dict[str, Any]:
+    done = ftspec(workdir, env, "status", str(SPEC), "--json", *sets)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)
+    assert "Traceback" not in done.stderr
+    return dict(entry)
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 300, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def supervisor_pid(workdir: Path) -> int | None:
+    try:
+        return int(json.loads((workdir / STATE).read_text())["supervisor_pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def training_processes(workdir: Path) -> list[psutil.Process]:
+    """Live processes running a recipe or the hf_sft entrypoint from this working dir."""
+    out = []
+    for p in psutil.process_iter(["cmdline", "cwd", "status"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if (("lora_finetune" in cmd or "hf_sft" in cmd) and p.info["cwd"] == str(workdir)
+                and p.info["status"] != psutil.STATUS_ZOMBIE and "supervise" not in cmd):
+            out.append(p)
+    return out
+
+
+def alive(pid: int | None) -> bool:
+    """Running (a zombie waiting for init to reap it is not)."""
+    try:
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _stop_leftover_runs(workdir: Path) -> Any:
+    """A failed test must not leave its run training in the background."""
+    yield
+    pid = supervisor_pid(workdir)
+    if alive(pid):
+        assert pid is not None
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
+def has_step(workdir: Path) -> bool:
+    log = workdir / RUN_DIR / "train.log"
+    return log.exists() and "|Loss: " in log.read_text(errors="replace")
+
+
+def measure(name: str, workdir: Path, extra: Callable[[], list[int]] = list) -> TreeSampler:
+    m = Measurement(name, f"ftspec apply {SPEC} (local backend)")
+    return TreeSampler(m, lambda: [p for p in [supervisor_pid(workdir)] if p] + extra())
+
+
+def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, str]) -> None:
+    quick = ftspec(workdir, e2e_env, "quickstart")
+    assert quick.returncode == 0, quick.stderr
+    assert "ftspec apply examples/tiny-local.yaml --auto-approve --wait" in quick.stdout
+
+    with measure("local_apply_wait_tiny", workdir):
+        applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "step=4 loss=" in applied.stderr  # live progress from the launcher's log
+    st = status(workdir, e2e_env)
+    assert st["phase"] == "Succeeded", st
+    assert st["platform"]["exit_code"] == 0
+    assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 4
+    assert "final loss" in st["message"]
+    out = workdir / RUN_DIR / "output" / "epoch_0" / "adapter_model.safetensors"
+    assert out.stat().st_size > 0
+
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode")
+    assert plan.returncode == 0, plan.stdout + plan.stderr  # succeeded, same spec: no-op
+    logs = ftspec(workdir, e2e_env, "logs", str(SPEC))
+    assert "[ftspec] run ended: exit code 0" in logs.stdout
+
+    gone = ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert status(workdir, e2e_env)["platform"] == {"exists": False}
+
+
+def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
+        workdir: Path, e2e_env: dict[str, str]) -> None:
+    first = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
+    assert first.returncode == 0, first.stdout + first.stderr
+    pid = supervisor_pid(workdir)
+    assert alive(pid)
+    assert status(workdir, e2e_env, *LONG)["phase"] in ("Pending", "Running")
+
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *LONG)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    again = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
+    assert again.returncode == 0 and "0 added, 0 changed, 0 destroyed" in again.stdout
+    assert supervisor_pid(workdir) == pid
+    assert len(wait_for(lambda: training_processes(workdir), 120, "the training")) == 1
+
+    changed = (*LONG, "--set", "training.learning_rate=2.0e-3")
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *changed)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "must be replaced" in plan.stdout and "learning rate 0.001 -> 0.002" in plan.stdout
+    assert "is stopped first" in plan.stdout
+    replaced = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *changed)
+    assert replaced.returncode == 0, replaced.stdout + replaced.stderr
+    new_pid = supervisor_pid(workdir)
+    assert new_pid != pid and not alive(pid)
+    assert len(wait_for(lambda: training_processes(workdir), 120, "the new training")) == 1
+
+    gone = ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *changed)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert new_pid is not None and not alive(new_pid)
+    assert training_processes(workdir) == []  # the whole process group stopped
+
+
+def test_ftspec_killed_mid_run_then_status_is_still_right(
+        workdir: Path, e2e_env: dict[str, str]) -> None:
+    with measure("local_run_outliving_ftspec", workdir):
+        proc = subprocess.Popen([FTSPEC, "apply", str(SPEC), "--auto-approve", "--wait", *LONG],
+                                cwd=workdir, env=e2e_env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        wait_for(lambda: has_step(workdir), 300, "the first training step")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        pid = supervisor_pid(workdir)
+        assert alive(pid)  # the run outlives ftspec
+        st = status(workdir, e2e_env, *LONG)
+        assert st["phase"] == "Running" and st["platform"]["pid"] == pid, st
+        plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *LONG)
+        assert plan.returncode == 0, plan.stdout  # no duplicate planned
+        final = wait_for(lambda: (s := status(workdir, e2e_env, *LONG))["phase"] in (
+            "Succeeded", "Failed") and s, 600, "the run's end")
+    assert final["phase"] == "Succeeded", final
+    assert final["platform"]["exit_code"] == 0 and math.isfinite(final["metrics"]["final_loss"])
+    assert final["metrics"]["step"] == 160
+
+
+def test_training_process_killed_gives_failed_with_exit_code_and_log_tail(
+        workdir: Path, e2e_env: dict[str, str]) -> None:
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    wait_for(lambda: has_step(workdir), 300, "the first training step")
+    child = json.loads((workdir / RUN_DIR / "child.json").read_text())
+    os.kill(child["pid"], signal.SIGKILL)
+    st = wait_for(lambda: (s := status(workdir, e2e_env, *LONG))["phase"] == "Failed" and s,
+                  60, "Failed")
+    assert st["platform"]["exit_code"] == -9 and st["platform"]["signal"] == "SIGKILL", st
+    assert "killed by SIGKILL" in st["message"]
+    assert not st["platform"]["stopped_by_ftspec"]
+    tail = st["platform"]["log_tail"]
+    assert tail and any("Loss: " in line for line in tail), tail
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *LONG)
+    assert plan.returncode == 2 and "must be replaced" in plan.stdout, plan.stdout
+    assert "killed by SIGKILL" in plan.stdout
+    ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *LONG)
+
+
+def test_cpu_traps_refused_or_avoided(workdir: Path, e2e_env: dict[str, str]) -> None:
+    two = ("--set", "resources.processes_per_node=2", "--set", "training.global_batch_size=4")
+    refused = ftspec(workdir, e2e_env, "plan", str(SPEC), *two)
+    assert refused.returncode == 1
+    assert "torchtune's distributed recipes need CUDA" in refused.stderr, refused.stderr
+    assert "processes_per_node" in refused.stderr and "Traceback" not in refused.stderr
+
+    acc = ("--set", "launcher=accelerate", "--set", "model.tokenizer.uri=null", *two)
+    with measure("local_accelerate_2proc", workdir):
+        applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait", *acc)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    log = (workdir / RUN_DIR / "train.log").read_text()
+    assert log.count("world_size=2") == 1, log[-3000:]  # not two lonely world-size-1 runs
+    st = status(workdir, e2e_env, *acc)
+    assert st["phase"] == "Succeeded" and math.isfinite(st["metrics"]["final_loss"])

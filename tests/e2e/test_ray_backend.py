@@ -1,0 +1,229 @@
+"""The Ray backend against a REAL Ray head (harness ``ray_head``: ``ray start --head`` on
+loopback, stopped by its PID): the compiled tiny torchtune job runs to SUCCEEDED through the
+Jobs API; replace, cleanup of renamed specs, drift, foreign jobs and an unreachable head."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.measure import Measurement, TreeSampler
+from helpers.tinyspec import SPEC
+
+pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.slow]
+
+FTSPEC = str(Path(sys.executable).parent / "ftspec")
+LONG = ("--set", "training.epochs=5", "--set", "training.max_steps_per_epoch=32")
+
+
+@pytest.fixture
+def ray_sets(workdir: Path, ray_head: Any) -> tuple[str, ...]:
+    """deploy.target ray at the test head; absolute paths (a Ray job has its own cwd)."""
+    tiny = (workdir / ".ftspec/tiny/llama2").resolve()
+    out = workdir / "ray-output"
+    values = {
+        "deploy.target": "ray", "deploy.ray.address": ray_head.address,
+        "model.uri": f"file://{tiny}/model",
+        "model.tokenizer.uri": f"file://{tiny}/model/tokenizer.model",
+        "data.train.uri": f"file://{tiny}/dataset.jsonl", "output.uri": f"file://{out}",
+    }
+    return tuple(x for k, v in values.items() for x in ("--set", f"{k}={v}"))
+
+
+def ftspec(workdir: Path, env: dict[str, str], *args: str, timeout: float = 600
+           ) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([FTSPEC, *args], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def status(workdir: Path, env: dict[str, str], *sets: str) -> dict[str, Any]:
+    done = ftspec(workdir, env, "status", str(SPEC), "--json", *sets)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)
+    return dict(entry)
+
+
+def jobs(address: str) -> dict[str, dict[str, Any]]:
+    """submission id -> job, straight from the Jobs API."""
+    with urllib.request.urlopen(f"{address}/api/jobs/", timeout=10) as resp:
+        return {j["submission_id"]: j for j in json.loads(resp.read())}
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 300, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def owned_ids(address: str) -> set[str]:
+    return {sid for sid, j in jobs(address).items()
+            if (j.get("metadata") or {}).get("app.kubernetes.io/managed-by") == "ftspec"}
+
+
+@pytest.fixture(autouse=True)
+def _clean_head(ray_head: Any) -> Any:
+    """Each test starts and ends with no ftspec jobs on the shared head."""
+    from ray.job_submission import JobSubmissionClient
+
+    def clean() -> None:
+        client = JobSubmissionClient(ray_head.address)
+        for sid in owned_ids(ray_head.address):
+            client.stop_job(sid)
+            wait_for(lambda sid=sid: str(client.get_job_status(sid)) in (
+                "SUCCEEDED", "FAILED", "STOPPED", "JobStatus.SUCCEEDED", "JobStatus.FAILED",
+                "JobStatus.STOPPED"), 120, f"{sid} to stop")
+            client.delete_job(sid)
+
+    clean()
+    yield
+    clean()
+
+
+def test_tiny_torchtune_job_succeeds_through_the_jobs_api(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    m = Measurement("ray_apply_wait_tiny", f"ftspec apply {SPEC} --set deploy.target=ray ...")
+    with TreeSampler(m, lambda: ray_head.group_pids()):
+        applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait",
+                         *ray_sets)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "step=4 loss=" in applied.stderr
+    st = status(workdir, e2e_env, *ray_sets)
+    assert st["phase"] == "Succeeded", st
+    assert st["platform"]["status"] == "SUCCEEDED"
+    assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 4
+    (sid,) = owned_ids(ray_head.address)
+    assert sid == st["platform"]["submission_id"] and sid.startswith("tiny-local-")
+    assert (workdir / "ray-output/epoch_0/adapter_model.safetensors").stat().st_size > 0
+
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *ray_sets)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    again = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *ray_sets)
+    assert again.returncode == 0 and owned_ids(ray_head.address) == {sid}  # no duplicate
+    logs = ftspec(workdir, e2e_env, "logs", str(SPEC), *ray_sets)
+    assert "Loss: " in logs.stdout
+
+
+def test_replace_stops_the_running_job_and_submits_the_new_one(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    first = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *ray_sets, *LONG)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (old,) = owned_ids(ray_head.address)
+    wait_for(lambda: jobs(ray_head.address)[old]["status"] == "RUNNING", 120, "RUNNING")
+
+    changed = (*ray_sets, *LONG, "--set", "training.learning_rate=2.0e-3")
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *changed)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "must be replaced" in plan.stdout and "learning rate 0.001 -> 0.002" in plan.stdout
+    assert f"{old} is stopped first" in plan.stdout
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *changed)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    (new,) = owned_ids(ray_head.address)  # the old job was stopped and deleted
+    assert new != old and old not in jobs(ray_head.address)
+    assert status(workdir, e2e_env, *changed)["platform"]["submission_id"] == new
+
+    gone = ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *changed)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert owned_ids(ray_head.address) == set()
+    assert status(workdir, e2e_env, *changed)["phase"] == "Unknown"
+
+
+def test_renamed_spec_cleans_up_its_old_job_and_never_touches_foreign_jobs(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(ray_head.address)
+    foreign = client.submit_job(entrypoint="echo not-ftspec", metadata={"team": "other"})
+    first = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *ray_sets)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (old,) = owned_ids(ray_head.address)
+
+    renamed = (*ray_sets, "--set", "metadata.id=tiny-renamed")
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *renamed)
+    assert plan.returncode == 2, plan.stdout
+    assert "ray.job.tiny-renamed will be created" in plan.stdout
+    assert "ray.job.tiny-local will be destroyed" in plan.stdout
+    assert "no longer produces it" in plan.stdout
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *renamed)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    live = jobs(ray_head.address)
+    assert old not in live and foreign in live
+    (new,) = owned_ids(ray_head.address)
+    assert live[new]["metadata"]["ftspec.dev/spec-id"] == "tiny-renamed"
+    ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *renamed)
+    assert foreign in jobs(ray_head.address)
+
+
+def test_job_stopped_outside_ftspec_is_drift(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    from ray.job_submission import JobSubmissionClient
+
+    sets = (*ray_sets, *LONG)
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *sets)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    (sid,) = owned_ids(ray_head.address)
+    JobSubmissionClient(ray_head.address).stop_job(sid)
+    wait_for(lambda: jobs(ray_head.address)[sid]["status"] == "STOPPED", 120, "STOPPED")
+
+    st = status(workdir, e2e_env, *sets)
+    assert st["phase"] == "Failed" and "STOPPED" in st["message"], st
+    plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", "--json", *sets)
+    assert plan.returncode == 2, plan.stdout
+    (change,) = json.loads(plan.stdout)["changes"]
+    assert change["action"] == "replace" and change["drift"] is True
+    assert "stopped outside ftspec" in change["reason"]
+    again = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *sets)
+    assert again.returncode == 0, again.stdout + again.stderr
+    resubmitted = jobs(ray_head.address)[sid]
+    assert resubmitted["status"] in ("PENDING", "RUNNING"), (
+        resubmitted, JobSubmissionClient(ray_head.address).get_job_logs(sid)[-3000:])
+
+
+def test_unreachable_head_is_a_clear_error_and_nothing_is_lost(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *ray_sets)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    before = owned_ids(ray_head.address)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"  # nothing listens there
+    for command in (("plan",), ("apply", "--auto-approve"), ("status",),
+                    ("destroy", "--auto-approve")):
+        done = ftspec(workdir, e2e_env, *command, str(SPEC), *ray_sets,
+                      "--set", f"deploy.ray.address={dead}")
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert f"cannot reach the Ray Jobs API at {dead}" in done.stderr, done.stderr
+        assert "hint:" in done.stderr
+    assert owned_ids(ray_head.address) == before  # nothing lost, nothing duplicated
+
+    pairs = iter(ray_sets)
+    no_address = [x for flag, value in zip(pairs, pairs)
+                  if not value.startswith("deploy.ray.address=") for x in (flag, value)]
+    missing = ftspec(workdir, {**e2e_env, "RAY_ADDRESS": ""}, "plan", str(SPEC), *no_address)
+    assert missing.returncode == 1 and "RAY_ADDRESS" in missing.stderr, missing.stderr
+    from_env = ftspec(workdir, {**e2e_env, "RAY_ADDRESS": ray_head.address}, "plan",
+                      str(SPEC), "--detailed-exitcode", *no_address)
+    # The head is found through RAY_ADDRESS: the job applied above is read (the address is
+    # part of the spec, so its hash and the submission id change: a replace of that job).
+    assert from_env.returncode == 2, from_env.stdout + from_env.stderr
+    (old,) = before
+    assert f'submission_id = "{old}" ->' in from_env.stdout, from_env.stdout
