@@ -37,6 +37,7 @@ def explain_data(job: Job) -> dict[str, Any]:
             "learning_rate": job.spec.training.learning_rate,
             "epochs": job.spec.training.epochs if job.spec.training.max_steps is None else None,
             "max_steps": job.spec.training.max_steps,
+            "max_steps_per_epoch": job.spec.training.max_steps_per_epoch,
             "precision": job.spec.model.dtype,
             "optimizer": job.spec.training.optimizer.name,
             "scheduler": job.spec.training.scheduler.name,

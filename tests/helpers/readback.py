@@ -66,8 +66,7 @@ def read_torchtune(files: dict[str, str]) -> dict[str, Any]:
     return {
         "learning_rate": float(cfg["optimizer"]["lr"]),
         "effective_batch": cfg["batch_size"] * cfg["gradient_accumulation_steps"] * world,
-        "duration": f"max_steps={per_epoch}" if per_epoch is not None and epochs == 1
-        else f"epochs={epochs}",
+        "duration": duration(epochs, None, per_epoch),
         "precision": cfg["dtype"],
         "sequence_length": cfg["tokenizer"]["max_seq_len"],
         "lora": lora,
@@ -95,8 +94,9 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
         "learning_rate": float(f["learning_rate"][0]),
         "effective_batch": int(f["per_device_train_batch_size"][0])
         * int(f["gradient_accumulation_steps"][0]) * world,
-        "duration": f"max_steps={f['max_steps'][0]}" if "max_steps" in f
-        else f"epochs={int(float(f['num_train_epochs'][0]))}",
+        "duration": duration(int(float(f["num_train_epochs"][0])) if "num_train_epochs" in f
+                             else None, int(f["max_steps"][0]) if "max_steps" in f else None,
+                             None),
         "precision": precision,
         "sequence_length": int(f["max_seq_length"][0]),
         "lora": lora,
@@ -104,6 +104,19 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
         "scheduler": normalize_scheduler(f["lr_scheduler_type"][0]),
         "warmup_steps": int(f["warmup_steps"][0]) if "warmup_steps" in f else 0,
     }
+
+
+def duration(epochs: int | None, max_steps: int | None, per_epoch_cap: int | None) -> str:
+    """One spelling for "how long": a step bound when there is one, else epochs.
+
+    torchtune expresses max_steps as one epoch capped at N steps, so both read as
+    ``steps<=N``; a cap over several epochs bounds the run at epochs x cap.
+    """
+    if max_steps is not None:
+        return f"steps<={max_steps}"
+    if per_epoch_cap is not None:
+        return f"steps<={(epochs or 1) * per_epoch_cap}"
+    return f"epochs={epochs}"
 
 
 READERS: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
@@ -119,8 +132,7 @@ def from_explain(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "learning_rate": d["learning_rate"],
         "effective_batch": d["global_batch_size"],
-        "duration": f"max_steps={d['max_steps']}" if d["max_steps"] is not None
-        else f"epochs={d['epochs']}",
+        "duration": duration(d["epochs"], d["max_steps"], d["max_steps_per_epoch"]),
         "precision": d["precision"],
         "sequence_length": d["max_seq_len"],
         "lora": None if lora is None else {"rank": lora["rank"], "alpha": float(lora["alpha"]),
