@@ -33,3 +33,35 @@ def test_readers_see_a_changed_value() -> None:
     files = {a.path: a.content for a in get_target("torchtune").compile(job)}
     files["config.yaml"] = files["config.yaml"].replace("lr: 0.001", "lr: 0.002")
     assert READERS["torchtune"](files)["learning_rate"] == 0.002
+
+
+@pytest.mark.parametrize("target", ["kubeflow", "kuberay"])
+def test_platform_readers_see_a_changed_value(target: str) -> None:
+    """A changed learning rate inside a platform artifact shows up in its reader."""
+    example = next(e for e in EXAMPLES if e.stem.startswith("kubeflow-"))
+    files = {a.path: a.content for a in get_target(target).compile(example_job(example))}
+    before = READERS[target](files)["learning_rate"]
+    if target == "kubeflow":
+        files["trainjob.yaml"] = files["trainjob.yaml"].replace(
+            f"optimizer.lr={before:g}", "optimizer.lr=0.123")
+    else:
+        import base64
+        import json
+
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        rayjob = yaml.load(files["rayjob.yaml"])
+        env = yaml.load(rayjob["spec"]["runtimeEnvYAML"])
+        carried = json.loads(base64.b64decode(env["env_vars"]["FTSPEC_FILES"]))
+        carried["config.yaml"] = carried["config.yaml"].replace(f"lr: {before:g}", "lr: 0.123")
+        env["env_vars"]["FTSPEC_FILES"] = base64.b64encode(json.dumps(carried).encode()).decode()
+        from io import StringIO
+
+        out = StringIO()
+        yaml.dump(env, out)
+        rayjob["spec"]["runtimeEnvYAML"] = out.getvalue()
+        out = StringIO()
+        yaml.dump(rayjob, out)
+        files["rayjob.yaml"] = out.getvalue()
+    assert READERS[target](files)["learning_rate"] == 0.123

@@ -2,7 +2,7 @@
 
 Each reader takes ``{file name: content}`` and returns the same normalized quantities, so a
 test can check that every target runs the same training (and matches `ftspec explain`).
-Platform readers (kubeflow, kuberay, ray) are added with those targets.
+Platform readers (kubeflow, kuberay, ray) live in ``readback_platforms`` and reuse these.
 """
 
 from __future__ import annotations
@@ -119,10 +119,14 @@ def duration(epochs: int | None, max_steps: int | None, per_epoch_cap: int | Non
     return f"epochs={epochs}"
 
 
-READERS: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {
-    "torchtune": read_torchtune,
-    "accelerate": read_accelerate,
-}
+def _readers() -> dict[str, Callable[[dict[str, str]], dict[str, Any]]]:
+    from helpers.readback_platforms import read_kubeflow, read_kuberay, read_ray
+
+    return {"torchtune": read_torchtune, "accelerate": read_accelerate,
+            "kubeflow": read_kubeflow, "kuberay": read_kuberay, "ray": read_ray}
+
+
+READERS = _readers()
 
 
 def from_explain(data: dict[str, Any]) -> dict[str, Any]:
