@@ -28,26 +28,25 @@ if __name__ == "__main__":  # script mode: make `import harness` work, drop test
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import secrets  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-import urllib.error  # noqa: E402
-import urllib.request  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
-from types import TracebackType  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
 
-import yaml  # noqa: E402
+import yaml
 
-from harness import procs, snapshots  # noqa: E402
-from harness.crds import load_crd_for_1_20, load_yaml_documents  # noqa: E402
-from harness.kube_build import (  # noqa: E402
+from harness import procs, snapshots
+from harness.crds import load_crd_for_1_20, load_yaml_documents
+from harness.kube_build import (
     KUBE_VERSION,
     BuildError,
     apiserver_binary,
@@ -56,8 +55,8 @@ from harness.kube_build import (  # noqa: E402
     etcd_binary,
     is_ready,
 )
-from harness.kubeapi import APPLY_PATCH, MERGE_PATCH, KubeApi, KubeApiError  # noqa: E402
-from harness.upstream import (  # noqa: E402
+from harness.kubeapi import APPLY_PATCH, MERGE_PATCH, KubeApi, KubeApiError
+from harness.upstream import (
     DEFAULT_RUNTIME_PATTERNS,
     TRAINJOB_CRD_FILE,
     UpstreamMissing,
@@ -157,8 +156,10 @@ class KubeCluster:
     @property
     def running(self) -> bool:
         return (
-            self._etcd is not None and self._etcd.poll() is None
-            and self._apiserver is not None and self._apiserver.poll() is None
+            self._etcd is not None
+            and self._etcd.poll() is None
+            and self._apiserver is not None
+            and self._apiserver.poll() is None
         )
 
     @property
@@ -199,9 +200,20 @@ class KubeCluster:
         except KeyError:
             raise KeyError(f"unknown user {user!r}; users: {list(self.USERS)}") from None
 
-    def env(self, context: str = "admin") -> dict[str, str]:
-        """Environment entries pointing a subprocess (kubectl, ftspec) at this cluster."""
-        return {"KUBECONFIG": str(self.kubeconfig_path), "FTSPEC_KUBE_CONTEXT": context}
+    def env(self, user: str = "admin") -> dict[str, str]:
+        """Environment entries pointing a subprocess (kubectl, ftspec) at this cluster as ``user``."""
+        return {"KUBECONFIG": str(self.kubeconfig_path if user == "admin" else self.kubeconfig_for(user))}
+
+    def kubeconfig_for(self, user: str) -> Path:
+        """A kubeconfig like ``kubeconfig_path`` whose current context is ``user``."""
+        self.token(user)  # validates the name
+        path = self._require_started() / f"kubeconfig-{user}"
+        if not path.exists():
+            config = yaml.safe_load(self.kubeconfig_path.read_text())
+            config["current-context"] = user
+            path.write_text(yaml.safe_dump(config, sort_keys=False))
+            path.chmod(0o600)
+        return path
 
     def api(self, user: str = "admin") -> KubeApi:
         return KubeApi(self.server, self.token(user), self.ca_path)
@@ -236,7 +248,7 @@ class KubeCluster:
         snapshot = self._snapshot_key(upstream) if upstream is not None and self._use_snapshot else None
         started = time.monotonic()
         restored = False
-        self._tmp = Path(tempfile.mkdtemp(prefix="ftkube-"))
+        self._tmp = procs.make_owned_tempdir("ftkube-", detached=self._detach)
         if not self._detach:
             procs.register_cleanup(self, self.stop)
         try:
@@ -269,7 +281,10 @@ class KubeCluster:
         self.start_count += 1
         self.startup_seconds = time.monotonic() - started
         how = "from snapshot" if restored else "fresh"
-        procs.log(f"kube-apiserver up at {self.server} ({how}) in {self.startup_seconds:.1f} s; KUBECONFIG={self.kubeconfig_path}")
+        procs.log(
+            f"kube-apiserver up at {self.server} ({how}) in {self.startup_seconds:.1f} s; "
+            f"KUBECONFIG={self.kubeconfig_path}"
+        )
         return self
 
     def stop(self) -> None:
@@ -304,8 +319,9 @@ class KubeCluster:
 
     # ------------------------------------------------------------------ API helpers
 
-    def request(self, method: str, path: str, body: Any = None, *, user: str = "admin",
-                content_type: str = "application/json") -> dict[str, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, *, user: str = "admin", content_type: str = "application/json"
+    ) -> dict[str, Any]:
         """Raw request as ``user``; raises ``KubeApiError`` (with ``.status``) on HTTP >= 400."""
         return self.api(user).request(method, path, body, content_type=content_type)
 
@@ -337,7 +353,9 @@ class KubeCluster:
                 raise
         api.wait_gone(ns_path, timeout=timeout)
 
-    def resource_path(self, api_version: str, kind: str, *, namespace: str | None = None, name: str | None = None) -> str:
+    def resource_path(
+        self, api_version: str, kind: str, *, namespace: str | None = None, name: str | None = None
+    ) -> str:
         """REST path for a kind (via discovery): collection, or the object when ``name`` is given."""
         base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
         for resource in self._discover(base):
@@ -351,14 +369,23 @@ class KubeCluster:
                 return f"{path}/{name}" if name else path
         raise LookupError(f"kind {kind} not served under {base}")
 
-    def create_object(self, obj: dict[str, Any], *, namespace: str | None = None, user: str = "admin") -> dict[str, Any]:
+    def create_object(
+        self, obj: dict[str, Any], *, namespace: str | None = None, user: str = "admin"
+    ) -> dict[str, Any]:
         """Plain create (POST) of one object."""
         ns = namespace or obj.get("metadata", {}).get("namespace")
         path = self.resource_path(obj["apiVersion"], obj["kind"], namespace=ns)
         return self.request("POST", path, obj, user=user)
 
-    def apply(self, obj: dict[str, Any], *, namespace: str | None = None, field_manager: str = "ftspec-test",
-              user: str = "admin", force: bool = True) -> dict[str, Any]:
+    def apply(
+        self,
+        obj: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        field_manager: str = "ftspec-test",
+        user: str = "admin",
+        force: bool = True,
+    ) -> dict[str, Any]:
         """Server-side apply of one object."""
         ns = namespace or obj.get("metadata", {}).get("namespace")
         path = self.resource_path(obj["apiVersion"], obj["kind"], namespace=ns, name=obj["metadata"]["name"])
@@ -368,8 +395,9 @@ class KubeCluster:
     def get_object(self, api_version: str, kind: str, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         return self.request("GET", self.resource_path(api_version, kind, namespace=namespace, name=name))
 
-    def patch_status(self, api_version: str, kind: str, name: str, status: dict[str, Any], *,
-                     namespace: str | None = None) -> dict[str, Any]:
+    def patch_status(
+        self, api_version: str, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
         """Write ``.status`` as a controller would (merge patch of the status subresource)."""
         path = self.resource_path(api_version, kind, namespace=namespace, name=name) + "/status"
         return self.request("PATCH", path, {"status": status}, content_type=MERGE_PATCH)
@@ -430,13 +458,56 @@ class KubeCluster:
         tmp = self._require_started()
         (tmp / "openssl.cnf").write_text(_OPENSSL_CNF)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        self._openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
-                      "-config", "openssl.cnf", "-extensions", "ca_ext", "-subj", "/CN=ftspec-test-ca")
-        self._openssl("req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr",
-                      "-config", "openssl.cnf", "-subj", "/CN=127.0.0.1")
-        self._openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                      "-set_serial", str(secrets.randbits(63)), "-days", "3650", "-out", "server.crt",
-                      "-extfile", "openssl.cnf", "-extensions", "server_ext")
+        self._openssl(
+            "req",
+            "-x509",
+            *ec,
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "3650",
+            "-config",
+            "openssl.cnf",
+            "-extensions",
+            "ca_ext",
+            "-subj",
+            "/CN=ftspec-test-ca",
+        )
+        self._openssl(
+            "req",
+            "-new",
+            *ec,
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-config",
+            "openssl.cnf",
+            "-subj",
+            "/CN=127.0.0.1",
+        )
+        self._openssl(
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            str(secrets.randbits(63)),
+            "-days",
+            "3650",
+            "-out",
+            "server.crt",
+            "-extfile",
+            "openssl.cnf",
+            "-extensions",
+            "server_ext",
+        )
         self._openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key")
         self._tokens = {user: secrets.token_hex(16) for user in self.USERS}
         lines = [f'{self._tokens["admin"]},admin,admin,"system:masters"']
@@ -450,7 +521,12 @@ class KubeCluster:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "ftspec-test", "cluster": {"server": self.server, "certificate-authority": str(tmp / "ca.crt")}}],
+            "clusters": [
+                {
+                    "name": "ftspec-test",
+                    "cluster": {"server": self.server, "certificate-authority": str(tmp / "ca.crt")},
+                }
+            ],
             "users": [{"name": user, "user": {"token": self._tokens[user]}} for user in self.USERS],
             "contexts": [
                 {"name": user, "context": {"cluster": "ftspec-test", "user": user, "namespace": "default"}}
@@ -467,8 +543,12 @@ class KubeCluster:
         prefix = [] if self._detach else procs.pdeathsig_prefix()
         with (tmp / log_name).open("ab") as log_file:
             return subprocess.Popen(
-                [*prefix, *cmd], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=tmp,
+                [*prefix, *cmd],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=tmp,
             )
 
     def _start_etcd(self) -> None:
@@ -478,10 +558,18 @@ class KubeCluster:
         client = f"http://127.0.0.1:{self._etcd_port}"
         peer = f"http://127.0.0.1:{self._peer_port}"
         self._etcd = self._popen(
-            [str(etcd), "--name=default", f"--data-dir={tmp / 'etcd'}",
-             f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
-             f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-             f"--initial-cluster=default={peer}", "--logger=zap", "--log-level=warn"],
+            [
+                str(etcd),
+                "--name=default",
+                f"--data-dir={tmp / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--logger=zap",
+                "--log-level=warn",
+            ],
             "etcd.log",
         )
 
@@ -499,14 +587,21 @@ class KubeCluster:
         self._apiserver_cmd = [
             str(apiserver_binary()),
             f"--etcd-servers=http://127.0.0.1:{self._etcd_port}",
-            f"--secure-port={self._port}", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={self._port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
             "--insecure-port=0",
-            f"--tls-cert-file={tmp / 'server.crt'}", f"--tls-private-key-file={tmp / 'server.key'}",
-            f"--token-auth-file={tmp / 'tokens.csv'}", "--authorization-mode=RBAC",
+            f"--tls-cert-file={tmp / 'server.crt'}",
+            f"--tls-private-key-file={tmp / 'server.key'}",
+            f"--token-auth-file={tmp / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
             "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={tmp / 'sa.key'}", f"--service-account-signing-key-file={tmp / 'sa.key'}",
+            f"--service-account-key-file={tmp / 'sa.key'}",
+            f"--service-account-signing-key-file={tmp / 'sa.key'}",
             "--service-cluster-ip-range=10.0.0.0/24",
-            "--enable-priority-and-fairness=false", "--profiling=false",
+            "--enable-priority-and-fairness=false",
+            "--endpoint-reconciler-type=none",  # loopback endpoints are invalid for the kubernetes service
+            "--profiling=false",
         ]
         self._launch_apiserver()
 
@@ -523,8 +618,9 @@ class KubeCluster:
 
         self._wait(ready, self._apiserver, "kube-apiserver.log", "kube-apiserver /readyz", timeout=90)
 
-    def _wait(self, check: Callable[[], bool], proc: subprocess.Popen[bytes], log_name: str, what: str,
-              *, timeout: float) -> None:
+    def _wait(
+        self, check: Callable[[], bool], proc: subprocess.Popen[bytes], log_name: str, what: str, *, timeout: float
+    ) -> None:
         log_path = self._require_started() / log_name
         deadline = time.monotonic() + timeout
         while not check():
@@ -619,7 +715,11 @@ class KubeCluster:
         found: list[tuple[str, str]] = []
         for base in bases:
             for resource in self.request("GET", base).get("resources", []):
-                if resource["namespaced"] and "/" not in resource["name"] and "deletecollection" in resource.get("verbs", []):
+                if (
+                    resource["namespaced"]
+                    and "/" not in resource["name"]
+                    and "deletecollection" in resource.get("verbs", [])
+                ):
                     found.append((base, resource["name"]))
         return found
 
@@ -637,10 +737,13 @@ def _state_file() -> Path:
 
 def _cmd_start(args: argparse.Namespace) -> int:
     if _state_file().exists():
-        print(f"a cluster started by this script may still run (state {_state_file()}); run `stop` first", file=sys.stderr)
+        print(
+            f"a cluster started by this script may still run (state {_state_file()}); run `stop` first", file=sys.stderr
+        )
         return 1
-    cluster = KubeCluster(trainjob_crd_version=args.trainjob_crd_version, install_crds=not args.no_crds,
-                          detach=not args.foreground)
+    cluster = KubeCluster(
+        trainjob_crd_version=args.trainjob_crd_version, install_crds=not args.no_crds, detach=not args.foreground
+    )
     cluster.start()
     print(f"KUBECONFIG={cluster.kubeconfig_path}")
     print(f"server={cluster.server}")
@@ -658,11 +761,14 @@ def _cmd_start(args: argparse.Namespace) -> int:
         return 0
     pids = {
         name: {"pid": proc.pid, "start_time": procs.start_time(proc.pid)}
-        for name, proc in (("kube-apiserver", cluster._apiserver), ("etcd", cluster._etcd))  # noqa: SLF001
+        for name, proc in (("kube-apiserver", cluster._apiserver), ("etcd", cluster._etcd))
         if proc is not None
     }
-    _state_file().write_text(json.dumps({"pids": pids, "tmp_dir": str(cluster.tmp_dir),
-                                         "kubeconfig": str(cluster.kubeconfig_path)}, indent=2))
+    _state_file().write_text(
+        json.dumps(
+            {"pids": pids, "tmp_dir": str(cluster.tmp_dir), "kubeconfig": str(cluster.kubeconfig_path)}, indent=2
+        )
+    )
     return 0
 
 

@@ -96,8 +96,13 @@ def _run(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("wb") as out:
         proc = subprocess.Popen(
-            list(cmd), cwd=cwd, env=dict(env) if env is not None else None,
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            list(cmd),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             rc = proc.wait(timeout=timeout)
@@ -178,7 +183,9 @@ def ensure_packages(deadline: _Deadline) -> None:
     if missing:
         _run(
             _privileged(["apt-get", "install", "-y", "--no-install-recommends", *sorted({*APT_PACKAGES, *missing})]),
-            deadline, what="apt-get install", env=apt_env,
+            deadline,
+            what="apt-get install",
+            env=apt_env,
         )
 
 
@@ -228,7 +235,9 @@ def build(timeout_s: float | None = None, *, keep_build_tree: bool = False) -> P
     binary = apiserver_binary()
     if is_ready():
         return binary
-    seconds = timeout_s if timeout_s is not None else float(os.environ.get("FTSPEC_BUILD_TIMEOUT_S", DEFAULT_BUILD_TIMEOUT_S))
+    seconds = (
+        timeout_s if timeout_s is not None else float(os.environ.get("FTSPEC_BUILD_TIMEOUT_S", DEFAULT_BUILD_TIMEOUT_S))
+    )
     deadline = _Deadline(seconds)
     envtest_dir().mkdir(parents=True, exist_ok=True)
     with _build_lock(deadline):
@@ -250,8 +259,13 @@ def _build_apiserver(binary: Path, deadline: _Deadline, *, keep_build_tree: bool
         if old.is_dir():
             log(f"removing stale source tree {old}")
             shutil.rmtree(old)
-    _run(["apt-get", "source", "kubernetes"], deadline, what="apt-get source kubernetes", cwd=build_dir,
-         log_file=build_dir / "apt-source.log")
+    _run(
+        ["apt-get", "source", "kubernetes"],
+        deadline,
+        what="apt-get source kubernetes",
+        cwd=build_dir,
+        log_file=build_dir / "apt-source.log",
+    )
     trees = [p for p in build_dir.glob("kubernetes-*") if p.is_dir()]
     if len(trees) != 1:
         raise BuildError(f"expected one unpacked kubernetes-* tree in {build_dir}, found {trees}")
@@ -283,8 +297,14 @@ def _build_apiserver(binary: Path, deadline: _Deadline, *, keep_build_tree: bool
     }
     make_log = build_dir / "make.log"
     started = time.monotonic()
-    _run(["make", "WHAT=cmd/kube-apiserver"], deadline, what="make WHAT=cmd/kube-apiserver (≈5 min cold)",
-         cwd=src, env=env, log_file=make_log)
+    _run(
+        ["make", "WHAT=cmd/kube-apiserver"],
+        deadline,
+        what="make WHAT=cmd/kube-apiserver (≈5 min cold)",
+        cwd=src,
+        env=env,
+        log_file=make_log,
+    )
     log(f"make finished in {time.monotonic() - started:.0f} s")
     built = src / "_output/bin/kube-apiserver"
     if not built.is_file():

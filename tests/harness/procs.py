@@ -8,12 +8,15 @@ processes by name.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -183,16 +186,12 @@ def stop_process_group(proc: subprocess.Popen[bytes], *, grace_s: float = 20.0, 
         return sorted(alive)
 
     def signal_all(sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
         for pid, started in tracked.items():
             if is_alive(pid, started):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
 
     def wait_until_gone(seconds: float) -> bool:
         deadline = time.monotonic() + seconds
@@ -203,10 +202,8 @@ def stop_process_group(proc: subprocess.Popen[bytes], *, grace_s: float = 20.0, 
         return False
 
     if leader_first_s > 0 and proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         if wait_until_gone(leader_first_s):
             return
     signal_all(signal.SIGTERM)
@@ -235,7 +232,7 @@ def _run_cleanups() -> None:
     for _key, fn in reversed(pending):
         try:
             fn()
-        except Exception as exc:  # noqa: BLE001 - report and keep cleaning up the rest
+        except Exception as exc:
             log(f"cleanup failed: {exc!r}")
 
 
@@ -271,3 +268,60 @@ def tail(path: Path, lines: int = 40) -> str:
     except FileNotFoundError:
         return f"(no log at {path})"
     return "\n".join(text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------- owned temp dirs
+
+OWNER_FILE = ".ftspec-owner.json"
+
+
+def make_owned_tempdir(prefix: str, base: str | None = None, *, detached: bool = False) -> Path:
+    """``mkdtemp`` that records this process as owner, after sweeping stale dirs of ``prefix``.
+
+    A dir is stale when its recorded owner process is gone (a test session that was SIGKILLed).
+    Detached dirs (``kube.py start``) get no owner record and are never swept.
+    """
+    root = Path(base or tempfile.gettempdir())
+    sweep_stale_tempdirs(prefix, root)
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    if not detached:
+        me = os.getpid()
+        (path / OWNER_FILE).write_text(json.dumps({"pid": me, "start": start_time(me), "ns": _pid_namespace()}))
+    return path
+
+
+def _pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return "unknown"
+
+
+def record_group_leader(path: Path, pid: int) -> None:
+    """Remember the process group we started in ``path`` so a later sweep can stop it."""
+    owner_file = path / OWNER_FILE
+    if owner_file.is_file():
+        data = json.loads(owner_file.read_text())
+        data["leader"] = {"pid": pid, "start": start_time(pid)}
+        owner_file.write_text(json.dumps(data))
+
+
+def sweep_stale_tempdirs(prefix: str, root: Path) -> None:
+    for path in root.glob(f"{prefix}*"):
+        try:
+            data = json.loads((path / OWNER_FILE).read_text())
+        except (FileNotFoundError, NotADirectoryError, ValueError):
+            continue  # not ours, detached, or being created right now
+        if data.get("ns") != _pid_namespace() or is_alive(int(data["pid"]), data.get("start")):
+            continue  # owner alive, or PIDs recorded in another PID namespace: not comparable
+        leader = data.get("leader")
+        if leader is not None:
+            pgid = int(leader["pid"])
+            # A PID stays reserved while it is some process's group id, so members of this group
+            # can only be the processes that the dead owner started.
+            if is_alive(pgid, leader.get("start")) or process_group_members(pgid):
+                log(f"stopping process group {pgid} left behind by dead test session {data['pid']}")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
+        log(f"removing stale {path}")
+        shutil.rmtree(path, ignore_errors=True)

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -41,13 +40,20 @@ class RayHead:
     """A single-node Ray cluster on loopback; ``address`` is the Jobs API URL."""
 
     _PORT_NAMES = (
-        "port", "dashboard-port", "ray-client-server-port", "dashboard-agent-listen-port",
-        "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port",
-        "node-manager-port", "object-manager-port",
+        "port",
+        "dashboard-port",
+        "ray-client-server-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+        "node-manager-port",
+        "object-manager-port",
     )
 
-    def __init__(self, *, num_cpus: int = 2, object_store_bytes: int = 256 * 1024 * 1024,
-                 startup_timeout: float = 120.0) -> None:
+    def __init__(
+        self, *, num_cpus: int = 2, object_store_bytes: int = 256 * 1024 * 1024, startup_timeout: float = 120.0
+    ) -> None:
         self.num_cpus = num_cpus
         self.object_store_bytes = object_store_bytes
         self.startup_timeout = startup_timeout
@@ -115,18 +121,20 @@ class RayHead:
             self.stop()
         started = time.monotonic()
         # Unix socket paths are limited to ~107 bytes: keep the temp dir short.
-        self._tmp = Path(tempfile.mkdtemp(prefix="ftray-", dir="/tmp"))
+        self._tmp = procs.make_owned_tempdir("ftray-", "/tmp")
         procs.register_cleanup(self, self.stop)
         try:
             for attempt in range(3):
-                self._ports = dict(zip(self._PORT_NAMES, procs.free_ports(len(self._PORT_NAMES))))
+                self._ports = dict(zip(self._PORT_NAMES, procs.free_ports(len(self._PORT_NAMES)), strict=True))
                 if self._launch():
                     break
                 procs.log(f"ray head failed to start (attempt {attempt + 1}); retrying with new ports")
                 self._stop_group()
             else:
-                raise RuntimeError(f"ray head did not start; log {self._tmp / 'ray-start.log'}:\n"
-                                   f"{procs.tail(self._tmp / 'ray-start.log')}")
+                raise RuntimeError(
+                    f"ray head did not start; log {self._tmp / 'ray-start.log'}:\n"
+                    f"{procs.tail(self._tmp / 'ray-start.log')}"
+                )
         except BaseException:
             self.stop()
             raise
@@ -162,9 +170,17 @@ class RayHead:
     def _launch(self) -> bool:
         assert self._tmp is not None
         cmd = [
-            ray_command(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-            "--dashboard-host=127.0.0.1", "--include-dashboard=true", f"--num-cpus={self.num_cpus}",
-            "--num-gpus=0", f"--object-store-memory={self.object_store_bytes}", f"--temp-dir={self._tmp}",
+            ray_command(),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            "--dashboard-host=127.0.0.1",
+            "--include-dashboard=true",
+            f"--num-cpus={self.num_cpus}",
+            "--num-gpus=0",
+            f"--object-store-memory={self.object_store_bytes}",
+            f"--temp-dir={self._tmp}",
             "--disable-usage-stats",
             *(f"--{name}={port}" for name, port in self._ports.items()),
         ]
@@ -174,8 +190,15 @@ class RayHead:
         log_path = self._tmp / "ray-start.log"
         with log_path.open("ab") as log_file:
             # start_new_session=True == setsid: the head and all its children form our own group.
-            self._proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            self._proc = subprocess.Popen(
+                cmd,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        procs.record_group_leader(self._tmp, self._proc.pid)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -183,8 +206,10 @@ class RayHead:
             if self._jobs_api_ready():
                 return True
             time.sleep(0.25)
-        raise TimeoutError(f"ray Jobs API not answering at {self.address} after {self.startup_timeout:.0f} s; "
-                           f"log {log_path}:\n{procs.tail(log_path)}")
+        raise TimeoutError(
+            f"ray Jobs API not answering at {self.address} after {self.startup_timeout:.0f} s; "
+            f"log {log_path}:\n{procs.tail(log_path)}"
+        )
 
     def _get_json(self, path: str) -> Any:
         with urllib.request.urlopen(self.address + path, timeout=5) as resp:

@@ -79,8 +79,11 @@ def save(key: str, data_dir: Path) -> None:
 
 
 def _prune() -> None:
-    entries = sorted((p for p in _root().iterdir() if p.is_dir() and not p.name.startswith(".")),
-                     key=lambda p: p.stat().st_mtime, reverse=True)
+    entries = sorted(
+        (p for p in _root().iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
     for old in entries[KEEP:]:
         shutil.rmtree(old, ignore_errors=True)
     for stale in _root().glob(".*.tmp"):
