@@ -1,0 +1,1 @@
+"""Test harness for real components: kube-apiserver + etcd, Ray head, pytest fixtures."""

@@ -1,0 +1,190 @@
+"""pytest plugin: real-component fixtures, markers and test ordering.
+
+Load with ``pytest_plugins = ["harness.fixtures"]`` (root conftest) or ``-p harness.fixtures``.
+
+Fixtures:
+- ``kube_cluster`` (session): a started ``KubeCluster`` with the upstream CRDs and runtimes.
+- ``kube_namespace`` (function): name of a fresh namespace, deleted after the test.
+- ``ray_head`` (session): a started ``RayHead``.
+
+Heavy fixtures one at a time: two cores cannot host an API server, a Ray head and training runs
+at once. When a test needs a heavy component, every other running heavy component that the test
+does not also need is stopped first; a component that was stopped this way is started again
+(fresh: new etcd data, new Ray session; see ``start_count``) when a later test needs it. Tests are
+ordered so this rarely happens: unmarked tests, then ``kube``, then ``ray``, then ``e2e``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from typing import Protocol
+
+import pytest
+
+from harness import kube_build
+from harness.kube import BUILD_HINT, KubeCluster
+from harness.ray_head import RayHead, RayNotInstalled, ray_command
+from harness.upstream import REPO_ROOT, upstream_dir
+
+MARKERS = {
+    "kube": "uses the real kube-apiserver (kube_cluster fixture); run together",
+    "ray": "uses the real Ray head (ray_head fixture); run together",
+    "e2e": "end-to-end test of the ftspec CLI against real components; run last",
+    "slow": "takes more than a few seconds",
+}
+HEAVY_FIXTURES = ("kube_cluster", "ray_head")
+
+
+class Heavy(Protocol):
+    @property
+    def running(self) -> bool: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+
+class HeavyRegistry:
+    """Keeps at most the heavy components the current test needs running."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, Heavy] = {}
+        self.wanted: set[str] = set()
+
+    def add(self, name: str, component: Heavy) -> None:
+        self.components[name] = component
+
+    def remove(self, name: str) -> None:
+        self.components.pop(name, None)
+
+    def activate(self, name: str) -> None:
+        """Stop running components the current test does not need, then make ``name`` run."""
+        for other, component in self.components.items():
+            if other != name and other not in self.wanted and component.running:
+                component.stop()
+        component = self.components[name]
+        if not component.running:
+            component.start()
+
+    def stop_all(self) -> None:
+        for component in self.components.values():
+            component.stop()
+
+
+_REGISTRY = pytest.StashKey[HeavyRegistry]()
+
+
+def _registry(config: pytest.Config) -> HeavyRegistry:
+    return config.stash[_REGISTRY]
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+    config.stash[_REGISTRY] = HeavyRegistry()
+
+
+def _order_key(item: pytest.Item) -> tuple[int, int]:
+    markers = {mark.name for mark in item.iter_markers()}
+    fixtures = set(getattr(item, "fixturenames", ()))
+    uses = 0 if "ray_head" in fixtures else 1 if "kube_cluster" in fixtures else 2
+    if "e2e" in markers:
+        return (3, uses)  # ray e2e first (the ray group ran just before), then kube e2e
+    if "ray" in markers or ("kube" not in markers and "ray_head" in fixtures):
+        return (2, 0)
+    if "kube" in markers or "kube_cluster" in fixtures:
+        return (1, 0)
+    return (0, 0)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    keyed = sorted(enumerate(items), key=lambda pair: (*_order_key(pair[1]), pair[0]))
+    items[:] = [item for _index, item in keyed]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    registry = _registry(item.config)
+    fixtures = set(getattr(item, "fixturenames", ()))
+    registry.wanted = {name for name in HEAVY_FIXTURES if name in fixtures}
+    for name in registry.wanted:
+        if name in registry.components:  # already created in this session, maybe stopped since
+            registry.activate(name)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    registry = session.config.stash.get(_REGISTRY, None)
+    if registry is not None:
+        registry.stop_all()
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
+    """A real kube-apiserver v1.20.2 + etcd with the upstream CRDs and torchtune runtimes."""
+    upstream = upstream_dir()
+    if upstream is None:
+        where = os.environ.get("FTSPEC_UPSTREAM_DIR") or REPO_ROOT.parent / "shared" / "upstream"
+        pytest.skip(f"upstream CRDs not found at {where} (set FTSPEC_UPSTREAM_DIR)")
+    if not kube_build.is_ready():
+        if os.environ.get("FTSPEC_BUILD_IN_TESTS") == "1":
+            kube_build.build()
+        else:
+            pytest.fail(
+                f"kube-apiserver {kube_build.KUBE_VERSION} is not cached at {kube_build.apiserver_binary()}: "
+                f"{BUILD_HINT} (tests/run.sh does this), or set FTSPEC_BUILD_IN_TESTS=1",
+                pytrace=False,
+            )
+    registry = _registry(request.config)
+    cluster = KubeCluster(upstream=upstream)
+    registry.add("kube_cluster", cluster)
+    try:
+        registry.activate("kube_cluster")
+        yield cluster
+    finally:
+        registry.remove("kube_cluster")
+        cluster.stop()
+
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@pytest.fixture
+def kube_namespace(kube_cluster: KubeCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace (unique name derived from the test name), deleted after the test."""
+    slug = _SLUG.sub("-", request.node.name.lower()).strip("-")[:40].strip("-") or "test"
+    name = f"t-{slug}-{secrets.token_hex(3)}"
+    kube_cluster.create_namespace(name, labels={"ftspec.test/namespace": "true"})
+    yield name
+    if not kube_cluster.started:
+        return  # stopped meanwhile: its etcd data (and the namespace) are gone
+    if not kube_cluster.running:
+        kube_cluster.start()  # the test killed the API server and left it down: restart it
+    kube_cluster.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def ray_head(request: pytest.FixtureRequest) -> Iterator[RayHead]:
+    """A real local Ray head; ``ray_head.address`` is the Jobs API URL."""
+    try:
+        ray_command()
+    except RayNotInstalled as err:
+        pytest.fail(str(err), pytrace=False)
+    registry = _registry(request.config)
+    head = RayHead()
+    registry.add("ray_head", head)
+    try:
+        registry.activate("ray_head")
+        yield head
+    finally:
+        registry.remove("ray_head")
+        head.stop()
