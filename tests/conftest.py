@@ -1,1 +1,1 @@
-pytest_plugins = ["helpers.golden"]
+pytest_plugins = ["harness.fixtures", "helpers.golden"]
