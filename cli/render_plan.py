@@ -15,10 +15,36 @@ VERB = {"create": "will be created", "update": "will be updated in-place",
         "replace": "must be replaced", "delete": "will be destroyed"}
 
 
-def _val(value: Any) -> str:
+def _val(value: Any, indent: int = 8) -> str:
+    """A value as Terraform shows it: JSON scalars, and heredocs for multi-line text."""
     if value is None:
         return "null"
+    if isinstance(value, str) and "\n" in value.rstrip("\n"):
+        pad = " " * (indent + 4)
+        body = "\n".join(pad + line for line in value.rstrip("\n").split("\n"))
+        return f"<<-EOT\n{body}\n{' ' * indent}EOT"
     return json.dumps(value, ensure_ascii=False)
+
+
+def _text_diff(before: str, after: str, indent: int = 8) -> str:
+    """Changed lines of multi-line text, with one line of context (Terraform-style)."""
+    import difflib
+
+    pad = " " * (indent + 4)
+    rows = []
+    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), n=1,
+                                     lineterm=""):
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            rows.append(f"{pad}# (…)")
+        elif line.startswith("+"):
+            rows.append(f"{pad[:-2]}[green]+[/green] {_esc(line[1:])}")
+        elif line.startswith("-"):
+            rows.append(f"{pad[:-2]}[red]-[/red] {_esc(line[1:])}")
+        else:
+            rows.append(f"{pad}{_esc(line[1:])}")
+    return "<<-EOT\n" + "\n".join(rows) + f"\n{' ' * indent}EOT"
 
 
 def _esc(text: str) -> str:
@@ -67,6 +93,10 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
                 mark, text = "[green]+[/green]", _val(after)
             elif after is None:
                 mark, text = "[red]-[/red]", f"{_val(before)} -> null"
+            elif isinstance(before, str) and isinstance(after, str) and "\n" in before + after:
+                mark, text = "[yellow]~[/yellow]", _text_diff(before, after)
+                lines.append(f"      {mark} {_esc(f['path'])} = {text}")
+                continue
             else:
                 mark, text = "[yellow]~[/yellow]", f"{_val(before)} -> {_val(after)}"
             tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
