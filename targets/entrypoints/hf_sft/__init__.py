@@ -38,6 +38,7 @@ under DDP; with FSDP / ZeRO sharding each rank holds a different shard). At the 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,7 +80,8 @@ def train(args: argparse.Namespace) -> None:
     def loader(rows: list[Any], batch: int, shuffle: bool) -> Any:
         return torch.utils.data.DataLoader(
             rows, batch_size=batch, shuffle=shuffle,  # a list is a map-style dataset
-            collate_fn=lambda b: collate(b, pad),
+            collate_fn=functools.partial(collate, pad=pad),
+            num_workers=args.dataloader_num_workers,
             generator=torch.Generator().manual_seed(args.seed))
 
     train_loader = loader(data.train, args.per_device_train_batch_size, not args.no_shuffle)

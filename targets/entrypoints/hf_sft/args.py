@@ -62,6 +62,9 @@ def _data_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mixture_strategy", choices=("first_exhausted", "all_exhausted"),
                    default="first_exhausted")
     g.add_argument("--no_shuffle", action="store_true", help="keep the data order")
+    g.add_argument("--packing", action="store_true",
+                   help="concatenate examples and cut them into --max_seq_length sequences")
+    g.add_argument("--dataloader_num_workers", type=int, default=0)
     g.add_argument("--max_seq_length", type=int, default=512)
     v = p.add_argument_group("validation")
     v.add_argument("--validation_file", type=Path)

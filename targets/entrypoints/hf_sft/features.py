@@ -53,6 +53,15 @@ def tokenize(examples: list[tuple[str, str]], tokenizer: Any, max_len: int,
     return out
 
 
+def pack(rows: list[Feature], max_len: int) -> list[Feature]:
+    """Concatenate every example and cut the stream into ``max_len`` pieces (the last may be
+    shorter). Examples attend across their boundaries, as in TRL's constant-length packing."""
+    ids = [t for r in rows for t in r["input_ids"]]
+    labels = [t for r in rows for t in r["labels"]]
+    return [{"input_ids": ids[i:i + max_len], "labels": labels[i:i + max_len]}
+            for i in range(0, len(ids), max_len)]
+
+
 def pad_id(tokenizer: Any) -> int:
     return int(next(i for i in (tokenizer.pad_token_id, tokenizer.unk_token_id,
                                 tokenizer.eos_token_id) if i is not None))

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.features import Feature, tokenize
+from ftspec.targets.entrypoints.hf_sft.features import Feature, pack, tokenize
 from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
 from ftspec.targets.entrypoints.hf_sft.render import Example, render
 from ftspec.targets.entrypoints.hf_sft.sources import (
@@ -54,6 +54,8 @@ def build_data(args: argparse.Namespace, tokenizer: Any) -> Data:
         tagged, held = split_off(tagged, args.validation_split_ratio, args.seed)
     train, unmarked = _features(tagged, tokenizer, args.max_seq_length)
     ev, _ = _features(held, tokenizer, args.max_seq_length)
+    if args.packing:
+        train, ev = pack(train, args.max_seq_length), pack(ev, args.max_seq_length)
     notes = [f"train_examples={len(train)} eval_examples={len(ev)}"]
     if unmarked:
         notes.append(f"warning: {unmarked} training examples lack their response template; "

@@ -6,6 +6,7 @@ exec accelerate launch \
     --model_name_or_path .ftspec/assets/tiny-llama2 \
     --tokenizer_name_or_path .ftspec/assets/tiny-llama2/tokenizer.model \
     --train_file .ftspec/assets/train.jsonl \
+    --dataset_format instruct \
     --column_map '{"input":"input","output":"output"}' \
     --prompt_template '{input}' \
     --completion_template '{output}' \
@@ -18,11 +19,13 @@ exec accelerate launch \
     --lr_scheduler_type cosine \
     --warmup_steps 1 \
     --optim adamw_torch \
+    --max_grad_norm 0 \
     --seed 42 \
     --peft_method lora \
     --lora_r 4 \
     --lora_alpha 8.0 \
     --lora_dropout 0.0 \
     --target_modules q_proj v_proj \
+    --save_strategy epoch \
     --output_dir .ftspec/runs/tiny-llama2-lora-cpu \
     --logging_steps 10
