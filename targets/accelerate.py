@@ -16,8 +16,8 @@ import shlex
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import IA3, Lora, PromptTuning
-from ftspec.targets.accelerate_data import data_args
 from ftspec.targets.accelerate_config import config_dict, dump_config, uses_fsdp_checkpointing
+from ftspec.targets.accelerate_data import data_args
 from ftspec.targets.base import Artifact, Launch
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 

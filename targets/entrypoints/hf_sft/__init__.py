@@ -52,7 +52,6 @@ def train(args: argparse.Namespace) -> None:
     import torch
     from accelerate import Accelerator
     from accelerate.utils import set_seed
-
     from ftspec.targets.entrypoints.hf_sft.features import collate, pad_id
     from ftspec.targets.entrypoints.hf_sft.loop import Loop, log, report_world_size, save
     from ftspec.targets.entrypoints.hf_sft.model import build_model, load_tokenizer
@@ -79,7 +78,8 @@ def train(args: argparse.Namespace) -> None:
 
     def loader(rows: list[Any], batch: int, shuffle: bool) -> Any:
         return torch.utils.data.DataLoader(
-            rows, batch_size=batch, shuffle=shuffle,  # a list is a map-style dataset
+            rows,  # type: ignore[arg-type]  # a list is a map-style dataset
+            batch_size=batch, shuffle=shuffle,
             collate_fn=functools.partial(collate, pad=pad),
             num_workers=args.dataloader_num_workers,
             generator=torch.Generator().manual_seed(args.seed))

@@ -35,9 +35,9 @@ def interleave(parts: Sequence[Sequence[T]], proportions: Sequence[float], strat
             credit[i] += w
         pick = max(range(len(parts)), key=lambda i: credit[i])
         credit[pick] -= 1.0
-        if used[pick] == len(parts[pick]):
-            if strategy == "first_exhausted" or all(u >= len(p) for u, p in zip(used, parts)):
-                return out
+        if used[pick] == len(parts[pick]) and (
+                strategy == "first_exhausted" or all(u >= len(p) for u, p in zip(used, parts))):
+            return out
         out.append(parts[pick][orders[pick][used[pick] % len(parts[pick])]])
         used[pick] += 1
         if strategy == "all_exhausted" and all(u >= len(p) for u, p in zip(used, parts)):

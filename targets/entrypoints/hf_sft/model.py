@@ -43,8 +43,8 @@ def quantization_config(args: argparse.Namespace) -> Any:
     from transformers import BitsAndBytesConfig
 
     if args.load_in_8bit:
-        return BitsAndBytesConfig(load_in_8bit=True)
-    return BitsAndBytesConfig(
+        return BitsAndBytesConfig(load_in_8bit=True)  # type: ignore[no-untyped-call]
+    return BitsAndBytesConfig(  # type: ignore[no-untyped-call]
         load_in_4bit=True, bnb_4bit_quant_type=args.bnb_4bit_quant_type,
         bnb_4bit_use_double_quant=args.bnb_4bit_use_double_quant,
         bnb_4bit_compute_dtype=_dtype(args.bnb_4bit_compute_dtype),
@@ -77,7 +77,7 @@ def build_model(args: argparse.Namespace, device_index: int | None = None) -> An
     if kbit and args.peft_method != "none":
         from peft import prepare_model_for_kbit_training
 
-        model = prepare_model_for_kbit_training(
+        model = prepare_model_for_kbit_training(  # type: ignore[no-untyped-call]
             model, use_gradient_checkpointing=args.gradient_checkpointing)
     elif args.gradient_checkpointing:
         model.gradient_checkpointing_enable()

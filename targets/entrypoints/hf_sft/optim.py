@@ -33,7 +33,8 @@ def build_optimizer(args: argparse.Namespace, model: Any) -> Any:
     if name == "adafactor":
         from transformers.optimization import Adafactor
 
-        return Adafactor(params, lr=lr, weight_decay=wd, scale_parameter=False,
+        return Adafactor(params,  # type: ignore[no-untyped-call]
+                         lr=lr, weight_decay=wd, scale_parameter=False,
                          relative_step=False, warmup_init=False)
     if name in BNB_OPTIMIZERS:
         bnb = require_bitsandbytes(f"--optim {name}")

@@ -42,7 +42,9 @@ def load_tagged(args: argparse.Namespace, tokenizer: Any = None) -> list[Tagged]
             raise SystemExit(f"{s.source}: no examples")
     if len(parts) == 1:
         return parts[0]
-    return interleave(parts, _proportions(sources), args.mixture_strategy, args.seed)
+    mixed: list[Tagged] = interleave(parts, _proportions(sources), args.mixture_strategy,
+                                     int(args.seed))
+    return mixed
 
 
 def build_data(args: argparse.Namespace, tokenizer: Any) -> Data:
