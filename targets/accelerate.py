@@ -3,10 +3,9 @@
 ``accelerate launch --config_file accelerate.yaml [--num_processes N] -m MODULE ARGS`` runs
 the training entrypoint: ``entrypoint.module`` / ``entrypoint.script`` from the spec, else
 ftspec's default Hugging Face SFT entrypoint (``ftspec.targets.entrypoints.hf_sft``). The
-spec's training settings become that entrypoint's flags (``training_args``); user
-entrypoints receive the same flags (plus PEFT/quantization flags for the methods the
-default entrypoint lacks) and ``entrypoint.args``. Artifacts: ``accelerate.yaml`` and
-``command.sh``.
+spec's model, data (``accelerate_data``), method and training settings become that
+entrypoint's flags (``training_args``); user entrypoints receive the same flags and
+``entrypoint.args``. Artifacts: ``accelerate.yaml`` and ``command.sh``.
 """
 
 from __future__ import annotations
@@ -16,23 +15,23 @@ import shlex
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
+from ftspec.spec.model.method import IA3, Lora, PromptTuning
 from ftspec.targets.accelerate_config import config_dict, dump_config, uses_fsdp_checkpointing
+from ftspec.targets.accelerate_data import data_args
 from ftspec.targets.base import Artifact, Launch
-from ftspec.targets.paths import RunPaths, default_paths
+from ftspec.targets.paths import RunPaths, default_paths, local_path
 
 CONFIG_FILE = "accelerate.yaml"
 COMMAND_FILE = "command.sh"
 DEFAULT_ENTRYPOINT = "ftspec.targets.entrypoints.hf_sft"
 
 HF_OPTIMIZERS: dict[str, str] = {
-    "adamw": "adamw_torch", "sgd": "sgd", "adafactor": "adafactor",
+    "adamw": "adamw_torch", "adam": "adam", "sgd": "sgd", "adafactor": "adafactor",
     "adamw_8bit": "adamw_bnb_8bit", "paged_adamw_8bit": "paged_adamw_8bit",
     "paged_adamw_32bit": "paged_adamw_32bit", "lion": "lion_32bit", "rmsprop": "rmsprop",
 }
 """Spec optimizer -> Hugging Face ``optim`` name (adamw + fused -> adamw_torch_fused)."""
-DEFAULT_ENTRYPOINT_OPTIMIZERS = frozenset({"adamw_torch", "adamw_torch_fused", "sgd"})
-INSTRUCT_PROMPT = "{input}"
-INSTRUCT_COMPLETION = "{output}"
+BNB_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "uint8": "uint8"}
 
 
 def uses_default_entrypoint(job: Job) -> bool:
@@ -40,9 +39,9 @@ def uses_default_entrypoint(job: Job) -> bool:
     return e.module is None and e.script is None
 
 
-def hf_optim(job: Job) -> str | None:
+def hf_optim(job: Job) -> str:
     o = job.spec.training.optimizer
-    name = HF_OPTIMIZERS.get(o.name)
+    name = HF_OPTIMIZERS[o.name]
     if name == "adamw_torch" and o.fused:
         return "adamw_torch_fused"
     return name
@@ -57,24 +56,11 @@ def training_args(job: Job, paths: RunPaths | None = None) -> list[str]:
     spec = job.spec
     t = spec.training
     p = paths or default_paths(job)
-    ds = spec.data.train
-    assert ds is not None
     args = ["--model_name_or_path", p.model_id]
     if p.tokenizer is not None:
         args += ["--tokenizer_name_or_path", p.tokenizer]
-    args += ["--train_file", p.train.files or p.train.hub_name or ""]
-    if ds.column_map:
-        args += ["--column_map", json.dumps(dict(sorted(ds.column_map.items())),
-                                            separators=(",", ":"))]
-    prompt = ds.prompt_template or (INSTRUCT_PROMPT if ds.format == "instruct" else None)
-    completion = ds.completion_template or (
-        INSTRUCT_COMPLETION if ds.format == "instruct" else None)
-    if prompt is not None:
-        args += ["--prompt_template", prompt]
-    if completion is not None:
-        args += ["--completion_template", completion]
-    if ds.train_on_input:
-        args.append("--train_on_input")
+    args += _model_args(job)
+    args += data_args(job, p.train)
     args += [
         "--max_seq_length", str(job.max_seq_len),
         "--per_device_train_batch_size", str(job.micro_batch_size),
@@ -87,11 +73,14 @@ def training_args(job: Job, paths: RunPaths | None = None) -> list[str]:
     else:
         args += ["--num_train_epochs", str(t.epochs or 1)]
     args += ["--lr_scheduler_type", t.scheduler.name]
+    if t.scheduler.name in ("cosine", "cosine_with_restarts") and t.scheduler.num_cycles != 0.5:
+        args += ["--lr_scheduler_kwargs", json.dumps({"num_cycles": t.scheduler.num_cycles})]
     if job.warmup_steps is not None:
         args += ["--warmup_steps", str(job.warmup_steps)]
     elif t.scheduler.warmup_ratio is not None:
         args += ["--warmup_ratio", _fmt(t.scheduler.warmup_ratio)]
-    args += ["--optim", hf_optim(job) or t.optimizer.name]
+    args += ["--optim", hf_optim(job)] + _optimizer_args(job)
+    args += ["--max_grad_norm", _fmt(t.max_grad_norm) if t.max_grad_norm is not None else "0"]
     if t.seed is not None:
         args += ["--seed", str(t.seed)]
     if spec.model.dtype in ("bf16", "fp16"):
@@ -99,6 +88,7 @@ def training_args(job: Job, paths: RunPaths | None = None) -> list[str]:
     if t.gradient_checkpointing and not uses_fsdp_checkpointing(job):
         args.append("--gradient_checkpointing")
     args += _peft_args(job)
+    args += _eval_args(job) + _save_args(job)
     args += ["--output_dir", p.output_dir, "--logging_steps", str(t.logging.steps)]
     for key, value in spec.overrides.training_args.items():
         args += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
@@ -106,21 +96,99 @@ def training_args(job: Job, paths: RunPaths | None = None) -> list[str]:
     return args
 
 
+def _model_args(job: Job) -> list[str]:
+    m = job.spec.model
+    args: list[str] = []
+    if m.revision is not None:
+        args += ["--model_revision", m.revision]
+    if m.attn_implementation is not None:
+        args += ["--attn_implementation", m.attn_implementation]
+    if m.trust_remote_code:
+        args.append("--trust_remote_code")
+    if m.tokenizer.pad_token is not None:
+        args += ["--pad_token", m.tokenizer.pad_token]
+    if m.chat_template is not None:
+        args += ["--chat_template", m.chat_template]
+    return args
+
+
+def _optimizer_args(job: Job) -> list[str]:
+    o = job.spec.training.optimizer
+    args: list[str] = []
+    if o.betas != (0.9, 0.999):
+        args += ["--adam_beta1", _fmt(o.betas[0]), "--adam_beta2", _fmt(o.betas[1])]
+    if o.eps != 1e-8:
+        args += ["--adam_epsilon", _fmt(o.eps)]
+    if o.momentum != 0.0:
+        args += ["--momentum", _fmt(o.momentum)]
+    return args
+
+
+def _eval_args(job: Job) -> list[str]:
+    t = job.spec.training
+    ev = t.evaluation
+    if ev.strategy == "no":
+        return []
+    args = ["--eval_strategy", ev.strategy]
+    if ev.strategy == "steps":
+        args += ["--eval_steps", str(ev.steps or t.logging.steps)]
+    args += ["--per_device_eval_batch_size", str(ev.batch_size or job.micro_batch_size)]
+    es = t.early_stopping
+    if es is not None:
+        args += ["--early_stopping_patience", str(es.patience),
+                 "--early_stopping_threshold", _fmt(es.threshold),
+                 "--early_stopping_metric", es.metric]
+    return args
+
+
+def _save_args(job: Job) -> list[str]:
+    c = job.spec.training.checkpointing
+    args = ["--save_strategy", c.strategy]
+    if c.strategy == "steps":
+        args += ["--save_steps", str(c.steps or 500)]
+    if c.total_limit is not None:
+        args += ["--save_total_limit", str(c.total_limit)]
+    if c.resume_from is not None:
+        args += ["--resume_from_checkpoint",
+                 local_path(c.resume_from) if "://" in c.resume_from else c.resume_from]
+    return args
+
+
 def _peft_args(job: Job) -> list[str]:
     m = job.spec.method
     if m.kind == "full":
         return ["--peft_method", "none"]
-    if not job.lora_modules:
-        return ["--peft_method", m.kind]  # ia3 / prompt_tuning: user entrypoints only
-    lora = m.lora
-    args = ["--peft_method", m.kind,
-            "--lora_r", str(lora.rank if lora else 8),
-            "--lora_alpha", _fmt(float(lora.alpha if lora else 16)),
-            "--lora_dropout", _fmt(float(lora.dropout if lora else 0.05)),
-            "--target_modules", *job.lora_modules]
+    args = ["--peft_method", m.kind]
+    if m.kind == "ia3":
+        ia3 = m.ia3 or IA3()
+        return args + ["--ia3_target_modules", *ia3.target_modules,
+                       "--ia3_feedforward_modules", *ia3.feedforward_modules]
+    if m.kind == "prompt_tuning":
+        pt = m.prompt_tuning or PromptTuning()
+        args += ["--num_virtual_tokens", str(pt.num_virtual_tokens)]
+        if pt.init == "text" and pt.init_text:
+            args += ["--prompt_tuning_init_text", pt.init_text]
+        return args
+    lora = m.lora or Lora()
+    modules = list(job.lora_modules) + (["lm_head"] if lora.output else [])
+    args += ["--lora_r", str(lora.rank), "--lora_alpha", _fmt(float(lora.alpha)),
+             "--lora_dropout", _fmt(float(lora.dropout)), "--target_modules", *modules]
+    if lora.bias != "none":
+        args += ["--lora_bias", lora.bias]
+    if lora.modules_to_save:
+        args += ["--modules_to_save", *lora.modules_to_save]
+    if lora.init_weights != "default":
+        args += ["--init_lora_weights", lora.init_weights]
     q = m.quantization
-    if q is not None:  # qlora / gptq_lora: user entrypoints only
-        args += ["--quant_bits", str(q.bits), "--quant_type", q.quant_type]
+    if m.kind == "qlora" and q is not None:
+        if q.bits == 8:
+            return args + ["--load_in_8bit"]
+        args += ["--load_in_4bit", "--bnb_4bit_quant_type", q.quant_type,
+                 "--bnb_4bit_compute_dtype", BNB_DTYPES[q.compute_dtype],
+                 "--bnb_4bit_quant_storage", BNB_DTYPES[q.storage_dtype],
+                 "--torch_dtype", BNB_DTYPES[q.compute_dtype]]
+        if q.double_quant:
+            args.append("--bnb_4bit_use_double_quant")
     return args
 
 

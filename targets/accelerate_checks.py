@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.model.data import Dataset
 from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
 
 
@@ -35,9 +36,6 @@ def _check(job: Job) -> Iterator[Diagnostic]:
         yield _err(("training", "max_steps_per_epoch"), "max_steps_per_epoch is torchtune's; "
                    "accelerate entrypoints stop by epochs or max_steps", "max-steps-per-epoch",
                    hint="use training.max_steps")
-    if spec.data.mixture is not None:
-        yield _err(("data", "mixture"), "the accelerate target passes one training file; "
-                   "dataset mixtures are not supported", "mixture")
     for key in spec.overrides.accelerate:
         if key in ("fsdp_config", "deepspeed_config"):
             allowed = FSDP_KEYS if key == "fsdp_config" else DEEPSPEED_KEYS
@@ -53,62 +51,62 @@ def _check(job: Job) -> Iterator[Diagnostic]:
 
 
 def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
-    """ftspec.targets.entrypoints.hf_sft: JSONL data, LoRA or full, AdamW or SGD."""
-    from ftspec.targets.accelerate import DEFAULT_ENTRYPOINT_OPTIMIZERS, hf_optim
-
+    """ftspec.targets.entrypoints.hf_sft: text causal-LM SFT; see its module doc."""
     spec = job.spec
     t = spec.training
     hint = "set entrypoint.module or entrypoint.script to your own training program"
-    kind = spec.method.kind
-    if kind not in ("full", "lora"):
-        yield _err(("method", "kind"), f"the default entrypoint trains full or lora, not {kind}",
-                   "entrypoint-method", hint=hint)
-    ds = spec.data.train
-    if ds is not None:
-        if ds.uri.startswith("hf://"):
-            yield _err(("data", "train", "uri"), "the default entrypoint reads a local JSONL "
-                       "file, not a hub dataset", "entrypoint-data",
-                       hint="give a file:// or pvc:// JSONL file, or " + hint)
-        if ds.format not in ("instruct", "completion"):
-            yield _err(("data", "train", "format"), f"the default entrypoint renders prompt/"
-                       f"completion pairs; {ds.format} data is not supported",
-                       "entrypoint-format", hint=hint)
-        if ds.format == "completion" and (ds.prompt_template is None
-                                          or ds.completion_template is None):
-            yield _err(("data", "train"), "completion data needs prompt_template and "
-                       "completion_template", "entrypoint-templates")
-        for field in ("prompt_func", "completion_func", "response_template",
-                      "new_system_prompt", "subset"):
-            if getattr(ds, field) is not None:
-                yield _err(("data", "train", field), f"the default entrypoint has no {field}",
-                           "entrypoint-data-option", hint=hint)
-    optim = hf_optim(job)
-    if optim not in DEFAULT_ENTRYPOINT_OPTIMIZERS:
-        yield _err(("training", "optimizer", "name"), f"the default entrypoint runs adamw or "
-                   f"sgd, not {t.optimizer.name}", "entrypoint-optimizer", hint=hint)
-    o = t.optimizer
-    if o.betas != (0.9, 0.999) or o.eps != 1e-8 or o.momentum != 0.0:
-        yield _err(("training", "optimizer"), "the default entrypoint uses torch's default "
-                   "betas, eps and momentum", "entrypoint-optimizer-args", hint=hint)
-    if t.scheduler.name in ("cosine", "cosine_with_restarts") and t.scheduler.num_cycles != 0.5:
-        yield _err(("training", "scheduler", "num_cycles"), "the default entrypoint uses "
-                   "transformers' default cycles", "entrypoint-cycles", hint=hint)
-    lora = spec.method.lora
-    if lora is not None and (lora.bias != "none" or lora.modules_to_save or lora.output
-                             or lora.init_weights != "default"):
-        yield _err(("method", "lora"), "the default entrypoint's LoRA has no bias, "
-                   "modules_to_save, output or init_weights options", "entrypoint-lora",
-                   hint=hint)
-    if t.max_grad_norm is not None and job.strategy != "deepspeed":
-        yield _warn(("training", "max_grad_norm"), "the default entrypoint does not clip "
-                    "gradients; max_grad_norm is ignored", "entrypoint-clip")
-    if not spec.data.shuffle:
-        yield _warn(("data", "shuffle"), "the default entrypoint always shuffles",
-                    "entrypoint-shuffle")
-    if t.evaluation.strategy != "no" or spec.data.validation is not None \
-            or t.early_stopping is not None:
-        yield _warn(("training", "evaluation"), "the default entrypoint does not evaluate; "
-                    "evaluation and early stopping are ignored", "entrypoint-eval")
+    if spec.model.auto_class != "AutoModelForCausalLM" or spec.method.task_type != "CAUSAL_LM":
+        yield _err(("model", "auto_class"), "the default entrypoint trains causal language "
+                   f"models (AutoModelForCausalLM, CAUSAL_LM), not {spec.model.auto_class} / "
+                   f"{spec.method.task_type}", "entrypoint-model", hint=hint)
+    q = spec.method.quantization
+    if spec.method.kind == "qlora" and q is not None and q.quant_type == "gptq":
+        yield _err(("method", "quantization", "quant_type"), "qlora quantizes with "
+                   "bitsandbytes (nf4 / fp4); a GPTQ model is method.kind gptq_lora",
+                   "entrypoint-gptq")
+    datasets = [("train",), *[("mixture", "datasets", i) for i in range(
+        len(spec.data.mixture.datasets) if spec.data.mixture else 0)], ("validation",)]
+    for where in datasets:
+        ds = _dataset(job, where)
+        if ds is None:
+            continue
+        path = ("data", *where)
+        if ds.format == "multimodal":
+            yield _err((*path, "format"), "the default entrypoint trains on text; multimodal "
+                       "data needs an image-aware program", "entrypoint-format", hint=hint)
+        if ds.format == "completion" and (
+                (ds.prompt_template is None and ds.prompt_func is None)
+                or (ds.completion_template is None and ds.completion_func is None)):
+            yield _err(path, "completion data needs a prompt and a completion: "
+                       "prompt_template or prompt_func, completion_template or completion_func",
+                       "entrypoint-templates")
+        if ds.format == "chat" and spec.model.chat_template is None:
+            yield _warn((*path, "format"), "chat data is rendered with the tokenizer's chat "
+                        "template; the run fails if the tokenizer has none",
+                        "entrypoint-chat-template", hint="set model.chat_template")
+    es = t.early_stopping
+    if es is not None and es.metric != "eval_loss":
+        yield _err(("training", "early_stopping", "metric"), f"the default entrypoint "
+                   f"computes eval_loss only, not {es.metric}", "entrypoint-metric",
+                   hint="use metric: eval_loss")
+    if t.logging.report_to:
+        yield _warn(("training", "logging", "report_to"), "the default entrypoint prints "
+                    "metrics to the log; report_to is ignored", "entrypoint-report-to")
+    if spec.model.device_map is not None:
+        yield _warn(("model", "device_map"), "accelerate places the model; device_map is "
+                    "ignored", "entrypoint-device-map")
+    if t.loss != "cross_entropy":
+        yield _warn(("training", "loss"), "the default entrypoint computes the model's "
+                    "cross-entropy; chunked_cross_entropy is torchtune's", "entrypoint-loss")
     if t.activation_offloading:
         yield _warn(("training", "activation_offloading"), "accelerate has no activation "
                     "offloading; it is ignored", "offloading")
+
+
+def _dataset(job: Job, where: tuple[str | int, ...]) -> Dataset | None:
+    d = job.spec.data
+    if where == ("train",):
+        return d.train
+    if where == ("validation",):
+        return d.validation
+    return d.mixture.datasets[int(where[2])] if d.mixture else None

@@ -338,7 +338,9 @@ def test_accelerate_launch_hf_sft_lora_two_processes(
         llama2_assets: TinyAssets, tmp_path: Path, run_env: dict[str, str],
         record_property: Record) -> None:
     out, report = tmp_path / "out", tmp_path / "world.json"
-    cmd = ["accelerate", "launch", "--config_file", str(accelerate_config(tmp_path / "acc.yaml")),
+    # accelerate of this interpreter, so its workers import the ftspec under test
+    cmd = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch",
+           "--config_file", str(accelerate_config(tmp_path / "acc.yaml")),
            "--num_processes", "2", "-m", "ftspec.targets.entrypoints.hf_sft",
            "--model_name_or_path", str(llama2_assets.model_dir),
            "--train_file", str(llama2_assets.dataset_path),

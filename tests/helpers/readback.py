@@ -19,7 +19,7 @@ TT_OPTIMIZERS = {"torch.optim.AdamW": "adamw", "torch.optim.Adam": "adam",
                  "bitsandbytes.optim.AdamW8bit": "adamw_8bit",
                  "bitsandbytes.optim.PagedAdamW8bit": "paged_adamw_8bit",
                  "bitsandbytes.optim.PagedAdamW": "paged_adamw_32bit"}
-HF_OPTIMIZERS = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw", "sgd": "sgd",
+HF_OPTIMIZERS = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw", "adam": "adam", "sgd": "sgd",
                  "adafactor": "adafactor", "adamw_bnb_8bit": "adamw_8bit",
                  "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw_32bit": "paged_adamw_32bit",
                  "lion_32bit": "lion", "rmsprop": "rmsprop"}
@@ -31,8 +31,8 @@ def normalize_scheduler(name: str) -> str:
 
 def _exec_argv(script: str) -> list[str]:
     text = script.replace("\\\n", " ")
-    line = next(ln for ln in text.splitlines() if ln.startswith("exec "))
-    return shlex.split(line)[1:]
+    start = text.index("\nexec ") + 1  # the last command; quoted values may span lines
+    return shlex.split(text[start:])[1:]
 
 
 def _flags(argv: list[str]) -> dict[str, list[str]]:
@@ -87,9 +87,9 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     precision = "bf16" if "bf16" in f else "fp16" if "fp16" in f else "fp32"
     assert {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}[precision] == cfg["mixed_precision"]
     lora = None
-    if f["peft_method"][0] != "none":
+    if "lora_r" in f:  # the LoRA family (lora, dora, qlora, gptq_lora)
         lora = {"rank": int(f["lora_r"][0]), "alpha": float(f["lora_alpha"][0]),
-                "target_modules": f["target_modules"]}
+                "target_modules": [m for m in f["target_modules"] if m != "lm_head"]}
     return {
         "learning_rate": float(f["learning_rate"][0]),
         "effective_batch": int(f["per_device_train_batch_size"][0])

@@ -1,0 +1,123 @@
+"""Rows -> (prompt, completion) text pairs, by the source's format.
+
+- instruct / completion: ``prompt_template`` / ``completion_template`` (``str.format``
+  placeholders read through ``column_map``) or ``prompt_func`` / ``completion_func``
+  (``module:function`` taking the row). instruct has Alpaca-style default templates.
+- text: the prompt is empty, the completion is the ``text_field`` column.
+- chat: the conversation column (OpenAI ``role``/``content`` or ShareGPT ``from``/``value``)
+  through the tokenizer's chat template; the completion is the last assistant turn.
+
+``new_system_prompt`` is the chat system message, or a line before the prompt otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from ftspec.targets.entrypoints.hf_sft.args import (
+    DEFAULT_COMPLETION_TEMPLATE,
+    DEFAULT_PROMPT_TEMPLATE,
+)
+from ftspec.targets.entrypoints.hf_sft.sources import Source
+
+Example = tuple[str, str]
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant",
+                  "assistant": "assistant", "system": "system"}
+
+
+def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
+           tokenizer: Any = None) -> list[Example]:
+    if src.format == "text":
+        return [(_system_line(src), str(_column(row, src.text_field, where)))
+                for where, row in rows]
+    if src.format == "chat":
+        return [_chat(row, src, tokenizer, where) for where, row in rows]
+    prompt = _builder(src.prompt_func, src.prompt_template, src, "prompt")
+    completion = _builder(src.completion_func, src.completion_template, src, "completion")
+    return [(_system_line(src) + prompt(row, where), completion(row, where))
+            for where, row in rows]
+
+
+def load_function(ref: str) -> Callable[[dict[str, Any]], Any]:
+    module, _, name = ref.partition(":")
+    try:
+        func = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise SystemExit(f"cannot load {ref!r}: {err}") from None
+    if not callable(func):
+        raise SystemExit(f"{ref!r} is not callable")
+    return func  # type: ignore[no-any-return]
+
+
+def _builder(func_ref: str | None, template: str | None, src: Source,
+             part: str) -> Callable[[dict[str, Any], str], str]:
+    if func_ref is not None:
+        func = load_function(func_ref)
+        return lambda row, where: str(func(row))
+    if template is None:
+        if src.format != "instruct":
+            raise SystemExit(f"{src.source}: completion data needs a {part}_template "
+                             f"or {part}_func")
+        template = DEFAULT_PROMPT_TEMPLATE if part == "prompt" else DEFAULT_COMPLETION_TEMPLATE
+    fmt = template
+    return lambda row, where: fmt.format_map(_Fields(row, src.column_map, where))
+
+
+def _system_line(src: Source) -> str:
+    return f"{src.new_system_prompt}\n\n" if src.new_system_prompt else ""
+
+
+def _column(row: dict[str, Any], column: str, where: str) -> Any:
+    if column not in row:
+        raise SystemExit(f"{where}: no column {column!r} (columns: {sorted(row)})")
+    return row[column]
+
+
+class _Fields(dict[str, str]):
+    """Template lookup through the column map, with an error that names the row."""
+
+    def __init__(self, row: dict[str, Any], column_map: dict[str, str], where: str) -> None:
+        super().__init__()
+        self._row, self._map, self._where = row, column_map, where
+
+    def __missing__(self, key: str) -> str:
+        column = self._map.get(key, key)
+        if column not in self._row:
+            raise SystemExit(f"{self._where}: template field {key!r} reads column {column!r}, "
+                             f"which the row lacks (columns: {sorted(self._row)})")
+        return str(self._row[column])
+
+
+def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, str]]:
+    """The row's conversation as role/content messages, with the system prompt applied."""
+    raw = _column(row, src.column_map.get(src.conversation_column, src.conversation_column),
+                  where)
+    messages = []
+    for turn in raw:
+        if "role" in turn:
+            messages.append({"role": str(turn["role"]), "content": str(turn["content"])})
+        elif turn.get("from") in SHAREGPT_ROLES:
+            messages.append({"role": SHAREGPT_ROLES[turn["from"]], "content": str(turn["value"])})
+        else:
+            raise SystemExit(f"{where}: a turn needs role/content or from/value: {turn}")
+    if src.new_system_prompt is not None:
+        messages = [m for m in messages if m["role"] != "system"]
+        messages.insert(0, {"role": "system", "content": src.new_system_prompt})
+    if not messages or messages[-1]["role"] != "assistant":
+        raise SystemExit(f"{where}: the conversation must end with an assistant turn")
+    return messages
+
+
+def _chat(row: dict[str, Any], src: Source, tokenizer: Any, where: str) -> Example:
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        raise SystemExit(f"{where}: chat data needs a tokenizer with a chat template "
+                         "(give --chat_template)")
+    messages = messages_of(row, src, where)
+    full: str = tokenizer.apply_chat_template(messages, tokenize=False)
+    prompt: str = tokenizer.apply_chat_template(messages[:-1], tokenize=False,
+                                                add_generation_prompt=True)
+    if not full.startswith(prompt):  # template renders history differently: train on all
+        return "", full
+    return prompt, full[len(prompt):]

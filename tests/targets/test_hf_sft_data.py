@@ -1,0 +1,218 @@
+"""The HF SFT entrypoint's data pipeline on tiny local data: rendering (templates, functions,
+text, chat), mixtures by proportion, validation splits, completion-only masking."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ftspec.reconciler.local.tiny import TinyAssets, generate_tiny_assets
+from ftspec.targets.entrypoints import hf_sft
+from ftspec.targets.entrypoints.hf_sft.features import IGNORE_INDEX, pack, tokenize
+from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def args(*flags: str) -> Any:
+    return hf_sft.parse_args(["--model_name_or_path", "unused", "--output_dir", "unused",
+                              *flags])
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyAssets:
+    return generate_tiny_assets(tmp_path_factory.mktemp("tiny") / "llama2", family="llama2")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny: TinyAssets) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tiny.model_dir))
+
+
+# --- rendering -----------------------------------------------------------------------------
+
+
+def test_completion_templates_read_columns_through_the_map(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", [{"q": "two plus two", "a": "four"}])
+    a = args("--train_file", str(data), "--dataset_format", "completion",
+             "--column_map", '{"question": "q"}',
+             "--prompt_template", "Q: {question}\nA: ", "--completion_template", "{a}")
+    assert hf_sft.load_examples(a) == [("Q: two plus two\nA: ", "four")]
+
+
+def test_instruct_has_alpaca_default_templates(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl",
+                       [{"instruction": "Add.", "input": "2 2", "output": "4"}])
+    [(prompt, completion)] = hf_sft.load_examples(args("--train_file", str(data)))
+    assert prompt.startswith("### Instruction:\nAdd.") and prompt.endswith("### Response:\n")
+    assert completion == "4"
+
+
+def test_prompt_and_completion_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "my_fmt.py"
+    module.write_text("def prompt(row):\n    return row['x'].upper() + ' -> '\n"
+                      "def completion(row):\n    return str(len(row['x']))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = write_jsonl(tmp_path / "d.jsonl", [{"x": "abc"}, {"x": "hello"}])
+    a = args("--train_file", str(data), "--dataset_format", "completion",
+             "--prompt_func", "my_fmt:prompt", "--completion_func", "my_fmt:completion")
+    assert hf_sft.load_examples(a) == [("ABC -> ", "3"), ("HELLO -> ", "5")]
+    sys.modules.pop("my_fmt", None)
+
+
+def test_text_format_and_system_prompt(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", [{"body": "once upon a time"}])
+    a = args("--train_file", str(data), "--dataset_format", "text",
+             "--dataset_text_field", "body")
+    assert hf_sft.load_examples(a) == [("", "once upon a time")]
+    a = args("--train_file", str(data), "--dataset_format", "completion",
+             "--prompt_template", "{body}", "--completion_template", ".",
+             "--new_system_prompt", "Be brief.")
+    assert hf_sft.load_examples(a) == [("Be brief.\n\nonce upon a time", ".")]
+
+
+def test_missing_column_names_the_row(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", [{"a": 1}, {"b": 2}])
+    a = args("--train_file", str(data), "--dataset_format", "text", "--dataset_text_field", "a")
+    with pytest.raises(SystemExit, match=r"d.jsonl:2: no column 'a'"):
+        hf_sft.load_examples(a)
+
+
+def test_completion_without_templates_is_an_error(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "d.jsonl", [{"a": 1}])
+    with pytest.raises(SystemExit, match="completion data needs a prompt_template"):
+        hf_sft.load_examples(args("--train_file", str(data), "--dataset_format", "completion"))
+
+
+def test_flags_that_exclude_each_other() -> None:
+    with pytest.raises(SystemExit):
+        args("--train_file", "x", "--dataset_name", "org/x")
+    with pytest.raises(SystemExit):
+        args("--train_file", "x", "--prompt_template", "{a}", "--prompt_func", "m:f")
+    with pytest.raises(SystemExit):
+        args("--train_file", "x", "--early_stopping_patience", "2")
+
+
+# --- mixtures and splits -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("proportions", [(0.7, 0.3), (0.5, 0.5), (0.2, 0.8)])
+def test_interleave_keeps_proportions_in_every_prefix(proportions: tuple[float, float]) -> None:
+    a, b = [f"a{i}" for i in range(1000)], [f"b{i}" for i in range(1000)]
+    mixed = interleave([a, b], proportions, "first_exhausted", seed=1)
+    for n in (10, 100, len(mixed)):
+        count = Counter(x[0] for x in mixed[:n])
+        assert abs(count["a"] - proportions[0] * n) <= 1, (n, count)
+    assert len(set(mixed)) == len(mixed)  # nothing repeats before a source runs out
+
+
+def test_first_exhausted_stops_all_exhausted_oversamples() -> None:
+    a, b = [f"a{i}" for i in range(70)], [f"b{i}" for i in range(10)]
+    first = interleave([a, b], [0.5, 0.5], "first_exhausted", seed=0)
+    # a wins the ties, so it draws its 11th before b is asked for an 11th and stops the mix
+    assert Counter(x[0] for x in first) == {"a": 11, "b": 10}
+    every = interleave([a, b], [0.5, 0.5], "all_exhausted", seed=0)
+    count = Counter(x[0] for x in every)
+    assert count["a"] == 70 and count["b"] >= 69  # b re-read to keep its share
+    assert set(every) == set(a) | set(b)
+
+
+def test_mixture_flag_reads_each_source_with_its_own_rendering(tmp_path: Path) -> None:
+    one = write_jsonl(tmp_path / "one.jsonl", [{"q": f"q{i}", "a": f"a{i}"} for i in range(30)])
+    two = write_jsonl(tmp_path / "two.jsonl", [{"t": f"t{i}"} for i in range(30)])
+    mixture = [{"source": str(one), "proportion": 0.75, "format": "completion",
+                "prompt_template": "{q}=", "completion_template": "{a}"},
+               {"source": str(two), "proportion": 0.25, "format": "text", "text_field": "t"}]
+    examples = hf_sft.load_examples(args("--mixture", json.dumps(mixture)))
+    assert len(examples) == 40  # the first source runs out after 30: 30 + 10
+    assert sum(p == "" for p, _ in examples) == 10
+    assert all(p.startswith("q") and p.endswith("=") for p, _ in examples if p)
+
+
+def test_mixture_entry_with_an_unknown_key(tmp_path: Path) -> None:
+    bad = json.dumps([{"source": "x", "proportion": 0.5, "colum_map": {}},
+                      {"source": "y", "proportion": 0.5}])
+    with pytest.raises(SystemExit, match=r"--mixture\[0\]: unknown keys \['colum_map'\]"):
+        hf_sft.load_examples(args("--mixture", bad))
+
+
+def test_split_off_is_seeded_and_disjoint() -> None:
+    items = list(range(100))
+    train, held = split_off(items, 0.1, seed=3)
+    assert len(held) == 10 and sorted(train + held) == items
+    assert split_off(items, 0.1, seed=3) == (train, held)
+    assert split_off(items, 0.1, seed=4)[1] != held
+
+
+def test_validation_file_and_split_ratio(tmp_path: Path, tokenizer: Any) -> None:
+    rows = [{"instruction": f"i{i}", "input": "", "output": f"o{i}"} for i in range(20)]
+    train = write_jsonl(tmp_path / "t.jsonl", rows)
+    val = write_jsonl(tmp_path / "v.jsonl", rows[:3])
+    data = hf_sft.build_data(args("--train_file", str(train), "--validation_file", str(val)),
+                             tokenizer)
+    assert (len(data.train), len(data.eval)) == (20, 3)
+    data = hf_sft.build_data(args("--train_file", str(train), "--validation_split_ratio", "0.25"),
+                             tokenizer)
+    assert (len(data.train), len(data.eval)) == (15, 5)
+    assert data.notes[0] == "train_examples=15 eval_examples=5"
+
+
+# --- tokenization and masking --------------------------------------------------------------
+
+
+def _trained_text(tokenizer: Any, row: dict[str, list[int]]) -> str:
+    kept = [t for t, label in zip(row["input_ids"], row["labels"]) if label != IGNORE_INDEX]
+    return str(tokenizer.decode(kept, skip_special_tokens=True))
+
+
+def test_prompt_is_masked_unless_train_on_input(tokenizer: Any) -> None:
+    [row] = tokenize([("tell me", " green moon")], tokenizer, 128, train_on_input=False).rows
+    assert row["input_ids"][0] == tokenizer.bos_token_id
+    assert row["input_ids"][-1] == tokenizer.eos_token_id
+    assert _trained_text(tokenizer, row).strip() == "green moon"
+    [row] = tokenize([("tell me", " green moon")], tokenizer, 128, train_on_input=True).rows
+    assert row["labels"] == row["input_ids"]
+
+
+def test_response_template_masks_up_to_the_marker(tokenizer: Any) -> None:
+    text = "river dog ### Answer: two three"
+    f = tokenize([("", text), ("", "no marker here")], tokenizer, 128, train_on_input=False,
+                 response_template="### Answer:")
+    assert _trained_text(tokenizer, f.rows[0]).strip() == "two three"
+    assert all(label == IGNORE_INDEX for label in f.rows[1]["labels"])
+    assert f.unmarked == 1
+
+
+def test_truncation_and_packing(tokenizer: Any) -> None:
+    long = " ".join(["sun"] * 200)
+    [row] = tokenize([("", long)], tokenizer, 16, train_on_input=False).rows
+    assert len(row["input_ids"]) == len(row["labels"]) == 16
+    rows = tokenize([("", "sun moon")] * 10, tokenizer, 64, train_on_input=False).rows
+    packed = pack(rows, 8)
+    assert all(len(r["input_ids"]) == 8 for r in packed[:-1])
+    assert sum(len(r["input_ids"]) for r in packed) == sum(len(r["input_ids"]) for r in rows)
+
+
+def test_chat_trains_on_the_last_assistant_turn(tmp_path: Path, tokenizer: Any) -> None:
+    template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+                "{% if add_generation_prompt %}<assistant>{% endif %}")
+    tokenizer.chat_template = template
+    conv = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "sun moon"}]
+    data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": conv}])
+    a = args("--train_file", str(data), "--dataset_format", "chat",
+             "--conversation_column", "conversations", "--new_system_prompt", "Be kind.")
+    [(prompt, completion)] = hf_sft.load_examples(a, tokenizer)
+    assert prompt == "<system>Be kind.\n<user>hi\n<assistant>"
+    assert completion == "sun moon\n"
+    tokenizer.chat_template = None
+    with pytest.raises(SystemExit, match="chat data needs a tokenizer with a chat template"):
+        hf_sft.load_examples(a, tokenizer)
