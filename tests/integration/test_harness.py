@@ -15,7 +15,7 @@ import pytest
 from harness import procs
 from harness.crds import transform_for_1_20
 from harness.fixtures import _registry
-from harness.kube import KubeCluster
+from harness.kube import KubeApiError, KubeCluster
 from harness.ray_head import RayHead
 
 TRAINER = "trainer.kubeflow.org"
@@ -241,9 +241,9 @@ def test_kube_namespace_is_removed_with_its_objects(kube_cluster: KubeCluster) -
     name = kube_cluster.create_namespace(f"t-ns-cleanup-{secrets.token_hex(3)}")
     kube_cluster.apply(_trainjob("tj-in-ns"), namespace=name)
     kube_cluster.delete_namespace(name)
-    with pytest.raises(Exception) as err:
+    with pytest.raises(KubeApiError) as err:
         kube_cluster.request("GET", f"/api/v1/namespaces/{name}")
-    assert getattr(err.value, "status", None) == 404
+    assert err.value.status == 404
     leftovers = kube_cluster.request("GET", f"/apis/{TRAINER}/{TRAINER_V}/trainjobs")["items"]
     assert all(tj["metadata"]["namespace"] != name for tj in leftovers)
 
