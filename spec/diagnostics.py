@@ -117,6 +117,23 @@ class Diagnostics:
         return sorted(self.items, key=key)
 
 
+@dataclass(frozen=True)
+class Findings:
+    """Makes a check's diagnostics: path-addressed (no span yet), codes under one prefix."""
+
+    prefix: str
+
+    def error(self, path: KeyPath, summary: str, code: str, hint: str | None = None
+              ) -> Diagnostic:
+        return Diagnostic(Severity.ERROR, summary, path=path, hint=hint,
+                          code=f"{self.prefix}.{code}")
+
+    def warning(self, path: KeyPath, summary: str, code: str, hint: str | None = None
+                ) -> Diagnostic:
+        return Diagnostic(Severity.WARNING, summary, path=path, hint=hint,
+                          code=f"{self.prefix}.{code}")
+
+
 class SpecError(Exception):
     """Raised when a stage cannot go on; carries the diagnostics collected so far."""
 

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
 from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
 
-
-def _err(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint,
-                      code=f"target.accelerate.{code}")
-
-
-def _warn(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.WARNING, summary, path=path, hint=hint,
-                      code=f"target.accelerate.{code}")
+_FINDINGS = Findings("target.accelerate")
+_err = _FINDINGS.error
+_warn = _FINDINGS.warning
 
 
 def check(job: Job) -> list[Diagnostic]:

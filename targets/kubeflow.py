@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
@@ -80,9 +80,7 @@ def _launch(job: Job) -> Launch | None:
     return launch(job)
 
 
-def _error(path: tuple[str | int, ...], summary: str, code: str,
-           hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint, code=f"kubeflow.{code}")
+_error = Findings("kubeflow").error
 
 
 def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:

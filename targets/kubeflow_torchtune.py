@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.paths import DataSource, RunPaths
 
@@ -127,9 +127,7 @@ def trainer_args(job: Job) -> list[str]:
     return [k if k.startswith("~") else f"{k}={v}" for _, (k, v) in ordered]
 
 
-def _error(path: tuple[str | int, ...], summary: str, code: str,
-           hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint, code=f"kubeflow.{code}")
+_error = Findings("kubeflow").error
 
 
 def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:

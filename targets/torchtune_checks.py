@@ -8,21 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.targets.torchtune_configs import torchtune_installed
 
 METHODS = frozenset({"full", "lora", "qlora", "dora"})
 
 
-def _err(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint,
-                      code=f"target.torchtune.{code}")
-
-
-def _warn(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.WARNING, summary, path=path, hint=hint,
-                      code=f"target.torchtune.{code}")
+_FINDINGS = Findings("target.torchtune")
+_err = _FINDINGS.error
+_warn = _FINDINGS.warning
 
 
 def check(job: Job) -> list[Diagnostic]:

@@ -1,13 +1,9 @@
-"""Shorthands for rule diagnostics."""
+"""Shorthands for rule diagnostics (codes ``rule.*``)."""
 
 from __future__ import annotations
 
-from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+from ftspec.spec.diagnostics import Findings
 
-
-def error(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, summary, path=path, hint=hint, code=f"rule.{code}")
-
-
-def warning(path: KeyPath, summary: str, code: str, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(Severity.WARNING, summary, path=path, hint=hint, code=f"rule.{code}")
+_RULE = Findings("rule")
+error = _RULE.error
+warning = _RULE.warning

@@ -30,8 +30,8 @@ def normalize_scheduler(name: str) -> str:
 
 
 def _exec_argv(script: str) -> list[str]:
-    text = script.replace("\\\n", " ")
-    start = text.index("\nexec ") + 1  # the last command; quoted values may span lines
+    text = "\n" + script.replace("\\\n", " ")
+    start = text.rindex("\nexec ") + 1  # the last command; quoted values may span lines
     return shlex.split(text[start:])[1:]
 
 
