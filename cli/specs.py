@@ -56,4 +56,4 @@ def load_spec(path: Path, overlays: tuple[Path, ...] = (), sets: tuple[str, ...]
             doc = apply_sets(doc, list(sets))
     except SpecError as exc:
         return LoadedSpec(path, Validated(None, None, Diagnostics(list(exc.diagnostics))))
-    return LoadedSpec(path, validate_doc(doc, schema))
+    return LoadedSpec(path, validate_doc(doc) if schema == "always" else validate_doc(doc, schema))
