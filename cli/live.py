@@ -67,7 +67,7 @@ def load_desired(paths: Sequence[Path], overlays: tuple[Path, ...], sets: tuple[
     out: list[Desired] = []
     failed = False
     for path in paths:
-        loaded = load_spec(path, overlays, sets)
+        loaded = load_spec(path, overlays, sets, schema="on-error")
         validated = loaded.validated
         if not loaded.ok or validated.spec is None:
             print_diagnostics(validated.diagnostics.sorted(), err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -45,3 +46,43 @@ def print_diagnostics(diags: Iterable[Diagnostic], *, err: bool = False) -> None
     color = use_color(stream)
     for diag in diags:
         click.echo(render_diagnostic(diag, color), err=err, color=color)
+
+
+# rich's console-markup tag syntax (rich.markup.RE_TAGS): a run of backslashes, then a tag
+_TAG = re.compile(r"((\\*)\[([a-z#/@][^[]*?)])")
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
+def plain_markup(markup: str) -> str | None:
+    """What rich prints for ``markup`` on a stream without colour: the tags dropped, escaped
+    tags kept as text. None when the text holds tabs or control characters (rich rewrites
+    those; let it)."""
+    if _CONTROL.search(markup):
+        return None
+    out: list[str] = []
+    pos = 0
+    for match in _TAG.finditer(markup):
+        full, escapes, _tag = match.groups()
+        start, end = match.span()
+        out.append(markup[pos:start].replace("\\[", "["))  # "\[" outside a tag: a "["
+        pairs, escaped = divmod(len(escapes), 2)
+        out.append("\\" * pairs)
+        if escaped:
+            out.append(full[len(escapes):])
+        pos = end
+    out.append(markup[pos:].replace("\\[", "["))
+    return "".join(out)
+
+
+def print_markup(markup: str, *, err: bool = False) -> None:
+    """Print rich console markup; without colour, skip importing rich (start-up time)."""
+    stream = sys.stderr if err else sys.stdout
+    rich_styles = (use_color(stream) or getattr(stream, "isatty", lambda: False)()
+                   or any(os.environ.get(v) for v in ("FORCE_COLOR", "TTY_COMPATIBLE")))
+    text = None if rich_styles else plain_markup(markup)
+    if text is None:
+        from ftspec.cli.live import console
+
+        console(err=err).print(markup)
+        return
+    stream.write(text + "\n")

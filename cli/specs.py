@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 from ftspec.spec.diagnostics import Diagnostics, SpecError
-from ftspec.spec.validate import Validated
+from ftspec.spec.validate import SchemaMode, Validated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,8 +41,9 @@ class LoadedSpec:
         return self.validated.ok
 
 
-def load_spec(path: Path, overlays: tuple[Path, ...] = (), sets: tuple[str, ...] = ()
-              ) -> LoadedSpec:
+def load_spec(path: Path, overlays: tuple[Path, ...] = (), sets: tuple[str, ...] = (),
+              schema: SchemaMode = "always") -> LoadedSpec:
+    """``schema="on-error"`` (live commands): see ``ftspec.spec.validate``."""
     from ftspec.spec.loader import load_spec_file
     from ftspec.spec.overrides import apply_overlay, apply_sets
     from ftspec.spec.validate import validate_doc
@@ -55,4 +56,4 @@ def load_spec(path: Path, overlays: tuple[Path, ...] = (), sets: tuple[str, ...]
             doc = apply_sets(doc, list(sets))
     except SpecError as exc:
         return LoadedSpec(path, Validated(None, None, Diagnostics(list(exc.diagnostics))))
-    return LoadedSpec(path, validate_doc(doc))
+    return LoadedSpec(path, validate_doc(doc) if schema == "always" else validate_doc(doc, schema))

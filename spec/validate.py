@@ -1,10 +1,34 @@
-"""The validation pipeline: load -> literal-secret scan -> JSON Schema -> model -> rules."""
+"""The validation pipeline: load -> literal-secret scan -> JSON Schema -> model -> rules.
+
+``validate_doc(doc)`` always runs the JSON Schema check (``ftspec validate`` and the
+pre-commit hook promise exactly that). The live commands (plan, apply, destroy, status,
+logs) call ``validate_doc(doc, schema="on-error")``: the model is tried first, in pydantic's
+*strict* JSON mode, and the JSON Schema check (importing jsonschema costs ~0.1 s) runs only
+when that model rejects the document, to produce the usual diagnostics. Why the two ways
+accept exactly the same specs:
+
+* the committed schema is generated from these models (``tests/spec/test_schema.py`` keeps
+  ``schemas/ftspec.schema.json`` equal to ``generate_schema()``), and the models carry no
+  validators of their own, so every constraint of one is a constraint of the other: types,
+  ``extra="forbid"`` = ``additionalProperties: false``, required fields, ``Literal`` =
+  ``enum``/``const``, length, range and ``pattern`` bounds;
+* strict JSON mode does none of the lax coercions JSON Schema would refuse ("3" for an int,
+  "true" for a bool, 1 for a string); an int is taken for a float in both;
+* the data is handed over as JSON text, so YAML-only values (dates, non-string keys, NaN)
+  cannot be accepted by the model: ``_as_json`` refuses them and the full pipeline runs.
+
+Where strict pydantic is the stricter one (an int-valued float like ``3.0`` for an integer
+field, a trailing newline before ``$`` in a pattern), the fast path falls back to the full
+pipeline, whose result is the one ``validate`` gives. So the only thing skipped is a schema
+check that cannot find anything; ``tests/spec/test_validate_fast.py`` checks both paths
+agree on every example and every invalid case.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, KeyPath, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -34,14 +58,26 @@ def validate_file(path: Path) -> Validated:
     return validate_doc(doc)
 
 
-def validate_doc(doc: SourceDoc) -> Validated:
+SchemaMode = Literal["always", "on-error"]
+
+
+def validate_doc(doc: SourceDoc, schema: SchemaMode = "always") -> Validated:
+    """Every check of ``doc``; ``schema="on-error"``: see the module docstring."""
     from ftspec.spec.rules.secrets import literal_secrets
-    from ftspec.spec.schema_check import check_schema
 
     diags = Diagnostics()
     secret_findings = [_place(d, doc) for d in literal_secrets(doc.data)]
     diags.extend(secret_findings)
-    hidden: set[KeyPath] = {d.path for d in secret_findings}
+    if schema == "on-error" and not diags.has_errors:
+        spec = _strict_model(doc.data)
+        if spec is not None:
+            return _with_rules(doc, spec, diags)
+    return _full(doc, diags, {d.path for d in secret_findings})
+
+
+def _full(doc: SourceDoc, diags: Diagnostics, hidden: set[KeyPath]) -> Validated:
+    from ftspec.spec.schema_check import check_schema
+
     schema_findings = [
         d for d in check_schema(doc)
         if not any(d.path[: len(h)] == h for h in hidden)
@@ -53,10 +89,47 @@ def validate_doc(doc: SourceDoc) -> Validated:
     diags.extend(model_findings)
     if spec is None:
         return Validated(doc, None, diags)
+    return _with_rules(doc, spec, diags)
+
+
+def _with_rules(doc: SourceDoc, spec: FineTuneSpec, diags: Diagnostics) -> Validated:
     from ftspec.spec.rules import run_rules
 
     diags.extend(_place(d, doc) for d in run_rules(spec))
     return Validated(doc, spec if not diags.has_errors else None, diags)
+
+
+def _as_json(data: Any) -> str | None:
+    """``data`` as JSON text, or None when it holds anything JSON cannot say as it is."""
+    import json
+
+    def plain(node: Any) -> bool:
+        if isinstance(node, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in node.items())
+        if isinstance(node, list):
+            return all(plain(v) for v in node)
+        return node is None or isinstance(node, (str, bool, int, float))
+
+    if not plain(data):
+        return None
+    try:
+        return json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def _strict_model(data: Any) -> FineTuneSpec | None:
+    """The model in strict JSON mode, or None when it rejects ``data`` (any reason)."""
+    from ftspec.spec.model import FineTuneSpec
+    from pydantic import ValidationError
+
+    text = _as_json(data)
+    if text is None:
+        return None
+    try:
+        return FineTuneSpec.model_validate_json(text, strict=True)
+    except ValidationError:
+        return None
 
 
 def _place(diag: Diagnostic, doc: SourceDoc) -> Diagnostic:

@@ -238,14 +238,20 @@ def objects_for_version(job: Job, launch: Launch | None, version: str
     return out
 
 
-def compile_for_version(job: Job, version: str) -> list[Artifact]:
-    """The artifacts for a given Trainer API generation (``v2.1``, ``v2.2``, ``v2.3`` or
-    ``auto``) — what the reconciler calls after reading the live CRD."""
+def manifests_for_version(job: Job, version: str) -> list[tuple[str, dict[str, Any]]]:
+    """(file name, object) for a given Trainer API generation (``v2.1``, ``v2.2``, ``v2.3``
+    or ``auto``) — what the reconciler applies after reading the live CRD (objects only:
+    no YAML text is rendered)."""
     ver = resolve_version(job, version)
     if ver not in TRAINER_VERSIONS:
         raise ValueError(f"unknown Kubeflow Trainer version {version!r}")
+    return objects_for_version(job, _launch(job), ver)
+
+
+def compile_for_version(job: Job, version: str) -> list[Artifact]:
+    """The artifacts (files) of ``manifests_for_version``."""
     return [Artifact(path, "manifest", to_yaml(obj), obj)
-            for path, obj in objects_for_version(job, _launch(job), ver)]
+            for path, obj in manifests_for_version(job, version)]
 
 
 class KubeflowTarget:

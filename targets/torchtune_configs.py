@@ -72,16 +72,19 @@ def config_exists(name: str) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _load_text(name: str) -> str:
-    return (configs_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+def _parsed(path: Path, mtime_ns: int, size: int) -> Any:
+    """One parse per file version and process (a plan over 50 specs reads one config)."""
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
 
 
 def load_config(name: str) -> dict[str, Any]:
     """A fresh, plain-dict copy of a shipped config."""
-    data = YAML(typ="safe", pure=True).load(_load_text(name))
+    path = configs_dir() / f"{name}.yaml"
+    stat = path.stat()
+    data = _parsed(path, stat.st_mtime_ns, stat.st_size)
     if not isinstance(data, dict):
         raise TypeError(f"torchtune config {name} is not a mapping")
-    return data
+    return copy.deepcopy(data)
 
 
 def get_path(data: dict[str, Any], key: str) -> Any:
@@ -147,7 +150,13 @@ def format_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(format_value(v) for v in value) + "]"
     text = str(value)
-    parsed = YAML(typ="safe", pure=True).load(text) if text else None
-    if parsed != text:
+    if not _reads_back_as(text):
         return "'" + text.replace("'", "''") + "'"
     return text
+
+
+@lru_cache(maxsize=1024)
+def _reads_back_as(text: str) -> bool:
+    """Does ``text`` read back (YAML scalar) as the same string?"""
+    parsed = YAML(typ="safe", pure=True).load(text) if text else None
+    return bool(parsed == text)

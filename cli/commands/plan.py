@@ -23,7 +23,7 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
             kubeconfig: str | None, context: str | None, namespace: str | None,
             out: Path | None, as_json: bool, detailed_exitcode: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
-    from ftspec.cli.live import CommandFailed, backend_for, console, load_desired, report_error
+    from ftspec.cli.live import CommandFailed, backend_for, load_desired, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
@@ -43,9 +43,10 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
 
         emit_json(plan_document(plan))
     else:
+        from ftspec.cli.output import print_markup
         from ftspec.cli.render_plan import render_plan
 
-        console().print(render_plan(plan.to_json(), saved_to=str(out) if out else None))
+        print_markup(render_plan(plan.to_json(), saved_to=str(out) if out else None))
     if detailed_exitcode and plan.has_changes:
         return 2
     return 0

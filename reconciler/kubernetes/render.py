@@ -26,14 +26,15 @@ def trainer_version_from_crd(crd: dict[str, Any]) -> str:
 
 def _manifests(desired: Desired, trainer_version: str | None) -> list[dict[str, Any]]:
     job = desired.job
-    artifacts = desired.artifacts
     if job.target == "kubeflow" and trainer_version is not None:
         try:
-            from ftspec.targets.kubeflow import compile_for_version
+            from ftspec.targets.kubeflow import manifests_for_version
         except ImportError:
-            compile_for_version = None  # type: ignore[assignment]
-        if compile_for_version is not None:
-            artifacts = tuple(compile_for_version(job, trainer_version))
+            manifests_for_version = None  # type: ignore[assignment]
+        if manifests_for_version is not None:
+            # objects only: the YAML text of `ftspec compile` is not needed here
+            return [copy.deepcopy(obj) for _path, obj in manifests_for_version(job, trainer_version)]
+    artifacts = desired.artifacts
     if not artifacts and job.target in JOB_KIND:
         from ftspec.compiler.dispatch import compile_job
 
