@@ -58,7 +58,7 @@ def training_args(job: Job, paths: RunPaths | None = None) -> list[str]:
     p = paths or default_paths(job)
     args = ["--model_name_or_path", p.model_id]
     if p.tokenizer is not None:
-        args += ["--tokenizer_name_or_path", p.tokenizer]
+        args += ["--tokenizer_name_or_path", _tokenizer_dir(p.tokenizer)]
     args += _model_args(job)
     args += data_args(job, p.train)
     args += [
@@ -266,3 +266,15 @@ class AccelerateTarget:
 
 
 TARGET = AccelerateTarget()
+
+
+TOKENIZER_FILES = (".model", ".json", ".txt", ".tiktoken")
+
+
+def _tokenizer_dir(path: str) -> str:
+    """Hugging Face tokenizers load from a folder: a tokenizer file means its folder
+    (torchtune takes the file itself, e.g. a sentencepiece ``tokenizer.model``)."""
+    if path.endswith(TOKENIZER_FILES):
+        parent = path.rsplit("/", 1)[0] if "/" in path else "."
+        return parent
+    return path

@@ -49,7 +49,7 @@ def test_torchtune_single_device_from_compiled(workdir: Path, e2e_env: dict[str,
     assert run.returncode == 0, run.output[-4000:]
     out = workdir / ".ftspec/runs/tiny-local/output"
     _assert_adapter(out)
-    assert _steps(run.output) == [1, 2, 3, 4]  # max_steps_per_epoch: 4
+    assert _steps(run.output) == [1, 2, 3, 4]  # max_steps: 4
     assert not run.m.ranks  # no torchrun workers for a single-device recipe
 
 

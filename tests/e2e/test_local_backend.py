@@ -23,7 +23,8 @@ from helpers.tinyspec import SPEC
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 FTSPEC = str(Path(sys.executable).parent / "ftspec")
-LONG = ("--set", "training.epochs=5", "--set", "training.max_steps_per_epoch=32")
+LONG = ("--set", "training.max_steps=null", "--set", "training.epochs=5",
+        "--set", "training.max_steps_per_epoch=32")
 STATE = Path(".ftspec/local/tiny-local.json")
 RUN_DIR = Path(".ftspec/runs/tiny-local")
 

@@ -22,7 +22,8 @@ from helpers.tinyspec import SPEC
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.slow]
 
 FTSPEC = str(Path(sys.executable).parent / "ftspec")
-LONG = ("--set", "training.epochs=5", "--set", "training.max_steps_per_epoch=32")
+LONG = ("--set", "training.max_steps=null", "--set", "training.epochs=5",
+        "--set", "training.max_steps_per_epoch=32")
 
 
 @pytest.fixture
