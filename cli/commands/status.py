@@ -58,6 +58,12 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
         out.print(f"{escape(s.address)}: [{color} bold]{s.phase.value}[/{color} bold] "
                   f"- {escape(s.message)}")
         for key, value in s.platform.items():
-            if value:
+            if not value:
+                continue
+            if isinstance(value, (list, tuple)):  # e.g. a log tail: one line each
+                out.print(f"    {key}:")
+                for item in value:
+                    out.print(f"      {escape(str(item))}")
+            else:
                 out.print(f"    {key}: {escape(str(value))}")
     return 0
