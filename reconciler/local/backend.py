@@ -22,7 +22,7 @@ from ftspec.reconciler.backend import (
     StalePlanError,
 )
 from ftspec.reconciler.local import runner
-from ftspec.reconciler.local.launch import prepare
+from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.model import (
@@ -100,9 +100,20 @@ class LocalBackend:
         fields = [FieldChange("spec_hash", record.spec_hash, job.spec_hash, True)]
         if record.argv != after["argv"]:
             fields.append(FieldChange("argv", record.argv, after["argv"], True))
+        fields.extend(self._file_changes(record.run_dir, after.get("files") or {}))
         return Change(addr, Action.REPLACE, before, after, reason=reason, fields=tuple(fields),
                       ml_changes=describe_changes(record.summary, after["summary"]),
                       spec_file=d.spec_file)
+
+    def _file_changes(self, run_dir: str, files: dict[str, str]) -> list[FieldChange]:
+        """The generated files that differ from those the recorded run was started with."""
+        changed = []
+        for name, new in sorted(files.items()):
+            old_path = self.root / run_dir / LAUNCH_DIR / name
+            old = old_path.read_text(encoding="utf-8") if old_path.is_file() else None
+            if old != new:
+                changed.append(FieldChange(f'files["{name}"]', old, new, True))
+        return changed
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes = [self._change(d) for d in desired]
