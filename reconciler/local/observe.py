@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.local import procs
 from ftspec.reconciler.local.state import RunRecord
-from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE
+from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, read_json
 from ftspec.reconciler.model import Phase
 from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
 
@@ -49,18 +48,11 @@ class RunView:
         return out
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
 
 def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES) -> RunView:
     run_dir = root / record.run_dir
     active = procs.is_alive(procs.ProcRef(record.supervisor_pid, record.supervisor_create_time))
-    ended = _read_json(run_dir / EXIT_FILE)
+    ended = read_json(run_dir / EXIT_FILE)
     text = read_tail(root / record.log)
     progress = latest(text)
     log_tail = tail_lines(text, tail)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from ftspec.reconciler.local.supervise import (
     EXIT_FILE,
     STOP_FILE,
     SUPERVISOR_FILE,
+    read_json,
 )
 
 _CONTROL_FILES = (SUPERVISOR_FILE, CHILD_FILE, EXIT_FILE, STOP_FILE)
@@ -51,7 +51,7 @@ def start(root: Path, after: dict[str, Any], reporter: Reporter) -> RunRecord:
         except subprocess.TimeoutExpired:
             launcher.kill()
             code = -1
-    sup = _read(run_dir / SUPERVISOR_FILE)
+    sup = read_json(run_dir / SUPERVISOR_FILE)
     if code != 0 or sup is None:
         raise BackendError(f"the local run did not start; see {log}", retryable=True)
     record = RunRecord(
@@ -88,10 +88,3 @@ def stop(root: Path, record: RunRecord, reporter: Reporter, grace_s: float = 10.
     reporter.event(f"stopped the run of {record.spec_id}")
     return True
 
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

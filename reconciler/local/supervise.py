@@ -34,6 +34,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object written by ``write_json``; None when absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _note(message: str) -> None:
     sys.stdout.write(f"[ftspec] {message}\n")
     sys.stdout.flush()
