@@ -47,6 +47,25 @@ def _text_diff(before: str, after: str, indent: int = 8) -> str:
     return "<<-EOT\n" + "\n".join(rows) + f"\n{' ' * indent}EOT"
 
 
+def _list_diff(before: list[Any], after: list[Any], indent: int = 8) -> str:
+    """Changed list elements only, unchanged runs folded (Terraform-style)."""
+    import difflib
+
+    pad = " " * (indent + 4)
+    old = [json.dumps(v, ensure_ascii=False) for v in before]
+    new = [json.dumps(v, ensure_ascii=False) for v in after]
+    rows = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            rows.append(f"{pad}[dim]# ({i2 - i1} unchanged element"
+                        f"{'s' if i2 - i1 != 1 else ''} hidden)[/dim]")
+            continue
+        rows += [f"{pad[:-2]}[red]-[/red] {_esc(v)}," for v in old[i1:i2]]
+        rows += [f"{pad[:-2]}[green]+[/green] {_esc(v)}," for v in new[j1:j2]]
+    return "[\n" + "\n".join(rows) + f"\n{' ' * indent}]"
+
+
 def _esc(text: str) -> str:
     return text.replace("[", r"\[")
 
@@ -96,6 +115,11 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
             elif isinstance(before, str) and isinstance(after, str) and "\n" in before + after:
                 mark, text = "[yellow]~[/yellow]", _text_diff(before, after)
                 lines.append(f"      {mark} {_esc(f['path'])} = {text}")
+                continue
+            elif isinstance(before, list) and isinstance(after, list):
+                tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
+                lines.append(f"      [yellow]~[/yellow] {_esc(f['path'])} = "
+                             f"{_list_diff(before, after)}{tail}")
                 continue
             else:
                 mark, text = "[yellow]~[/yellow]", f"{_val(before)} -> {_val(after)}"
