@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import psutil
 import pytest
 from helpers.measure import Measurement, TreeSampler
+from helpers.polling import wait_for
 from helpers.tinyspec import SPEC
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -42,15 +42,6 @@ def status(workdir: Path, env: dict[str, str], *sets: str) -> dict[str, Any]:
     assert "Traceback" not in done.stderr
     return dict(entry)
 
-
-def wait_for(check: Callable[[], Any], timeout: float = 300, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def supervisor_pid(workdir: Path) -> int | None:

@@ -9,14 +9,13 @@ import math
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.measure import Measurement, TreeSampler
+from helpers.polling import wait_for
 from helpers.tinyspec import SPEC
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.slow]
@@ -60,15 +59,6 @@ def jobs(address: str) -> dict[str, dict[str, Any]]:
     with urllib.request.urlopen(f"{address}/api/jobs/", timeout=10) as resp:
         return {j["submission_id"]: j for j in json.loads(resp.read())}
 
-
-def wait_for(check: Callable[[], Any], timeout: float = 300, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def owned_ids(address: str) -> set[str]:
