@@ -7,6 +7,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Literal
 
 from ftspec.compiler.memory import estimate_memory
 from ftspec.spec.catalog.models import MODEL_FAMILIES
@@ -87,11 +88,13 @@ def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
     accum = t.gradient_accumulation_steps or max(
         1, t.global_batch_size // (t.micro_batch_size * world)
     )
-    strategy = spec.distributed.strategy
-    if strategy == "auto":
+    strategy: Literal["none", "ddp", "fsdp", "deepspeed"]
+    if spec.distributed.strategy == "auto":
         # torchtune's distributed recipes always shard with FSDP2
-        multi = "fsdp" if spec.launcher == "torchtune" else "ddp"
+        multi: Literal["fsdp", "ddp"] = "fsdp" if spec.launcher == "torchtune" else "ddp"
         strategy = multi if world > 1 else "none"
+    else:
+        strategy = spec.distributed.strategy
     examples = _train_examples(spec)
     steps_per_epoch = None
     if examples is not None:

@@ -51,7 +51,9 @@ class SourceDoc:
         """The data at ``path``, or None when it is absent."""
         node = self.data
         for part in path:
-            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            if isinstance(node, dict) and part in node:  # noqa: SIM114 (separate for typing)
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
                 node = node[part]
             else:
                 return None

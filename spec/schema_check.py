@@ -147,10 +147,10 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
         )
         return
     if validator == "pattern":
-        known = EXPLAINED.get(error.validator_value)
-        if known is not None:
-            summary = f"{_describe(instance, path)} is not {known[0]}"
-            hint = f"for example {known[1]}"
+        explained = EXPLAINED.get(error.validator_value)
+        if explained is not None:
+            summary = f"{_describe(instance, path)} is not {explained[0]}"
+            hint = f"for example {explained[1]}"
         else:
             summary = f"{_describe(instance, path)} does not match the required form"
             hint = f"expected pattern {error.validator_value}"

@@ -180,7 +180,7 @@ def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
             mount["subPath"] = sub
         node["volumes"] = [{"name": OUTPUT_VOLUME, "persistentVolumeClaim": {"claimName": claim}}]
         node["containers"] = [{"name": "node", "volumeMounts": [mount]}]
-    if job.launcher == "accelerate" and not generated:
+    if launch is not None and not generated:  # the accelerate launcher
         volumes, mounts = kfa.pod_volumes(job, launch)
         if volumes:
             node["volumes"] = volumes

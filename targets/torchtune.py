@@ -173,6 +173,7 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
     if job.model.custom:
         ops.append(Set("checkpointer.checkpoint_files", ["model.safetensors"]))
     ops += _replace(base, "dataset", _dataset(job, paths))
+    per_epoch: int | None
     if t.max_steps is not None:
         epochs, per_epoch = 1, t.max_steps
     else:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.cli.specs import load_spec, spec_options
+from ftspec.spec.diagnostics import Diagnostic
 from ftspec.targets import TARGET_NAMES
 
 
@@ -56,7 +57,8 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
     return 0
 
 
-def _report(diags: list, as_json: bool, target: str | None, artifacts: list) -> None:
+def _report(diags: list[Diagnostic], as_json: bool, target: str | None,
+            artifacts: list[dict[str, str]]) -> None:
     if as_json:
         emit_json({"ok": not any(d.is_error for d in diags), "target": target,
                    "diagnostics": [d.to_json() for d in diags], "artifacts": artifacts})

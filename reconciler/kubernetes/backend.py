@@ -111,9 +111,9 @@ class KubernetesBackend:
         changes = []
         if destroy_all:
             for d in desired:
-                for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", []):
-                    change = destroy(d.job.target, live, d.spec_file)
-                    digests[change.address] = read_digest(live)
+                for item in owned.get(f"{d.job.namespace}/{d.job.spec_id}", []):
+                    change = destroy(d.job.target, item, d.spec_file)
+                    digests[change.address] = read_digest(item)
                     changes.append(change)
             return Plan(self.name, tuple(changes), digests, self._specs(desired),
                         tuple(warnings))

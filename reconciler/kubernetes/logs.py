@@ -39,7 +39,7 @@ def job_logs(t: Transport, live: dict[str, Any], *, follow: bool = False,
     return _stream(t, ns, pods, tail)
 
 
-def _stream(t: Transport, ns: str, pods: dict[str, dict[str, Any]], tail: int | None
+def _stream(t: Transport, ns: str | None, pods: dict[str, dict[str, Any]], tail: int | None
             ) -> Iterator[str]:
     for name in sorted(pods):
         containers = [c["name"] for c in (pods[name].get("spec") or {}).get("containers") or []]

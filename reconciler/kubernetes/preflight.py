@@ -112,16 +112,16 @@ def preflight(t: Transport, changes: list[Change]) -> list[str]:
     with ThreadPoolExecutor(max_workers=16) as pool:
         allowed = list(pool.map(review, checks))
         found = list(pool.map(lambda r: _exists(t, r[1], r[0]), refs))
-    problems = []
+    problems: list[str] = []
     for (verb, group, resource, ns), ok in zip(checks, allowed):
         if not ok:
             res = f"{resource}.{group}" if group else resource
             problems.append(f"you may not {verb} {res} in namespace {ns or '(cluster)'}")
-    warnings = []
-    for (what, _path, advice), ok in zip(refs, found):
-        if ok is False:
+    warnings: list[str] = []
+    for (what, _path, advice), exists in zip(refs, found):
+        if exists is False:
             problems.append(f"{what} does not exist: {advice}")
-        elif ok is None:
+        elif exists is None:
             warnings.append(f"could not check that {what} exists (not allowed to read it)")
     if problems:
         denied = any(p.startswith("you may not") for p in problems)

@@ -58,7 +58,7 @@ class _OfficialSender:
     def __init__(self, conn: Connection) -> None:
         from kubernetes import config  # heavy: only for exec/auth-provider kubeconfigs
 
-        self._client = config.new_client_from_config(
+        self._client = config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=conn.config_files[0] if conn.config_files else None,
             context=conn.context)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ftspec.spec.patterns import URI as URI_PATTERN  # noqa: F401  (re-exported)
+from ftspec.spec.patterns import URI as URI_PATTERN
+
+__all__ = ["URI_PATTERN", "SpecModel"]
 from pydantic import BaseModel, ConfigDict
 
 
