@@ -225,13 +225,15 @@ class RayBackend:
                     raise BackendError(f"job {sid} did not stop within {_STOP_TIMEOUT_S:.0f} s",
                                        retryable=True)
                 time.sleep(0.5)
-        api.delete(sid)
+        deleted = api.delete(sid)
         deadline = time.monotonic() + _STOP_TIMEOUT_S
         while api.get_job(sid) is not None:  # the id is free only once the job is gone
             if time.monotonic() > deadline:
                 raise BackendError(f"job {sid} was not deleted within {_STOP_TIMEOUT_S:.0f} s",
                                    retryable=True)
-            time.sleep(0.2)
+            time.sleep(0.5)
+            if not deleted:  # Ray refuses while a stopped job is still winding down: ask again
+                deleted = api.delete(sid)
         reporter.event(f"deleted job {sid}", submission_id=sid)
 
     # ------------------------------------------------------------------ observe
