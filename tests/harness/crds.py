@@ -1,7 +1,7 @@
 """Loading upstream CRDs and adapting them for a Kubernetes 1.20 API server (test cluster only).
 
 A 1.20 server predates CEL validation rules and rejects parts of today's CRDs. The
-transformation (see /work/shared/notes/real-kube-apiserver.md, section 4):
+transformation (see ../shared/notes/real-kube-apiserver.md, section 4):
 
 - drop every ``x-kubernetes-validations`` key (CEL rules);
 - drop ``default: ""`` entries (1.20 reads them as null and rejects the CRD);

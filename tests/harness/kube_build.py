@@ -1,6 +1,6 @@
 """Build (once) and cache a real kube-apiserver v1.20.2 from Debian's source package.
 
-Recipe: /work/shared/notes/real-kube-apiserver.md. Everything comes from Debian's registry.
+Recipe: ../shared/notes/real-kube-apiserver.md. Everything comes from Debian's registry.
 The binary (110 MB) is cached at ``$FTSPEC_CACHE_DIR/envtest/kube-apiserver-v1.20.2``
 (default ``~/.cache/ftspec/envtest/``). The build tree (1.7 GiB, including the Go build cache that
 Kubernetes' make keeps under ``_output/``) is deleted after a successful build: the binary is the cache.
