@@ -3,11 +3,14 @@
 Understood lines (all launchers ftspec compiles):
 - torchtune's progress bar (stderr):  ``1|3|Loss: 5.7712...``  (epoch|step|loss)
 - torchtune's metric loggers:         ``Step 3 | loss:5.7712 lr:0.0003 ...``
-- the hf_sft entrypoint (accelerate): ``step=3 loss=5.7712 lr=0.0003``
+- the Hugging Face / TRL trainer (accelerate): its log records,
+  ``{'loss': '5.771', 'grad_norm': '0.41', 'learning_rate': '0.0003', 'epoch': '0.06'}``
+  (no step number in them: ``Progress.step`` stays None; ``trainer_records`` reads them all)
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,7 @@ _PATTERNS = (
     re.compile(r"(?:^|\s)Step (\d+) \| loss:" + _NUM),
     re.compile(r"(?:^|\s)step=(\d+) loss=" + _NUM),
 )
+_TRAINER_RECORD = re.compile(r"\{'(?:loss|eval_loss|train_runtime)': [^{}]*\}")
 _TAIL_READ_BYTES = 256 * 1024
 
 
@@ -43,7 +47,29 @@ def parse_line(line: str) -> Progress | None:
             pass
         if found is not None:
             return Progress(int(found.group(1)), float(found.group(2)))
+    records = [r for r in trainer_records(line) if "loss" in r]
+    if records:
+        return Progress(None, records[-1]["loss"])
     return None
+
+
+def progress_text(p: Progress) -> str:
+    """How a progress event reads: ``step=3 loss=5.77`` (``loss=5.77`` without a step)."""
+    loss = f"loss={p.loss:g}" if p.loss is not None else ""
+    return f"step={p.step} {loss}".strip() if p.step is not None else loss
+
+
+def trainer_records(text: str) -> list[dict[str, float]]:
+    """The Hugging Face trainer's log records in ``text`` (train, eval and summary), with
+    their values as numbers (transformers 5 prints them as quoted strings)."""
+    out = []
+    for found in _TRAINER_RECORD.finditer(text):
+        try:
+            raw = ast.literal_eval(found.group(0))
+            out.append({str(k): float(v) for k, v in raw.items()})
+        except (ValueError, SyntaxError, TypeError):
+            continue
+    return out
 
 
 def split_lines(text: str) -> list[str]:

@@ -34,7 +34,14 @@ from ftspec.reconciler.model import (
     Plan,
     Status,
 )
-from ftspec.reconciler.progress import LogFollower, parse_line, read_tail, tail_lines
+from ftspec.reconciler.progress import (
+    LogFollower,
+    Progress,
+    parse_line,
+    progress_text,
+    read_tail,
+    tail_lines,
+)
 
 PREFIX = "local.run."
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
@@ -211,14 +218,14 @@ class LocalBackend:
                                hint="run `ftspec apply` first")
         follower = LogFollower(self.root / record.log)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        last_step: int | None = None
+        last: Progress | None = None
         while True:
             for line in follower.read_new():
                 found = parse_line(line)
-                if found is not None and found.step != last_step:
-                    last_step = found.step
-                    reporter.event(f"step={found.step} loss={found.loss:g}",
-                                   step=found.step, loss=found.loss)
+                if found is not None and (found.step is None or last is None
+                                          or found.step != last.step):
+                    last = found
+                    reporter.event(progress_text(found), step=found.step, loss=found.loss)
             view = observe(record, self.root)
             if view.phase in TERMINAL:
                 return self.status(desired)[0]

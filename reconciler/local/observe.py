@@ -10,7 +10,7 @@ from ftspec.reconciler.local import procs
 from ftspec.reconciler.local.state import RunRecord
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, read_json
 from ftspec.reconciler.model import Phase
-from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
+from ftspec.reconciler.progress import Progress, latest, progress_text, read_tail, tail_lines
 
 LOG_TAIL_LINES = 20
 
@@ -65,7 +65,7 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES) -> RunVie
     if active and ended is None:
         started = (run_dir / CHILD_FILE).exists()
         phase = Phase.RUNNING if started else Phase.PENDING
-        where = f"step {progress.step}, loss {progress.loss:g}" if progress.step else "starting"
+        where = progress_text(progress) if progress.loss is not None else "starting"
         message = f"running (pid {record.supervisor_pid}): {where}"
     elif ended is not None:
         if returncode == 0:

@@ -21,7 +21,13 @@ from typing import Any
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
-from ftspec.reconciler.progress import latest, parse_line, split_lines, tail_lines
+from ftspec.reconciler.progress import (
+    latest,
+    parse_line,
+    progress_text,
+    split_lines,
+    tail_lines,
+)
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
 
@@ -273,18 +279,20 @@ class RayBackend:
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        last_step = None
+        reported, last_step = 0, -1  # the whole log comes back each time: only new records
         while True:
             job = self._current(desired)
             if job is None:
                 raise BackendError(f"no Ray job of {desired.spec_file}",
                                    hint="run `ftspec apply` first")
-            for line in split_lines(self.api(desired).logs(str(job["submission_id"]))):
-                found = parse_line(line)
-                if found is not None and (last_step is None or (found.step or 0) > last_step):
-                    last_step = found.step
-                    reporter.event(f"step={found.step} loss={found.loss:g}",
-                                   step=found.step, loss=found.loss)
+            lines = split_lines(self.api(desired).logs(str(job["submission_id"])))
+            found_all = [p for p in map(parse_line, lines) if p is not None]
+            for found in found_all[reported:]:
+                if found.step is not None and found.step <= last_step:
+                    continue  # a progress bar redrawn for the same step
+                last_step = found.step if found.step is not None else last_step
+                reporter.event(progress_text(found), step=found.step, loss=found.loss)
+            reported = max(reported, len(found_all))
             if job.get("status") in TERMINAL or (
                     deadline is not None and time.monotonic() > deadline):
                 return self.status(desired)[0]

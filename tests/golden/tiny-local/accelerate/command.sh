@@ -3,28 +3,5 @@
 exec accelerate launch \
     --config_file "$(dirname "$0")/accelerate.yaml" \
     -m ftspec.targets.entrypoints.hf_sft \
-    --model_name_or_path .ftspec/tiny/llama2/model \
-    --tokenizer_name_or_path .ftspec/tiny/llama2/model \
-    --train_file .ftspec/tiny/llama2/dataset.jsonl \
-    --dataset_format instruct \
-    --prompt_template '{input}' \
-    --completion_template '{output}' \
-    --max_seq_length 128 \
-    --per_device_train_batch_size 2 \
-    --gradient_accumulation_steps 1 \
-    --learning_rate 0.001 \
-    --weight_decay 0.0 \
-    --max_steps 4 \
-    --lr_scheduler_type cosine \
-    --warmup_steps 1 \
-    --optim adamw_torch \
-    --max_grad_norm 1.0 \
-    --seed 42 \
-    --peft_method lora \
-    --lora_r 4 \
-    --lora_alpha 8.0 \
-    --lora_dropout 0.0 \
-    --target_modules q_proj v_proj \
-    --save_strategy epoch \
-    --output_dir .ftspec/runs/tiny-local/output \
-    --logging_steps 10
+    --config "$(dirname "$0")/sft.yaml" \
+    --prepare "$(dirname "$0")/prepare.json"
