@@ -44,4 +44,5 @@
 #     save_adapter_weights_only=True \
 #     fsdp_cpu_offload=False \
 #     fsdp_reshard_after_forward=True
-exec tune run --nnodes 1 --nproc-per-node 4 lora_finetune_distributed --config "$(dirname "$0")/config.yaml"
+ftspec_dir=$(dirname -- "$0")
+exec tune run --nnodes 1 --nproc-per-node 4 lora_finetune_distributed --config "$ftspec_dir"/config.yaml

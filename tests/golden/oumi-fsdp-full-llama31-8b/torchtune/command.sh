@@ -38,4 +38,5 @@
 #     log_every_n_steps=10 \
 #     fsdp_cpu_offload=False \
 #     fsdp_reshard_after_forward=True
-exec tune run --nnodes 1 --nproc-per-node 8 full_finetune_distributed --config "$(dirname "$0")/config.yaml"
+ftspec_dir=$(dirname -- "$0")
+exec tune run --nnodes 1 --nproc-per-node 8 full_finetune_distributed --config "$ftspec_dir"/config.yaml
