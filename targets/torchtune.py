@@ -200,6 +200,7 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("enable_activation_offloading", t.activation_offloading),
         Set("log_every_n_steps", t.logging.steps),
     ]
+    ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
         ops.append(Set("save_adapter_weights_only",
                        spec.output.save_adapter_only if spec.output else True))
@@ -211,6 +212,31 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
     for key, value in spec.overrides.torchtune.items():
         ops.append(Set(str(key), value))
     return ops
+
+
+METRIC_LOGGERS = {
+    "tensorboard": "torchtune.training.metric_logging.TensorBoardLogger",
+    "wandb": "torchtune.training.metric_logging.WandBLogger",
+    "mlflow": "torchtune.training.metric_logging.MLFlowLogger",
+    "jsonl": "torchtune.training.metric_logging.DiskLogger",
+}
+STDOUT_LOGGER = "torchtune.training.metric_logging.StdoutLogger"
+
+
+def metric_logger(job: Job) -> dict[str, Any]:
+    """torchtune takes one metric logger: the spec's ``report_to`` sink, else stdout.
+
+    Stdout (``Step 3 | loss:5.77 lr:0.01 tokens_per_second_per_gpu:…``) is what ftspec's
+    progress reads on every backend; with a sink, progress falls back to the recipe's
+    ``epoch|step|Loss`` line (no learning rate or rate there).
+    """
+    sinks = job.spec.training.logging.report_to
+    if not sinks:
+        return {"_component_": STDOUT_LOGGER}
+    logger: dict[str, Any] = {"_component_": METRIC_LOGGERS[sinks[0]]}
+    if sinks[0] in ("tensorboard", "jsonl"):
+        logger["log_dir"] = "${output_dir}/logs"
+    return logger
 
 
 def _replace(base: dict[str, Any], key: str, new: dict[str, Any]) -> list[Override]:

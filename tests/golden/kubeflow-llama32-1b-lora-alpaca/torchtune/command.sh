@@ -41,6 +41,8 @@
 #     enable_activation_checkpointing=True \
 #     enable_activation_offloading=False \
 #     log_every_n_steps=10 \
+#     '~metric_logger.log_dir' \
+#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     save_adapter_weights_only=True \
 #     fsdp_cpu_offload=False \
 #     fsdp_reshard_after_forward=True

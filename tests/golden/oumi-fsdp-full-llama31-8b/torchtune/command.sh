@@ -36,6 +36,8 @@
 #     enable_activation_checkpointing=True \
 #     enable_activation_offloading=False \
 #     log_every_n_steps=10 \
+#     '~metric_logger.log_dir' \
+#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     fsdp_cpu_offload=False \
 #     fsdp_reshard_after_forward=True
 exec tune run --nnodes 1 --nproc-per-node 8 full_finetune_distributed --config "$(dirname "$0")/config.yaml"
