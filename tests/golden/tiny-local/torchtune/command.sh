@@ -37,13 +37,12 @@
 #     optimizer._component_=torch.optim.AdamW \
 #     optimizer.lr=0.01 \
 #     optimizer.weight_decay=0.0 \
-#     'optimizer.betas=[0.9,0.999]' \
-#     optimizer.eps=1e-08 \
 #     optimizer.fused=False \
 #     lr_scheduler._component_=torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup \
 #     lr_scheduler.num_warmup_steps=2 \
-#     lr_scheduler.num_cycles=0.5 \
 #     loss._component_=torch.nn.CrossEntropyLoss \
+#     '~metric_logger.log_dir' \
+#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     clip_grad_norm=1.0 \
 #     compile=False \
 #     device=cpu \
@@ -51,7 +50,5 @@
 #     enable_activation_checkpointing=False \
 #     enable_activation_offloading=False \
 #     log_every_n_steps=1 \
-#     '~metric_logger.log_dir' \
-#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     save_adapter_weights_only=True
 exec tune run lora_finetune_single_device --config "$(dirname "$0")/config.yaml"
