@@ -146,6 +146,10 @@ def _ignored(job: Job) -> Iterator[Diagnostic]:
     if t.evaluation.strategy != "no" or spec.data.validation is not None:
         yield _warn(("training", "evaluation"), "the torchtune target does not evaluate; "
                     "evaluation settings are ignored", "evaluation")
+    if len(t.logging.report_to) > 1:
+        yield _err(("training", "logging", "report_to"), "torchtune's recipes take one metric "
+                   f"logger; report_to lists {len(t.logging.report_to)}", "report-to",
+                   hint="keep one sink (tensorboard, wandb, mlflow or jsonl)")
     if t.early_stopping is not None:
         yield _warn(("training", "early_stopping"), "torchtune has no early stopping; it is "
                     "ignored", "early-stopping")
