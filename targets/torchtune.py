@@ -52,6 +52,11 @@ LOSSES = {
     "cross_entropy": "torch.nn.CrossEntropyLoss",
     "chunked_cross_entropy": "torchtune.modules.loss.CEWithChunkedOutputLoss",
 }
+METRIC_LOGGERS = {
+    "tensorboard": "torchtune.training.metric_logging.TensorBoardLogger",
+    "wandb": "torchtune.training.metric_logging.WandBLogger",
+}
+"""training.logging.report_to -> torchtune's metric logger (it takes exactly one)."""
 DATASETS = {
     "instruct": "torchtune.datasets.instruct_dataset",
     "chat": "torchtune.datasets.chat_dataset",
@@ -100,6 +105,7 @@ ADDITIONS: dict[str, str] = {
     "seed": "random seed",
     "shuffle": "shuffle",
     "log_every_n_steps": "logging interval",
+    "metric_logger.log_dir": "metric logger folder (training.logging.report_to)",
 }
 """Override keys that may be absent from a base config, and why they are valid there."""
 
@@ -201,13 +207,21 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("log_every_n_steps", t.logging.steps),
     ]
     if spec.method.kind != "full":
+        # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.
+        out = spec.output
         ops.append(Set("save_adapter_weights_only",
-                       spec.output.save_adapter_only if spec.output else True))
+                       out.save_adapter_only and not out.merge_adapter if out else True))
+    logger = METRIC_LOGGERS.get(t.logging.report_to[0]) if len(t.logging.report_to) == 1 \
+        else None
+    if logger is not None:
+        ops += _replace(base, "metric_logger", {"_component_": logger,
+                                                "log_dir": f"{paths.output_dir}/logs"})
     if job.world_size > 1:
         fsdp = spec.distributed.fsdp
         ops.append(Set("fsdp_cpu_offload", bool(fsdp and fsdp.cpu_offload)))
         ops.append(Set("fsdp_reshard_after_forward",
-                       not (fsdp is not None and fsdp.sharding == "shard_grad_op")))
+                       fsdp is None or (fsdp.sharding != "shard_grad_op"
+                                        and fsdp.reshard_after_forward)))
     for key, value in spec.overrides.torchtune.items():
         ops.append(Set(str(key), value))
     return ops

@@ -143,9 +143,22 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
 def _ignored(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     t = spec.training
-    if t.evaluation.strategy != "no" or spec.data.validation is not None:
+    if spec.data.validation is not None:
+        yield _warn(("data", "validation"), "the torchtune target does not evaluate; "
+                    "validation data is ignored", "evaluation")
+    if t.evaluation.strategy != "no":
         yield _warn(("training", "evaluation"), "the torchtune target does not evaluate; "
                     "evaluation settings are ignored", "evaluation")
+    if spec.data.validation_split_ratio is not None:
+        yield _warn(("data", "validation_split_ratio"), "the torchtune target does not "
+                    "evaluate; no validation split is carved out", "evaluation")
+    from ftspec.targets.torchtune import METRIC_LOGGERS
+
+    report = t.logging.report_to
+    if len(report) > 1 or (report and report[0] not in METRIC_LOGGERS):
+        yield _err(("training", "logging", "report_to"), "torchtune logs to one metric "
+                   f"logger: {', '.join(METRIC_LOGGERS)} (or none, its disk log)",
+                   "report-to", hint="keep one of " + ", ".join(METRIC_LOGGERS))
     if t.early_stopping is not None:
         yield _warn(("training", "early_stopping"), "torchtune has no early stopping; it is "
                     "ignored", "early-stopping")
