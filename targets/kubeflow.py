@@ -171,8 +171,7 @@ def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
     """Per replicated job: the pod-spec fields ftspec sets (placement, volumes, mounts)."""
     generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
     jobs = TORCHTUNE_JOBS if job.launcher == "torchtune" else ("node",)
-    placement = {} if generated else pod_placement(job)
-    out = {name: dict(placement) for name in jobs}
+    out = {name: {} if generated else pod_placement(job, gpu=name == "node") for name in jobs}
     node = out["node"]
     output = job.spec.output
     if job.launcher == "torchtune" and output is not None and output.uri.startswith("pvc://"):

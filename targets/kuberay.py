@@ -50,14 +50,14 @@ def image(job: Job) -> str:
     return f"rayproject/ray:{kr.ray_version}{'-gpu' if job.gpus_per_node else ''}"
 
 
-def _pod(job: Job, container: dict[str, Any]) -> dict[str, Any]:
+def _pod(job: Job, container: dict[str, Any], *, gpu: bool = False) -> dict[str, Any]:
     volumes, mounts = pvc_volumes(job)
     env = secret_env(job)
     if env:
         container["env"] = env
     if mounts:
         container["volumeMounts"] = mounts
-    spec: dict[str, Any] = {"containers": [container], **pod_placement(job)}
+    spec: dict[str, Any] = {"containers": [container], **pod_placement(job, gpu=gpu)}
     if volumes:
         spec["volumes"] = volumes
     return {"metadata": {"labels": labels(job)}, "spec": spec}
@@ -88,7 +88,7 @@ def cluster_spec(job: Job) -> dict[str, Any]:
             "maxReplicas": job.nodes,
             "numOfHosts": 1,
             "rayStartParams": {},
-            "template": _pod(job, worker),
+            "template": _pod(job, worker, gpu=True),
         }],
     }
 

@@ -37,12 +37,9 @@
 #     optimizer._component_=torch.optim.AdamW \
 #     optimizer.lr=0.001 \
 #     optimizer.weight_decay=0.0 \
-#     'optimizer.betas=[0.9,0.999]' \
-#     optimizer.eps=1e-08 \
 #     optimizer.fused=False \
 #     lr_scheduler._component_=torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup \
 #     lr_scheduler.num_warmup_steps=1 \
-#     lr_scheduler.num_cycles=0.5 \
 #     loss._component_=torch.nn.CrossEntropyLoss \
 #     clip_grad_norm=1.0 \
 #     compile=False \
