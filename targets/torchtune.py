@@ -53,11 +53,6 @@ LOSSES = {
     "cross_entropy": "torch.nn.CrossEntropyLoss",
     "chunked_cross_entropy": "torchtune.modules.loss.CEWithChunkedOutputLoss",
 }
-METRIC_LOGGERS = {
-    "tensorboard": "torchtune.training.metric_logging.TensorBoardLogger",
-    "wandb": "torchtune.training.metric_logging.WandBLogger",
-}
-"""training.logging.report_to -> torchtune's metric logger (it takes exactly one)."""
 DATASETS = {
     "instruct": "torchtune.datasets.instruct_dataset",
     "chat": "torchtune.datasets.chat_dataset",
@@ -210,6 +205,7 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("enable_activation_offloading", t.activation_offloading),
         Set("log_every_n_steps", t.logging.steps),
     ]
+    ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
         # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.
         out = spec.output
@@ -223,14 +219,34 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
                                         and fsdp.reshard_after_forward)))
     # A key the base config leaves out stays out when the spec asks for its default.
     ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
-    logger = METRIC_LOGGERS.get(t.logging.report_to[0]) if len(t.logging.report_to) == 1 \
-        else None
-    if logger is not None:
-        ops += _replace(base, "metric_logger", {"_component_": logger,
-                                                "log_dir": f"{paths.output_dir}/logs"})
     for key, value in spec.overrides.torchtune.items():
         ops.append(Set(str(key), value))
     return ops
+
+
+METRIC_LOGGERS = {
+    "tensorboard": "torchtune.training.metric_logging.TensorBoardLogger",
+    "wandb": "torchtune.training.metric_logging.WandBLogger",
+    "mlflow": "torchtune.training.metric_logging.MLFlowLogger",
+    "jsonl": "torchtune.training.metric_logging.DiskLogger",
+}
+STDOUT_LOGGER = "torchtune.training.metric_logging.StdoutLogger"
+
+
+def metric_logger(job: Job) -> dict[str, Any]:
+    """torchtune takes one metric logger: the spec's ``report_to`` sink, else stdout.
+
+    Stdout (``Step 3 | loss:5.77 lr:0.01 tokens_per_second_per_gpu:…``) is what ftspec's
+    progress reads on every backend; with a sink, progress falls back to the recipe's
+    ``epoch|step|Loss`` line (no learning rate or rate there).
+    """
+    sinks = job.spec.training.logging.report_to
+    if not sinks:
+        return {"_component_": STDOUT_LOGGER}
+    logger: dict[str, Any] = {"_component_": METRIC_LOGGERS[sinks[0]]}
+    if sinks[0] in ("tensorboard", "jsonl"):
+        logger["log_dir"] = "${output_dir}/logs"
+    return logger
 
 
 def _replace(base: dict[str, Any], key: str, new: dict[str, Any]) -> list[Override]:

@@ -152,13 +152,10 @@ def _ignored(job: Job) -> Iterator[Diagnostic]:
     if spec.data.validation_split_ratio is not None:
         yield _warn(("data", "validation_split_ratio"), "the torchtune target does not "
                     "evaluate; no validation split is carved out", "evaluation")
-    from ftspec.targets.torchtune import METRIC_LOGGERS
-
-    report = t.logging.report_to
-    if len(report) > 1 or (report and report[0] not in METRIC_LOGGERS):
-        yield _err(("training", "logging", "report_to"), "torchtune logs to one metric "
-                   f"logger: {', '.join(METRIC_LOGGERS)} (or none, its disk log)",
-                   "report-to", hint="keep one of " + ", ".join(METRIC_LOGGERS))
+    if len(t.logging.report_to) > 1:
+        yield _err(("training", "logging", "report_to"), "torchtune's recipes take one metric "
+                   f"logger; report_to lists {len(t.logging.report_to)}", "report-to",
+                   hint="keep one sink (tensorboard, wandb, mlflow or jsonl)")
     if t.early_stopping is not None:
         yield _warn(("training", "early_stopping"), "torchtune has no early stopping; it is "
                     "ignored", "early-stopping")
