@@ -101,6 +101,7 @@ ADDITIONS: dict[str, str] = {
     "seed": "random seed",
     "shuffle": "shuffle",
     "log_every_n_steps": "logging interval",
+    "metric_logger.log_dir": "metric logger folder (training.logging.report_to)",
 }
 """Override keys that may be absent from a base config, and why they are valid there."""
 
@@ -206,13 +207,16 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
     ]
     ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
+        # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.
+        out = spec.output
         top.append(Set("save_adapter_weights_only",
-                       spec.output.save_adapter_only if spec.output else True))
+                       out.save_adapter_only and not out.merge_adapter if out else True))
     if job.world_size > 1:
         fsdp = spec.distributed.fsdp
         top.append(Set("fsdp_cpu_offload", bool(fsdp and fsdp.cpu_offload)))
         top.append(Set("fsdp_reshard_after_forward",
-                       not (fsdp is not None and fsdp.sharding == "shard_grad_op")))
+                       fsdp is None or (fsdp.sharding != "shard_grad_op"
+                                        and fsdp.reshard_after_forward)))
     # A key the base config leaves out stays out when the spec asks for its default.
     ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
     for key, value in spec.overrides.torchtune.items():
