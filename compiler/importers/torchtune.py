@@ -43,7 +43,7 @@ _FORMATS = {v: k for k, v in DATASETS.items()}
 
 
 def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | None = None,
-                     nnodes: int = 1, accelerator: str = DEFAULT_ACCELERATOR) -> Imported:
+                     nnodes: int | None = None, accelerator: str = DEFAULT_ACCELERATOR) -> Imported:
     from ftspec.compiler.importers.render import render
     from ftspec.compiler.importers.torchtune_residue import settle
 
@@ -113,9 +113,14 @@ def _file_uri(path: str) -> str:
     return "file://" + path
 
 
-def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int,
+def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
     single = path.stem.endswith(("_single_device", "_low_memory"))
+    nodes_origin = "--nnodes"
+    if nnodes is None:
+        multinode = path.stem.endswith("_multinode")
+        nnodes = 2 if multinode else 1
+        nodes_origin = "a multi-node config (its file name); pass --nnodes"
     if nproc is not None:
         origin = "--nproc-per-node"
     elif single:
@@ -128,7 +133,9 @@ def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int,
             nproc, origin = DEFAULT_NPROC, "importer default: tune run --nproc-per-node decides"
     device = draft.source.data.get("device", "cuda")
     if nnodes != 1:
-        draft.put(("resources", "nodes"), nnodes, "--nnodes")
+        draft.put(("resources", "nodes"), nnodes, nodes_origin)
+        draft.put(("deploy", "target"), "kuberay", "several nodes need a cluster: a RayJob "
+                  "(or kubeflow with a runtime)")
     if device == "cpu":
         draft.put(("resources", "gpus_per_node"), 0, draft.origin_of(("device",)))
         draft.put(("resources", "processes_per_node"), nproc, origin)
@@ -208,9 +215,10 @@ def _data(draft: SpecDraft) -> None:
     else:
         family = MODEL_FAMILIES[draft.data["model"]["family"]]
         draft.put(("data", "max_seq_len"), family.max_seq_len,
-                  "the model's context: tokenizer.max_seq_len is null (no truncation)")
-        draft.warn(("tokenizer", "max_seq_len"), "null (no truncation) has no spec value; data.max_seq_len is the model's context and the null is "
-                   "kept as raw overrides.torchtune")
+                  "the model's context: no tokenizer.max_seq_len (no truncation)")
+        draft.warn(("tokenizer", "max_seq_len"), "null or absent (no truncation) has no spec "
+                   "value; data.max_seq_len is the model's context and the torchtune target "
+                   "keeps torchtune's value through raw overrides.torchtune")
 
 
 def _generic_dataset(draft: SpecDraft, ds: dict[str, Any], component: str) -> None:
