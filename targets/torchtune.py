@@ -101,6 +101,7 @@ ADDITIONS: dict[str, str] = {
     "seed": "random seed",
     "shuffle": "shuffle",
     "log_every_n_steps": "logging interval",
+    "metric_logger.log_dir": "metric logger folder (training.logging.report_to)",
 }
 """Override keys that may be absent from a base config, and why they are valid there."""
 
@@ -208,14 +209,18 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("enable_activation_offloading", t.activation_offloading),
         Set("log_every_n_steps", t.logging.steps),
     ]
+    ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
+        # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.
+        out = spec.output
         top.append(Set("save_adapter_weights_only",
-                       spec.output.save_adapter_only if spec.output else True))
+                       out.save_adapter_only and not out.merge_adapter if out else True))
     if job.world_size > 1:
         fsdp = spec.distributed.fsdp
         top.append(Set("fsdp_cpu_offload", bool(fsdp and fsdp.cpu_offload)))
         top.append(Set("fsdp_reshard_after_forward",
-                       not (fsdp is not None and fsdp.sharding == "shard_grad_op")))
+                       fsdp is None or (fsdp.sharding != "shard_grad_op"
+                                        and fsdp.reshard_after_forward)))
     # A key the base config leaves out stays out when the spec asks for its default.
     ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
     for key, value in spec.overrides.torchtune.items():
@@ -228,6 +233,31 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         else:
             ops.append(Set(name, value))
     return ops
+
+
+METRIC_LOGGERS = {
+    "tensorboard": "torchtune.training.metric_logging.TensorBoardLogger",
+    "wandb": "torchtune.training.metric_logging.WandBLogger",
+    "mlflow": "torchtune.training.metric_logging.MLFlowLogger",
+    "jsonl": "torchtune.training.metric_logging.DiskLogger",
+}
+STDOUT_LOGGER = "torchtune.training.metric_logging.StdoutLogger"
+
+
+def metric_logger(job: Job) -> dict[str, Any]:
+    """torchtune takes one metric logger: the spec's ``report_to`` sink, else stdout.
+
+    Stdout (``Step 3 | loss:5.77 lr:0.01 tokens_per_second_per_gpu:…``) is what ftspec's
+    progress reads on every backend; with a sink, progress falls back to the recipe's
+    ``epoch|step|Loss`` line (no learning rate or rate there).
+    """
+    sinks = job.spec.training.logging.report_to
+    if not sinks:
+        return {"_component_": STDOUT_LOGGER}
+    logger: dict[str, Any] = {"_component_": METRIC_LOGGERS[sinks[0]]}
+    if sinks[0] in ("tensorboard", "jsonl"):
+        logger["log_dir"] = "${output_dir}/logs"
+    return logger
 
 
 def _replace(base: dict[str, Any], key: str, new: dict[str, Any]) -> list[Override]:

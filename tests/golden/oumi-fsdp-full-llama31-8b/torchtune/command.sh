@@ -26,6 +26,8 @@
 #     lr_scheduler._component_=torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup \
 #     lr_scheduler.num_warmup_steps=49 \
 #     loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss \
+#     '~metric_logger.log_dir' \
+#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     clip_grad_norm=1.0 \
 #     compile=False \
 #     device=cuda \
