@@ -18,7 +18,15 @@ from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_to
 from ftspec.compiler.importers.torchtune_models import family_of, split_builder
 from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint
 from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.targets.torchtune import COSINE, DATASETS, HF_TO_TORCHTUNE_ATTN, LOSSES, OPTIMIZERS
+from ftspec.targets.torchtune import (
+    COSINE,
+    DATASETS,
+    HF_TO_TORCHTUNE_ATTN,
+    LOSSES,
+    METRIC_LOGGERS,
+    OPTIMIZERS,
+    STDOUT_LOGGER,
+)
 from ftspec.targets.torchtune_defaults import (
     COMPONENT_DEFAULTS,
     LORA_BUILDER_DEFAULTS,
@@ -40,6 +48,7 @@ _TT_TO_HF = {v: k for k, v in HF_TO_TORCHTUNE_ATTN.items()}
 _OPTIMIZER_NAMES = {v: k for k, v in OPTIMIZERS.items()}
 _LOSS_NAMES = {v: k for k, v in LOSSES.items()}
 _FORMATS = {v: k for k, v in DATASETS.items()}
+_SINKS = {v: [k] for k, v in METRIC_LOGGERS.items()} | {STDOUT_LOGGER: []}
 
 
 def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | None = None,
@@ -256,6 +265,11 @@ def _training(draft: SpecDraft, world: int) -> None:
                   f"batch_size x gradient_accumulation_steps x {world} processes")
     _optimizer(draft)
     _scheduler(draft)
+    logger = src.get("metric_logger")
+    sink = _SINKS.get(str(logger.get("_component_"))) if isinstance(logger, dict) else None
+    if sink is not None:
+        draft.put(t + ("logging", "report_to"), sink,
+                  draft.origin_of(("metric_logger", "_component_")))
     if has(src, ("loss", "_component_")):
         name = _LOSS_NAMES.get(src["loss"]["_component_"])
         if name is not None:
