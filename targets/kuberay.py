@@ -18,12 +18,12 @@ shows up as ``ValidationFailed``. ``check`` reports those rules now.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
 
 from ftspec.spec.catalog.accelerators import RAY_TYPE_PREFIX
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.targets import shell
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
@@ -102,7 +102,7 @@ def cluster_spec(job: Job) -> dict[str, Any]:
     offered = worker_resources(job)
     if offered:
         # KubeRay pastes rayStartParams into the `ray start` shell line as --key=value.
-        start["resources"] = shlex.quote(json.dumps(offered, sort_keys=True,
+        start["resources"] = shell.quote(json.dumps(offered, sort_keys=True,
                                                     separators=(",", ":")))
     return {
         "rayVersion": kr.ray_version,

@@ -30,6 +30,7 @@ from typing import Any
 from ftspec.spec.catalog.accelerators import accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.model.deploy import RayNodes, RoCE
 from ftspec.targets.embed import set_flags
 
 DRIVER_MODULE = "ftspec.targets.entrypoints.ray_nodes"
@@ -137,15 +138,40 @@ def fill(argv: list[str], rank: int, addr: str, port: int) -> list[str]:
             for a in argv]
 
 
+def _warn(path: tuple[str, ...], summary: str, code: str) -> Diagnostic:
+    return Diagnostic(Severity.WARNING, summary, path=("deploy", "ray_nodes", *path), code=code)
+
+
+def _inert_settings(job: Job, target: str) -> list[Diagnostic]:
+    """``deploy.ray_nodes`` settings that change nothing for this job."""
+    ray_nodes = job.spec.deploy.ray_nodes
+    roce, default = ray_nodes.roce, RoCE()
+    changed = [name for name in ("resource", "hca", "gid_index", "devices_per_node")
+               if getattr(roce, name) != getattr(default, name)]
+    found = []
+    if not roce.enabled:
+        found += [_warn(("roce", name), f"roce.{name} has no effect while roce.enabled is "
+                        "false", f"{target}.roce-off") for name in changed]
+    elif target == "ray" and "devices_per_node" in changed:
+        found.append(_warn(("roce", "devices_per_node"), "devices_per_node is what KubeRay "
+                           "worker pods request; the nodes of an existing Ray cluster already "
+                           "have their RDMA devices", "ray.roce-devices"))
+    if job.nodes > 1:
+        return found
+    if roce.enabled:
+        found.append(_warn(("roce", "enabled"), "RoCE only takes effect in multi-node runs; "
+                           "with nodes: 1 it only asks for the RoCE resource",
+                           f"{target}.roce-single-node"))
+    for name, what in (("cpus", "sizes"), ("ready_timeout_s", "bounds the wait for")):
+        if getattr(ray_nodes, name) != RayNodes.model_fields[name].default:
+            found.append(_warn((name,), f"{name} {what} the node bundles of a multi-node run; "
+                               "this job has one node", f"{target}.single-node"))
+    return found
+
+
 def check(job: Job, target: str) -> list[Diagnostic]:
     """What a multi-node Ray run cannot do, located."""
-    found: list[Diagnostic] = []
-    roce = job.spec.deploy.ray_nodes.roce
-    if roce.enabled and job.nodes == 1:
-        found.append(Diagnostic(
-            Severity.WARNING, "RoCE only takes effect in multi-node runs; with nodes: 1 it "
-            "only asks for the RoCE resource", path=("deploy", "ray_nodes", "roce", "enabled"),
-            code=f"{target}.roce-single-node"))
+    found = _inert_settings(job, target)
     if job.nodes == 1:
         return found
     if job.launcher == "torchtune" and job.gpus_per_node == 0:

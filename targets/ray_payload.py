@@ -22,10 +22,10 @@ import base64
 import hashlib
 import json
 import re
-import shlex
 from typing import Any
 
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
+from ftspec.targets import shell
 from ftspec.targets.base import Launch
 from ftspec.targets.embed import relocate
 
@@ -108,14 +108,14 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
     if launch.files:
         env[FILES_ENV] = encode_files(launch.files)
         env["FTSPEC_RUN_DIR"] = run_dir
-        steps.append(shlex.join(["python", "-c", UNPACK]))
+        steps.append(shell.join(["python", "-c", UNPACK]))
     download = [_download_step(job)] if _download_step(job) else []
-    steps += [shlex.join(step) for step in download]
+    steps += [shell.join(step) for step in download]
     argv = relocate(launch.argv, launch.files, run_dir)
-    steps.append(shlex.join(argv))
+    steps.append(shell.join(argv))
     if job.nodes > 1:
         env[NODES_ENV] = encode_plan(node_plan(job, argv, download, run_dir))
-        steps = [shlex.join(["python", "-m", DRIVER_MODULE])]
+        steps = [shell.join(["python", "-m", DRIVER_MODULE])]
     runtime_env: dict[str, Any] = {}
     if env:
         runtime_env["env_vars"] = dict(sorted(env.items()))
