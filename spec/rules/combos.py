@@ -45,9 +45,11 @@ def strategy_settings(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     hint="use auto, ddp or fsdp")
     fsdp = d.fsdp
     if fsdp is not None and fsdp.sharding.startswith("hybrid") and spec.resources.nodes == 1:
-        yield error(("distributed", "fsdp", "sharding"),
-                    f"{fsdp.sharding} shards within a node and replicates across nodes; it "
-                    "needs nodes > 1", "hybrid-single-node", hint="use full_shard")
+        yield warning(("distributed", "fsdp", "sharding"),
+                      f"{fsdp.sharding} shards within a node and replicates across nodes; "
+                      f"on one node PyTorch runs it as "
+                      f"{'shard_grad_op' if fsdp.sharding.endswith('zero2') else 'full_shard'}",
+                      "hybrid-single-node", hint="say full_shard (or shard_grad_op)")
 
 
 def launcher_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
