@@ -33,6 +33,7 @@ from ftspec.reconciler.progress import (
 )
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
+from ftspec.targets.ray_nodes import node_states
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
@@ -282,6 +283,9 @@ class RayBackend:
         platform = {"exists": True, **_brief(job), "address": self.api(desired).address,
                     "start_time": job.get("start_time"), "end_time": job.get("end_time"),
                     "entrypoint": job.get("entrypoint"), "log_tail": tail_lines(text, 20)}
+        nodes = node_states(text)
+        if nodes:
+            platform["nodes"] = nodes
         return [Status(addr, phase, message, platform=platform, metrics=metrics,
                        outputs=self._outputs(desired, job))]
 
