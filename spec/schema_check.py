@@ -11,6 +11,7 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, did_you_mean,
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.patterns import EXPLAINED
 from ftspec.spec.schema import committed_schema
+from ftspec.spec.secrets import find_secret
 
 SECRET_ROOTS = frozenset({"secrets"})
 """Values under these keys are never echoed in messages."""
@@ -33,6 +34,9 @@ _TYPE_WORD = {
     "number": "a number",
     "null": "null",
 }
+
+_ENUM_LISTED = 20
+"""Longer enumerations are summarized in messages, not listed."""
 
 
 @lru_cache(maxsize=1)
@@ -78,9 +82,11 @@ def _describe(value: Any, path: KeyPath) -> str:
         return kind
     if isinstance(value, (dict, list)) or value is None:
         return kind
+    if isinstance(value, str) and find_secret(value, path) is not None:
+        return f"{kind} (value hidden)"
     shown = json.dumps(value, ensure_ascii=False)
-    if len(shown) > 40:
-        shown = shown[:37] + '…"' if shown.startswith('"') else shown[:37] + "…"
+    if len(shown) > 40:  # never a prefix: a prefix of a credential is still one
+        return f"{kind} of {len(value)} characters" if isinstance(value, str) else kind
     return f"{kind} {shown}"
 
 
@@ -122,7 +128,12 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
         return
     if validator in ("enum", "const"):
         choices = error.validator_value if validator == "enum" else [error.validator_value]
-        listed = ", ".join(str(c) for c in choices if c is not None)
+        named = [str(c) for c in choices if c is not None]
+        listed = ", ".join(named)
+        if len(named) > _ENUM_LISTED:  # a catalog (model families): the hint names the nearest
+            listed = f"{len(named)} names ({', '.join(named[:5])}, ...)"
+            if path[-1:] == ("family",):
+                listed += "; `ftspec explain --families` lists them"
         hint = did_you_mean(str(instance), [str(c) for c in choices]) if isinstance(
             instance, str) else None
         yield _diag(

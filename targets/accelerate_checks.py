@@ -53,6 +53,12 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
         yield _err(("model", "auto_class"), "the default entrypoint trains causal language "
                    f"models (AutoModelForCausalLM, CAUSAL_LM), not {spec.model.auto_class} / "
                    f"{spec.method.task_type}", "entrypoint-model", hint=hint)
+    lora = spec.method.lora
+    if lora is not None and lora.output and spec.method.kind in ("lora", "dora", "qlora"):
+        yield _err(("method", "lora", "output"), "TRL's SFTTrainer refuses a LoRA adapter on "
+                   "lm_head (it computes the log-probabilities from lm_head.weight directly, so "
+                   "the adapter would never train)", "lora-output",
+                   hint="set method.lora.output: false, or use launcher: torchtune")
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.quant_type == "gptq":
         yield _err(("method", "quantization", "quant_type"), "qlora quantizes with "
@@ -75,6 +81,13 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                        "(prompt_template or prompt_func, completion_template or "
                        "completion_func), or neither: then the rows' own prompt / completion "
                        "columns are read", "entrypoint-templates")
+        if ds.format in ("instruct", "chat"):
+            yield _warn((*path, "format"), f"{ds.format} rows do not become the same token "
+                        "ids as under launcher: torchtune (torchtune applies the tokenizer's "
+                        "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
+                        "each message apart; TRL tokenizes the rendered prompt + completion "
+                        "text at once)", "token-identity",
+                        hint="format: text trains on the same tokens under both launchers")
         if ds.format == "chat" and spec.model.chat_template is None:
             yield _warn((*path, "format"), "chat data is rendered with the tokenizer's chat "
                         "template; the run fails if the tokenizer has none",

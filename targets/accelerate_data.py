@@ -38,7 +38,8 @@ def rendering(ds: Dataset) -> dict[str, Any]:
     for key, value in (("prompt_template", prompt), ("completion_template", completion),
                        ("prompt_func", ds.prompt_func), ("completion_func", ds.completion_func),
                        ("text_field", ds.text_field),
-                       ("conversation_column", ds.conversation_column),
+                       ("conversation_column", ds.conversation_column
+                        or ("conversations" if ds.format == "chat" else None)),  # torchtune's
                        ("new_system_prompt", ds.new_system_prompt),
                        ("response_template", ds.response_template)):
         if value is not None:
@@ -74,8 +75,8 @@ def trl_reads(ds: Dataset) -> bool:
         return keys <= {"format", "train_on_input"}
     if ds.format == "chat":
         return keys <= {"format", "conversation_column", "train_on_input"} \
-            and ds.conversation_column in (None, "messages") \
-            and ds.conversation_style != "sharegpt"
+            and ds.conversation_column == "messages" and ds.conversation_style == "openai"
+    # (no conversation_column: torchtune's default, a ShareGPT "conversations" column)
     return False
 
 

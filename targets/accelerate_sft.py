@@ -57,9 +57,6 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
     if spec.model.chat_template is not None and "{" in spec.model.chat_template:
         why.append("model.chat_template: an inline template (TRL's CLI takes a path)")
-    if spec.method.kind == "qlora" and spec.method.quantization is not None \
-            and spec.method.quantization.compute_dtype != spec.model.dtype:
-        why.append("method.quantization.compute_dtype: differs from model.dtype")
     return why
 
 
@@ -106,7 +103,9 @@ def sft_config(job: Job, p: RunPaths) -> dict[str, Any]:
     cfg["output_dir"] = p.output_dir
     cfg["logging_steps"] = t.logging.steps
     cfg["logging_strategy"] = t.logging.strategy
-    cfg["report_to"] = [r for r in t.logging.report_to if r != "jsonl"] or "none"
+    sinks = [r for r in t.logging.report_to if r != "jsonl"]
+    if sinks:  # transformers 5 reports to nothing unless told
+        cfg["report_to"] = sinks
     cfg.update(spec.overrides.training_args)
     return cfg
 
@@ -130,13 +129,16 @@ def _model(job: Job) -> dict[str, Any]:
 def _data(job: Job, p: RunPaths) -> dict[str, Any]:
     d = job.spec.data
     out: dict[str, Any] = {"packing": d.packed}
+    if d.num_workers:
+        out["dataloader_num_workers"] = d.num_workers
     if not d.shuffle:
         out["train_sampling_strategy"] = "sequential"
     if d.packed:
         out["packing_strategy"] = "bfd"  # padding-free: no attention across examples
     if needs_preparation(job, p) or d.train is None:
-        if d.train is not None and d.train.format == "chat":
-            out["assistant_only_loss"] = not d.train.train_on_input
+        sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
+        if all(s.format == "text" or s.train_on_input for s in sources):
+            out["completion_only_loss"] = False  # every token trained, BOS included
         return out
     src = p.train
     if src.hub_name is not None:
@@ -157,8 +159,13 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
 
 
 def _precision(job: Job) -> dict[str, Any]:
-    dtype = job.spec.model.dtype
-    return {"bf16": dtype == "bf16", "fp16": dtype == "fp16", "dtype": "float32"}
+    spec = job.spec
+    dtype = spec.model.dtype
+    load = "float32"
+    q = spec.method.quantization
+    if spec.method.kind == "qlora" and q is not None and q.bits == 4:
+        load = BNB_DTYPES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype
+    return {"bf16": dtype == "bf16", "fp16": dtype == "fp16", "dtype": load}
 
 
 def _optimizer(job: Job) -> dict[str, Any]:

@@ -12,7 +12,8 @@ process, so this works with every submission mode and with the plain Jobs API.
 torchtune reads a local checkpoint: for an ``hf://`` model the entrypoint first runs
 ``tune download`` into the folder the launcher expects (``ftspec.targets.paths``).
 
-One driver process runs the command, on one node; multi-node training is rejected.
+One driver process runs the command on one node; a multi-node run's entrypoint is the
+driver of ``ftspec.targets.ray_nodes`` instead.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ import base64
 import hashlib
 import json
 import re
-import shlex
 from typing import Any
 
-from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
+from ftspec.targets import shell
 from ftspec.targets.base import Launch
 from ftspec.targets.embed import relocate
 
@@ -37,12 +37,6 @@ UNPACK = ('import base64,json,os,pathlib;d=pathlib.Path(os.environ["FTSPEC_RUN_D
           '[(d/n).write_text(t) for n,t in '
           'json.loads(base64.b64decode(os.environ["FTSPEC_FILES"])).items()]')
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-RAY_ACCELERATOR_TYPES = {
-    "nvidia-t4": "T4", "nvidia-v100-16gb": "V100", "nvidia-v100-32gb": "V100",
-    "nvidia-a10g": "A10G", "nvidia-l4": "L4", "nvidia-a100-40gb": "A100",
-    "nvidia-a100-80gb": "A100", "nvidia-h100-80gb": "H100",
-}
-"""Spec accelerator -> Ray's ``accelerator_type:<X>`` node resource (ray.util.accelerators)."""
 
 
 def launch_for(job: Job) -> Launch:
@@ -95,20 +89,33 @@ def submission_id(job: Job, content: Any) -> str:
 
 def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
             resources: dict[str, float]) -> dict[str, Any]:
-    """entrypoint, submission id, runtime_env and entrypoint resources of the Ray job."""
+    """entrypoint, submission id, runtime_env and entrypoint resources of the Ray job.
+
+    One node: the entrypoint unpacks the files, downloads, and runs the launcher. More
+    nodes: the entrypoint is the driver (``ftspec.targets.ray_nodes``), which does those
+    steps on every node it reserves."""
+    from ftspec.targets.ray_nodes import DRIVER_MODULE, NODES_ENV, encode_plan, node_plan
+
     env = {**dict(launch.env), **env_vars}
-    content = {"argv": list(launch.argv), "files": dict(launch.files), "env": env, "pip": pip,
-               "resources": resources, "download": _download_step(job)}
+    content: dict[str, Any] = {
+        "argv": list(launch.argv), "files": dict(launch.files), "env": env, "pip": pip,
+        "resources": resources, "download": _download_step(job)}
+    if job.nodes > 1:
+        content["nodes"] = node_plan(job, list(launch.argv), [], "")
     sid = submission_id(job, content)
     run_dir = f"{RUN_ROOT}/{sid}"
     steps = []
     if launch.files:
         env[FILES_ENV] = encode_files(launch.files)
         env["FTSPEC_RUN_DIR"] = run_dir
-        steps.append(shlex.join(["python", "-c", UNPACK]))
-    if _download_step(job):
-        steps.append(shlex.join(_download_step(job)))
-    steps.append(shlex.join(relocate(launch.argv, launch.files, run_dir)))
+        steps.append(shell.join(["python", "-c", UNPACK]))
+    download = [_download_step(job)] if _download_step(job) else []
+    steps += [shell.join(step) for step in download]
+    argv = relocate(launch.argv, launch.files, run_dir)
+    steps.append(shell.join(argv))
+    if job.nodes > 1:
+        env[NODES_ENV] = encode_plan(node_plan(job, argv, download, run_dir))
+        steps = [shell.join(["python", "-m", DRIVER_MODULE])]
     runtime_env: dict[str, Any] = {}
     if env:
         runtime_env["env_vars"] = dict(sorted(env.items()))
@@ -116,14 +123,3 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
         runtime_env["pip"] = list(pip)
     return {"entrypoint": " && ".join(steps), "submission_id": sid,
             "runtime_env": runtime_env, "resources": resources}
-
-
-def single_node(job: Job, target: str) -> list[Diagnostic]:
-    if job.nodes == 1:
-        return []
-    return [Diagnostic(
-        Severity.ERROR,
-        f"the {target} target runs the launcher's command as one Ray job driver on one node; "
-        f"it cannot span {job.nodes} nodes", path=("resources", "nodes"),
-        hint="use nodes: 1 (with more GPUs per node), or deploy.target: kubeflow",
-        code=f"{target}.nodes")]

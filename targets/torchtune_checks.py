@@ -47,7 +47,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
         return
     if job.model.torchtune_config is None:
         yield _err(("model", "family"), f"torchtune ships no config for {job.model.display}",
-                   "family", hint="use launcher: accelerate")
+                   "family", hint=_alternative(job))
         return
     if base_config(job) is None:
         tried = ", ".join(n for n, _ in config_candidates(job))
@@ -143,12 +143,30 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
 def _ignored(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     t = spec.training
-    if t.evaluation.strategy != "no" or spec.data.validation is not None:
+    if spec.data.validation is not None:
+        yield _warn(("data", "validation"), "the torchtune target does not evaluate; "
+                    "validation data is ignored", "evaluation")
+    if t.evaluation.strategy != "no":
         yield _warn(("training", "evaluation"), "the torchtune target does not evaluate; "
                     "evaluation settings are ignored", "evaluation")
+    if spec.data.validation_split_ratio is not None:
+        yield _warn(("data", "validation_split_ratio"), "the torchtune target does not "
+                    "evaluate; no validation split is carved out", "evaluation")
+    if len(t.logging.report_to) > 1:
+        yield _err(("training", "logging", "report_to"), "torchtune's recipes take one metric "
+                   f"logger; report_to lists {len(t.logging.report_to)}", "report-to",
+                   hint="keep one sink (tensorboard, wandb, mlflow or jsonl)")
     if t.early_stopping is not None:
         yield _warn(("training", "early_stopping"), "torchtune has no early stopping; it is "
                     "ignored", "early-stopping")
     if spec.model.attn_implementation not in (None, "sdpa"):
         yield _warn(("model", "attn_implementation"), "torchtune uses its own attention "
                     "(SDPA); attn_implementation is ignored", "attn")
+
+
+
+def _alternative(job: Job) -> str:
+    from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
+
+    family = MODEL_FAMILIES.get(job.spec.model.family or "")
+    return torchtune_alternative(family) if family else "use launcher: accelerate"

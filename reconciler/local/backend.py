@@ -34,13 +34,14 @@ from ftspec.reconciler.model import (
     Plan,
     Status,
 )
+from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import (
     LogFollower,
-    Progress,
-    parse_line,
-    progress_text,
     read_tail,
+    report,
     tail_lines,
+    tracker_for,
+    tracker_settings,
 )
 
 PREFIX = "local.run."
@@ -196,7 +197,8 @@ class LocalBackend:
 
     def _view(self, desired: Desired) -> RunView | None:
         record = self.store.read(desired.job.spec_id)
-        return None if record is None else observe(record, self.root)
+        return None if record is None else observe(record, self.root,
+                                                   settings=tracker_settings(desired.job))
 
     def status(self, desired: Desired) -> list[Status]:
         addr = address(desired.job.spec_id)
@@ -208,7 +210,14 @@ class LocalBackend:
         if view.record.spec_hash != desired.job.spec_hash:
             message += " (of an older version of the spec; `ftspec plan` shows the replace)"
         return [Status(addr, view.phase, message, platform={"exists": True, **view.platform()},
-                       metrics=view.metrics())]
+                       metrics=view.metrics(),
+                       outputs=self._outputs(desired, view.record.started_at))]
+
+    def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
+        where = location(desired.job)
+        folder = Path(where["path"])
+        return {**where, **scan(folder if folder.is_absolute() else self.root / folder,
+                                base=self.root, since=since)}
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
@@ -218,14 +227,10 @@ class LocalBackend:
                                hint="run `ftspec apply` first")
         follower = LogFollower(self.root / record.log)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        last: Progress | None = None
+        tracker = tracker_for(desired.job)
+        addr = address(desired.job.spec_id)
         while True:
-            for line in follower.read_new():
-                found = parse_line(line)
-                if found is not None and (found.step is None or last is None
-                                          or found.step != last.step):
-                    last = found
-                    reporter.event(progress_text(found), step=found.step, loss=found.loss)
+            report(tracker, follower.read_new(), reporter, addr)
             view = observe(record, self.root)
             if view.phase in TERMINAL:
                 return self.status(desired)[0]
@@ -233,8 +238,11 @@ class LocalBackend:
                 return self.status(desired)[0]
             time.sleep(0.25)
 
-    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
-             ) -> Iterator[str]:
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
+             selector: str | None = None) -> Iterator[str]:
+        if selector:
+            raise BackendError("--selector picks pods of a Kubernetes job; a local job has "
+                               "one log", hint="leave --selector out")
         record = self.store.read(desired.job.spec_id)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",

@@ -17,19 +17,23 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
+from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import (
-    latest,
-    parse_line,
-    progress_text,
-    split_lines,
+    LogFollowerText,
+    report,
     tail_lines,
+    track_text,
+    tracker_for,
+    tracker_settings,
 )
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
+from ftspec.targets.ray_nodes import node_states
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
@@ -262,10 +266,15 @@ class RayBackend:
         raw = str(job.get("status"))
         phase = PHASES.get(raw, Phase.UNKNOWN)
         text = self.api(desired).logs(sid)
-        progress = latest(text)
-        metrics: dict[str, Any] = dict(progress.to_metrics())
-        if phase in (Phase.SUCCEEDED, Phase.FAILED) and progress.loss is not None:
-            metrics["final_loss"] = progress.loss
+        progress = track_text(text, **tracker_settings(desired.job))
+        metrics: dict[str, Any] = progress.summary()
+        start, end = job.get("start_time"), job.get("end_time")
+        if start:  # Ray reports milliseconds since the epoch
+            metrics["elapsed_s"] = round(((end or time.time() * 1000) - start) / 1000, 1)
+        if phase in (Phase.SUCCEEDED, Phase.FAILED):
+            metrics.pop("seconds_left", None)
+            if progress.last is not None and progress.last.loss is not None:
+                metrics["final_loss"] = progress.last.loss
         message = f"job {sid} {raw}"
         if job.get("message"):
             message += f": {job['message']}"
@@ -274,45 +283,56 @@ class RayBackend:
         platform = {"exists": True, **_brief(job), "address": self.api(desired).address,
                     "start_time": job.get("start_time"), "end_time": job.get("end_time"),
                     "entrypoint": job.get("entrypoint"), "log_tail": tail_lines(text, 20)}
-        return [Status(addr, phase, message, platform=platform, metrics=metrics)]
+        nodes = node_states(text)
+        if nodes:
+            platform["nodes"] = nodes
+        return [Status(addr, phase, message, platform=platform, metrics=metrics,
+                       outputs=self._outputs(desired, job))]
+
+    def _outputs(self, desired: Desired, job: dict[str, Any]) -> dict[str, Any]:
+        """Where the job writes; its files too when the cluster is this machine (a head on
+        loopback) and the path is absolute (a relative one is the job's working dir's)."""
+        where = location(desired.job)
+        host = urlparse(self.api(desired).address).hostname or ""
+        folder = Path(where["path"])
+        if host in ("127.0.0.1", "localhost", "::1") and folder.is_absolute():
+            start = job.get("start_time")
+            where.update(scan(folder, since=start / 1000 if start else None))
+        return where
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        reported, last_step = 0, -1  # the whole log comes back each time: only new records
+        tracker = tracker_for(desired.job)
+        seen = LogFollowerText()
         while True:
             job = self._current(desired)
             if job is None:
                 raise BackendError(f"no Ray job of {desired.spec_file}",
                                    hint="run `ftspec apply` first")
-            lines = split_lines(self.api(desired).logs(str(job["submission_id"])))
-            found_all = [p for p in map(parse_line, lines) if p is not None]
-            for found in found_all[reported:]:
-                if found.step is not None and found.step <= last_step:
-                    continue  # a progress bar redrawn for the same step
-                last_step = found.step if found.step is not None else last_step
-                reporter.event(progress_text(found), step=found.step, loss=found.loss)
-            reported = max(reported, len(found_all))
+            text = self.api(desired).logs(str(job["submission_id"]))
+            report(tracker, seen.new_lines(text), reporter, address(desired.job.spec_id))
             if job.get("status") in TERMINAL or (
                     deadline is not None and time.monotonic() > deadline):
                 return self.status(desired)[0]
             time.sleep(1.0)
 
-    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
-             ) -> Iterator[str]:
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
+             selector: str | None = None) -> Iterator[str]:
+        if selector:
+            raise BackendError("--selector picks pods of a Kubernetes job; a Ray job has "
+                               "one log", hint="leave --selector out")
         job = self._current(desired)
         if job is None:
             raise BackendError(f"no Ray job of {desired.spec_file}",
                                hint="run `ftspec apply` first")
         sid = str(job["submission_id"])
-        lines = split_lines(self.api(desired).logs(sid))
+        seen = LogFollowerText()
+        lines = seen.new_lines(self.api(desired).logs(sid), final=not follow)
         yield from (lines[-tail:] if tail is not None else lines)
-        seen = len(lines)
         while follow:
             done = (self.api(desired).get_job(sid) or {}).get("status") in TERMINAL
-            lines = split_lines(self.api(desired).logs(sid))
-            yield from lines[seen:]
-            seen = len(lines)
+            yield from seen.new_lines(self.api(desired).logs(sid), final=done)
             if done:
                 return
             time.sleep(1.0)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from ftspec.compiler.build import build_job
 from ftspec.reconciler.local.tiny import generate_tiny_assets
-from ftspec.reconciler.progress import trainer_records
 from ftspec.spec.validate import spec_from_data
 from ftspec.targets import get_target
+from helpers.trainer_log import eval_records, train_records
 
 pytestmark = pytest.mark.e2e
 
@@ -82,14 +82,12 @@ def test_compiled_accelerate_command_trains_evaluates_and_stops_early(tmp_path: 
     assert run.returncode == 0, out[-4000:]
     # 64 + 24 rows mixed 3:1 until the first file runs out (64 + 21 = 85), a quarter held out
     assert "train_examples=63 eval_examples=22" in out
-    records = trainer_records(out)
-    train = [r for r in records if "loss" in r]
-    evals = [r for r in records if "eval_loss" in r]
+    train, evals = train_records(out), eval_records(out)
     # 63 rows, 4 a step: one epoch is 63/4 steps. Evaluations every 2 steps; the threshold
     # (1.0 nats) is never met, so patience 2 stops after the third evaluation, at step 6.
-    assert [round(r["epoch"] * 63 / 4) for r in evals] == [2, 4, 6], evals
-    assert len(train) == 6 and all(0 < r["loss"] < 10 for r in train), train
-    assert all(r["learning_rate"] == 1e-3 for r in train)  # constant schedule
+    assert [round((r.epoch or 0) * 63 / 4) for r in evals] == [2, 4, 6], evals
+    assert len(train) == 6 and all(0 < (r.loss or 0) < 10 for r in train), train
+    assert all(r.lr == 1e-3 for r in train)  # constant schedule
     adapter = json.loads((tmp_path / "out" / "adapter_config.json").read_text())
     assert adapter["r"] == 4 and sorted(adapter["target_modules"]) == ["q_proj", "v_proj"]
     assert (tmp_path / "out" / "adapter_model.safetensors").stat().st_size > 0

@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from ftspec.reconciler.local.tiny import TinyAssets, generate_tiny_assets
-from ftspec.reconciler.progress import trainer_records
+from helpers.trainer_log import train_records
 
 pytestmark = pytest.mark.e2e
 
@@ -361,11 +361,11 @@ def test_accelerate_launch_hf_sft_lora_two_processes(
                        "accelerate_hf_sft_2proc", worker_marker="entrypoints.hf_sft")
     assert run.returncode == 0, run.output[-4000:]
     assert run.max_workers == 2
-    steps = [r for r in trainer_records(run.output) if "loss" in r]
-    assert len(steps) == 3 and all(math.isfinite(r["loss"]) for r in steps)
+    steps = train_records(run.output)
+    assert len(steps) == 3 and all(math.isfinite(r.loss or math.nan) for r in steps)
     # the two processes trained together: each step takes 4 rows per rank of the 64, so
     # the trainer's epoch counter moves 8/64 a step (4/64 for a process alone)
-    assert [round(r["epoch"] * 64 / 8) for r in steps] == [1, 2, 3], steps
+    assert [round((r.epoch or 0) * 64 / 8) for r in steps] == [1, 2, 3], steps
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["r"] == 4 and sorted(adapter["target_modules"]) == ["q_proj", "v_proj"]
     assert (out / "adapter_model.safetensors").stat().st_size > 0

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.rules import RULES, batch, combos, data, hardware, method, naming, training
+from ftspec.spec.rules import RULES, batch, combos, data, hardware, inert, method, naming, training
 from ftspec.spec.rules.secrets import literal_secrets
 
 BASE: dict[str, Any] = {
@@ -72,6 +72,16 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"resources.accelerator": "nvidia-t4"}, "rule.bf16-unsupported", "model.dtype"),
     ("bf16-v100", hardware.bf16_supported, {"resources.accelerator": "nvidia-a10g"},
      {"resources.accelerator": "nvidia-v100-16gb"}, "rule.bf16-unsupported", "model.dtype"),
+    ("flash-attn-v100", hardware.flash_attention_supported,
+     {"model.attn_implementation": "flash_attention_2", "model.dtype": "fp16",
+      "resources.accelerator": "nvidia-a10g"},
+     {"model.attn_implementation": "flash_attention_2", "model.dtype": "fp16",
+      "resources.accelerator": "nvidia-v100-32gb"}, "rule.flash-attn-gpu",
+     "model.attn_implementation"),
+    ("flash-attn-fp32", hardware.flash_attention_supported,
+     {"model.attn_implementation": "flash_attention_2"},
+     {"model.attn_implementation": "flash_attention_2", "model.dtype": "fp32"},
+     "rule.flash-attn-dtype", "model.attn_implementation"),
     ("ep-dense", hardware.expert_parallel, {"distributed": {"expert_parallel": 1}},
      {"distributed": {"expert_parallel": 2}}, "rule.ep-dense", "distributed.expert_parallel"),
     ("ep-divisible", hardware.expert_parallel,
@@ -125,11 +135,6 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      "training.checkpointing.strategy"),
     ("model-family", combos.family_or_architecture, {},
      {"model.family": None}, "rule.model-family", "model"),
-    ("hybrid-single-node", combos.strategy_settings,
-     {"resources": {"nodes": 2, "gpus_per_node": 4, "accelerator": "nvidia-a100-80gb"},
-      "distributed": {"strategy": "fsdp", "fsdp": {"sharding": "hybrid_shard"}}},
-     {"distributed": {"strategy": "fsdp", "fsdp": {"sharding": "hybrid_shard"}}},
-     "rule.hybrid-single-node", "distributed.fsdp.sharding"),
     ("strategy-settings", combos.strategy_settings,
      {"distributed": {"strategy": "fsdp", "fsdp": {}}},
      {"distributed": {"strategy": "ddp", "fsdp": {}}}, "rule.strategy-settings",
@@ -185,8 +190,41 @@ def test_rule(rule: Rule, good: dict[str, Any], bad: dict[str, Any], code: str,
     assert (code, path) in _codes(rule, spec(**bad))
 
 
+WARNING_CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
+    ("hybrid-shard-one-node", combos.strategy_settings,
+     {"resources.nodes": 2, "distributed": {"strategy": "fsdp",
+                                            "fsdp": {"sharding": "hybrid_shard"}}},
+     {"distributed": {"strategy": "fsdp", "fsdp": {"sharding": "hybrid_shard"}}},
+     "rule.hybrid-single-node", "distributed.fsdp.sharding"),
+    ("inert-momentum", inert.inert_settings,
+     {"training.optimizer": {"name": "sgd", "momentum": 0.9}},
+     {"training.optimizer": {"name": "adamw", "momentum": 0.9}}, "rule.inert",
+     "training.optimizer.momentum"),
+    ("inert-conversation-column", inert.inert_settings,
+     {"data.train": {"uri": "hf://x/y", "format": "chat", "conversation_column": "c"}},
+     {"data.train": {"uri": "hf://x/y", "conversation_column": "c"}}, "rule.inert",
+     "data.train.conversation_column"),
+    ("inert-checkpoint-steps", inert.inert_settings,
+     {"training.checkpointing": {"strategy": "steps", "steps": 5}},
+     {"training.checkpointing": {"steps": 5}}, "rule.inert", "training.checkpointing.steps"),
+]
+
+
+@pytest.mark.parametrize(("rule", "good", "bad", "code", "path"),
+                         [c[1:] for c in WARNING_CASES], ids=[c[0] for c in WARNING_CASES])
+def test_warning_rule(rule: Rule, good: dict[str, Any], bad: dict[str, Any], code: str,
+                      path: str) -> None:
+    from ftspec.spec.diagnostics import format_path
+
+    def warnings(s: FineTuneSpec) -> list[tuple[str | None, str]]:
+        return [(d.code, format_path(d.path)) for d in rule(s) if not d.is_error]
+
+    assert (code, path) not in warnings(spec(**good))
+    assert (code, path) in warnings(spec(**bad))
+
+
 def test_every_rule_is_tested_and_registered() -> None:
-    tested = {c[1] for c in CASES}
+    tested = {c[1] for c in CASES} | {c[1] for c in WARNING_CASES}
     assert set(RULES) <= tested, [r.__name__ for r in RULES if r not in tested]
 
 

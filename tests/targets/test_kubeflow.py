@@ -84,7 +84,9 @@ def test_scheduling_goes_into_ftspec_runtime_patch() -> None:
             for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]}
     assert set(jobs) == {"dataset-initializer", "model-initializer", "node"}
     node = jobs["node"]
-    assert node["nodeSelector"] == {"pool": "gpu"}
+    assert node["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                    "pool": "gpu"}
+    assert jobs["model-initializer"]["nodeSelector"] == {"pool": "gpu"}
     assert node["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists",
                                     "effect": "NoSchedule"}]
     assert node["imagePullSecrets"] == [{"name": "regcred"}]
@@ -229,7 +231,8 @@ def test_generated_runtime_configmap_and_trainjob() -> None:
     assert vols[mounts["/etc/ftspec"]]["configMap"]["name"] == cm["metadata"]["name"]
     assert vols[mounts["/mnt/datasets"]]["persistentVolumeClaim"]["claimName"] == "datasets"
     assert vols[mounts["/mnt/outputs"]]["persistentVolumeClaim"]["claimName"] == "outputs"
-    assert pod["nodeSelector"] == {"pool": "gpu"}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                   "pool": "gpu"}
     assert rjob["template"]["metadata"]["labels"] == {
         "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
 
@@ -277,3 +280,10 @@ def test_deterministic_and_content_matches_obj() -> None:
         for artifact in first:
             assert yaml.safe_load(artifact.content) == artifact.obj
             assert "&id" not in artifact.content
+
+
+def test_processes_per_node_must_match_gpus_on_a_torchtune_runtime() -> None:
+    job = make_job(resources={"gpus_per_node": 4, "processes_per_node": 1})
+    assert "resources.processes_per_node" in "\n".join(errors_of(job))
+    # the local torchtune launcher runs it as asked (tune run on one process)
+    assert not [d for d in get_target("torchtune").check(job) if d.is_error]
