@@ -141,11 +141,15 @@ def config_candidates(job: Job) -> list[tuple[str, bool]]:
     kind = job.spec.method.kind
     sfx = "_single_device" if single else ""
     if kind == "full":
-        names = [f"{size}_full_single_device", f"{size}_full_low_memory"] if single \
-            else [f"{size}_full"]
+        if single:
+            names = [f"{size}_full_single_device", f"{size}_full_low_memory"]
+        else:
+            names = ([f"{size}_full_multinode"] if job.nodes > 1 else []) + [f"{size}_full"]
         return [(f"{folder}/{n}", False) for n in names]
     if kind == "qlora" and not job.model.custom:
         return [(f"{folder}/{size}_qlora{sfx}", False), (f"{folder}/{size}_lora{sfx}", True)]
+    if kind == "dora" and not job.model.custom:
+        return [(f"{folder}/{size}_dora{sfx}", False), (f"{folder}/{size}_lora{sfx}", False)]
     return [(f"{folder}/{size}_lora{sfx}", kind == "qlora")]
 
 
@@ -224,7 +228,14 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
     # A key the base config leaves out stays out when the spec asks for its default.
     ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
     for key, value in spec.overrides.torchtune.items():
-        ops.append(Set(str(key), value))
+        name = str(key)
+        if name.startswith("~"):  # torchtune's removal syntax: the key leaves the config
+            gone = name[1:]
+            ops = [op for op in ops if op.key != gone and not op.key.startswith(gone + ".")]
+            if has_path(base, gone):
+                ops.append(Remove(gone))
+        else:
+            ops.append(Set(name, value))
     return ops
 
 
@@ -300,7 +311,11 @@ def _model(job: Job, base: dict[str, Any], quantize: bool) -> list[Override]:
                      intermediate_dim=a.intermediate_dim, max_seq_len=a.max_seq_len)
         model.update(settings)
         return _replace(base, "model", model)
-    return [Set(f"model.{k}", v) for k, v in settings.items()]
+    found = base.get("model")
+    old: dict[str, Any] = found if isinstance(found, dict) else {}
+    component = old.get("_component_")
+    return [Set(f"model.{k}", v) for k, v in settings.items()
+            if k in old or not is_implicit(component, k, v)]
 
 
 def _tokenizer(job: Job, base: dict[str, Any], paths: RunPaths) -> list[Override]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import LORA_FAMILY
@@ -68,7 +68,7 @@ def launcher_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     if family is not None and family.torchtune is None:
         yield error(("model", "family"),
                     f"torchtune ships no config for {family.display}",
-                    "launcher-family", hint="use launcher: accelerate")
+                    "launcher-family", hint=torchtune_alternative(family))
     if spec.overrides.accelerate or spec.overrides.training_args:
         yield warning(("overrides",),
                       "overrides for accelerate are ignored by the torchtune launcher",
