@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from ftspec.compiler.build import build_job
 from ftspec.compiler.pipeline import compile_spec, target_available
 from ftspec.spec.loader import load_spec_file, parse_yaml
 from ftspec.spec.validate import validate_doc
 from ftspec.targets import TARGET_NAMES, get_target
 from ftspec.targets.base import Artifact
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from security.scripts import canaries, combined, payloads, run_artifacts
 
 REPO = Path(__file__).resolve().parents[2]
