@@ -18,12 +18,13 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
             tail: int | None) -> int:
     """Print the logs of SPEC's job (the pods its controller created)."""
-    from ftspec.cli.live import CommandFailed, backend_for, load_desired, report_error
+    from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
-        desired = load_desired((spec,), overlays, sets, namespace)
-        for line in backend_for(desired, kubeconfig, context).logs(desired[0], tail=tail):
+        backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
+                                         identity_only=True)
+        for line in backend.logs(desired[0], tail=tail):
             click.echo(line)
     except CommandFailed as exc:
         return exc.code
