@@ -100,16 +100,24 @@ def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: 
     statuses = []
     try:
         for d in desired:
-            status = backend.wait(d, ConsoleReporter(quiet=as_json), timeout)
+            reporter = ConsoleReporter(json_events=as_json)
+            status = backend.wait(d, reporter, timeout)
+            reporter.close()
             statuses.append(status)
             failed |= status.phase is not Phase.SUCCEEDED
     except BackendError as exc:
         report_error(exc)
         return 1
+    from ftspec.cli.render_status import render_status, status_json
+
     if as_json:
         from ftspec.cli.output import emit_json
 
-        emit_json({**ok_data, "ok": not failed, "status": [
-            {"address": s.address, "phase": s.phase.value, "message": s.message}
-            for s in statuses]})
+        emit_json({**ok_data, "ok": not failed, "status": [status_json(s) for s in statuses]})
+    else:
+        out = console()
+        for s in statuses:
+            out.print()
+            for line in render_status(status_json(s)):
+                out.print(line)
     return 1 if failed else 0

@@ -73,18 +73,34 @@ def prepare_specs(paths: Sequence[Path], overlays: tuple[Path, ...], sets: tuple
 
 
 class ConsoleReporter:
-    """Progress events to stderr; waiting events overwrite one line on a terminal."""
+    """Events to stderr. Training progress: one live line on a terminal (rewritten in
+    place), a plain line per step otherwise, or with ``json_events`` one JSON object per
+    step (``{"event": "progress", ...}``, one a line) while other events stay quiet."""
 
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, quiet: bool = False, json_events: bool = False) -> None:
         self._out = console(err=True)
         self._quiet = quiet
+        self._json = json_events
         self._tty = sys.stderr.isatty()
         self._last_wait: str | None = None
+        self._live = False
 
     def event(self, message: str, **data: Any) -> None:
         from rich.markup import escape
 
-        if self._quiet:
+        if data.get("progress") and self._json:
+            import json
+
+            event = {"event": "progress", **{k: v for k, v in data.items() if k != "progress"}}
+            sys.stderr.write(json.dumps(event) + "\n")
+            sys.stderr.flush()
+            return
+        if self._quiet or self._json:
+            return
+        if data.get("progress") and self._tty:
+            width = max(20, self._out.width - 1)
+            self._out.print(f"[cyan]{escape(message[:width].ljust(width))}[/cyan]", end="\r")
+            self._live = True
             return
         if data.get("waiting"):
             addr = str(data.get("address"))
@@ -95,7 +111,14 @@ class ConsoleReporter:
                 self._out.print(escape(message))
             self._last_wait = addr
             return
+        self.close()
         self._out.print(escape(message))
+
+    def close(self) -> None:
+        """End a live line (the last progress stays on screen)."""
+        if self._live:
+            self._out.print()
+            self._live = False
 
 
 def confirm(question: str, auto_approve: bool) -> bool:

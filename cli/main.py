@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "destroy": ("destroy", "Delete the live objects these specs own."),
     "status": ("status", "Show the phase of each spec's job."),
     "logs": ("logs", "Print the logs of a spec's job."),
+    "import": ("import_", "Import another tool's config (torchtune, ...) as a spec."),
     "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
 }
 

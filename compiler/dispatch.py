@@ -21,7 +21,10 @@ def default_target(job: Job) -> str:
 
 
 def check_job(job: Job, target: str) -> list[Diagnostic]:
-    return get_target(target).check(job)
+    """The target's own checks plus its field contract (fields it does not honour)."""
+    from ftspec.targets.contract import contract_findings
+
+    return get_target(target).check(job) + contract_findings(job, target)
 
 
 def compile_job(job: Job, target: str) -> list[Artifact]:

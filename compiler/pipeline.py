@@ -40,6 +40,9 @@ class SpecInput:
     path: Path
     overlays: tuple[Path, ...] = ()
     sets: tuple[str, ...] = ()
+    in_memory: bool = False
+    """A document that was never a file (``path`` only names it; the spec id then comes
+    from metadata, not from the file name)."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,12 @@ def place(diags: list[Diagnostic], doc: SourceDoc | None) -> list[Diagnostic]:
     return [d if d.span is not None else replace(d, span=doc.span_of(d.path)) for d in diags]
 
 
-def compile_spec(spec: SpecInput | Compiled, stage: Stage = "artifacts",
+def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifacts",
                  options: CompileOptions | None = None) -> Compiled:
-    """Run ``spec`` through ``stage`` (see the module docstring); never raises for bad input."""
+    """Run ``spec`` through ``stage`` (see the module docstring); never raises for bad input.
+
+    ``spec``: a file with its overlays and ``--set`` values, a document already in memory
+    (its ``file`` names it), or an earlier result to carry on from."""
     opts = options or CompileOptions()
     if isinstance(spec, Compiled):
         if spec.job is None:
@@ -114,15 +120,20 @@ def compile_spec(spec: SpecInput | Compiled, stage: Stage = "artifacts",
         source, doc, found = spec.source, spec.doc, list(spec.validation)
         model = spec.job.spec
     else:
-        source = spec
-        validated = load(source, opts.schema)
+        if isinstance(spec, SourceDoc):
+            from ftspec.spec.validate import validate_doc
+
+            source = SpecInput(Path(spec.file), in_memory=True)
+            validated = validate_doc(spec, opts.schema)
+        else:
+            source, validated = spec, load(spec, opts.schema)
         doc, found = validated.doc, list(validated.diagnostics.items)
         if not validated.ok or validated.spec is None:
             return Compiled(source, doc, None, diagnostics=_sorted(found, doc))
         model = validated.spec
     from ftspec.compiler.build import build_job
 
-    job = build_job(model, source.path, opts.trainer_version)
+    job = build_job(model, None if source.in_memory else source.path, opts.trainer_version)
     validation = tuple(found)
     if stage == "identity":
         return Compiled(source, doc, job, diagnostics=_sorted(found, doc),

@@ -1,49 +1,104 @@
-"""Training progress read back from a launcher's log: step and loss (every backend).
+"""Training progress read back from a launcher's own metric records (every backend).
 
-Understood lines (all launchers ftspec compiles):
-- torchtune's progress bar (stderr):  ``1|3|Loss: 5.7712...``  (epoch|step|loss)
-- torchtune's metric loggers:         ``Step 3 | loss:5.7712 lr:0.0003 ...``
-- the hf_sft entrypoint (accelerate): ``step=3 loss=5.7712 lr=0.0003``
+One parser for what the launchers ftspec compiles print, in order of preference:
+
+- torchtune's metric logger (``StdoutLogger``, ``DiskLogger``)::
+
+      Step 3 | loss:5.7712 lr:0.01 tokens_per_second_per_gpu:812.4
+
+- the Hugging Face / TRL trainer's log records (``Trainer.log`` prints the dict)::
+
+      {'loss': 5.7712, 'grad_norm': 1.2, 'learning_rate': 0.01, 'epoch': 0.25}
+      {'train_runtime': 12.3, 'train_samples_per_second': 5.2, ..., 'train_loss': 4.1}
+
+  A record has no step: the tracker counts them (``logging_steps`` apart) or derives the step
+  from ``epoch`` and the steps per epoch the IR computed.
+- torchtune's recipe line ``1|3|Loss: 5.7712`` (epoch|step|loss), the only record left when
+  the metric logger writes elsewhere (TensorBoard, W&B): step and loss, nothing else.
+- ``step=3 loss=5.7712 lr=0.01``: ftspec's former hf_sft entrypoint (older runs' logs).
+
+Progress bars are not read for anything else: carriage-return fragments are split off and
+dropped (``split_lines``). Hand-written on purpose: each launcher's record is one regular
+line and no library parses these formats.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
-_PATTERNS = (
-    re.compile(r"(?:^|\s)\d+\|(\d+)\|Loss: " + _NUM),
-    re.compile(r"(?:^|\s)Step (\d+) \| loss:" + _NUM),
-    re.compile(r"(?:^|\s)step=(\d+) loss=" + _NUM),
-)
+_TORCHTUNE_METRICS = re.compile(r"(?<!\w)Step (\d+) \| (.*)$")
+_KEY_VALUE = re.compile(r"([A-Za-z_][\w/.-]*):" + _NUM)
+_TORCHTUNE_BAR = re.compile(r"(?:^|\s)(\d+)\|(\d+)\|Loss: " + _NUM)
+_STEP_LOSS = re.compile(r"(?:^|\s)step=(\d+) loss=" + _NUM + r"(?: lr=" + _NUM + ")?")
+_TRAINER_RECORD = re.compile(r"\{'[a-z_]+': [^{}]*\}")
+# numbers as Python prints them, also numpy scalars' repr (``np.float64(0.5)``)
+_TRAINER_VALUE = re.compile(r"'(\w+)': (?:np\.\w+\()?'?" + _NUM)
 _TAIL_READ_BYTES = 256 * 1024
+SPARK = "▁▂▃▄▅▆▇█"
 
 
 @dataclass(frozen=True)
-class Progress:
+class Record:
+    """One metrics record as the launcher wrote it (``step`` None: the trainer's dicts)."""
+
     step: int | None = None
     loss: float | None = None
+    lr: float | None = None
+    epoch: float | None = None
+    tokens_per_s: float | None = None
+    tokens: float | None = None
+    """Tokens trained on so far (TRL's ``num_tokens``)."""
+    final: dict[str, float] = field(default_factory=dict)
+    """The trainer's end-of-training summary (``train_runtime``, ``train_loss`` …)."""
+    eval_loss: float | None = None
 
-    def to_metrics(self) -> dict[str, float | int]:
-        out: dict[str, float | int] = {}
-        if self.step is not None:
-            out["step"] = self.step
-        if self.loss is not None:
-            out["loss"] = self.loss
-        return out
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
-def parse_line(line: str) -> Progress | None:
-    """The (step, loss) a line reports, else None."""
-    for pattern in _PATTERNS:
-        found = None
-        for found in pattern.finditer(line):
-            pass
-        if found is not None:
-            return Progress(int(found.group(1)), float(found.group(2)))
+def parse_line(line: str) -> Record | None:
+    """The metrics record a line carries, else None."""
+    found = _TORCHTUNE_METRICS.search(line)
+    if found:
+        values = {k: float(v) for k, v in _KEY_VALUE.findall(found.group(2))}
+        tps = values.get("tokens_per_second_per_gpu")
+        return Record(step=int(found.group(1)), loss=values.get("loss"), lr=values.get("lr"),
+                      tokens_per_s=tps)
+    found = _TRAINER_RECORD.search(line)
+    if found:
+        return _trainer_record(found.group(0))
+    bars = list(_TORCHTUNE_BAR.finditer(line))
+    if bars:
+        last = bars[-1]
+        return Record(step=int(last.group(2)), loss=float(last.group(3)),
+                      epoch=float(last.group(1)))
+    found = _STEP_LOSS.search(line)
+    if found:
+        return Record(step=int(found.group(1)), loss=float(found.group(2)),
+                      lr=_float(found.group(3)))
     return None
+
+
+def _trainer_record(text: str) -> Record | None:
+    nums = {k: float(v) for k, v in _TRAINER_VALUE.findall(text)}
+    if "train_runtime" in nums or "train_loss" in nums:
+        return Record(final=nums, epoch=nums.get("epoch"))
+    if "eval_loss" in nums:
+        return Record(eval_loss=nums["eval_loss"], epoch=nums.get("epoch"))
+    if "loss" not in nums:
+        return None
+    return Record(loss=nums["loss"], lr=nums.get("learning_rate"), epoch=nums.get("epoch"),
+                  tokens=nums.get("num_tokens"))
 
 
 def split_lines(text: str) -> list[str]:
@@ -51,13 +106,218 @@ def split_lines(text: str) -> list[str]:
     return [part for line in text.splitlines() for part in line.split("\r") if part.strip()]
 
 
-def latest(text: str) -> Progress:
-    """The last step/loss reported in ``text`` (an empty Progress when none)."""
-    for line in reversed(split_lines(text)):
-        found = parse_line(line)
-        if found is not None:
-            return found
-    return Progress()
+def clean_lines(text: str) -> list[str]:
+    """Log lines without progress-bar redraws: of each ``\\r``-joined line only its last
+    fragment (what a terminal finally shows) is kept."""
+    out = []
+    for line in text.split("\n"):
+        parts = [p for p in line.split("\r") if p.strip()]
+        if parts:
+            out.append(parts[-1])
+    return out
+
+
+@dataclass(frozen=True)
+class Point:
+    step: int
+    loss: float | None
+    lr: float | None
+    epoch: float | None
+    tokens_per_s: float | None
+    tokens: float | None
+    at: float
+    """When the tracker saw it (monotonic seconds), for rates and time left."""
+
+
+@dataclass
+class Tracker:
+    """Records -> per-step progress: step/total, epoch, loss and trend, lr, rate, time left."""
+
+    total_steps: int | None = None
+    steps_per_epoch: int | None = None
+    logging_steps: int = 1
+    tokens_per_step: int | None = None
+    points: list[Point] = field(default_factory=list)
+    final: dict[str, float] = field(default_factory=dict)
+    eval_loss: float | None = None
+    clock: Any = time.monotonic
+
+    def feed(self, lines: Iterable[str]) -> list[Point]:
+        """Parse ``lines``; return the points of steps not seen before (in order)."""
+        new: list[Point] = []
+        for line in lines:
+            record = parse_line(line)
+            if record is None:
+                continue
+            if record.final:
+                self.final = record.final
+            if record.eval_loss is not None:
+                self.eval_loss = record.eval_loss
+            point = self._point(record)
+            if point is not None:
+                self.points.append(point)
+                new.append(point)
+        return new
+
+    def _point(self, record: Record) -> Point | None:
+        if record.loss is None:
+            return None
+        last = self.points[-1].step if self.points else 0
+        step = record.step
+        if step is None:  # a trainer record: logging_steps after the previous one
+            step = last + self.logging_steps
+            if record.epoch is not None and self.steps_per_epoch:
+                step = max(step, round(record.epoch * self.steps_per_epoch))
+        if step <= last:
+            return None
+        epoch = record.epoch
+        if epoch is None and self.steps_per_epoch:
+            epoch = (step - 1) // self.steps_per_epoch + 1
+        return Point(step, record.loss, record.lr, epoch, record.tokens_per_s, record.tokens,
+                     self.clock())
+
+    # ---- derived values -------------------------------------------------------------
+
+    @property
+    def last(self) -> Point | None:
+        return self.points[-1] if self.points else None
+
+    def losses(self) -> list[float]:
+        return [p.loss for p in self.points if p.loss is not None]
+
+    def trend(self, window: int = 5) -> str:
+        """``falling`` / ``rising`` / ``flat`` (mean of the last window vs the one before)."""
+        losses = self.losses()
+        if len(losses) < 4:
+            return ""
+        w = min(window, len(losses) // 2)
+        now, before = losses[-w:], losses[-2 * w:-w]
+        a, b = sum(now) / w, sum(before) / w
+        if abs(a - b) <= 0.01 * max(abs(b), 1e-9):
+            return "flat"
+        return "falling" if a < b else "rising"
+
+    def seconds_per_step(self) -> float | None:
+        timed = self.points[-10:]
+        if len(timed) < 2 or timed[-1].step == timed[0].step:
+            return None
+        return (timed[-1].at - timed[0].at) / (timed[-1].step - timed[0].step)
+
+    def tokens_per_s(self) -> float | None:
+        logged = [p.tokens_per_s for p in self.points[-5:] if p.tokens_per_s is not None]
+        if logged:  # the launcher's own figure, averaged over the last steps (it is jumpy)
+            return sum(logged) / len(logged)
+        per_step = self.seconds_per_step()
+        if per_step and self.tokens_per_step:
+            return self.tokens_per_step / per_step
+        return None
+
+    def tokens_seen(self) -> int | None:
+        """Tokens trained on, when the launcher counts them (TRL does; torchtune does not)."""
+        for point in reversed(self.points):
+            if point.tokens is not None:
+                return int(point.tokens)
+        return None
+
+    def seconds_left(self) -> float | None:
+        last, per_step = self.last, self.seconds_per_step()
+        if last is None or per_step is None or not self.total_steps:
+            return None
+        return max(0.0, (self.total_steps - last.step) * per_step)
+
+    def event(self) -> dict[str, Any]:
+        """The latest step as one JSON-able event (what ``--json`` emits)."""
+        last = self.last
+        out: dict[str, Any] = {}
+        if last is None:
+            return out
+        out = {"step": last.step, "total_steps": self.total_steps, "epoch": last.epoch,
+               "loss": last.loss, "trend": self.trend() or None, "lr": last.lr,
+               "tokens_per_s": _round(self.tokens_per_s()),
+               "seconds_left": _round(self.seconds_left())}
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """What ``status`` keeps: the last step and the loss history (for a sparkline)."""
+        out = self.event()
+        if self.points:
+            out["losses"] = [round(x, 4) for x in self.losses()[-200:]]
+            out["first_loss"] = self.losses()[0] if self.losses() else None
+        if self.final:
+            out["final"] = self.final
+        if self.eval_loss is not None:
+            out["eval_loss"] = self.eval_loss
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def _round(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def track_text(text: str, **settings: Any) -> Tracker:
+    """A tracker fed with a whole log (``status``: no timing, the record's values only)."""
+    tracker = Tracker(**settings)
+    tracker.feed(split_lines(text))
+    return tracker
+
+
+def tracker_settings(job: Any) -> dict[str, Any]:
+    """The job's totals a ``Tracker`` needs (``Job`` IR: steps, steps per epoch, tokens)."""
+    logging = job.spec.training.logging
+    return {"total_steps": job.total_steps, "steps_per_epoch": job.steps_per_epoch,
+            "logging_steps": logging.steps if logging.strategy == "steps" else 1,
+            "tokens_per_step": job.tokens_per_step}
+
+
+def tracker_for(job: Any) -> Tracker:
+    return Tracker(**tracker_settings(job))
+
+
+def sparkline(values: list[float], width: int = 20) -> str:
+    """A small unicode sparkline of ``values`` (the last ``width`` buckets)."""
+    if not values:
+        return ""
+    if len(values) > width:  # mean of equal buckets
+        size = len(values) / width
+        values = [sum(chunk) / len(chunk) for chunk in
+                  (values[int(i * size):max(int((i + 1) * size), int(i * size) + 1)]
+                   for i in range(width))]
+    lo, hi = min(values), max(values)
+    span = hi - lo or 1.0
+    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * (len(SPARK) - 1) + 0.5))]
+                   for v in values)
+
+
+def duration(seconds: float | None) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    if seconds is None:
+        return "?"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def progress_line(event: dict[str, Any]) -> str:
+    """One human line from a progress event (``apply --wait``'s live line)."""
+    total = event.get("total_steps")
+    step = int(event.get("step") or 0)
+    parts = [f"step {step}/{total} ({100 * step // total}%)" if total else f"step {step}"]
+    if event.get("epoch") is not None:
+        epoch = event["epoch"]
+        parts.append(f"epoch {epoch:g}" if isinstance(epoch, float) else f"epoch {epoch}")
+    if event.get("loss") is not None:
+        arrow = {"falling": " ↓", "rising": " ↑", "flat": " →"}.get(event.get("trend") or "", "")
+        parts.append(f"loss {event['loss']:.4f}{arrow}")
+    if event.get("lr") is not None:
+        parts.append(f"lr {event['lr']:.2e}")
+    if event.get("tokens_per_s") is not None:
+        parts.append(f"{event['tokens_per_s']:,.0f} tok/s")
+    if event.get("seconds_left") is not None:
+        parts.append(f"{duration(event['seconds_left'])} left")
+    return " · ".join(parts)
 
 
 def read_tail(path: Path, max_bytes: int = _TAIL_READ_BYTES) -> str:
@@ -73,7 +333,7 @@ def read_tail(path: Path, max_bytes: int = _TAIL_READ_BYTES) -> str:
 
 
 def tail_lines(text: str, n: int) -> list[str]:
-    return split_lines(text)[-n:] if n > 0 else []
+    return clean_lines(text)[-n:] if n > 0 else []
 
 
 class LogFollower:
@@ -97,3 +357,29 @@ class LogFollower:
         cut = max(text.rfind("\n"), text.rfind("\r"))
         self._partial = text[cut + 1:]
         return split_lines(text[:cut + 1])
+
+
+
+def report(tracker: Tracker, lines: Iterable[str], reporter: Any, address: str) -> None:
+    """Feed ``lines``; report one ``progress`` event per new step (every backend's wait)."""
+    for line in lines:
+        if tracker.feed([line]):
+            event = tracker.event()
+            reporter.event(progress_line(event), progress=True, address=address, **event)
+
+
+class LogFollowerText:
+    """The same as ``LogFollower`` for APIs that return the whole log each time (Ray's Jobs
+    API, pod logs): the lines added since the last call; an unterminated last line waits."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def new_lines(self, text: str, final: bool = False) -> list[str]:
+        if len(text) < self.offset:  # the log was rotated or restarted
+            self.offset = 0
+        cut = len(text) if final else max(text.rfind("\n"), text.rfind("\r")) + 1
+        if cut <= self.offset:
+            return []
+        chunk, self.offset = text[self.offset:cut], cut
+        return split_lines(chunk)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ftspec.spec.catalog.accelerators import NODE_LABEL, accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 
@@ -56,13 +57,24 @@ def resources_per_node(job: Job) -> dict[str, Any]:
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
-def pod_placement(job: Job) -> dict[str, Any]:
+def accelerator_selector(job: Job) -> dict[str, str]:
+    """``nvidia.com/gpu.product: <label>`` for a GPU job naming a catalog accelerator."""
+    acc = accelerator_of(job.spec.resources.accelerator)
+    if acc is None or job.gpus_per_node == 0:
+        return {}
+    return {NODE_LABEL: acc.product_label}
+
+
+def pod_placement(job: Job, *, gpu: bool = False) -> dict[str, Any]:
     """Pod-spec fields from ``deploy.scheduling``: node selector, tolerations, pull secrets,
-    service account (only the ones set)."""
+    service account (only the ones set). ``gpu``: the pod trains on GPUs, so its node selector
+    also names the accelerator's node label (``deploy.scheduling.node_selector`` wins on the
+    same key)."""
     sched = job.spec.deploy.scheduling
     out: dict[str, Any] = {}
-    if sched.node_selector:
-        out["nodeSelector"] = dict(sorted(sched.node_selector.items()))
+    selector = {**(accelerator_selector(job) if gpu else {}), **sched.node_selector}
+    if selector:
+        out["nodeSelector"] = dict(sorted(selector.items()))
     if sched.tolerations:
         out["tolerations"] = [
             {k: v for k, v in t.model_dump().items() if v is not None}

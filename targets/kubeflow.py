@@ -35,6 +35,7 @@ from ftspec.targets.kube import (
     secret_env,
     secrets_need_refs,
 )
+from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.render import to_yaml
 
 API = "trainer.kubeflow.org/v1alpha1"
@@ -86,6 +87,7 @@ _error = Findings("kubeflow").error
 
 def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
     found = list(secrets_need_refs(job, "kubeflow"))
+    found += check_patch(job.spec.overrides.trainjob, "trainjob", "TrainJob", "kubeflow")
     kf = job.spec.deploy.kubeflow
     ver = resolve_version(job, version)
     if kf.active_deadline_seconds is not None and not uses_patches(ver):
@@ -170,8 +172,7 @@ def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
     """Per replicated job: the pod-spec fields ftspec sets (placement, volumes, mounts)."""
     generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
     jobs = TORCHTUNE_JOBS if job.launcher == "torchtune" else ("node",)
-    placement = {} if generated else pod_placement(job)
-    out = {name: dict(placement) for name in jobs}
+    out = {name: {} if generated else pod_placement(job, gpu=name == "node") for name in jobs}
     node = out["node"]
     output = job.spec.output
     if job.launcher == "torchtune" and output is not None and output.uri.startswith("pvc://"):
@@ -219,7 +220,10 @@ def trainjob(job: Job, launch: Launch | None, version: str) -> dict[str, Any]:
         if pods:
             spec["podTemplateOverrides"] = _pod_template_overrides(pods)
     spec["suspend"] = kf.suspend
-    return {"apiVersion": API, "kind": "TrainJob", "metadata": object_meta(job), "spec": spec}
+    obj = {"apiVersion": API, "kind": "TrainJob", "metadata": object_meta(job), "spec": spec}
+    # overrides.trainjob: the user's merge patch, applied after everything else.
+    patched: dict[str, Any] = merge_patch(obj, job.spec.overrides.trainjob)
+    return patched
 
 
 def objects_for_version(job: Job, launch: Launch | None, version: str

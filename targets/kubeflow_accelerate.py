@@ -96,7 +96,7 @@ def training_runtime(job: Job, launch: Launch) -> dict[str, Any]:
     volumes, mounts = pod_volumes(job, launch)
     if mounts:
         container["volumeMounts"] = mounts
-    pod: dict[str, Any] = {"containers": [container], **pod_placement(job)}
+    pod: dict[str, Any] = {"containers": [container], **pod_placement(job, gpu=True)}
     if volumes:
         pod["volumes"] = volumes
     return {

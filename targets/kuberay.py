@@ -30,6 +30,7 @@ from ftspec.targets.kube import (
     secret_env,
     secrets_need_refs,
 )
+from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.ray_payload import launch_for, metadata, ray_job, single_node
 from ftspec.targets.render import to_yaml
 
@@ -49,14 +50,14 @@ def image(job: Job) -> str:
     return f"rayproject/ray:{kr.ray_version}{'-gpu' if job.gpus_per_node else ''}"
 
 
-def _pod(job: Job, container: dict[str, Any]) -> dict[str, Any]:
+def _pod(job: Job, container: dict[str, Any], *, gpu: bool = False) -> dict[str, Any]:
     volumes, mounts = pvc_volumes(job)
     env = secret_env(job)
     if env:
         container["env"] = env
     if mounts:
         container["volumeMounts"] = mounts
-    spec: dict[str, Any] = {"containers": [container], **pod_placement(job)}
+    spec: dict[str, Any] = {"containers": [container], **pod_placement(job, gpu=gpu)}
     if volumes:
         spec["volumes"] = volumes
     return {"metadata": {"labels": labels(job)}, "spec": spec}
@@ -87,7 +88,7 @@ def cluster_spec(job: Job) -> dict[str, Any]:
             "maxReplicas": job.nodes,
             "numOfHosts": 1,
             "rayStartParams": {},
-            "template": _pod(job, worker),
+            "template": _pod(job, worker, gpu=True),
         }],
     }
 
@@ -112,11 +113,15 @@ def rayjob(job: Job) -> dict[str, Any]:
     if kr.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = kr.active_deadline_seconds
     spec["rayClusterSpec"] = cluster_spec(job)
-    return {"apiVersion": API, "kind": "RayJob", "metadata": object_meta(job), "spec": spec}
+    obj = {"apiVersion": API, "kind": "RayJob", "metadata": object_meta(job), "spec": spec}
+    # overrides.rayjob: the user's merge patch, applied after everything else.
+    patched: dict[str, Any] = merge_patch(obj, job.spec.overrides.rayjob)
+    return patched
 
 
 def check(job: Job) -> list[Diagnostic]:
     found = single_node(job, "kuberay") + secrets_need_refs(job, "kuberay")
+    found += check_patch(job.spec.overrides.rayjob, "rayjob", "RayJob", "kuberay")
     found += [d for d in fetched_in_container(job, "kuberay")
               if not (job.launcher == "torchtune" and d.path == ("model", "uri")
                       and job.spec.model.uri.startswith("hf://"))]

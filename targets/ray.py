@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.spec.catalog.accelerators import accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import secret_env_name
 from ftspec.targets.ray_payload import (
-    RAY_ACCELERATOR_TYPES,
     launch_for,
     metadata,
     ray_job,
@@ -39,10 +39,10 @@ def _secret_vars(job: Job) -> dict[str, str]:
 
 
 def entrypoint_resources(job: Job) -> dict[str, float]:
-    kind = RAY_ACCELERATOR_TYPES.get(job.spec.resources.accelerator or "")
-    if job.gpus_per_node == 0 or kind is None:
+    acc = accelerator_of(job.spec.resources.accelerator)
+    if job.gpus_per_node == 0 or acc is None:
         return {}
-    return {f"accelerator_type:{kind}": ACCELERATOR_SHARE}
+    return {acc.ray_type_resource: ACCELERATOR_SHARE}
 
 
 def submission(job: Job) -> dict[str, Any]:

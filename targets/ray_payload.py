@@ -37,12 +37,6 @@ UNPACK = ('import base64,json,os,pathlib;d=pathlib.Path(os.environ["FTSPEC_RUN_D
           '[(d/n).write_text(t) for n,t in '
           'json.loads(base64.b64decode(os.environ["FTSPEC_FILES"])).items()]')
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-RAY_ACCELERATOR_TYPES = {
-    "nvidia-t4": "T4", "nvidia-v100-16gb": "V100", "nvidia-v100-32gb": "V100",
-    "nvidia-a10g": "A10G", "nvidia-l4": "L4", "nvidia-a100-40gb": "A100",
-    "nvidia-a100-80gb": "A100", "nvidia-h100-80gb": "H100",
-}
-"""Spec accelerator -> Ray's ``accelerator_type:<X>`` node resource (ray.util.accelerators)."""
 
 
 def launch_for(job: Job) -> Launch:

@@ -28,6 +28,7 @@ from ftspec.targets.torchtune_configs import (
     load_config,
     resolve,
 )
+from ftspec.targets.torchtune_defaults import is_implicit
 
 CONFIG_FILE = "config.yaml"
 COMMAND_FILE = "command.sh"
@@ -100,6 +101,7 @@ ADDITIONS: dict[str, str] = {
     "seed": "random seed",
     "shuffle": "shuffle",
     "log_every_n_steps": "logging interval",
+    "metric_logger.log_dir": "metric logger folder (training.logging.report_to)",
 }
 """Override keys that may be absent from a base config, and why they are valid there."""
 
@@ -185,13 +187,16 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("epochs", epochs), Set("max_steps_per_epoch", per_epoch),
     ]
     ops += _replace(base, "optimizer", _optimizer(job))
-    ops += _replace(base, "lr_scheduler", {
-        "_component_": COSINE,
-        "num_warmup_steps": job.warmup_steps or 0,
-        "num_cycles": 0.0 if t.scheduler.name != "cosine" else t.scheduler.num_cycles,
-    })
+    constant = t.scheduler.name != "cosine"
+    if "lr_scheduler" in base or not constant or job.warmup_steps:
+        ops += _replace(base, "lr_scheduler", {
+            "_component_": COSINE,
+            "num_warmup_steps": job.warmup_steps or 0,
+            "num_cycles": 0.0 if constant else t.scheduler.num_cycles,
+        })
+    # else: the recipe's default (no scheduler) is the constant schedule asked for
     ops += _replace(base, "loss", {"_component_": LOSSES[t.loss]})
-    ops += [
+    top = [
         Set("clip_grad_norm", t.max_grad_norm),
         Set("compile", t.compile),
         Set("device", job.device),
@@ -200,28 +205,67 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("enable_activation_offloading", t.activation_offloading),
         Set("log_every_n_steps", t.logging.steps),
     ]
+    ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
-        ops.append(Set("save_adapter_weights_only",
-                       spec.output.save_adapter_only if spec.output else True))
+        # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.
+        out = spec.output
+        top.append(Set("save_adapter_weights_only",
+                       out.save_adapter_only and not out.merge_adapter if out else True))
     if job.world_size > 1:
         fsdp = spec.distributed.fsdp
-        ops.append(Set("fsdp_cpu_offload", bool(fsdp and fsdp.cpu_offload)))
-        ops.append(Set("fsdp_reshard_after_forward",
-                       not (fsdp is not None and fsdp.sharding == "shard_grad_op")))
+        top.append(Set("fsdp_cpu_offload", bool(fsdp and fsdp.cpu_offload)))
+        top.append(Set("fsdp_reshard_after_forward",
+                       fsdp is None or (fsdp.sharding != "shard_grad_op"
+                                        and fsdp.reshard_after_forward)))
+    # A key the base config leaves out stays out when the spec asks for its default.
+    ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
     for key, value in spec.overrides.torchtune.items():
         ops.append(Set(str(key), value))
     return ops
 
 
+METRIC_LOGGERS = {
+    "tensorboard": "torchtune.training.metric_logging.TensorBoardLogger",
+    "wandb": "torchtune.training.metric_logging.WandBLogger",
+    "mlflow": "torchtune.training.metric_logging.MLFlowLogger",
+    "jsonl": "torchtune.training.metric_logging.DiskLogger",
+}
+STDOUT_LOGGER = "torchtune.training.metric_logging.StdoutLogger"
+
+
+def metric_logger(job: Job) -> dict[str, Any]:
+    """torchtune takes one metric logger: the spec's ``report_to`` sink, else stdout.
+
+    Stdout (``Step 3 | loss:5.77 lr:0.01 tokens_per_second_per_gpu:…``) is what ftspec's
+    progress reads on every backend; with a sink, progress falls back to the recipe's
+    ``epoch|step|Loss`` line (no learning rate or rate there).
+    """
+    sinks = job.spec.training.logging.report_to
+    if not sinks:
+        return {"_component_": STDOUT_LOGGER}
+    logger: dict[str, Any] = {"_component_": METRIC_LOGGERS[sinks[0]]}
+    if sinks[0] in ("tensorboard", "jsonl"):
+        logger["log_dir"] = "${output_dir}/logs"
+    return logger
+
+
 def _replace(base: dict[str, Any], key: str, new: dict[str, Any]) -> list[Override]:
-    """Replace a component: drop the base's other keys, then set the new ones."""
+    """Replace a component: drop the base's other keys, then set the new ones.
+
+    A key the base's own component leaves out that would be set to its default stays out.
+    """
     old = base.get(key)
     ops: list[Override] = []
-    if isinstance(old, dict) and old.get("_component_") == new.get("_component_"):
-        pass  # same component: keep its other settings
-    elif isinstance(old, dict):
+    same = isinstance(old, dict) and old.get("_component_") == new.get("_component_")
+    if isinstance(old, dict) and not same:
         ops += [Remove(f"{key}.{k}") for k in old if k != "_component_" and k not in new]
-    ops += [Set(f"{key}.{k}", v) for k, v in new.items()]
+    component = new.get("_component_")
+    # Same component (or none before): a key it leaves out that would get its own default
+    # stays out. A different component gets every key written.
+    implicit_ok = same or old is None
+    ops += [Set(f"{key}.{k}", v) for k, v in new.items()
+            if not (implicit_ok and isinstance(old, dict | None) and k not in (old or {})
+                    and is_implicit(component, k, v))]
     return ops
 
 

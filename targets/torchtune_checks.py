@@ -143,9 +143,19 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
 def _ignored(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     t = spec.training
-    if t.evaluation.strategy != "no" or spec.data.validation is not None:
+    if spec.data.validation is not None:
+        yield _warn(("data", "validation"), "the torchtune target does not evaluate; "
+                    "validation data is ignored", "evaluation")
+    if t.evaluation.strategy != "no":
         yield _warn(("training", "evaluation"), "the torchtune target does not evaluate; "
                     "evaluation settings are ignored", "evaluation")
+    if spec.data.validation_split_ratio is not None:
+        yield _warn(("data", "validation_split_ratio"), "the torchtune target does not "
+                    "evaluate; no validation split is carved out", "evaluation")
+    if len(t.logging.report_to) > 1:
+        yield _err(("training", "logging", "report_to"), "torchtune's recipes take one metric "
+                   f"logger; report_to lists {len(t.logging.report_to)}", "report-to",
+                   hint="keep one sink (tensorboard, wandb, mlflow or jsonl)")
     if t.early_stopping is not None:
         yield _warn(("training", "early_stopping"), "torchtune has no early stopping; it is "
                     "ignored", "early-stopping")

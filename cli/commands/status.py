@@ -14,13 +14,13 @@ from ftspec.cli.specs import spec_options
 @spec_options
 @connection_options
 @click.option("--watch", is_flag=True, help="Keep following until the job ends.")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Also the backend's details (pid, argv, log tail, ...).")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (everything).")
 def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            watch: bool, as_json: bool) -> int:
-    """Show the phase (Pending/Running/Succeeded/Failed/Unknown) of each spec's job."""
-    from dataclasses import asdict
-
+            watch: bool, verbose: bool, as_json: bool) -> int:
+    """Per job: phase, step n/N, elapsed and time left, the loss, where the outputs are."""
     from ftspec.cli.live import (
         CommandFailed,
         ConsoleReporter,
@@ -28,8 +28,8 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
         prepare_specs,
         report_error,
     )
+    from ftspec.cli.render_status import render_status, status_json
     from ftspec.reconciler.backend import BackendError
-    from rich.markup import escape
 
     try:
         backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
@@ -37,7 +37,9 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
         statuses = []
         for d in desired:
             if watch:
-                statuses.append(backend.wait(d, ConsoleReporter(quiet=as_json)))
+                reporter = ConsoleReporter(json_events=as_json)
+                statuses.append(backend.wait(d, reporter))
+                reporter.close()
             else:
                 statuses.extend(backend.status(d))
     except CommandFailed as exc:
@@ -48,21 +50,10 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     if as_json:
         from ftspec.cli.output import emit_json
 
-        emit_json([{**asdict(s), "phase": s.phase.value} for s in statuses])
+        emit_json([status_json(s) for s in statuses])
         return 0
     out = console()
-    colors = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
     for s in statuses:
-        color = colors.get(s.phase.value, "white")
-        out.print(f"{escape(s.address)}: [{color} bold]{s.phase.value}[/{color} bold] "
-                  f"- {escape(s.message)}")
-        for key, value in s.platform.items():
-            if not value:
-                continue
-            if isinstance(value, (list, tuple)):  # e.g. a log tail: one line each
-                out.print(f"    {key}:")
-                for item in value:
-                    out.print(f"      {escape(str(item))}")
-            else:
-                out.print(f"    {key}: {escape(str(value))}")
+        for line in render_status(status_json(s), verbose):
+            out.print(line)
     return 0

@@ -35,7 +35,15 @@ from ftspec.reconciler.model import (
     Plan,
     Status,
 )
-from ftspec.reconciler.progress import LogFollower, parse_line, read_tail, tail_lines
+from ftspec.reconciler.outputs import location, scan
+from ftspec.reconciler.progress import (
+    LogFollower,
+    read_tail,
+    report,
+    tail_lines,
+    tracker_for,
+    tracker_settings,
+)
 from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
@@ -194,7 +202,8 @@ class LocalBackend:
 
     def _view(self, desired: Desired) -> RunView | None:
         record = self.store.read(desired.job.spec_id)
-        return None if record is None else observe(record, self.root)
+        return None if record is None else observe(record, self.root,
+                                                   settings=tracker_settings(desired.job))
 
     def status(self, desired: Desired) -> list[Status]:
         addr = address(desired.job.spec_id)
@@ -206,7 +215,14 @@ class LocalBackend:
         if view.record.spec_hash != desired.job.spec_hash:
             message += " (of an older version of the spec; `ftspec plan` shows the replace)"
         return [Status(addr, view.phase, message, platform={"exists": True, **view.platform()},
-                       metrics=view.metrics())]
+                       metrics=view.metrics(),
+                       outputs=self._outputs(desired, view.record.started_at))]
+
+    def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
+        where = location(desired.job)
+        folder = Path(where["path"])
+        return {**where, **scan(folder if folder.is_absolute() else self.root / folder,
+                                base=self.root, since=since)}
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
@@ -216,14 +232,10 @@ class LocalBackend:
                                hint="run `ftspec apply` first")
         follower = LogFollower(self.root / record.log)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        last_step: int | None = None
+        tracker = tracker_for(desired.job)
+        addr = address(desired.job.spec_id)
         while True:
-            for line in follower.read_new():
-                found = parse_line(line)
-                if found is not None and found.step != last_step:
-                    last_step = found.step
-                    reporter.event(f"step={found.step} loss={found.loss:g}",
-                                   step=found.step, loss=found.loss)
+            report(tracker, follower.read_new(), reporter, addr)
             view = observe(record, self.root)
             if view.phase in TERMINAL:
                 return self.status(desired)[0]

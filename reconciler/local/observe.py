@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,9 @@ from ftspec.reconciler.local import procs
 from ftspec.reconciler.local.state import RunRecord
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, read_json
 from ftspec.reconciler.model import Phase
-from ftspec.reconciler.progress import Progress, latest, read_tail, tail_lines
+
+TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
+from ftspec.reconciler.progress import Tracker, read_tail, tail_lines, track_text
 
 LOG_TAIL_LINES = 20
 
@@ -25,7 +28,8 @@ class RunView:
     returncode: int | None
     signal: str | None
     stop_requested: bool
-    progress: Progress
+    progress: Tracker
+    ended_at: float | None
     log_tail: list[str] = field(default_factory=list)
 
     @property
@@ -36,42 +40,58 @@ class RunView:
         r = self.record
         return {
             "pid": r.supervisor_pid, "pgid": r.pgid, "started_at": r.started_at,
+            "ended_at": self.ended_at,
             "spec_hash": r.spec_hash, "argv": r.argv, "log": r.log, "run_dir": r.run_dir,
             "exit_code": self.returncode, "signal": self.signal,
             "stopped_by_ftspec": self.stop_requested, "log_tail": self.log_tail,
         }
 
     def metrics(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.progress.to_metrics())
-        if self.phase in (Phase.SUCCEEDED, Phase.FAILED) and self.progress.loss is not None:
-            out["final_loss"] = self.progress.loss
+        out: dict[str, Any] = self.progress.summary()
+        end = self.ended_at if self.ended_at is not None else time.time()
+        out["elapsed_s"] = round(max(0.0, end - self.record.started_at), 1)
+        if self.phase in TERMINAL:
+            out.pop("seconds_left", None)
+            if self.progress.last is not None and self.progress.last.loss is not None:
+                out["final_loss"] = self.progress.last.loss
+        elif self.progress.last is not None and self.progress.total_steps:
+            # time left from the average pace so far (status has no live clock of its own)
+            done = self.progress.last.step
+            pace = out["elapsed_s"] / done if done else None
+            if pace is not None:
+                out["seconds_left"] = round(pace * max(0, self.progress.total_steps - done), 1)
         return out
 
 
-
-def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES) -> RunView:
+def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
+            settings: dict[str, Any] | None = None) -> RunView:
+    """``settings``: the job's totals for the progress tracker (``Tracker`` fields)."""
     run_dir = root / record.run_dir
     active = procs.is_alive(procs.ProcRef(record.supervisor_pid, record.supervisor_create_time))
     ended = read_json(run_dir / EXIT_FILE)
     text = read_tail(root / record.log)
-    progress = latest(text)
+    progress = track_text(text, **(settings or {}))
     log_tail = tail_lines(text, tail)
     returncode = signal = None
+    ended_at: float | None = None
     stop_requested = False
     if ended is not None:
+        ended_at = ended.get("ended_at")
         returncode = int(ended["returncode"])
         signal = ended.get("signal")
         stop_requested = bool(ended.get("stop_requested"))
     if active and ended is None:
         started = (run_dir / CHILD_FILE).exists()
         phase = Phase.RUNNING if started else Phase.PENDING
-        where = f"step {progress.step}, loss {progress.loss:g}" if progress.step else "starting"
+        last = progress.last
+        where = (f"step {last.step}" + (f", loss {last.loss:g}" if last.loss is not None else "")
+                 if last is not None else "starting")
         message = f"running (pid {record.supervisor_pid}): {where}"
     elif ended is not None:
         if returncode == 0:
             phase = Phase.SUCCEEDED
-            message = "succeeded" + (f", final loss {progress.loss:g}"
-                                     if progress.loss is not None else "")
+            final = progress.last.loss if progress.last is not None else None
+            message = "succeeded" + (f", final loss {final:g}" if final is not None else "")
         else:
             phase = Phase.FAILED
             how = f"killed by {signal}" if signal else f"exit code {returncode}"
@@ -82,4 +102,4 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES) -> RunVie
         message = (f"failed: the run's supervisor (pid {record.supervisor_pid}) is gone without "
                    "recording an exit code (killed with SIGKILL, or the machine restarted)")
     return RunView(record, phase, message, active and ended is None, returncode, signal,
-                   stop_requested, progress, log_tail)
+                   stop_requested, progress, ended_at, log_tail)

@@ -22,7 +22,15 @@ from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
-from ftspec.reconciler.progress import latest, parse_line, split_lines, tail_lines
+from ftspec.reconciler.outputs import location
+from ftspec.reconciler.progress import (
+    LogFollowerText,
+    report,
+    tail_lines,
+    track_text,
+    tracker_for,
+    tracker_settings,
+)
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 
@@ -255,10 +263,15 @@ class RayBackend:
         raw = str(job.get("status"))
         phase = PHASES.get(raw, Phase.UNKNOWN)
         text = self.api(desired).logs(sid)
-        progress = latest(text)
-        metrics: dict[str, Any] = dict(progress.to_metrics())
-        if phase in (Phase.SUCCEEDED, Phase.FAILED) and progress.loss is not None:
-            metrics["final_loss"] = progress.loss
+        progress = track_text(text, **tracker_settings(desired.job))
+        metrics: dict[str, Any] = progress.summary()
+        start, end = job.get("start_time"), job.get("end_time")
+        if start:  # Ray reports milliseconds since the epoch
+            metrics["elapsed_s"] = round(((end or time.time() * 1000) - start) / 1000, 1)
+        if phase in (Phase.SUCCEEDED, Phase.FAILED):
+            metrics.pop("seconds_left", None)
+            if progress.last is not None and progress.last.loss is not None:
+                metrics["final_loss"] = progress.last.loss
         message = f"job {sid} {raw}"
         if job.get("message"):
             message += f": {job['message']}"
@@ -267,23 +280,21 @@ class RayBackend:
         platform = {"exists": True, **_brief(job), "address": self.api(desired).address,
                     "start_time": job.get("start_time"), "end_time": job.get("end_time"),
                     "entrypoint": job.get("entrypoint"), "log_tail": tail_lines(text, 20)}
-        return [Status(addr, phase, message, platform=platform, metrics=metrics)]
+        return [Status(addr, phase, message, platform=platform, metrics=metrics,
+                       outputs=location(desired.job))]
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        last_step = None
+        tracker = tracker_for(desired.job)
+        seen = LogFollowerText()
         while True:
             job = self._current(desired)
             if job is None:
                 raise BackendError(f"no Ray job of {desired.spec_file}",
                                    hint="run `ftspec apply` first")
-            for line in split_lines(self.api(desired).logs(str(job["submission_id"]))):
-                found = parse_line(line)
-                if found is not None and (last_step is None or (found.step or 0) > last_step):
-                    last_step = found.step
-                    reporter.event(f"step={found.step} loss={found.loss:g}",
-                                   step=found.step, loss=found.loss)
+            text = self.api(desired).logs(str(job["submission_id"]))
+            report(tracker, seen.new_lines(text), reporter, address(desired.job.spec_id))
             if job.get("status") in TERMINAL or (
                     deadline is not None and time.monotonic() > deadline):
                 return self.status(desired)[0]
@@ -296,14 +307,12 @@ class RayBackend:
             raise BackendError(f"no Ray job of {desired.spec_file}",
                                hint="run `ftspec apply` first")
         sid = str(job["submission_id"])
-        lines = split_lines(self.api(desired).logs(sid))
+        seen = LogFollowerText()
+        lines = seen.new_lines(self.api(desired).logs(sid), final=not follow)
         yield from (lines[-tail:] if tail is not None else lines)
-        seen = len(lines)
         while follow:
             done = (self.api(desired).get_job(sid) or {}).get("status") in TERMINAL
-            lines = split_lines(self.api(desired).logs(sid))
-            yield from lines[seen:]
-            seen = len(lines)
+            yield from seen.new_lines(self.api(desired).logs(sid), final=done)
             if done:
                 return
             time.sleep(1.0)

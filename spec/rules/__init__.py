@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.rules import batch, combos, data, hardware, method, naming, training
+from ftspec.spec.rules import batch, combos, data, hardware, inert, method, naming, training
 
 Rule = Callable[[FineTuneSpec], Iterable[Diagnostic]]
 
@@ -34,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     combos.strategy_settings,
     combos.launcher_supports_spec,
     combos.target_supports_spec,
+    inert.inert_settings,
 )
 
 

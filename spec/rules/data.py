@@ -11,7 +11,7 @@ from ftspec.spec.model.data import Dataset
 from ftspec.spec.rules._diag import error
 
 
-def _datasets(spec: FineTuneSpec) -> Iterator[tuple[KeyPath, Dataset]]:
+def datasets(spec: FineTuneSpec) -> Iterator[tuple[KeyPath, Dataset]]:
     d = spec.data
     if d.train is not None:
         yield ("data", "train"), d.train
@@ -54,7 +54,7 @@ def mixture_proportions(spec: FineTuneSpec) -> Iterator[Diagnostic]:
 
 
 def templates_exclusive(spec: FineTuneSpec) -> Iterator[Diagnostic]:
-    for path, ds in _datasets(spec):
+    for path, ds in datasets(spec):
         if ds.prompt_template is not None and ds.prompt_func is not None:
             yield error(path + ("prompt_func",),
                         "prompt_template and prompt_func are mutually exclusive; give one",

@@ -31,7 +31,8 @@ def test_readers_see_a_changed_value() -> None:
     example = next(e for e in EXAMPLES if "tiny" in e.stem)
     job = example_job(example)
     files = {a.path: a.content for a in get_target("torchtune").compile(job)}
-    files["config.yaml"] = files["config.yaml"].replace("lr: 0.001", "lr: 0.002")
+    assert "lr: 0.01\n" in files["config.yaml"]
+    files["config.yaml"] = files["config.yaml"].replace("lr: 0.01\n", "lr: 0.002\n")
     assert READERS["torchtune"](files)["learning_rate"] == 0.002
 
 

@@ -98,12 +98,25 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     with measure("local_apply_wait_tiny", workdir):
         applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert "step=4 loss=" in applied.stderr  # live progress from the launcher's log
+    # live progress, one plain line per step off a terminal, from torchtune's metric logger
+    assert "step 16/16 (100%) · epoch 1 · loss " in applied.stderr, applied.stderr
+    assert " · lr " in applied.stderr and " tok/s" in applied.stderr
     st = status(workdir, e2e_env)
     assert st["phase"] == "Succeeded", st
     assert st["platform"]["exit_code"] == 0
-    assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 4
+    assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 16
     assert "final loss" in st["message"]
+    # the quickstart learns: from about ln(320) = 5.8 the loss falls clearly within its epoch
+    losses = st["metrics"]["losses"]
+    assert len(losses) == 16 and 5.3 < losses[0] < 6.3, losses
+    assert sum(losses[-4:]) / 4 < sum(losses[:2]) / 2 - 1.0, losses
+    assert st["metrics"]["elapsed_s"] < 60, st["metrics"]
+    assert st["outputs"]["adapter"] == str(RUN_DIR / "output/epoch_0/adapter_model.safetensors")
+    text = ftspec(workdir, e2e_env, "status", str(SPEC))
+    assert "Succeeded  step 16/16 (100%)" in text.stdout, text.stdout
+    assert "pid" not in text.stdout and "\r" not in text.stdout  # details only with -v
+    verbose = ftspec(workdir, e2e_env, "status", str(SPEC), "-v")
+    assert "argv:" in verbose.stdout and "\r" not in verbose.stdout
     out = workdir / RUN_DIR / "output" / "epoch_0" / "adapter_model.safetensors"
     assert out.stat().st_size > 0
 
@@ -135,7 +148,7 @@ def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
     changed = (*LONG, "--set", "training.learning_rate=2.0e-3")
     plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *changed)
     assert plan.returncode == 2, plan.stdout + plan.stderr
-    assert "must be replaced" in plan.stdout and "learning rate 0.001 -> 0.002" in plan.stdout
+    assert "must be replaced" in plan.stdout and "learning rate 0.01 -> 0.002" in plan.stdout
     assert "is stopped first" in plan.stdout
     replaced = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *changed)
     assert replaced.returncode == 0, replaced.stdout + replaced.stderr
@@ -168,7 +181,7 @@ def test_ftspec_killed_mid_run_then_status_is_still_right(
             "Succeeded", "Failed") and s, 600, "the run's end")
     assert final["phase"] == "Succeeded", final
     assert final["platform"]["exit_code"] == 0 and math.isfinite(final["metrics"]["final_loss"])
-    assert final["metrics"]["step"] == 160
+    assert final["metrics"]["step"] == 80  # 5 epochs of 64 rows / 4
 
 
 def test_training_process_killed_gives_failed_with_exit_code_and_log_tail(

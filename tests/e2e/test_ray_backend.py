@@ -91,13 +91,18 @@ def test_tiny_torchtune_job_succeeds_through_the_jobs_api(
     m = Measurement("ray_apply_wait_tiny", f"ftspec apply {SPEC} --set deploy.target=ray ...")
     with TreeSampler(m, lambda: ray_head.group_pids()):
         applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait",
-                         *ray_sets)
+                         "--json", *ray_sets)
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert "step=4 loss=" in applied.stderr
+    # --json: one progress event per step (JSON lines on stderr), the result on stdout
+    events = [json.loads(line) for line in applied.stderr.splitlines()
+              if line.startswith('{"event": "progress"')]
+    assert [e["step"] for e in events] == list(range(1, 17)), applied.stderr
+    assert all(e["total_steps"] == 16 and e["lr"] is not None for e in events), events[-1]
+    assert json.loads(applied.stdout)["status"][0]["phase"] == "Succeeded"
     st = status(workdir, e2e_env, *ray_sets)
     assert st["phase"] == "Succeeded", st
     assert st["platform"]["status"] == "SUCCEEDED"
-    assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 4
+    assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 16
     (sid,) = owned_ids(ray_head.address)
     assert sid == st["platform"]["submission_id"] and sid.startswith("tiny-local-")
     assert (workdir / "ray-output/epoch_0/adapter_model.safetensors").stat().st_size > 0

@@ -251,3 +251,22 @@ def test_dry_run_trainer_v2_1(kube_cluster: Any, kube_namespace: str, example: s
         assert "spec.runtimePatches: pruned" in check_kept(sent, got)
     finally:
         kube_cluster.reinstall_trainjob_crd()
+
+
+def test_dry_run_with_merge_patches(kube_cluster: Any, kube_namespace: str) -> None:
+    """overrides.trainjob / overrides.rayjob reach the server: suspend and a trainer env."""
+    from helpers.jobs import make_job
+
+    tj_job = make_job(overrides={"trainjob": {"spec": {
+        "suspend": True, "trainer": {"env": [{"name": "NCCL_DEBUG", "value": "INFO"}]}}}})
+    rj_job = make_job(deploy={"target": "kuberay", "kuberay": {"image": "acme/ft:1"}},
+                      resources={"gpus_per_node": 1}, training={"global_batch_size": 2},
+                      overrides={"rayjob": {"spec": {"suspend": True}}})
+    objects = (_objects(get_target("kubeflow").compile(tj_job))
+               + _objects(get_target("kuberay").compile(rj_job)))
+    answers = dry_run_all(kube_cluster, objects, kube_namespace)
+    by_kind = {a["kind"]: a for a in answers}
+    assert by_kind["TrainJob"]["spec"]["suspend"] is True
+    assert by_kind["TrainJob"]["spec"]["trainer"]["env"] == [
+        {"name": "NCCL_DEBUG", "value": "INFO"}]
+    assert by_kind["RayJob"]["spec"]["suspend"] is True

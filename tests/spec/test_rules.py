@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.rules import RULES, batch, combos, data, hardware, method, naming, training
+from ftspec.spec.rules import RULES, batch, combos, data, hardware, inert, method, naming, training
 from ftspec.spec.rules.secrets import literal_secrets
 
 BASE: dict[str, Any] = {
@@ -185,8 +185,36 @@ def test_rule(rule: Rule, good: dict[str, Any], bad: dict[str, Any], code: str,
     assert (code, path) in _codes(rule, spec(**bad))
 
 
+WARNING_CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
+    ("inert-momentum", inert.inert_settings,
+     {"training.optimizer": {"name": "sgd", "momentum": 0.9}},
+     {"training.optimizer": {"name": "adamw", "momentum": 0.9}}, "rule.inert",
+     "training.optimizer.momentum"),
+    ("inert-conversation-column", inert.inert_settings,
+     {"data.train": {"uri": "hf://x/y", "format": "chat", "conversation_column": "c"}},
+     {"data.train": {"uri": "hf://x/y", "conversation_column": "c"}}, "rule.inert",
+     "data.train.conversation_column"),
+    ("inert-checkpoint-steps", inert.inert_settings,
+     {"training.checkpointing": {"strategy": "steps", "steps": 5}},
+     {"training.checkpointing": {"steps": 5}}, "rule.inert", "training.checkpointing.steps"),
+]
+
+
+@pytest.mark.parametrize(("rule", "good", "bad", "code", "path"),
+                         [c[1:] for c in WARNING_CASES], ids=[c[0] for c in WARNING_CASES])
+def test_warning_rule(rule: Rule, good: dict[str, Any], bad: dict[str, Any], code: str,
+                      path: str) -> None:
+    from ftspec.spec.diagnostics import format_path
+
+    def warnings(s: FineTuneSpec) -> list[tuple[str | None, str]]:
+        return [(d.code, format_path(d.path)) for d in rule(s) if not d.is_error]
+
+    assert (code, path) not in warnings(spec(**good))
+    assert (code, path) in warnings(spec(**bad))
+
+
 def test_every_rule_is_tested_and_registered() -> None:
-    tested = {c[1] for c in CASES}
+    tested = {c[1] for c in CASES} | {c[1] for c in WARNING_CASES}
     assert set(RULES) <= tested, [r.__name__ for r in RULES if r not in tested]
 
 

@@ -84,7 +84,9 @@ def test_scheduling_goes_into_ftspec_runtime_patch() -> None:
             for j in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]}
     assert set(jobs) == {"dataset-initializer", "model-initializer", "node"}
     node = jobs["node"]
-    assert node["nodeSelector"] == {"pool": "gpu"}
+    assert node["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                    "pool": "gpu"}
+    assert jobs["model-initializer"]["nodeSelector"] == {"pool": "gpu"}
     assert node["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists",
                                     "effect": "NoSchedule"}]
     assert node["imagePullSecrets"] == [{"name": "regcred"}]
@@ -229,7 +231,8 @@ def test_generated_runtime_configmap_and_trainjob() -> None:
     assert vols[mounts["/etc/ftspec"]]["configMap"]["name"] == cm["metadata"]["name"]
     assert vols[mounts["/mnt/datasets"]]["persistentVolumeClaim"]["claimName"] == "datasets"
     assert vols[mounts["/mnt/outputs"]]["persistentVolumeClaim"]["claimName"] == "outputs"
-    assert pod["nodeSelector"] == {"pool": "gpu"}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                   "pool": "gpu"}
     assert rjob["template"]["metadata"]["labels"] == {
         "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
 

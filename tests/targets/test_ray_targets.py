@@ -68,11 +68,13 @@ def test_rayjob_cluster_sized_from_resources() -> None:
     pod = workers["template"]["spec"]
     assert pod["containers"][0]["resources"]["limits"] == {
         "cpu": "32", "memory": "256Gi", "nvidia.com/gpu": 4}
-    assert pod["nodeSelector"] == {"pool": "gpu"}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+                                   "pool": "gpu"}
     assert pod["serviceAccountName"] == "ray"
     assert pod["containers"][0]["env"] == [{"name": "HF_TOKEN", "valueFrom": {
         "secretKeyRef": {"name": "hf-token", "key": "token"}}}]
     head = spec["rayClusterSpec"]["headGroupSpec"]
+    assert head["template"]["spec"]["nodeSelector"] == {"pool": "gpu"}
     assert head["rayStartParams"]["num-cpus"] == "0"
     assert spec["rayClusterSpec"]["rayVersion"] == "2.41.0"
     assert spec["jobId"] == spec["jobId"].strip() and re.fullmatch(r"[a-z0-9.-]+", spec["jobId"])

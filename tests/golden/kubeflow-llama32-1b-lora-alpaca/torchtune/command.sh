@@ -27,13 +27,12 @@
 #     optimizer._component_=torch.optim.AdamW \
 #     optimizer.lr=0.0003 \
 #     optimizer.weight_decay=0.01 \
-#     'optimizer.betas=[0.9,0.999]' \
-#     optimizer.eps=1e-08 \
 #     optimizer.fused=True \
 #     lr_scheduler._component_=torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup \
 #     lr_scheduler.num_warmup_steps=100 \
-#     lr_scheduler.num_cycles=0.5 \
 #     loss._component_=torch.nn.CrossEntropyLoss \
+#     '~metric_logger.log_dir' \
+#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     clip_grad_norm=1.0 \
 #     compile=False \
 #     device=cuda \
@@ -41,7 +40,5 @@
 #     enable_activation_checkpointing=True \
 #     enable_activation_offloading=False \
 #     log_every_n_steps=10 \
-#     save_adapter_weights_only=True \
-#     fsdp_cpu_offload=False \
-#     fsdp_reshard_after_forward=True
+#     save_adapter_weights_only=True
 exec tune run --nnodes 1 --nproc-per-node 4 lora_finetune_distributed --config "$(dirname "$0")/config.yaml"

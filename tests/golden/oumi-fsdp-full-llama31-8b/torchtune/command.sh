@@ -22,20 +22,17 @@
 #     optimizer._component_=torch.optim.AdamW \
 #     optimizer.lr=2e-05 \
 #     optimizer.weight_decay=0.1 \
-#     'optimizer.betas=[0.9,0.999]' \
-#     optimizer.eps=1e-08 \
 #     optimizer.fused=True \
 #     lr_scheduler._component_=torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup \
 #     lr_scheduler.num_warmup_steps=49 \
-#     lr_scheduler.num_cycles=0.5 \
 #     loss._component_=torchtune.modules.loss.CEWithChunkedOutputLoss \
+#     '~metric_logger.log_dir' \
+#     metric_logger._component_=torchtune.training.metric_logging.StdoutLogger \
 #     clip_grad_norm=1.0 \
 #     compile=False \
 #     device=cuda \
 #     dtype=bf16 \
 #     enable_activation_checkpointing=True \
 #     enable_activation_offloading=False \
-#     log_every_n_steps=10 \
-#     fsdp_cpu_offload=False \
-#     fsdp_reshard_after_forward=True
+#     log_every_n_steps=10
 exec tune run --nnodes 1 --nproc-per-node 8 full_finetune_distributed --config "$(dirname "$0")/config.yaml"

@@ -1,0 +1,54 @@
+"""`ftspec import TOOL FILE [KEY=VALUE ...] [-o SPEC]`: another tool's config as a spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from ftspec.cli.output import emit_json, print_diagnostics
+from ftspec.compiler.importers import TOOL_NAMES
+from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
+
+
+@click.command("import")
+@click.argument("tool", type=click.Choice(TOOL_NAMES))
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("args", nargs=-1)
+@click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the spec to SPEC (default: print it).")
+@click.option("--nproc-per-node", type=click.IntRange(min=1),
+              help="Processes per node the config runs with (tune run's flag).")
+@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Nodes the config runs on.")
+@click.option("--accelerator", type=click.Choice(ACCELERATOR_NAMES), default="nvidia-a100-80gb",
+              show_default=True, help="GPU model (configs do not name one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
+def command(tool: str, file: Path, args: tuple[str, ...], out: Path | None,
+            nproc_per_node: int | None, nnodes: int, accelerator: str, as_json: bool) -> int:
+    """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
+    (torchtune: as `tune run` takes them, ~KEY removes a key)."""
+    from ftspec.compiler.importers import IMPORTERS, ImportOptions
+    from ftspec.spec.diagnostics import SpecError
+
+    opts = ImportOptions(nproc_per_node, nnodes, accelerator)
+    try:
+        result = IMPORTERS[tool](file, args, opts)
+    except SpecError as exc:
+        if as_json:
+            emit_json({"ok": False, "diagnostics": [d.to_json() for d in exc.diagnostics]})
+        else:
+            print_diagnostics(exc.diagnostics, err=True)
+        return 1
+    ok = not any(d.is_error for d in result.warnings)
+    if out is not None:
+        out.write_text(result.text, encoding="utf-8")
+    if as_json:
+        emit_json({"ok": ok, "spec": result.text,
+                   "diagnostics": [d.to_json() for d in result.warnings]})
+        return 0 if ok else 1
+    print_diagnostics(result.warnings, err=True)
+    if out is not None:
+        click.echo(f"wrote {out}", err=True)
+    else:
+        click.echo(result.text, nl=False)
+    return 0 if ok else 1

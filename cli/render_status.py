@@ -1,0 +1,83 @@
+"""The human view of `ftspec status` (and the end of `apply --wait`), drawn from the same
+JSON that `status --json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.reconciler.model import Status
+from ftspec.reconciler.progress import duration, sparkline
+from rich.markup import escape
+
+COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
+VERBOSE_ONLY = ("pid", "pgid", "argv", "log_tail", "spec_hash", "entrypoint")
+
+
+def status_json(s: Status) -> dict[str, Any]:
+    return {"address": s.address, "phase": s.phase.value, "message": s.message,
+            "metrics": s.metrics, "outputs": s.outputs, "platform": s.platform}
+
+
+def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
+    """Rich-markup lines for one job."""
+    phase = data["phase"]
+    color = COLORS.get(phase, "white")
+    m = data.get("metrics") or {}
+    head = f"[bold]{escape(data['address'])}[/bold]  [{color} bold]{phase}[/{color} bold]"
+    where = _steps(m)
+    if where:
+        head += f"  {where}"
+    lines = [head]
+    if m.get("loss") is not None:
+        losses = m.get("losses") or []
+        loss = f"  loss {m['loss']:.4f}"
+        if len(losses) > 1:
+            loss += f"  {sparkline(losses)}  ({losses[0]:.2f} → {losses[-1]:.2f}"
+            loss += f", {m['trend']})" if m.get("trend") else ")"
+        if m.get("lr") is not None:
+            loss += f"  lr {m['lr']:.2e}"
+        lines.append(loss)
+    lines.append(f"  state: {escape(data.get('message') or '')}")
+    out = data.get("outputs") or {}
+    if out:
+        lines.append(f"  outputs: {escape(_outputs(out))}")
+    if verbose:
+        for key, value in (data.get("platform") or {}).items():
+            if value in (None, "", [], {}):
+                continue
+            if isinstance(value, (list, tuple)):
+                lines.append(f"    {key}:")
+                lines += [f"      {escape(str(item))}" for item in value]
+            else:
+                lines.append(f"    {key}: {escape(str(value))}")
+    return lines
+
+
+def _steps(m: dict[str, Any]) -> str:
+    parts = []
+    step, total = m.get("step"), m.get("total_steps")
+    if step is not None:
+        parts.append(f"step {step}/{total} ({100 * step // total}%)" if total
+                     else f"step {step}")
+    if m.get("epoch") is not None:
+        parts.append(f"epoch {m['epoch']:g}")
+    if m.get("elapsed_s") is not None:
+        parts.append(f"{duration(m['elapsed_s'])} elapsed")
+    if m.get("seconds_left") is not None:
+        parts.append(f"{duration(m['seconds_left'])} left")
+    return " · ".join(parts)
+
+
+def _outputs(out: dict[str, Any]) -> str:
+    text = str(out.get("uri") or out.get("path") or "")
+    if out.get("path") and out.get("uri") and out.get("kind") != "file":
+        text += f" (mounted at {out['path']})"
+    if out.get("adapter"):
+        text += f"; adapter {out['adapter']}"
+    if out.get("model"):
+        text += f"; model {out['model']}"
+    if out.get("hub_repo"):
+        text += f"; hub {out['hub_repo']}"
+    if out.get("exists") is False:
+        text += " (nothing written yet)"
+    return text

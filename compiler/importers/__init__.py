@@ -1,0 +1,39 @@
+"""``ftspec import TOOL FILE``: other tools' configs as ftspec specs.
+
+One module per tool behind one function type (:data:`Importer`); the registry's key is the
+``TOOL`` argument. Shared pieces: ``base`` (the draft spec, origins, warnings, the
+not-this-tool error) and ``render`` (YAML with ``# from FILE:LINE`` comments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ftspec.compiler.importers.base import Imported, NotThisTool
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What the source file does not say: the launch topology and the machine."""
+
+    nproc_per_node: int | None = None
+    nnodes: int = 1
+    accelerator: str = "nvidia-a100-80gb"
+
+
+Importer = Callable[[Path, tuple[str, ...], ImportOptions], Imported]
+
+
+def _torchtune(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.torchtune import import_torchtune
+
+    return import_torchtune(path, args, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                            accelerator=opts.accelerator)
+
+
+IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune}
+TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
+
+__all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]

@@ -1,0 +1,94 @@
+"""What every importer produces: a spec document, where each value came from, and warnings.
+
+An importer reads another tool's config (a :class:`SourceDoc`, positions from ruamel.yaml
+through ftspec's own loader) and fills a :class:`SpecDraft`: the spec's data plus, for each
+key path, the origin written next to it as a comment (``from FILE:LINE``, or the tool's
+default and the version the default was read from). What it cannot express becomes a warning
+that points at the source line; a file that is not the tool's config raises
+:class:`NotThisTool` with FILE:LINE:COL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, SpecError
+from ftspec.spec.loader import SourceDoc
+
+
+class NotThisTool(SpecError):
+    """The file is not a config of the tool named on the command line."""
+
+
+def not_this_tool(doc: SourceDoc, path: KeyPath, summary: str, hint: str) -> NotThisTool:
+    return NotThisTool([Diagnostic(Severity.ERROR, summary, path=path,
+                                   span=doc.span_of(path, key=True), hint=hint,
+                                   code="import.not-this-tool")])
+
+
+@dataclass
+class SpecDraft:
+    """The spec being written: nested data, origins by spec key path, warnings."""
+
+    source: SourceDoc
+    args: tuple[str, ...] = ()
+    """The tool's command-line overrides, which ``--set[i]`` spans point at."""
+    data: dict[str, Any] = field(default_factory=dict)
+    origins: dict[KeyPath, str] = field(default_factory=dict)
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    def put(self, path: KeyPath, value: Any, origin: str) -> None:
+        node: dict[Any, Any] = self.data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+        self.origins[path] = origin
+
+    def get(self, path: KeyPath) -> Any:
+        node: Any = self.data
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def take(self, src: KeyPath, dst: KeyPath, convert: Any = None) -> bool:
+        """Copy the source value at ``src`` to the spec at ``dst``; False when absent."""
+        if not has(self.source.data, src):
+            return False
+        value = self.source.value_at(src)
+        self.put(dst, convert(value) if convert else value, self.origin_of(src))
+        return True
+
+    def origin_of(self, src: KeyPath) -> str:
+        span = self.source.span_of(src, key=True)
+        if span.file.startswith("--set[") and span.file.endswith("]"):
+            index = int(span.file[6:-1])
+            if 0 <= index < len(self.args):
+                return f"from the argument {self.args[index]}"
+        return f"from {span.file}:{span.line}"
+
+    def warn(self, src: KeyPath, summary: str, hint: str | None = None) -> None:
+        span = self.source.span_of(src, key=True) if src else Span(self.source.file, 1, 1)
+        self.warnings.append(Diagnostic(Severity.WARNING, summary, path=src, span=span,
+                                        hint=hint, code="import.not-expressed"))
+
+
+def has(data: Any, path: KeyPath) -> bool:
+    node = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+@dataclass(frozen=True)
+class Imported:
+    """An importer's result: the spec as YAML text (with origin comments) and warnings."""
+
+    tool: str
+    text: str
+    data: dict[str, Any]
+    warnings: tuple[Diagnostic, ...] = ()

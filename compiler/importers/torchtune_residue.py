@@ -1,0 +1,105 @@
+"""Compile the draft spec and keep what still differs from the source as raw torchtune keys.
+
+The mapping in ``importers.torchtune`` covers every key the spec models. What is left —
+a component the spec has no name for (a dataset builder with its own template, an unknown
+optimizer), a value the spec cannot hold (``tokenizer.max_seq_len: null``), a key of the
+base config the user changed (profiler, metric logger) — goes to ``overrides.torchtune``
+with a warning at its source line. A key the compiled config has and the source lacks
+cannot be removed through the spec: that is a warning too. Never a silent drop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.compiler.importers.base import SpecDraft
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+
+_MISSING = object()
+RAW = ("overrides", "torchtune")
+
+
+def compile_draft(draft: SpecDraft) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
+    """The resolved torchtune config the draft compiles to, or None and the errors."""
+    from ftspec.compiler.importers.render import render
+    from ftspec.compiler.pipeline import CompileOptions, compile_spec
+    from ftspec.spec.loader import parse_yaml
+
+    compiled = compile_spec(parse_yaml(render(draft, ""), "<imported spec>"), "artifacts",
+                            CompileOptions(target="torchtune"))
+    if not compiled.ok:
+        return None, [d for d in compiled.diagnostics if d.is_error]
+    config = next(a for a in compiled.artifacts if a.kind == "config")
+    assert isinstance(config.obj, dict)
+    return config.obj, []
+
+
+def differences(source: dict[str, Any], compiled: dict[str, Any]
+                ) -> list[tuple[tuple[str, ...], Any, Any]]:
+    """(key path, source value, compiled value) where they differ; a component whose
+    ``_component_`` differs counts as one difference."""
+    out: list[tuple[tuple[str, ...], Any, Any]] = []
+    _diff(source, compiled, (), out)
+    return out
+
+
+def _diff(s: dict[str, Any], c: dict[str, Any], path: tuple[str, ...],
+          out: list[tuple[tuple[str, ...], Any, Any]]) -> None:
+    for key in list(s) + [k for k in c if k not in s]:
+        sv, cv = s.get(key, _MISSING), c.get(key, _MISSING)
+        if sv == cv and type(sv) is type(cv):
+            continue
+        if (isinstance(sv, dict) and isinstance(cv, dict)
+                and sv.get("_component_") == cv.get("_component_")):
+            _diff(sv, cv, path + (key,), out)
+        else:
+            out.append((path + (key,), sv, cv))
+
+
+def settle(draft: SpecDraft) -> None:
+    """Add raw overrides until the draft compiles to the source; warn about the rest."""
+    warned = _Warned({tuple(d.path) for d in draft.warnings})
+    for _ in range(2):
+        compiled, errors = compile_draft(draft)
+        if compiled is None:
+            draft.warnings += [Diagnostic(Severity.ERROR, f"the imported spec does not "
+                               f"compile: {d.summary}", path=d.path, hint=d.hint,
+                               code="import.invalid") for d in errors]
+            return
+        diffs = differences(draft.source.data, compiled)
+        if not diffs:
+            return
+        added = False
+        for path, src, out in diffs:
+            kp: KeyPath = path
+            if src is _MISSING:
+                if kp not in warned:
+                    draft.warn(path[:-1], f"{'.'.join(path)} is not in the source, and the "
+                               f"spec's base config sets it to {_short(out)}; a spec cannot remove it")
+                    warned.add(kp)
+                continue
+            dotted = ".".join(path)
+            if dotted in (draft.get(RAW) or {}):
+                continue  # already raw: the warning below says why it still differs
+            draft.put(RAW + (dotted,), src, draft.origin_of(path))
+            added = True
+            if kp not in warned:
+                draft.warn(path, f"no spec field gives {_short(src)}; kept as raw "
+                           "overrides.torchtune (the torchtune target only)")
+                warned.add(kp)
+        if not added:
+            return
+
+
+class _Warned(set[KeyPath]):
+    """Source paths already warned about: a path is covered by itself and its relatives."""
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, tuple):
+            return False
+        return any(p[: len(path)] == path or path[: len(p)] == p for p in self)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,64 @@
+"""The field contract, proven from the JSON Schema: for every leaf field x every target,
+moving the field off its default changes the compiled artifacts or yields a located
+diagnostic (helpers/contract.py has the generator and the outcome rules).
+
+Figures for a report: ``cd tests && python -m helpers.contract``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ftspec.targets import TARGET_NAMES
+from ftspec.targets.contract import GAPS, NOT_IN_ARTIFACTS, SECTIONS
+from helpers.contract import ITEM, NOT_VARIED, TARGET_BASES, VALUES, leaves, outcome, run
+
+LEAF_PATHS = {leaf.path for leaf in leaves()}
+
+
+def test_every_target_has_a_clean_base() -> None:
+    assert set(TARGET_BASES) == set(TARGET_NAMES)
+    for target in TARGET_BASES:
+        from helpers.contract import base_doc
+
+        result = run(base_doc(target, ()), target)
+        assert result.ok and result.artifacts, (target, sorted(result.diagnostics))
+
+
+@pytest.mark.parametrize("target", list(TARGET_BASES))
+def test_no_field_is_dropped_silently(target: str) -> None:
+    silent = []
+    for leaf in leaves():
+        result, detail = outcome(target, leaf)
+        if result == "silent":
+            silent.append(f"{'.'.join(leaf.path)} = {detail}")
+    assert not silent, f"{target} drops these fields without a word:\n" + "\n".join(silent)
+
+
+def test_tables_name_real_fields() -> None:
+    """Every path the contract and the generator name is a schema leaf or section."""
+    def known(path: tuple[str, ...]) -> bool:
+        mapped = tuple(ITEM if p == "*" else str(p) for p in path)
+        return any(leaf[: len(mapped)] == mapped for leaf in LEAF_PATHS)
+
+    named = [*SECTIONS, *NOT_IN_ARTIFACTS, *VALUES, *NOT_VARIED,
+             *(gap.path for gaps in GAPS.values() for gap in gaps)]
+    assert [p for p in named if not known(tuple(map(str, p)))] == []
+    assert {p for p, v in VALUES.items() if v is None} == set(NOT_VARIED)
+
+
+def test_a_dropped_field_would_be_caught() -> None:
+    """The generator is not blind: with the torchtune gap for push_to_hub removed, the
+    field is reported as silent."""
+    from ftspec.targets import contract
+    from helpers.contract import _run
+
+    leaf = next(leaf for leaf in leaves() if leaf.path == ("output", "push_to_hub"))
+    kept = contract.GAPS["torchtune"]
+    contract.GAPS["torchtune"] = tuple(g for g in kept if g.path != leaf.path)
+    _run.cache_clear()
+    try:
+        assert outcome("torchtune", leaf)[0] == "silent"
+    finally:
+        contract.GAPS["torchtune"] = kept
+        _run.cache_clear()
+    assert outcome("torchtune", leaf)[0] == "diagnosed"
