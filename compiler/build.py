@@ -67,7 +67,8 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
         hidden_size=f.hidden_size, num_heads=f.num_heads, num_kv_heads=f.num_kv_heads,
         intermediate_size=f.intermediate_size, vocab_size=f.vocab_size,
         hf_layer_cls=f.hf_layer_cls, torchtune_config=f.torchtune,
-        torchtune_builder=f.torchtune_builder,
+        torchtune_builder=f.torchtune_builder, head_dim=f.attn_head_dim,
+        tied_embeddings=f.tied_embeddings, num_experts=f.num_experts, gated_mlp=f.gated_mlp,
     )
 
 

@@ -46,17 +46,27 @@ _STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
-    """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer."""
+    """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer.
+
+    Shapes come from the architecture numbers: query/output width heads x head size (not
+    always the hidden size: Gemma, Qwen3), key/value width KV heads x head size, and MLP
+    projections once per expert in mixtures of experts.
+    """
     h = model.hidden_size
-    head_dim = h // model.num_heads
-    kv = model.num_kv_heads * head_dim
+    q = model.num_heads * model.attn_head_dim
+    kv = model.num_kv_heads * model.attn_head_dim
+    inter = model.intermediate_size
+    experts = max(1, model.num_experts)
     shapes = {
-        "q_proj": (h, h), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (h, h),
-        "gate_proj": (h, model.intermediate_size), "up_proj": (h, model.intermediate_size),
-        "down_proj": (model.intermediate_size, h),
+        "q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
+        "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
     }
-    per_layer = sum(rank * (i + o) for name, (i, o) in shapes.items() if name in modules)
-    return per_layer * model.num_layers
+    per_layer = 0
+    for name, (i, o) in shapes.items():
+        if name in modules and (model.gated_mlp or name != "gate_proj"):
+            per_layer += rank * (i + o) * (experts if name.endswith(("gate_proj", "up_proj",
+                                                                     "down_proj")) else 1)
+    return float(per_layer * model.num_layers)
 
 
 def estimate_memory(

@@ -37,6 +37,17 @@ class ModelFacts:
     """Module with torchtune builders (``torchtune.models.llama3_2``)."""
     custom: bool = False
     """True when the dimensions come from ``model.architecture``."""
+    head_dim: int = 0
+    """Attention head size (0: hidden_size / num_heads)."""
+    tied_embeddings: bool = False
+    num_experts: int = 0
+    """Mixture-of-experts: experts per MoE layer (0: dense); intermediate_size is per expert."""
+    gated_mlp: bool = True
+    """gate/up/down projections (3 matrices) or up/down only (2)."""
+
+    @property
+    def attn_head_dim(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ _TYPE_WORD = {
     "null": "null",
 }
 
+_ENUM_LISTED = 20
+"""Longer enumerations are summarized in messages, not listed."""
+
 
 @lru_cache(maxsize=1)
 def _validator() -> Any:
@@ -122,7 +125,12 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
         return
     if validator in ("enum", "const"):
         choices = error.validator_value if validator == "enum" else [error.validator_value]
-        listed = ", ".join(str(c) for c in choices if c is not None)
+        named = [str(c) for c in choices if c is not None]
+        listed = ", ".join(named)
+        if len(named) > _ENUM_LISTED:  # a catalog (model families): the hint names the nearest
+            listed = f"{len(named)} names ({', '.join(named[:5])}, ...)"
+            if path[-1:] == ("family",):
+                listed += "; `ftspec explain --families` lists them"
         hint = did_you_mean(str(instance), [str(c) for c in choices]) if isinstance(
             instance, str) else None
         yield _diag(

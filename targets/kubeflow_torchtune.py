@@ -165,6 +165,13 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
                          "the torchtune runtime runs QLoRA on a single device "
                          f"({job.procs_per_node} processes per node)", "qlora-devices",
                          hint="use gpus_per_node: 1")
+    if job.gpus_per_node and job.procs_per_node != job.gpus_per_node:
+        yield _error(("resources", "processes_per_node"),
+                     f"the torchtune runtime launches one process per GPU: "
+                     f"{job.gpus_per_node} GPUs per node, {job.procs_per_node} processes (the "
+                     "controller would wrap ftspec's recipe choice in a launch of another size, "
+                     "which torchtune refuses in the pod)", "procs-per-node",
+                     hint="remove processes_per_node, or set it to gpus_per_node")
     yield from _owned_keys(job, runtime)
     yield from _locations(job)
 

@@ -21,11 +21,11 @@ import base64
 import hashlib
 import json
 import re
-import shlex
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
+from ftspec.targets import shell
 from ftspec.targets.base import Launch
 from ftspec.targets.embed import relocate
 
@@ -99,10 +99,10 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
     if launch.files:
         env[FILES_ENV] = encode_files(launch.files)
         env["FTSPEC_RUN_DIR"] = run_dir
-        steps.append(shlex.join(["python", "-c", UNPACK]))
+        steps.append(shell.join(["python", "-c", UNPACK]))
     if _download_step(job):
-        steps.append(shlex.join(_download_step(job)))
-    steps.append(shlex.join(relocate(launch.argv, launch.files, run_dir)))
+        steps.append(shell.join(_download_step(job)))
+    steps.append(shell.join(relocate(launch.argv, launch.files, run_dir)))
     runtime_env: dict[str, Any] = {}
     if env:
         runtime_env["env_vars"] = dict(sorted(env.items()))

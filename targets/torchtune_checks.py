@@ -47,7 +47,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
         return
     if job.model.torchtune_config is None:
         yield _err(("model", "family"), f"torchtune ships no config for {job.model.display}",
-                   "family", hint="use launcher: accelerate")
+                   "family", hint=_alternative(job))
         return
     if base_config(job) is None:
         tried = ", ".join(n for n, _ in config_candidates(job))
@@ -162,3 +162,11 @@ def _ignored(job: Job) -> Iterator[Diagnostic]:
     if spec.model.attn_implementation not in (None, "sdpa"):
         yield _warn(("model", "attn_implementation"), "torchtune uses its own attention "
                     "(SDPA); attn_implementation is ignored", "attn")
+
+
+
+def _alternative(job: Job) -> str:
+    from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
+
+    family = MODEL_FAMILIES.get(job.spec.model.family or "")
+    return torchtune_alternative(family) if family else "use launcher: accelerate"

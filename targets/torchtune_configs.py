@@ -157,6 +157,12 @@ def format_value(value: Any) -> str:
 
 @lru_cache(maxsize=1024)
 def _reads_back_as(text: str) -> bool:
-    """Does ``text`` read back (YAML scalar) as the same string?"""
-    parsed = YAML(typ="safe", pure=True).load(text) if text else None
+    """Does ``text`` read back (YAML scalar) as the same string? (Text that is not one
+    YAML document, e.g. with a ``---`` line, does not.)"""
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        parsed = YAML(typ="safe", pure=True).load(text) if text else None
+    except YAMLError:
+        return False
     return bool(parsed == text)

@@ -18,13 +18,13 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
               help="Write the spec to SPEC (default: print it).")
 @click.option("--nproc-per-node", type=click.IntRange(min=1),
               help="Processes per node the config runs with (tune run's flag).")
-@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Nodes the config runs on.")
+@click.option("--nnodes", type=click.IntRange(min=1),
+              help="Nodes the config runs on (default 1; 2 for torchtune's *_multinode).")
 @click.option("--accelerator", type=click.Choice(ACCELERATOR_NAMES), default="nvidia-a100-80gb",
               show_default=True, help="GPU model (configs do not name one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
 def command(tool: str, file: Path, args: tuple[str, ...], out: Path | None,
-            nproc_per_node: int | None, nnodes: int, accelerator: str, as_json: bool) -> int:
+            nproc_per_node: int | None, nnodes: int | None, accelerator: str, as_json: bool) -> int:
     """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
     (torchtune: as `tune run` takes them, ~KEY removes a key)."""
     from ftspec.compiler.importers import IMPORTERS, ImportOptions

@@ -19,7 +19,8 @@ class ImportOptions:
     """What the source file does not say: the launch topology and the machine."""
 
     nproc_per_node: int | None = None
-    nnodes: int = 1
+    nnodes: int | None = None
+    """None: what the config's name says (``_multinode``: 2), else 1."""
     accelerator: str = "nvidia-a100-80gb"
 
 

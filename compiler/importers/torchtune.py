@@ -18,7 +18,15 @@ from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_to
 from ftspec.compiler.importers.torchtune_models import family_of, split_builder
 from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint
 from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.targets.torchtune import COSINE, DATASETS, HF_TO_TORCHTUNE_ATTN, LOSSES, OPTIMIZERS
+from ftspec.targets.torchtune import (
+    COSINE,
+    DATASETS,
+    HF_TO_TORCHTUNE_ATTN,
+    LOSSES,
+    METRIC_LOGGERS,
+    OPTIMIZERS,
+    STDOUT_LOGGER,
+)
 from ftspec.targets.torchtune_defaults import (
     COMPONENT_DEFAULTS,
     LORA_BUILDER_DEFAULTS,
@@ -40,10 +48,11 @@ _TT_TO_HF = {v: k for k, v in HF_TO_TORCHTUNE_ATTN.items()}
 _OPTIMIZER_NAMES = {v: k for k, v in OPTIMIZERS.items()}
 _LOSS_NAMES = {v: k for k, v in LOSSES.items()}
 _FORMATS = {v: k for k, v in DATASETS.items()}
+_SINKS = {v: [k] for k, v in METRIC_LOGGERS.items()} | {STDOUT_LOGGER: []}
 
 
 def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | None = None,
-                     nnodes: int = 1, accelerator: str = DEFAULT_ACCELERATOR) -> Imported:
+                     nnodes: int | None = None, accelerator: str = DEFAULT_ACCELERATOR) -> Imported:
     from ftspec.compiler.importers.render import render
     from ftspec.compiler.importers.torchtune_residue import settle
 
@@ -113,9 +122,14 @@ def _file_uri(path: str) -> str:
     return "file://" + path
 
 
-def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int,
+def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
     single = path.stem.endswith(("_single_device", "_low_memory"))
+    nodes_origin = "--nnodes"
+    if nnodes is None:
+        multinode = path.stem.endswith("_multinode")
+        nnodes = 2 if multinode else 1
+        nodes_origin = "a multi-node config (its file name); pass --nnodes"
     if nproc is not None:
         origin = "--nproc-per-node"
     elif single:
@@ -128,7 +142,9 @@ def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int,
             nproc, origin = DEFAULT_NPROC, "importer default: tune run --nproc-per-node decides"
     device = draft.source.data.get("device", "cuda")
     if nnodes != 1:
-        draft.put(("resources", "nodes"), nnodes, "--nnodes")
+        draft.put(("resources", "nodes"), nnodes, nodes_origin)
+        draft.put(("deploy", "target"), "kuberay", "several nodes need a cluster: a RayJob "
+                  "(or kubeflow with a runtime)")
     if device == "cpu":
         draft.put(("resources", "gpus_per_node"), 0, draft.origin_of(("device",)))
         draft.put(("resources", "processes_per_node"), nproc, origin)
@@ -208,9 +224,10 @@ def _data(draft: SpecDraft) -> None:
     else:
         family = MODEL_FAMILIES[draft.data["model"]["family"]]
         draft.put(("data", "max_seq_len"), family.max_seq_len,
-                  "the model's context: tokenizer.max_seq_len is null (no truncation)")
-        draft.warn(("tokenizer", "max_seq_len"), "null (no truncation) has no spec value; data.max_seq_len is the model's context and the null is "
-                   "kept as raw overrides.torchtune")
+                  "the model's context: no tokenizer.max_seq_len (no truncation)")
+        draft.warn(("tokenizer", "max_seq_len"), "null or absent (no truncation) has no spec "
+                   "value; data.max_seq_len is the model's context and the torchtune target "
+                   "keeps torchtune's value through raw overrides.torchtune")
 
 
 def _generic_dataset(draft: SpecDraft, ds: dict[str, Any], component: str) -> None:
@@ -248,6 +265,11 @@ def _training(draft: SpecDraft, world: int) -> None:
                   f"batch_size x gradient_accumulation_steps x {world} processes")
     _optimizer(draft)
     _scheduler(draft)
+    logger = src.get("metric_logger")
+    sink = _SINKS.get(str(logger.get("_component_"))) if isinstance(logger, dict) else None
+    if sink is not None:
+        draft.put(t + ("logging", "report_to"), sink,
+                  draft.origin_of(("metric_logger", "_component_")))
     if has(src, ("loss", "_component_")):
         name = _LOSS_NAMES.get(src["loss"]["_component_"])
         if name is not None:

@@ -72,13 +72,18 @@ def settle(draft: SpecDraft) -> None:
         added = False
         for path, src, out in diffs:
             kp: KeyPath = path
+            dotted = ".".join(path)
             if src is _MISSING:
+                if f"~{dotted}" in (draft.get(RAW) or {}):
+                    continue
+                draft.put(RAW + (f"~{dotted}",), None, "not in the source: removed")
+                added = True
                 if kp not in warned:
-                    draft.warn(path[:-1], f"{'.'.join(path)} is not in the source, and the "
-                               f"spec's base config sets it to {_short(out)}; a spec cannot remove it")
+                    draft.warn(path[:-1], f"{dotted} is not in the source; the spec's base "
+                               f"config sets it ({_short(out)}), so the spec removes it with "
+                               f"overrides.torchtune ~{dotted}")
                     warned.add(kp)
                 continue
-            dotted = ".".join(path)
             if dotted in (draft.get(RAW) or {}):
                 continue  # already raw: the warning below says why it still differs
             draft.put(RAW + (dotted,), src, draft.origin_of(path))

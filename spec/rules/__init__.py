@@ -22,6 +22,7 @@ RULES: tuple[Rule, ...] = (
     hardware.accelerator_required,
     hardware.bf16_supported,
     hardware.expert_parallel,
+    hardware.flash_attention_supported,
     method.settings_match_method,
     data.train_or_mixture,
     data.mixture_proportions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import LORA_FAMILY
@@ -45,9 +45,11 @@ def strategy_settings(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     hint="use auto, ddp or fsdp")
     fsdp = d.fsdp
     if fsdp is not None and fsdp.sharding.startswith("hybrid") and spec.resources.nodes == 1:
-        yield error(("distributed", "fsdp", "sharding"),
-                    f"{fsdp.sharding} shards within a node and replicates across nodes; it "
-                    "needs nodes > 1", "hybrid-single-node", hint="use full_shard")
+        yield warning(("distributed", "fsdp", "sharding"),
+                      f"{fsdp.sharding} shards within a node and replicates across nodes; "
+                      f"on one node PyTorch runs it as "
+                      f"{'shard_grad_op' if fsdp.sharding.endswith('zero2') else 'full_shard'}",
+                      "hybrid-single-node", hint="say full_shard (or shard_grad_op)")
 
 
 def launcher_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
@@ -66,7 +68,7 @@ def launcher_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     if family is not None and family.torchtune is None:
         yield error(("model", "family"),
                     f"torchtune ships no config for {family.display}",
-                    "launcher-family", hint="use launcher: accelerate")
+                    "launcher-family", hint=torchtune_alternative(family))
     if spec.overrides.accelerate or spec.overrides.training_args:
         yield warning(("overrides",),
                       "overrides for accelerate are ignored by the torchtune launcher",

@@ -70,3 +70,27 @@ def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:
             f"{gpus} GPUs are not divisible by expert-parallel degree {ep}",
             "ep-divisible",
         )
+
+
+FLASH_ATTENTION_ARCHITECTURES = frozenset({"ampere", "ada", "hopper"})
+"""flash-attn 2 runs on Ampere, Ada and Hopper GPUs (not Turing T4, not Volta V100)."""
+
+
+def flash_attention_supported(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    if spec.model.attn_implementation != "flash_attention_2":
+        return
+    path = ("model", "attn_implementation")
+    if spec.model.dtype == "fp32":
+        yield error(path, "flash-attention 2 computes in fp16 or bf16 only; model.dtype is "
+                    "fp32", "flash-attn-dtype", hint="use attn_implementation: sdpa, or "
+                    "dtype bf16 / fp16")
+    r = spec.resources
+    if r.accelerator is not None and r.total_gpus > 0:
+        acc = ACCELERATORS[r.accelerator]
+        if acc.architecture not in FLASH_ATTENTION_ARCHITECTURES:
+            yield error(path, f"flash-attention 2 needs an Ampere-or-newer GPU; "
+                        f"{acc.display} ({acc.architecture}) cannot run it",
+                        "flash-attn-gpu", hint="use attn_implementation: sdpa")
+    elif r.total_gpus == 0:
+        yield error(path, "flash-attention 2 runs on GPUs only; this job has none",
+                    "flash-attn-gpu", hint="use attn_implementation: sdpa")

@@ -31,9 +31,15 @@ because the importer writes them as file:// URIs (model.uri, output.uri)."""
 RAW_ALLOWED: dict[str, str] = {
     "dataset": "torchtune's alpaca builders apply a prompt template data.train cannot name",
     "tokenizer.max_seq_len": "null (no truncation) has no data.max_seq_len value",
+    "~tokenizer.max_seq_len": "absent (no truncation): removed from the base config",
 }
 
-KNOWN_DIFFERENT: dict[str, str] = {}
+KNOWN_DIFFERENT: dict[str, str] = {
+    "llama3/8B_qdora_single_device": "QDoRA (DoRA on an NF4 base) has no spec method: the "
+    "model component comes back only as a raw override",
+    "llama3_3/70B_full_multinode": "two nodes need a cluster target, which cannot read the "
+    "config's local /tmp paths (file:// URIs); the spec does not validate",
+}
 """Covered configs that do not round-trip yet, each with the reason (strict xfail)."""
 
 

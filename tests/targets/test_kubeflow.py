@@ -280,3 +280,10 @@ def test_deterministic_and_content_matches_obj() -> None:
         for artifact in first:
             assert yaml.safe_load(artifact.content) == artifact.obj
             assert "&id" not in artifact.content
+
+
+def test_processes_per_node_must_match_gpus_on_a_torchtune_runtime() -> None:
+    job = make_job(resources={"gpus_per_node": 4, "processes_per_node": 1})
+    assert "resources.processes_per_node" in "\n".join(errors_of(job))
+    # the local torchtune launcher runs it as asked (tune run on one process)
+    assert not [d for d in get_target("torchtune").check(job) if d.is_error]

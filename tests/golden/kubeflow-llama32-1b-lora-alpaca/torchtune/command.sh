@@ -41,4 +41,5 @@
 #     enable_activation_offloading=False \
 #     log_every_n_steps=10 \
 #     save_adapter_weights_only=True
-exec tune run --nnodes 1 --nproc-per-node 4 lora_finetune_distributed --config "$(dirname "$0")/config.yaml"
+ftspec_dir=$(dirname -- "$0")
+exec tune run --nnodes 1 --nproc-per-node 4 lora_finetune_distributed --config "$ftspec_dir"/config.yaml

@@ -35,4 +35,5 @@
 #     enable_activation_checkpointing=True \
 #     enable_activation_offloading=False \
 #     log_every_n_steps=10
-exec tune run --nnodes 1 --nproc-per-node 8 full_finetune_distributed --config "$(dirname "$0")/config.yaml"
+ftspec_dir=$(dirname -- "$0")
+exec tune run --nnodes 1 --nproc-per-node 8 full_finetune_distributed --config "$ftspec_dir"/config.yaml

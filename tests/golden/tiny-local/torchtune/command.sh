@@ -51,4 +51,5 @@
 #     enable_activation_offloading=False \
 #     log_every_n_steps=1 \
 #     save_adapter_weights_only=True
-exec tune run lora_finetune_single_device --config "$(dirname "$0")/config.yaml"
+ftspec_dir=$(dirname -- "$0")
+exec tune run lora_finetune_single_device --config "$ftspec_dir"/config.yaml

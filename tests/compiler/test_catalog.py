@@ -1,0 +1,64 @@
+"""The model catalog: architecture numbers agree with published sizes; torchtune's nearest."""
+
+from __future__ import annotations
+
+import pytest
+from ftspec.compiler.build import model_facts
+from ftspec.compiler.memory import lora_trainable_params
+from ftspec.spec.catalog.models import MODEL_FAMILIES, nearest_torchtune, param_count
+from ftspec.spec.loader import SourceDoc
+from ftspec.spec.validate import spec_from_data, validate_doc
+
+
+@pytest.mark.parametrize("key", sorted(MODEL_FAMILIES))
+def test_numbers_give_the_published_parameter_count(key: str) -> None:
+    family = MODEL_FAMILIES[key]
+    assert param_count(family) / 1e9 == pytest.approx(family.params_b, rel=0.025)
+
+
+def test_catalog_covers_the_architectures_in_wide_use() -> None:
+    archs = {f.arch for f in MODEL_FAMILIES.values()}
+    assert {"llama", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3",
+            "mistral", "mixtral", "granite", "granitemoe", "bloom", "gpt2", "gpt_bigcode",
+            "starcoder2"} <= archs
+    assert len(MODEL_FAMILIES) >= 60
+
+
+@pytest.mark.parametrize(("key", "nearest"), [
+    ("qwen3-8b", "qwen2_5-7b"), ("mixtral-8x7b", "mistral-7b"), ("gemma3-4b", "gemma2-2b"),
+    ("smollm2-135m", "llama3_2-1b"), ("phi4-mini", "phi3-mini"),
+])
+def test_nearest_torchtune_model(key: str, nearest: str) -> None:
+    assert nearest_torchtune(MODEL_FAMILIES[key]).key == nearest
+
+
+def _spec(family: str, launcher: str = "torchtune") -> dict[str, object]:
+    return {
+        "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune", "metadata": {"name": "x"},
+        "model": {"uri": f"hf://org/{family}", "family": family},
+        "data": {"train": {"uri": "hf://tatsu-lab/alpaca"}},
+        "training": {"global_batch_size": 8, "micro_batch_size": 8, "learning_rate": 1e-4},
+        "resources": {"gpus_per_node": 1, "accelerator": "nvidia-h100-80gb"},
+        "launcher": launcher,
+    }
+
+
+def test_torchtune_error_names_the_nearest_model() -> None:
+    result = validate_doc(SourceDoc("spec.yaml", _spec("qwen3-8b")))
+    assert [d.hint for d in result.diagnostics.errors] == [
+        ("use launcher: accelerate (it trains any causal LM), or the nearest model torchtune "
+        "ships: model.family qwen2_5-7b (Qwen2.5 7B)")]
+
+
+def test_lora_shapes_follow_the_head_size() -> None:
+    """Qwen3 8B: 32 heads x 128 = 4096 query width; Gemma 7B: 16 x 256 = 4096 > hidden 3072."""
+    spec = spec_from_data(_spec("gemma-7b", "accelerate"))
+    facts = model_facts(spec)
+    per_layer = 16 * (3072 + 16 * 256)  # rank 16 q_proj: in hidden, out heads x head_dim
+    assert lora_trainable_params(facts, ("q_proj",), 16) == per_layer * 28
+
+
+def test_moe_adapters_count_every_expert() -> None:
+    facts = model_facts(spec_from_data(_spec("mixtral-8x7b", "accelerate")))
+    dense = 8 * (4096 + 14336) * 32
+    assert lora_trainable_params(facts, ("up_proj",), 8) == dense * 8

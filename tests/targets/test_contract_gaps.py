@@ -1,0 +1,44 @@
+"""Fields the torchtune launcher (local or on Kubeflow) cannot express are refused or warned
+about at the field; merge_adapter is honoured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ftspec.compiler.dispatch import check_job
+from ftspec.spec.diagnostics import Severity
+from ftspec.targets import get_target
+from helpers.jobs import make_job
+
+CASES: list[tuple[dict[str, Any], str, Severity]] = [
+    ({"model": {"revision": "v1.0"}},
+     "model.revision", Severity.ERROR),
+    ({"training": {"checkpointing": {"strategy": "steps", "steps": 50}}},
+     "training.checkpointing.strategy", Severity.ERROR),
+    ({"output": {"uri": "pvc://outputs/run", "push_to_hub": "acme/model"}},
+     "output.push_to_hub", Severity.ERROR),
+    ({"data": {"num_workers": 4}}, "data.num_workers", Severity.WARNING),
+    ({"deploy": {"kuberay": {"image": "x"}}}, "deploy.kuberay", Severity.WARNING),
+]
+
+
+@pytest.mark.parametrize("target", ["torchtune", "kubeflow"])
+@pytest.mark.parametrize(("change", "path", "severity"), CASES,
+                         ids=[c[1] for c in CASES])
+def test_dropped_field_is_diagnosed(target: str, change: dict[str, Any], path: str,
+                                    severity: Severity) -> None:
+    job = make_job(allow_errors=True, **change)
+    found = [(".".join(map(str, d.path)), d.severity) for d in check_job(job, target)]
+    assert (path, severity) in found, found
+
+
+def test_merge_adapter_saves_the_merged_model() -> None:
+    def saved_adapter_only(**out: Any) -> Any:
+        job = make_job(deploy={"target": "local"}, output={"uri": "file:///tmp/out", **out})
+        (config,) = [a for a in get_target("torchtune").compile(job) if a.kind == "config"]
+        assert config.obj is not None
+        return config.obj["save_adapter_weights_only"]
+
+    assert saved_adapter_only() is True
+    assert saved_adapter_only(merge_adapter=True) is False
