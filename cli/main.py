@@ -23,8 +23,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "Show the changes apply would make to the live objects."),
     "apply": ("apply", "Apply specs (or a saved plan) to the live objects."),
     "destroy": ("destroy", "Delete the live objects these specs own."),
-    "status": ("status", "Show the phase of each spec's job."),
-    "logs": ("logs", "Print the logs of a spec's job."),
+    "status": ("status", "Show each spec's job: phase, steps, loss, time left, outputs."),
+    "logs": ("logs", "Print (or --follow) the logs of a spec's job."),
+    "output": ("output", "Show what a spec's run produced: model/adapter, checkpoints, metrics."),
     "import": ("import_", "Import another tool's config (torchtune, ...) as a spec."),
     "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
 }

@@ -29,7 +29,7 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
         head += f"  {where}"
     lines = [head]
     if m.get("loss") is not None:
-        losses = m.get("losses") or []
+        losses = [x for x in (m.get("curve") or {}).get("loss") or [] if x is not None]
         loss = f"  loss {m['loss']:.4f}"
         if len(losses) > 1:
             loss += f"  {sparkline(losses)}  ({losses[0]:.2f} → {losses[-1]:.2f}"

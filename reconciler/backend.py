@@ -82,6 +82,8 @@ class Backend(Protocol):
         """Follow the job to a terminal phase, reporting progress."""
         ...
 
-    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
-             ) -> Iterator[str]:
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
+             selector: str | None = None) -> Iterator[str]:
+        """The job's log lines; ``follow``: until the job ends. ``selector``: a label
+        selector narrowing a Kubernetes job's pods (one rank); other backends refuse it."""
         ...

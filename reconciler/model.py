@@ -102,7 +102,7 @@ class Status:
     platform: dict[str, Any] = field(default_factory=dict)
     """The platform's own status, untranslated (conditions, jobStatus, exit code…)."""
     metrics: dict[str, Any] = field(default_factory=dict)
-    """e.g. step, total_steps, loss, losses, lr, elapsed_s, seconds_left, final_loss when
+    """e.g. step, total_steps, loss, curve, lr, elapsed_s, seconds_left, final_loss when
     the backend can read them (``progress.Tracker.summary``)."""
     outputs: dict[str, Any] = field(default_factory=dict)
     """Where the run writes (``outputs.location``) and, where this machine can see the

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ftspec.reconciler.progress import Tracker
+from ftspec.reconciler.model import Status
 from ftspec.spec.ir import Job
 from ftspec.targets.paths import default_paths, scheme
 
@@ -101,24 +101,38 @@ def _relative(path: Path, base: Path) -> Path:
         return path
 
 
-def final_metrics(tracker: Tracker, elapsed_s: float | None) -> dict[str, Any]:
-    """Train (and eval) loss, steps, tokens and wall time, as the launcher logged them."""
+def final_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Train (and eval) loss, steps, tokens and wall time, as the launcher logged them
+    (``metrics``: a ``Status.metrics``, i.e. ``Tracker.summary`` plus elapsed time)."""
     out: dict[str, Any] = {}
-    last = tracker.last
-    if last is not None:
-        out["steps"] = last.step
-        out["train_loss"] = last.loss
-        out["first_loss"] = tracker.points[0].loss
-    if tracker.final:
-        if "train_loss" in tracker.final:
-            out["train_loss_mean"] = tracker.final["train_loss"]
-        if "train_runtime" in tracker.final:
-            out["train_runtime_s"] = tracker.final["train_runtime"]
-    if tracker.eval_loss is not None:
-        out["eval_loss"] = tracker.eval_loss
-    tokens = tracker.tokens_seen()
-    if tokens is not None:
-        out["tokens"] = tokens
-    if elapsed_s is not None:
-        out["wall_time_s"] = round(elapsed_s, 1)
+    if metrics.get("step") is not None:
+        out["steps"] = metrics["step"]
+    if metrics.get("total_steps") is not None:
+        out["total_steps"] = metrics["total_steps"]
+    if metrics.get("loss") is not None:
+        out["train_loss"] = metrics["loss"]
+    if metrics.get("first_loss") is not None:
+        out["first_loss"] = metrics["first_loss"]
+    final = metrics.get("final") or {}
+    if "train_loss" in final:
+        out["train_loss_mean"] = final["train_loss"]
+    if "train_runtime" in final:
+        out["train_runtime_s"] = final["train_runtime"]
+    for key in ("eval_loss", "tokens"):
+        if metrics.get(key) is not None:
+            out[key] = metrics[key]
+    if metrics.get("elapsed_s") is not None:
+        out["wall_time_s"] = metrics["elapsed_s"]
+    return out
+
+
+def produced(status: Status) -> dict[str, Any]:
+    """``ftspec output``: what the run produced, from its status (files seen + metrics)."""
+    where = dict(status.outputs)
+    out: dict[str, Any] = {"address": status.address, "phase": status.phase.value}
+    for key in ("adapter", "model", "checkpoints", "tensorboard"):
+        if key in where:
+            out[key] = where.pop(key)
+    out["location"] = where
+    out["metrics"] = final_metrics(status.metrics)
     return out

@@ -237,16 +237,23 @@ class Tracker:
                "seconds_left": _round(self.seconds_left())}
         return out
 
+    def curve(self, limit: int = 5000) -> dict[str, list[Any]]:
+        """The recorded points as columns (``step``, ``loss``, ``lr``): plots, sparklines."""
+        points = self.points[-limit:]
+        return {"step": [p.step for p in points], "loss": [p.loss for p in points],
+                "lr": [p.lr for p in points]}
+
     def summary(self) -> dict[str, Any]:
         """What ``status`` keeps: the last step and the loss history (for a sparkline)."""
         out = self.event()
         if self.points:
-            out["losses"] = [round(x, 4) for x in self.losses()[-200:]]
-            out["first_loss"] = self.losses()[0] if self.losses() else None
+            out["first_loss"] = self.points[0].loss
+            out["curve"] = self.curve()
         if self.final:
             out["final"] = self.final
         if self.eval_loss is not None:
             out["eval_loss"] = self.eval_loss
+        out["tokens"] = self.tokens_seen()
         return {k: v for k, v in out.items() if v is not None}
 
 

@@ -32,6 +32,7 @@ SECTIONS: dict[KeyPath, tuple[str, ...]] = {
     ("deploy", "kuberay"): ("kuberay",),
     ("deploy", "ray"): ("ray",),
     ("deploy", "local"): ("local",),
+    ("deploy", "ray_nodes"): ("ray", "kuberay"),
     ("deploy", "scheduling"): ("kubeflow", "kuberay"),
     ("overrides", "trainjob"): ("kubeflow",),
     ("overrides", "rayjob"): ("kuberay",),

@@ -13,7 +13,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Launch
-from ftspec.targets.embed import relocate
+from ftspec.targets.embed import relocate, set_flags
 from ftspec.targets.kube import object_meta, pod_placement, pvc_volumes
 
 API = "trainer.kubeflow.org/v1alpha1"
@@ -40,24 +40,7 @@ def container_command(job: Job, launch: Launch) -> list[str]:
     """The launcher's argv with its files read from the ConfigMap mount, and multi-node
     rank/rendezvous flags taken from the torch plugin's environment."""
     args = relocate(launch.argv, launch.files, FILES_MOUNT)
-    if job.nodes == 1:
-        return args
-    out: list[str] = []
-    skip = False
-    for i, item in enumerate(args):
-        if skip:
-            skip = False
-            continue
-        flag, eq, _ = item.partition("=")
-        if flag in NODE_ENV_FLAGS:
-            out += [flag, NODE_ENV_FLAGS[flag]]
-            skip = not eq and i + 1 < len(args)
-        else:
-            out.append(item)
-    missing = [part for flag, value in NODE_ENV_FLAGS.items() if flag not in out
-               for part in (flag, value)]
-    at = 2  # after "accelerate launch": launcher options precede the training program
-    return out[:at] + missing + out[at:]
+    return args if job.nodes == 1 else set_flags(args, NODE_ENV_FLAGS)
 
 
 def files_volume(job: Job) -> dict[str, Any]:

@@ -2,9 +2,12 @@
 launcher's command on it and (by default) deletes the cluster when the job ends.
 
 The cluster: a head group (no training work: ``num-cpus: "0"``) and one worker group sized
-from ``resources`` (``replicas`` = nodes, cpu/memory/``nvidia.com/gpu`` per worker). The
-entrypoint asks for the node's GPUs (``entrypointNumGpus``), so the driver runs on a GPU
-worker; CPU jobs ask for one CPU. Files, downloads, ``jobId`` and metadata are the
+from ``resources`` (``replicas`` = nodes, cpu/memory/``nvidia.com/gpu`` per worker, the
+accelerator's node selector, the custom Ray resources of ``deploy.ray_nodes`` advertised in
+``rayStartParams``; with RoCE the IPC_LOCK capability and the RDMA devices). One node: the
+entrypoint asks for the node's GPUs (``entrypointNumGpus``), so the launcher runs on a GPU
+worker; CPU jobs ask for one CPU. More nodes: the entrypoint is the multi-node driver
+(``ftspec.targets.ray_nodes``), which places one bundle per worker. Files, downloads, ``jobId`` and metadata are the
 ``ray_payload`` ones; secrets are Secret references in the pods' environment, which the Ray
 processes inherit.
 
@@ -14,10 +17,13 @@ shows up as ``ValidationFailed``. ``check`` reports those rules now.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ftspec.spec.catalog.accelerators import RAY_TYPE_PREFIX
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.targets import shell
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
@@ -31,12 +37,16 @@ from ftspec.targets.kube import (
     secrets_need_refs,
 )
 from ftspec.targets.merge_patch import check_patch, merge_patch
-from ftspec.targets.ray_payload import launch_for, metadata, ray_job, single_node
+from ftspec.targets.ray_nodes import check as ray_nodes_check
+from ftspec.targets.ray_nodes import custom_resources
+from ftspec.targets.ray_payload import launch_for, metadata, ray_job
 from ftspec.targets.render import to_yaml
 
 API = "ray.io/v1"
 MAX_NAME = 47
 """KubeRay derives cluster and submitter names from the RayJob's; longer names fail."""
+ROCE_DEVICE = "nvidia.com/roce_gdr"
+"""RDMA device resource of RoCE-capable NICs (NVIDIA network operator), as in the seed."""
 HEAD_PORTS = ({"containerPort": 6379, "name": "gcs-server"},
               {"containerPort": 8265, "name": "dashboard"},
               {"containerPort": 10001, "name": "client"})
@@ -63,6 +73,13 @@ def _pod(job: Job, container: dict[str, Any], *, gpu: bool = False) -> dict[str,
     return {"metadata": {"labels": labels(job)}, "spec": spec}
 
 
+def worker_resources(job: Job) -> dict[str, float]:
+    """Custom Ray resources each worker advertises (``rayStartParams.resources``): what the
+    node bundles ask for, except ``accelerator_type:*``, which Ray detects on a GPU node."""
+    return {k: v for k, v in custom_resources(job).items()
+            if not k.startswith(RAY_TYPE_PREFIX)}
+
+
 def cluster_spec(job: Job) -> dict[str, Any]:
     kr = job.spec.deploy.kuberay
     head_res = {"cpu": kr.head_cpu, "memory": kr.head_memory}
@@ -73,8 +90,20 @@ def cluster_spec(job: Job) -> dict[str, Any]:
     }
     worker: dict[str, Any] = {"name": "ray-worker", "image": image(job)}
     res = resources_per_node(job)
+    roce = job.spec.deploy.ray_nodes.roce
+    if roce.enabled and roce.devices_per_node:
+        for part in ("requests", "limits"):
+            res.setdefault(part, {})[ROCE_DEVICE] = roce.devices_per_node
     if res:
         worker["resources"] = res
+    if roce.enabled:
+        worker["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    start: dict[str, str] = {}
+    offered = worker_resources(job)
+    if offered:
+        # KubeRay pastes rayStartParams into the `ray start` shell line as --key=value.
+        start["resources"] = shell.quote(json.dumps(offered, sort_keys=True,
+                                                    separators=(",", ":")))
     return {
         "rayVersion": kr.ray_version,
         "headGroupSpec": {
@@ -87,7 +116,7 @@ def cluster_spec(job: Job) -> dict[str, Any]:
             "minReplicas": job.nodes,
             "maxReplicas": job.nodes,
             "numOfHosts": 1,
-            "rayStartParams": {},
+            "rayStartParams": start,
             "template": _pod(job, worker, gpu=True),
         }],
     }
@@ -103,9 +132,10 @@ def rayjob(job: Job) -> dict[str, Any]:
     }
     if built["runtime_env"]:
         spec["runtimeEnvYAML"] = to_yaml(built["runtime_env"])
-    if job.gpus_per_node:
+    # More nodes: the driver only coordinates (on the head); the node bundles hold the GPUs.
+    if job.nodes == 1 and job.gpus_per_node:
         spec["entrypointNumGpus"] = job.gpus_per_node
-    else:
+    elif job.nodes == 1:
         spec["entrypointNumCpus"] = 1
     spec["submissionMode"] = kr.submission_mode
     spec["shutdownAfterJobFinishes"] = kr.shutdown_after_job_finishes
@@ -120,7 +150,7 @@ def rayjob(job: Job) -> dict[str, Any]:
 
 
 def check(job: Job) -> list[Diagnostic]:
-    found = single_node(job, "kuberay") + secrets_need_refs(job, "kuberay")
+    found = ray_nodes_check(job, "kuberay") + secrets_need_refs(job, "kuberay")
     found += check_patch(job.spec.overrides.rayjob, "rayjob", "RayJob", "kuberay")
     found += [d for d in fetched_in_container(job, "kuberay")
               if not (job.launcher == "torchtune" and d.path == ("model", "uri")

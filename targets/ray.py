@@ -8,29 +8,26 @@ the single-node limit: see ``ray_payload``.
 Secrets: a spec secret given as ``env: VAR`` becomes ``runtime_env.env_vars`` entry
 ``HF_TOKEN: ${VAR}``, which Ray expands from the environment of the node that runs the job —
 the value never appears in the artifact. Kubernetes Secret references cannot be read
-through the Jobs API and are rejected.
+through the Jobs API and are rejected. Multi-node runs: ``ray_nodes``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ftspec.spec.catalog.accelerators import accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import secret_env_name
+from ftspec.targets.ray_nodes import check as ray_nodes_check
+from ftspec.targets.ray_nodes import custom_resources
 from ftspec.targets.ray_payload import (
     launch_for,
     metadata,
     ray_job,
-    single_node,
 )
 from ftspec.targets.render import to_json
-
-ACCELERATOR_SHARE = 0.001
-"""How Ray itself asks for an accelerator type: a tiny share of ``accelerator_type:X``."""
 
 
 def _secret_vars(job: Job) -> dict[str, str]:
@@ -39,10 +36,9 @@ def _secret_vars(job: Job) -> dict[str, str]:
 
 
 def entrypoint_resources(job: Job) -> dict[str, float]:
-    acc = accelerator_of(job.spec.resources.accelerator)
-    if job.gpus_per_node == 0 or acc is None:
-        return {}
-    return {acc.ray_type_resource: ACCELERATOR_SHARE}
+    """Single node: the entrypoint asks for the node's Ray resources (``ray_nodes``); a
+    multi-node run's driver asks for nothing, its node bundles do."""
+    return custom_resources(job) if job.nodes == 1 else {}
 
 
 def submission(job: Job) -> dict[str, Any]:
@@ -56,7 +52,7 @@ def submission(job: Job) -> dict[str, Any]:
         "runtime_env": built["runtime_env"],
         "metadata": metadata(job),
     }
-    if job.gpus_per_node:
+    if job.gpus_per_node and job.nodes == 1:
         body["entrypoint_num_gpus"] = job.gpus_per_node
     if ray.entrypoint_num_cpus is not None:
         body["entrypoint_num_cpus"] = ray.entrypoint_num_cpus
@@ -73,7 +69,7 @@ def submit_kwargs(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def check(job: Job) -> list[Diagnostic]:
-    found = single_node(job, "ray")
+    found = ray_nodes_check(job, "ray")
     for key, ref in sorted(job.spec.secrets.items()):
         if ref.secretRef is not None:
             found.append(Diagnostic(

@@ -12,7 +12,8 @@ process, so this works with every submission mode and with the plain Jobs API.
 torchtune reads a local checkpoint: for an ``hf://`` model the entrypoint first runs
 ``tune download`` into the folder the launcher expects (``ftspec.targets.paths``).
 
-One driver process runs the command, on one node; multi-node training is rejected.
+One driver process runs the command on one node; a multi-node run's entrypoint is the
+driver of ``ftspec.targets.ray_nodes`` instead.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import json
 import re
 from typing import Any
 
-from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 from ftspec.targets import shell
 from ftspec.targets.base import Launch
@@ -89,10 +89,19 @@ def submission_id(job: Job, content: Any) -> str:
 
 def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
             resources: dict[str, float]) -> dict[str, Any]:
-    """entrypoint, submission id, runtime_env and entrypoint resources of the Ray job."""
+    """entrypoint, submission id, runtime_env and entrypoint resources of the Ray job.
+
+    One node: the entrypoint unpacks the files, downloads, and runs the launcher. More
+    nodes: the entrypoint is the driver (``ftspec.targets.ray_nodes``), which does those
+    steps on every node it reserves."""
+    from ftspec.targets.ray_nodes import DRIVER_MODULE, NODES_ENV, encode_plan, node_plan
+
     env = {**dict(launch.env), **env_vars}
-    content = {"argv": list(launch.argv), "files": dict(launch.files), "env": env, "pip": pip,
-               "resources": resources, "download": _download_step(job)}
+    content: dict[str, Any] = {
+        "argv": list(launch.argv), "files": dict(launch.files), "env": env, "pip": pip,
+        "resources": resources, "download": _download_step(job)}
+    if job.nodes > 1:
+        content["nodes"] = node_plan(job, list(launch.argv), [], "")
     sid = submission_id(job, content)
     run_dir = f"{RUN_ROOT}/{sid}"
     steps = []
@@ -100,9 +109,13 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
         env[FILES_ENV] = encode_files(launch.files)
         env["FTSPEC_RUN_DIR"] = run_dir
         steps.append(shell.join(["python", "-c", UNPACK]))
-    if _download_step(job):
-        steps.append(shell.join(_download_step(job)))
-    steps.append(shell.join(relocate(launch.argv, launch.files, run_dir)))
+    download = [_download_step(job)] if _download_step(job) else []
+    steps += [shell.join(step) for step in download]
+    argv = relocate(launch.argv, launch.files, run_dir)
+    steps.append(shell.join(argv))
+    if job.nodes > 1:
+        env[NODES_ENV] = encode_plan(node_plan(job, argv, download, run_dir))
+        steps = [shell.join(["python", "-m", DRIVER_MODULE])]
     runtime_env: dict[str, Any] = {}
     if env:
         runtime_env["env_vars"] = dict(sorted(env.items()))
@@ -110,14 +123,3 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
         runtime_env["pip"] = list(pip)
     return {"entrypoint": " && ".join(steps), "submission_id": sid,
             "runtime_env": runtime_env, "resources": resources}
-
-
-def single_node(job: Job, target: str) -> list[Diagnostic]:
-    if job.nodes == 1:
-        return []
-    return [Diagnostic(
-        Severity.ERROR,
-        f"the {target} target runs the launcher's command as one Ray job driver on one node; "
-        f"it cannot span {job.nodes} nodes", path=("resources", "nodes"),
-        hint="use nodes: 1 (with more GPUs per node), or deploy.target: kubeflow",
-        code=f"{target}.nodes")]

@@ -14,17 +14,23 @@ from ftspec.cli.specs import spec_options
 @spec_options
 @connection_options
 @click.option("--tail", type=int, default=None, help="Only the last N lines of each pod.")
+@click.option("--follow", is_flag=True,
+              help="Keep printing new lines until the job ends (every backend).")
+@click.option("--selector", "-l", default=None,
+              help="Kubernetes: only the job's pods that match this label selector, e.g. "
+                   "one rank: -l jobset.sigs.k8s.io/job-index=0.")
 def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            tail: int | None) -> int:
-    """Print the logs of SPEC's job (the pods its controller created)."""
+            tail: int | None, follow: bool, selector: str | None) -> int:
+    """Print the logs of SPEC's job (local: the run's log; Ray: the job's; Kubernetes: the
+    pods its controller created, each line prefixed with the pod's name)."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
         backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
                                          identity_only=True)
-        for line in backend.logs(desired[0], tail=tail):
+        for line in backend.logs(desired[0], tail=tail, follow=follow, selector=selector):
             click.echo(line)
     except CommandFailed as exc:
         return exc.code

@@ -19,6 +19,7 @@ from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
 from ftspec.reconciler.locate import locate
 from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
+from ftspec.reconciler.outputs import location
 from ftspec.reconciler.planner import (
     ObjectInput,
     OwnershipError,
@@ -28,6 +29,7 @@ from ftspec.reconciler.planner import (
     orphan,
     owner_of,
 )
+from ftspec.reconciler.progress import LogFollowerText, report, tracker_for
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
 
@@ -206,39 +208,65 @@ class KubernetesBackend:
                 "metadata": {"name": desired.job.name, "namespace": desired.job.namespace}}
 
     def status(self, desired: Desired) -> list[Status]:
+        return [self._status(desired)[0]]
+
+    def _status(self, desired: Desired) -> tuple[Status, list[str]]:
+        """The status, with the first pod's log lines it read the training metrics from."""
         ref = self._job_object(desired)
         addr = address(desired.job.target, ref)
         live = Reader(self.transport).get(ref)
         if live is None:
-            return [Status(addr, Phase.UNKNOWN, f"{describe(ref)} not found (not applied yet?)")]
+            return Status(addr, Phase.UNKNOWN,
+                          f"{describe(ref)} not found (not applied yet?)"), []
         phase, message, platform = phase_of(live)
-        return [Status(addr, phase, message, platform)]
+        lines = self._first_pod_lines(live) if phase is not Phase.PENDING else []
+        tracker = tracker_for(desired.job)
+        tracker.feed(lines)
+        where = {k: v for k, v in location(desired.job).items() if k != "path"}
+        return Status(addr, phase, message, platform, metrics=tracker.summary(),
+                      outputs=where), lines
+
+    def _first_pod_lines(self, live: dict[str, Any]) -> list[str]:
+        """The log of the job's first pod (rank 0 sorts first), or none while unreadable."""
+        from ftspec.reconciler.kubernetes.logs import job_logs
+
+        try:
+            lines = list(job_logs(self.transport, live))
+        except BackendError:
+            return []
+        first = lines[0].split("] ", 1)[0] + "] " if lines else ""
+        return [line[len(first):] for line in lines if line.startswith(first)]
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         last = None
+        tracker = tracker_for(desired.job)
+        seen = LogFollowerText()
         while True:
-            status = self.status(desired)[0]
+            status, lines = self._status(desired)
             if (status.phase, status.message) != last:
                 reporter.event(f"{status.phase.value}: {status.message}", phase=status.phase.value,
                                address=status.address)
                 last = (status.phase, status.message)
+            report(tracker, seen.new_lines("\n".join(lines) + "\n"), reporter, status.address)
             if status.phase in TERMINAL:
                 return status
             if deadline is not None and time.monotonic() > deadline:
                 return status
             time.sleep(1.0)
 
-    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
-             ) -> Iterator[str]:
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
+             selector: str | None = None) -> Iterator[str]:
         from ftspec.reconciler.kubernetes.logs import job_logs
 
-        live = Reader(self.transport).get(self._job_object(desired))
+        ref = self._job_object(desired)
+        live = Reader(self.transport).get(ref)
         if live is None:
-            raise BackendError(f"{describe(self._job_object(desired))} not found",
+            raise BackendError(f"{describe(ref)} not found",
                                hint="run `ftspec apply` first")
-        return job_logs(self.transport, live, follow=follow, tail=tail)
+        return job_logs(self.transport, live, follow=follow, tail=tail, selector=selector,
+                        reread=lambda: Reader(self.transport).get(ref))
 
 
 def make_backend(options: BackendOptions) -> KubernetesBackend:

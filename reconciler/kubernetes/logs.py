@@ -1,14 +1,25 @@
-"""Logs of a job's pods, found by label selectors the controllers set."""
+"""Logs of a job's pods, found by label selectors the controllers set; ``follow`` polls.
+
+Following polls each pod's whole log (``GET pods/NAME/log``) every ``POLL_S`` and prints what
+is new, rather than holding one streaming connection per pod: pods come and go (a JobSet
+restarts them, a RayJob's submitter appears late), and the loop must notice the job's end,
+which a log stream does not tell. A pod whose log cannot be read yet (not scheduled, its
+container not started) is skipped until it can be.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.kubernetes.resources import KINDS, describe
-from ftspec.reconciler.kubernetes.status import phase_of
+from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.progress import LogFollowerText
+
+POLL_S = 2.0
 
 
 def selectors(live: dict[str, Any]) -> list[str]:
@@ -22,32 +33,75 @@ def selectors(live: dict[str, Any]) -> list[str]:
     return out
 
 
-def job_logs(t: Transport, live: dict[str, Any], *, follow: bool = False,
-             tail: int | None = None) -> Iterator[str]:
+def job_pods(t: Transport, live: dict[str, Any], selector: str | None = None
+             ) -> dict[str, dict[str, Any]]:
+    """The job's pods by name; ``selector`` (a label selector) narrows them, e.g. to one
+    rank: ``jobset.sigs.k8s.io/job-index=0`` or ``batch.kubernetes.io/job-completion-index=1``."""
     ns = (live.get("metadata") or {}).get("namespace")
     pods: dict[str, dict[str, Any]] = {}
-    for selector in selectors(live):
-        out = t.request("GET", KINDS["Pod"].path(ns), query={"labelSelector": selector},
+    for base in selectors(live):
+        query = f"{base},{selector}" if selector else base
+        out = t.request("GET", KINDS["Pod"].path(ns), query={"labelSelector": query},
                         verb="list", what=f"pods in namespace {ns}") or {}
         for pod in out.get("items") or []:
             pods.setdefault(pod["metadata"]["name"], pod)
-    if not pods:
+    return pods
+
+
+def job_logs(t: Transport, live: dict[str, Any], *, follow: bool = False,
+             tail: int | None = None, selector: str | None = None,
+             reread: Callable[[], dict[str, Any] | None] | None = None) -> Iterator[str]:
+    """Lines ``[pod] text`` of the job's pods; with ``follow``, until the job ends
+    (``reread`` gives the live job again; None once it is gone)."""
+    pods = job_pods(t, live, selector)
+    if not pods and not follow:
         phase, message, _ = phase_of(live)
         raise BackendError(
             f"{describe(live)} has no pods yet (phase {phase.value}: {message})",
             hint="the controller creates pods once the job is admitted; see `ftspec status`")
-    return _stream(t, ns, pods, tail)
+    if not follow:
+        return _once(t, live, pods, tail)
+    return _follow(t, live, selector, tail, reread or (lambda: live))
 
 
-def _stream(t: Transport, ns: str | None, pods: dict[str, dict[str, Any]], tail: int | None
-            ) -> Iterator[str]:
+def _once(t: Transport, live: dict[str, Any], pods: dict[str, dict[str, Any]],
+          tail: int | None) -> Iterator[str]:
+    ns = (live.get("metadata") or {}).get("namespace")
     for name in sorted(pods):
-        containers = [c["name"] for c in (pods[name].get("spec") or {}).get("containers") or []]
-        container = "node" if "node" in containers else (containers[0] if containers else None)
-        query = {"container": container} if container else {}
-        if tail is not None:
-            query["tailLines"] = str(tail)
-        raw = t.request_text("GET", KINDS["Pod"].path(ns, name) + "/log", query=query,
-                             what=f"logs of pod {ns}/{name}")
-        for line in raw.splitlines():
+        for line in _read(t, ns, name, pods[name], tail).splitlines():
             yield f"[{name}] {line}"
+
+
+def _follow(t: Transport, live: dict[str, Any], selector: str | None, tail: int | None,
+            reread: Callable[[], dict[str, Any] | None]) -> Iterator[str]:
+    ns = (live.get("metadata") or {}).get("namespace")
+    seen: dict[str, LogFollowerText] = {}
+    current: dict[str, Any] | None = live
+    while True:
+        ended = current is None or phase_of(current)[0] in TERMINAL
+        for name, pod in sorted(job_pods(t, live, selector).items()):
+            try:
+                text = _read(t, ns, name, pod, None)
+            except BackendError:
+                continue  # not scheduled or not started yet: no log to read
+            first = name not in seen
+            lines = seen.setdefault(name, LogFollowerText()).new_lines(text, final=ended)
+            if first and tail is not None:
+                lines = lines[-tail:] if tail > 0 else []
+            for line in lines:
+                yield f"[{name}] {line}"
+        if ended:
+            return
+        time.sleep(POLL_S)
+        current = reread()
+
+
+def _read(t: Transport, ns: str | None, name: str, pod: dict[str, Any], tail: int | None
+          ) -> str:
+    containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+    container = "node" if "node" in containers else (containers[0] if containers else None)
+    query = {"container": container} if container else {}
+    if tail is not None:
+        query["tailLines"] = str(tail)
+    return t.request_text("GET", KINDS["Pod"].path(ns, name) + "/log", query=query,
+                          what=f"logs of pod {ns}/{name}")

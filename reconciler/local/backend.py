@@ -243,8 +243,11 @@ class LocalBackend:
                 return self.status(desired)[0]
             time.sleep(0.25)
 
-    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
-             ) -> Iterator[str]:
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
+             selector: str | None = None) -> Iterator[str]:
+        if selector:
+            raise BackendError("--selector picks pods of a Kubernetes job; a local job has "
+                               "one log", hint="leave --selector out")
         record = self.store.read(desired.job.spec_id)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",

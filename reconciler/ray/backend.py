@@ -17,12 +17,13 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
-from ftspec.reconciler.outputs import location
+from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import (
     LogFollowerText,
     report,
@@ -33,6 +34,7 @@ from ftspec.reconciler.progress import (
 )
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
+from ftspec.targets.ray_nodes import node_states
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
@@ -280,8 +282,22 @@ class RayBackend:
         platform = {"exists": True, **_brief(job), "address": self.api(desired).address,
                     "start_time": job.get("start_time"), "end_time": job.get("end_time"),
                     "entrypoint": job.get("entrypoint"), "log_tail": tail_lines(text, 20)}
+        nodes = node_states(text)
+        if nodes:
+            platform["nodes"] = nodes
         return [Status(addr, phase, message, platform=platform, metrics=metrics,
-                       outputs=location(desired.job))]
+                       outputs=self._outputs(desired, job))]
+
+    def _outputs(self, desired: Desired, job: dict[str, Any]) -> dict[str, Any]:
+        """Where the job writes; its files too when the cluster is this machine (a head on
+        loopback) and the path is absolute (a relative one is the job's working dir's)."""
+        where = location(desired.job)
+        host = urlparse(self.api(desired).address).hostname or ""
+        folder = Path(where["path"])
+        if host in ("127.0.0.1", "localhost", "::1") and folder.is_absolute():
+            start = job.get("start_time")
+            where.update(scan(folder, since=start / 1000 if start else None))
+        return where
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
@@ -300,8 +316,11 @@ class RayBackend:
                 return self.status(desired)[0]
             time.sleep(1.0)
 
-    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None
-             ) -> Iterator[str]:
+    def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
+             selector: str | None = None) -> Iterator[str]:
+        if selector:
+            raise BackendError("--selector picks pods of a Kubernetes job; a Ray job has "
+                               "one log", hint="leave --selector out")
         job = self._current(desired)
         if job is None:
             raise BackendError(f"no Ray job of {desired.spec_file}",

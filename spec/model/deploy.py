@@ -110,6 +110,57 @@ class RayJobs(SpecModel):
     )
 
 
+class RoCE(SpecModel):
+    """RDMA over Converged Ethernet for multi-node runs (the SFTTrainer seed's
+    ``enable_roce``): each node's bundle asks for the RoCE resource and its processes get
+    NCCL's RoCE settings; KubeRay workers also get IPC_LOCK and the RDMA devices."""
+
+    enabled: bool = Field(default=False, description="Switch RoCE on (multi-node runs only).")
+    resource: str = Field(
+        default="RoCE", min_length=1,
+        description="Ray custom resource that RoCE-ready nodes advertise (1 per node bundle).",
+    )
+    hca: str | None = Field(
+        default=None, description="NCCL_IB_HCA: the RoCE v2 devices, e.g. =mlx5_0,mlx5_3."
+    )
+    gid_index: int | None = Field(
+        default=None, ge=0, description="NCCL_IB_GID_INDEX: a GID index mapping to RoCE v2."
+    )
+    devices_per_node: int = Field(
+        default=0, ge=0,
+        description="KubeRay: RDMA devices each worker requests (nvidia.com/roce_gdr).",
+    )
+
+
+class RayNodes(SpecModel):
+    """How the ray and kuberay targets place each node of a run: one placement-group bundle
+    per node (STRICT_SPREAD) with the node's GPUs and CPUs plus these Ray resources."""
+
+    gpu_resource: str | None = Field(
+        default=None,
+        description="Custom Ray resource naming the GPU model, asked for with the node's GPU "
+        "count (e.g. NVIDIA-A100-SXM4-80GB: 8); `auto` = the accelerator catalog's name. "
+        "Unset: Ray's own accelerator_type:<type> resource.",
+    )
+    whole_node_resource: str | None = Field(
+        default=None,
+        description="Custom resource a node has exactly one of (e.g. full-worker): each "
+        "bundle asks for 1, so a node runs one ftspec node process and nothing else that asks.",
+    )
+    extra_resources: dict[str, float] = Field(
+        default_factory=dict, description="More custom Ray resources each node bundle asks for."
+    )
+    cpus: float | None = Field(
+        default=None, gt=0,
+        description="CPUs each node bundle reserves; default resources.cpu, else 1.",
+    )
+    roce: RoCE = Field(default_factory=RoCE, description="RDMA over Converged Ethernet.")
+    ready_timeout_s: float = Field(
+        default=600, gt=0,
+        description="How long the driver waits for the cluster to place every node bundle.",
+    )
+
+
 class Local(SpecModel):
     workdir: str = Field(
         default=".ftspec/runs",
@@ -128,6 +179,10 @@ class Deploy(SpecModel):
     kuberay: KubeRay = Field(default_factory=KubeRay, description="KubeRay RayJob settings.")
     ray: RayJobs = Field(default_factory=RayJobs, description="Ray Jobs API settings.")
     local: Local = Field(default_factory=Local, description="Local backend settings.")
+    ray_nodes: RayNodes = Field(
+        default_factory=RayNodes,
+        description="Ray resources of each node (ray and kuberay targets, multi-node runs).",
+    )
     scheduling: Scheduling = Field(
         default_factory=Scheduling, description="Shared-cluster placement (Kubernetes targets)."
     )

@@ -107,7 +107,7 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     assert math.isfinite(st["metrics"]["final_loss"]) and st["metrics"]["step"] == 16
     assert "final loss" in st["message"]
     # the quickstart learns: from about ln(320) = 5.8 the loss falls clearly within its epoch
-    losses = st["metrics"]["losses"]
+    losses = st["metrics"]["curve"]["loss"]
     assert len(losses) == 16 and 5.3 < losses[0] < 6.3, losses
     assert sum(losses[-4:]) / 4 < sum(losses[:2]) / 2 - 1.0, losses
     assert st["metrics"]["elapsed_s"] < 60, st["metrics"]
@@ -117,6 +117,22 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     assert "pid" not in text.stdout and "\r" not in text.stdout  # details only with -v
     verbose = ftspec(workdir, e2e_env, "status", str(SPEC), "-v")
     assert "argv:" in verbose.stdout and "\r" not in verbose.stdout
+    # what the run produced, read from its files and logged metrics
+    produced = ftspec(workdir, e2e_env, "output", str(SPEC), "--json")
+    assert produced.returncode == 0, produced.stderr
+    got = json.loads(produced.stdout)
+    assert got["adapter"] == st["outputs"]["adapter"]
+    assert got["checkpoints"] == [str(RUN_DIR / "output/epoch_0")]
+    assert got["metrics"]["steps"] == 16 and got["metrics"]["train_loss"] == losses[-1]
+    assert 0 < got["metrics"]["wall_time_s"] < 60
+    one = ftspec(workdir, e2e_env, "output", str(SPEC), "adapter")
+    assert one.stdout.strip() == got["adapter"], one.stdout + one.stderr
+    png = workdir / "curves.png"
+    plotted = ftspec(workdir, e2e_env, "output", str(SPEC), "--plot", str(png))
+    assert plotted.returncode == 0 and "train_loss" in plotted.stdout, plotted.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    followed = ftspec(workdir, e2e_env, "logs", str(SPEC), "--follow", timeout=30)
+    assert followed.returncode == 0 and "run ended: exit code 0" in followed.stdout
     out = workdir / RUN_DIR / "output" / "epoch_0" / "adapter_model.safetensors"
     assert out.stat().st_size > 0
 

@@ -106,6 +106,12 @@ def test_tiny_torchtune_job_succeeds_through_the_jobs_api(
     (sid,) = owned_ids(ray_head.address)
     assert sid == st["platform"]["submission_id"] and sid.startswith("tiny-local-")
     assert (workdir / "ray-output/epoch_0/adapter_model.safetensors").stat().st_size > 0
+    produced = json.loads(ftspec(workdir, e2e_env, "output", str(SPEC), "--json",
+                                 *ray_sets).stdout)
+    assert produced["adapter"] == str(workdir / "ray-output/epoch_0/adapter_model.safetensors")
+    assert produced["metrics"]["steps"] == 16 and produced["metrics"]["wall_time_s"] > 0
+    followed = ftspec(workdir, e2e_env, "logs", str(SPEC), "--follow", *ray_sets)
+    assert followed.returncode == 0 and "Step 16 | loss:" in followed.stdout
 
     plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *ray_sets)
     assert plan.returncode == 0, plan.stdout + plan.stderr

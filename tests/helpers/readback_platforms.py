@@ -7,7 +7,7 @@ then read it with the launcher's own reader.
   applies them — then read that config.
 - kubeflow (generated accelerate runtime): the ConfigMap's files and the runtime's command.
 - kuberay / ray: the files carried base64-encoded in the runtime env and the entrypoint's
-  launcher command.
+  launcher command (multi-node: the driver plan's command, as node 0 runs it).
 """
 
 from __future__ import annotations
@@ -121,7 +121,12 @@ def _launcher_argv(argv: list[str]) -> list[str]:
 def _ray_files(entrypoint: str, env_vars: dict[str, str]) -> dict[str, str]:
     files: dict[str, str] = json.loads(base64.b64decode(env_vars["FTSPEC_FILES"]))
     run_dir = env_vars.get("FTSPEC_RUN_DIR", "")
-    argv = _launcher_argv(shlex.split(entrypoint.rsplit("&&", 1)[-1]))
+    if "FTSPEC_NODES" in env_vars:  # multi-node: the driver runs the plan's argv per node
+        from ftspec.targets.ray_nodes import decode_plan, fill
+
+        argv = fill(decode_plan(env_vars["FTSPEC_NODES"])["argv"], 0, "10.0.0.1", 29500)
+    else:
+        argv = _launcher_argv(shlex.split(entrypoint.rsplit("&&", 1)[-1]))
     files["command.sh"] = "exec " + shlex.join(argv).replace(run_dir + "/", "")
     return files
 

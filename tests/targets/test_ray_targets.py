@@ -109,17 +109,19 @@ def test_unpack_step_really_writes_the_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("target", "change", "expected"), [
     ("kuberay", {"metadata": {"name": "a" * 48}, "deploy": {"target": "kubeflow"}},
      "metadata.name: a RayJob name may have at most 47 characters"),
-    ("kuberay", {"resources": {"nodes": 2}, "method": {"kind": "full", "lora": None},
-                 "training": {"global_batch_size": 16}},
-     "resources.nodes: the kuberay target runs the launcher's command as one Ray job driver"),
+    ("kuberay", {"resources": {"nodes": 2, "gpus_per_node": 0, "accelerator": None},
+                 "model": {"dtype": "fp32"}, "training": {"global_batch_size": 4},
+                 "deploy": {"target": "kuberay"}},
+     "resources.gpus_per_node: torchtune 0.6.1's distributed recipes do not run on CPU"),
     ("kuberay", {"deploy": {"kuberay": {"shutdown_after_job_finishes": False}}},
      "deploy.kuberay.ttl_seconds_after_finished: ttl_seconds_after_finished needs"),
     ("kuberay", {"secrets": RAY_SECRET}, "secrets.hf_token: the kuberay target runs in Kubernetes"),
     ("kuberay", {"model": {"uri": "s3://bucket/llama"}}, "model.uri: the kuberay target reads"),
     ("ray", {}, "secrets.hf_token.secretRef: the Ray Jobs API cannot read a Kubernetes Secret"),
-    ("ray", {"resources": {"nodes": 2}, "method": {"kind": "full", "lora": None},
-             "training": {"global_batch_size": 16}, "secrets": RAY_SECRET},
-     "resources.nodes: the ray target runs the launcher's command as one Ray job driver"),
+    ("ray", {"resources": {"nodes": 2, "gpus_per_node": 0, "accelerator": None},
+             "model": {"dtype": "fp32"}, "training": {"global_batch_size": 4},
+             "secrets": RAY_SECRET, "deploy": {"target": "ray"}},
+     "resources.gpus_per_node: torchtune 0.6.1's distributed recipes do not run on CPU"),
 ])
 def test_rules_rejected(target: str, change: dict[str, Any], expected: str) -> None:
     found = errors_of(target, make_job(allow_errors=True, **change))

@@ -1,0 +1,128 @@
+"""`ftspec output SPEC [NAME]`: what the run produced (Terraform's `output`, for a training run).
+
+The adapter / model location and checkpoints the run wrote, and its final metrics (train
+and eval loss, steps, tokens, wall time), read from the run's files and logged metrics.
+NAME prints one value alone (`adapter`, `model`, `train_loss`, ...) for scripts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from ftspec.cli.live import connection_options
+from ftspec.cli.specs import spec_options
+
+
+@click.command("output")
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.argument("name", required=False)
+@spec_options
+@connection_options
+@click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
+              help="Draw the loss and learning-rate curves to this PNG (needs matplotlib: "
+                   "the [plot] extra).")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
+def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tuple[str, ...],
+            kubeconfig: str | None, context: str | None, namespace: str | None,
+            plot: Path | None, as_json: bool) -> int:
+    """Show what SPEC's run produced: adapter / model, checkpoints, final metrics."""
+    from ftspec.cli.live import CommandFailed, console, prepare_specs, report_error
+    from ftspec.reconciler.backend import BackendError
+    from ftspec.reconciler.outputs import produced
+
+    try:
+        backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
+                                         identity_only=True)
+        (status, *_) = backend.status(desired[0])
+    except CommandFailed as exc:
+        return exc.code
+    except BackendError as exc:
+        report_error(exc)
+        return 1
+    if not status.platform.get("exists", True) or status.phase.value == "Unknown":
+        report_error(BackendError(f"{spec}: no run to read outputs from ({status.message})",
+                                  hint="run `ftspec apply` first"))
+        return 1
+    data = produced(status)
+    if plot is not None:
+        code = _plot(status.metrics, plot)
+        if code:
+            return code
+    if name is not None:
+        value = _lookup(data, name)
+        if value is None:
+            report_error(BackendError(f"no output named {name!r} for this run",
+                                      hint="names: " + ", ".join(sorted(_names(data)))))
+            return 1
+        if as_json:
+            from ftspec.cli.output import emit_json
+
+            emit_json(value)
+        else:
+            click.echo(value if not isinstance(value, list) else "\n".join(map(str, value)))
+        return 0
+    if as_json:
+        from ftspec.cli.output import emit_json
+
+        emit_json(data)
+        return 0
+    out = console()
+    for line in _render(data):
+        out.print(line, markup=False)
+    if plot is not None:
+        out.print(f"\nCurves drawn to {plot}", markup=False)
+    return 0
+
+
+def _names(data: dict[str, Any]) -> dict[str, Any]:
+    flat = {k: v for k, v in data.items() if k not in ("metrics", "location")}
+    return {**flat, **data.get("location", {}), **data.get("metrics", {})}
+
+
+def _lookup(data: dict[str, Any], name: str) -> Any:
+    return _names(data).get(name)
+
+
+def _render(data: dict[str, Any]) -> list[str]:
+    loc = data.get("location") or {}
+    lines = [f"{data['address']} ({data['phase']})"]
+    where = loc.get("uri") or loc.get("path")
+    rows: list[tuple[str, Any]] = [("output", where)]
+    if loc.get("kind") not in (None, "file") and loc.get("path"):
+        rows.append(("mounted at", loc["path"]))
+    rows += [("hub_repo", loc.get("hub_repo")), ("adapter", data.get("adapter")),
+             ("model", data.get("model"))]
+    checkpoints = data.get("checkpoints") or []
+    if checkpoints:
+        rows.append(("checkpoints", ", ".join(checkpoints)))
+    if data.get("tensorboard"):
+        rows.append(("tensorboard", ", ".join(data["tensorboard"])))
+    if loc.get("exists") is False:
+        rows.append(("files", "none yet (or not visible from this machine)"))
+    metrics = data.get("metrics") or {}
+    for key, value in metrics.items():
+        rows.append((key, f"{value:.4f}" if isinstance(value, float) and "loss" in key
+                     else value))
+    width = max(len(k) for k, _ in rows)
+    lines += [f"  {k:<{width}} = {v}" for k, v in rows if v not in (None, "", [])]
+    return lines
+
+
+def _plot(metrics: dict[str, Any], path: Path) -> int:
+    from ftspec.cli.live import report_error
+    from ftspec.reconciler.backend import BackendError
+
+    try:
+        from ftspec.cli.plot import draw_curves
+    except ImportError:
+        report_error(BackendError("--plot needs matplotlib",
+                                  hint="pip install 'ftspec[plot]'"))
+        return 1
+    curve = metrics.get("curve") or {}
+    if not curve.get("step"):
+        report_error(BackendError("no recorded steps to plot yet"))
+        return 1
+    draw_curves(curve, path)
+    return 0

@@ -1,0 +1,94 @@
+"""`ftspec logs` on Kubernetes against a real kube-apiserver: pod selection and the end of
+`--follow`.
+
+Limit of this environment: no kubelet runs beside the test API server, so pods are never
+scheduled and `GET pods/NAME/log` is refused ("no host assigned"); the log *text* of a pod
+cannot be produced here. What is tested is what the API server does provide: which pods a
+TrainJob's logs come from (`--selector` narrows them to one rank), and that `--follow` keeps
+polling while the job runs and ends when the TrainJob's status says it has ended.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.kubecli import prepare_namespace, run_cli, spec_copy
+
+pytestmark = pytest.mark.kube
+
+TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+NAME = "llama32-1b-alpaca-lora"
+FTSPEC = str(Path(sys.executable).parent / "ftspec")
+
+
+def _pod(name: str, jobset: str, index: int) -> dict[str, Any]:
+    labels = {"jobset.sigs.k8s.io/jobset-name": jobset,
+              "jobset.sigs.k8s.io/job-index": str(index)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+            "spec": {"automountServiceAccountToken": False,
+                     "containers": [{"name": "node", "image": "busybox"}]}}
+
+
+@pytest.fixture
+def applied(kube_cluster: Any, kube_namespace: str, monkeypatch: pytest.MonkeyPatch,
+            tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig_path))
+    monkeypatch.setenv("FTSPEC_KUBE_CONTEXT", "admin")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("FTSPEC_KUBE_RETRIES", "0")
+    prepare_namespace(kube_cluster, kube_namespace)
+    spec = spec_copy(tmp_path)
+    ns = kube_namespace
+    res = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
+    assert res.code == 0, res.out + res.err
+    # no controller-manager creates the namespace's default service account
+    kube_cluster.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+                         {"apiVersion": "v1", "kind": "ServiceAccount",
+                          "metadata": {"name": "default"}})
+    for pod in (_pod(f"{NAME}-node-0-0", NAME, 0), _pod(f"{NAME}-node-1-0", NAME, 1),
+                _pod("other-node-0-0", "other", 0)):
+        kube_cluster.request("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+    return {"cluster": kube_cluster, "ns": ns, "spec": spec}
+
+
+def test_logs_come_from_the_jobs_pods_and_a_selector_picks_one_rank(
+        applied: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    ns, spec = applied["ns"], applied["spec"]
+    every = run_cli(capsys, "logs", spec, "-n", ns)
+    # no kubelet: the first pod's log is refused, and the error names the pod it asked for
+    assert every.code == 1 and f"{ns}/{NAME}-node-0-0" in every.err, every.err
+    rank1 = run_cli(capsys, "logs", spec, "-n", ns, "-l", "jobset.sigs.k8s.io/job-index=1")
+    assert rank1.code == 1 and f"{ns}/{NAME}-node-1-0" in rank1.err, rank1.err
+    assert "node-0-0" not in rank1.err and "other" not in rank1.err
+    none = run_cli(capsys, "logs", spec, "-n", ns, "-l", "jobset.sigs.k8s.io/job-index=7")
+    assert none.code == 1 and "has no pods yet" in none.err, none.err
+
+
+def test_follow_polls_while_running_and_ends_with_the_job(
+        applied: dict[str, Any], tmp_path: Path) -> None:
+    cluster, ns, spec = applied["cluster"], applied["ns"], applied["spec"]
+    cluster.patch_status(*TJ, NAME, {"jobsStatus": [
+        {"name": "node", "active": 2, "ready": 2, "succeeded": 0, "failed": 0,
+         "suspended": 0}]}, namespace=ns)
+    env = {**os.environ, **cluster.env(), "FTSPEC_KUBE_CONTEXT": "admin", "NO_COLOR": "1"}
+    proc = subprocess.Popen([FTSPEC, "logs", str(spec), "-n", ns, "--follow"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(5)  # two polls at least
+        assert proc.poll() is None, proc.communicate()  # still following a running job
+        cluster.patch_status(*TJ, NAME, {"conditions": [
+            {"type": "Complete", "status": "True", "reason": "JobSetCompleted",
+             "message": "jobset completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+            namespace=ns)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out + err
+    assert "Traceback" not in err
