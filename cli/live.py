@@ -32,10 +32,10 @@ def connection_options(func: F) -> F:
 
 def console(err: bool = False) -> Any:
     from ftspec.cli.output import use_color
-    from rich.console import Console
+    from ftspec.cli.safe_console import SafeConsole
 
     stream = sys.stderr if err else sys.stdout
-    return Console(file=stream, no_color=not use_color(stream), highlight=False,
+    return SafeConsole(file=stream, no_color=not use_color(stream), highlight=False,
                    soft_wrap=True, emoji=False)
 
 
@@ -92,7 +92,9 @@ class ConsoleReporter:
             import json
 
             event = {"event": "progress", **{k: v for k, v in data.items() if k != "progress"}}
-            sys.stderr.write(json.dumps(event) + "\n")
+            from ftspec.spec.secrets import redact_data
+
+            sys.stderr.write(json.dumps(redact_data(event)) + "\n")
             sys.stderr.flush()
             return
         if self._quiet or self._json:

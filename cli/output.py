@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.secrets import redact, redact_data
+from ftspec.spec.text import escape_text
 
 
 def use_color(stream: Any = None) -> bool:
@@ -24,7 +26,17 @@ def use_color(stream: Any = None) -> bool:
 
 
 def emit_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False))
+    """Every ``--json`` document: credentials redacted, non-finite numbers refused
+    (``Infinity`` is not JSON)."""
+    click.echo(json.dumps(redact_data(payload), indent=2, sort_keys=False, ensure_ascii=False,
+                          allow_nan=False))
+
+
+def safe_text(text: str) -> str:
+    """Human output: credentials redacted, control characters (ANSI escapes, carriage
+    returns) shown as escapes on each line; line breaks and tabs kept."""
+    return "\n".join("\t".join(escape_text(part) for part in line.split("\t"))
+                     for line in redact(text).split("\n"))
 
 
 def render_diagnostic(diag: Diagnostic, color: bool) -> str:
@@ -77,6 +89,7 @@ def plain_markup(markup: str) -> str | None:
 def print_markup(markup: str, *, err: bool = False) -> None:
     """Print rich console markup; without colour, skip importing rich (start-up time)."""
     stream = sys.stderr if err else sys.stdout
+    markup = safe_text(markup)
     rich_styles = (use_color(stream) or getattr(stream, "isatty", lambda: False)()
                    or any(os.environ.get(v) for v in ("FORCE_COLOR", "TTY_COMPATIBLE")))
     text = None if rich_styles else plain_markup(markup)

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from ftspec.spec.secrets import redact
+from ftspec.spec.text import escape_text
+
 KeyPath = tuple["str | int", ...]
 
 
@@ -59,27 +62,33 @@ class Diagnostic:
         return self.severity is Severity.ERROR
 
     def format(self) -> str:
-        where = str(self.span) if self.span else "<unknown>"
-        at = f"{format_path(self.path)}: " if self.path else ""
-        text = f"{where}: {self.severity.value}: {at}{self.summary}"
+        """The human form: credentials redacted, each line free of control characters."""
+        where = _shown(str(self.span)) if self.span else "<unknown>"
+        at = f"{_shown(format_path(self.path))}: " if self.path else ""
+        text = f"{where}: {self.severity.value}: {at}{_shown(self.summary)}"
         if self.detail:
-            text += "\n  " + self.detail.replace("\n", "\n  ")
+            text += "".join("\n  " + _shown(line) for line in self.detail.split("\n"))
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {_shown(self.hint)}"
         return text
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form: credentials redacted (JSON escapes control characters itself)."""
         return {
             "severity": self.severity.value,
             "code": self.code,
-            "summary": self.summary,
-            "path": format_path(self.path),
-            "file": self.span.file if self.span else None,
+            "summary": redact(self.summary),
+            "path": redact(format_path(self.path)),
+            "file": redact(self.span.file) if self.span else None,
             "line": self.span.line if self.span else None,
             "col": self.span.col if self.span else None,
-            "hint": self.hint,
-            "detail": self.detail,
+            "hint": redact(self.hint) if self.hint else self.hint,
+            "detail": redact(self.detail) if self.detail else self.detail,
         }
+
+
+def _shown(text: str) -> str:
+    return escape_text(redact(text))
 
 
 @dataclass

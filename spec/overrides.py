@@ -11,6 +11,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, SpecError
 from ftspec.spec.loader import SourceDoc, parse_yaml
+from ftspec.spec.secrets import find_secret
 
 _INDEX_LIMIT = 1000
 
@@ -43,9 +44,14 @@ def parse_set(expr: str, index: int) -> tuple[KeyPath, Any, Span]:
     """``training.learning_rate=1e-4`` -> path, YAML-scalar value, pseudo-span of the flag."""
     file = f"--set[{index}]"
     key, sep, raw = expr.partition("=")
+    what = find_secret(key) or (find_secret(expr) if not sep else None)
+    if what is not None:  # a key path split at its dots would hide it from the spec's scan
+        raise SpecError([Diagnostic(
+            Severity.ERROR, f"this --set looks like it holds {what}; credentials may not "
+            "appear in a spec (text hidden)", span=Span(file, 1, 1), code="override.secret")])
     if not sep or not key.strip():
         raise SpecError([Diagnostic(
-            Severity.ERROR, f'expected KEY.PATH=VALUE, got "{expr}"', span=Span(file, 1, 1),
+            Severity.ERROR, f"expected KEY.PATH=VALUE, got {_shown(expr)}", span=Span(file, 1, 1),
             code="override.syntax",
         )])
     path: list[str | int] = []
@@ -115,6 +121,11 @@ def _assign(data: Any, path: KeyPath, value: Any, span: Span) -> None:
             if current is None:
                 node[part] = {}
             node = node[part]
+
+
+def _shown(text: str) -> str:
+    """Quoted when short; a long argument is described, never cut (a prefix can leak)."""
+    return f'"{text}"' if len(text) <= 40 else f"an argument of {len(text)} characters"
 
 
 def _kind(value: Any) -> str:

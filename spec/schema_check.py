@@ -11,6 +11,7 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, did_you_mean,
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.patterns import EXPLAINED
 from ftspec.spec.schema import committed_schema
+from ftspec.spec.secrets import find_secret
 
 SECRET_ROOTS = frozenset({"secrets"})
 """Values under these keys are never echoed in messages."""
@@ -81,9 +82,11 @@ def _describe(value: Any, path: KeyPath) -> str:
         return kind
     if isinstance(value, (dict, list)) or value is None:
         return kind
+    if isinstance(value, str) and find_secret(value, path) is not None:
+        return f"{kind} (value hidden)"
     shown = json.dumps(value, ensure_ascii=False)
-    if len(shown) > 40:
-        shown = shown[:37] + '…"' if shown.startswith('"') else shown[:37] + "…"
+    if len(shown) > 40:  # never a prefix: a prefix of a credential is still one
+        return f"{kind} of {len(value)} characters" if isinstance(value, str) else kind
     return f"{kind} {shown}"
 
 

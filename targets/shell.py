@@ -23,6 +23,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ftspec.spec.text import escape_text
+
 SCRIPT_DIR_VAR = "ftspec_dir"
 SCRIPT_PREAMBLE = f'{SCRIPT_DIR_VAR}=$(dirname -- "$0")'
 """First command of a generated script: the folder that holds it (and its files)."""
@@ -81,19 +83,6 @@ def export(name: str, value: str) -> str:
     if not _IDENTIFIER.match(name):
         raise ValueError(f"not a shell variable name: {name!r}")
     return f"export {name}={shlex.quote(value)}"
-
-
-def escape_text(text: str) -> str:
-    """``text`` on one line with nothing a terminal or shell would act on: line breaks,
-    control characters and other non-printable code points become ``\\n``, ``\\x1b``,
-    ``\\u2028`` style escapes (for reading, not for parsing back)."""
-    out: list[str] = []
-    for ch in text:
-        if ch.isprintable():
-            out.append(ch)
-        else:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
 
 
 def comment(text: str) -> str:

@@ -164,7 +164,8 @@ def test_traceback_only_in_debug_mode(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(validate_module, "validate_doc", boom)
     code, out, err = run(capsys, "validate", GOOD)
     assert code == 1
-    assert "internal error: RuntimeError: simulated bug" in err
+    assert "internal error: RuntimeError" in err
+    assert "simulated bug" not in err  # the message may quote input: it goes to the log
     assert "Traceback" not in out + err
     for flag in ("-v", "--debug"):
         code, _, err = run(capsys, flag, "validate", GOOD)
