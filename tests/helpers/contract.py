@@ -105,6 +105,8 @@ VALUES: dict[tuple[str, ...], Any] = {
     ("method", "lora", "modules_to_save"): ["lm_head"],
     ("method", "lora", "target_modules"): ["q_proj", "k_proj", "v_proj"],
     ("model", "architecture", "base"): None,  # changes the builder family: see the examples
+    # the base above (llama3_2) ties its embeddings: the value it cannot build is untied
+    ("model", "architecture", "tied_embeddings"): False,
     ("model", "family"): "llama3_2-3b",
     ("model", "revision"): "refs/pr/7",
     ("model", "tokenizer", "uri"): "hf://org/tok",
