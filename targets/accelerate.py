@@ -24,7 +24,7 @@ from ftspec.spec.ir import Job
 from ftspec.targets import shell
 from ftspec.targets.accelerate_config import config_dict, dump_config
 from ftspec.targets.accelerate_sft import prepare_plan, sft_config
-from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.base import Artifact, Launch, launch_data
 from ftspec.targets.paths import RunPaths, default_paths
 
 CONFIG_FILE = "accelerate.yaml"
@@ -150,7 +150,8 @@ class AccelerateTarget:
                Artifact(SFT_FILE, "config", files[SFT_FILE])]
         if PREPARE_FILE in files:
             out.append(Artifact(PREPARE_FILE, "config", files[PREPARE_FILE]))
-        return out + [Artifact(COMMAND_FILE, "command", command_text(job))]
+        return out + [Artifact(COMMAND_FILE, "command", command_text(job),
+                               obj=launch_data(launch(job)))]
 
 
 TARGET = AccelerateTarget()

@@ -66,6 +66,8 @@ _HF_ONLY = "torchtune builds the model from its own builders; {} is a Hugging Fa
 
 GAPS: dict[str, tuple[Gap, ...]] = {
     "torchtune": (
+        Gap(("distributed", "expert_parallel"), _E, "torchtune 0.6.1 has no expert "
+            "parallelism (the memory estimate in `explain` shows what it would save)"),
         Gap(("model", "revision"), _E, "the torchtune target reads the model files the "
             "download step fetched; it cannot pin a revision",
             "pin the revision in the download (hf://org/repo@rev is not read either), or "
@@ -119,6 +121,9 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "state dict for its checkpoints"),
     ),
     "accelerate": (
+        Gap(("distributed", "expert_parallel"), _E, "accelerate's FSDP and DeepSpeed "
+            "configs have no expert parallelism for Hugging Face MoE models (the memory "
+            "estimate in `explain` shows what it would save)"),
         Gap(("distributed", "ddp"), _W, "the accelerate target leaves DDP's settings at "
             "PyTorch's defaults (backend, bucket size, unused parameters, timeout)"),
         Gap(("model", "architecture"), _W, "accelerate loads the model's own config.json "
@@ -135,6 +140,24 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "states whenever cpu_ram_efficient_loading is on",
             when=lambda job: job.spec.distributed.fsdp is not None
             and job.spec.distributed.fsdp.cpu_ram_efficient_loading),
+        Gap(("data", "train", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
+            "files and hub datasets", "convert the data to JSON Lines",
+            when=lambda job: job.spec.data.train is not None
+            and job.spec.data.train.loader not in (None, "json")),
+        Gap(("data", "train", "loader"), _W, "the accelerate entrypoint loads hub "
+            "datasets by the hub's own layout", "remove loader",
+            when=lambda job: job.spec.data.train is not None
+            and job.spec.data.train.uri.startswith("hf://")
+            and job.spec.data.train.loader == "json"),
+        Gap(("data", "validation", "loader"), _W, "the accelerate entrypoint loads hub "
+            "datasets by the hub's own layout", "remove loader",
+            when=lambda job: job.spec.data.validation is not None
+            and job.spec.data.validation.uri.startswith("hf://")
+            and job.spec.data.validation.loader == "json"),
+        Gap(("data", "validation", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
+            "files and hub datasets", "convert the data to JSON Lines",
+            when=lambda job: job.spec.data.validation is not None
+            and job.spec.data.validation.loader not in (None, "json")),
         Gap(("model", "use_cache"), _W, "the entrypoint turns the KV cache off for "
             "training"),
         Gap(("output", "merge_adapter"), _E, "the accelerate entrypoint saves the adapter; "
@@ -142,7 +165,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("output", "push_to_hub"), _E, "the accelerate entrypoint does not upload to "
             "the Hub", "upload the output folder afterwards"),
         Gap(("output", "save_adapter_only"), _E, "the accelerate entrypoint saves the "
-            "adapter only", "keep save_adapter_only: true"),
+            "adapter only", "keep save_adapter_only: true",
+            when=lambda job: job.spec.method.kind != "full"),  # full: the whole model is saved
         Gap(("training", "logging", "strategy"), _W, "the accelerate entrypoint logs every "
             "training.logging.steps steps"),
     ),

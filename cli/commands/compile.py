@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from ftspec.cli.output import emit_json, print_diagnostics
-from ftspec.cli.specs import load_spec, spec_options
+from ftspec.cli.specs import spec_options
 from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.text import escape_text
 from ftspec.targets import TARGET_NAMES
+from ftspec.targets.base import Artifact
 
 
 @click.command("compile")
@@ -22,26 +25,21 @@ from ftspec.targets import TARGET_NAMES
 def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool,
             overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
     """Compile SPEC_FILE into the artifacts of one target (deterministic output)."""
-    from ftspec.compiler.pipeline import compile_spec
+    from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
 
-    loaded = load_spec(spec_file, overlays, sets)
-    diags = loaded.validated.diagnostics.sorted()
-    if not loaded.ok:
-        _report(diags, as_json, None, [])
-        return 1
-    result = compile_spec(loaded.validated, spec_file, target)
-    diags = diags + result.diagnostics
+    result = compile_spec(SpecInput(spec_file, overlays, sets), "artifacts",
+                          CompileOptions(target=target))
+    diags = list(result.diagnostics)
     if not result.ok:
         _report(diags, as_json, result.target, [])
         return 1
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for art in result.artifacts:
-            dest = out / art.path
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(art.content, encoding="utf-8")
-            if art.path.endswith(".sh"):
-                dest.chmod(0o755)
+        try:
+            _write(out, result.artifacts)
+        except OSError as exc:
+            from ftspec.cli.output import write_error
+
+            raise write_error(out, exc) from None
     if as_json:
         _report(diags, True, result.target, [
             {"path": a.path, "kind": a.kind, "content": a.content} for a in result.artifacts])
@@ -49,12 +47,22 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
     print_diagnostics(diags, err=True)
     if out is not None:
         for art in result.artifacts:
-            click.echo(f"wrote {out / art.path}")
+            click.echo(f"wrote {escape_text(str(out / art.path))}")
     else:
         for i, art in enumerate(result.artifacts):
             click.echo(("\n" if i else "") + f"# --- {art.path} ---")
             click.echo(art.content, nl=False)
     return 0
+
+
+def _write(out: Path, artifacts: Sequence[Artifact]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for art in artifacts:
+        dest = out / art.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(art.content, encoding="utf-8")
+        if art.path.endswith(".sh"):
+            dest.chmod(0o755)
 
 
 def _report(diags: list[Diagnostic], as_json: bool, target: str | None,

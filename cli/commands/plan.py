@@ -13,7 +13,7 @@ from ftspec.cli.specs import spec_options
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @spec_options
 @connection_options
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Save the plan to FILE; `ftspec apply FILE` applies exactly it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (see "
               "reconciler/README.md for the format).")
@@ -23,12 +23,12 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
             kubeconfig: str | None, context: str | None, namespace: str | None,
             out: Path | None, as_json: bool, detailed_exitcode: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
-    from ftspec.cli.live import CommandFailed, backend_for, load_desired, report_error
+    from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
-        desired = load_desired(specs, overlays, sets, namespace)
-        plan = backend_for(desired, kubeconfig, context).plan(desired)
+        backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context)
+        plan = backend.plan(desired)
     except CommandFailed as exc:
         return exc.code
     except BackendError as exc:
@@ -37,7 +37,12 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     from ftspec.reconciler.saved import plan_document, save_plan
 
     if out is not None:
-        save_plan(plan, out)
+        from ftspec.cli.output import write_error
+
+        try:
+            save_plan(plan, out)
+        except OSError as exc:
+            raise write_error(out, exc) from None
     if as_json:
         from ftspec.cli.output import emit_json
 

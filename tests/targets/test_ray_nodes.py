@@ -111,17 +111,42 @@ def test_rayjob_cluster_is_sized_for_the_nodes() -> None:
 
 
 def test_node_states_from_the_driver_log() -> None:
-    log = "\n".join([
-        "noise step=1 loss=2.0",
-        "[ftspec-node] rank=0 state=RUNNING node=10.0.0.1 node_id=aa master=10.0.0.1:1234",
-        "(NodeRunner pid=1) [ftspec-node] rank=1 state=RUNNING node=10.0.0.2 node_id=bb",
-        "[ftspec-node] rank=1 state=FAILED exit_code=-9",
-        "[ftspec-node] rank=0 state=STOPPED reason=node",
-        "[ftspec-node] rank=* state=STOPPING signal=15",
-    ])
+    log = """noise step=1 loss=2.0
+[ftspec-node] rank=0 state=RUNNING node=10.0.0.1 node_id=aa master=10.0.0.1:1234
+(NodeRunner pid=1) [ftspec-node] rank=1 state=RUNNING node=10.0.0.2 node_id=bb
+[ftspec-node] rank=1 state=FAILED exit_code=-9
+[ftspec-node] rank=0 state=STOPPED reason=node
+[ftspec-node] rank=* state=STOPPING signal=15
+"""
     assert node_states(log) == [
         {"rank": "0", "state": "STOPPED", "node": "10.0.0.1", "node_id": "aa",
          "master": "10.0.0.1:1234", "reason": "node"},
         {"rank": "1", "state": "FAILED", "node": "10.0.0.2", "node_id": "bb",
          "exit_code": "-9"}]
     assert node_states("step=1 loss=2.0") == []
+
+
+def test_nodes_count_in_batch_memory_explain_and_plan_lines_as_on_kubeflow() -> None:
+    """The arithmetic lives in the Job: a two-node run on Ray has the same derived values,
+    estimate and plan lines as on Kubeflow, and the driver's plan follows them."""
+    from ftspec.compiler.explain import explain_data
+    from ftspec.compiler.summary import describe_changes, ml_summary
+
+    on = {t: make_job(**TWO_NODES, secrets=RAY_SECRET if t == "ray" else None,
+                      deploy={"target": t, "kubeflow": {"generate_runtime": True}})
+          for t in ("kubeflow", "ray", "kuberay")}
+    views = {t: explain_data(job) for t, job in on.items()}
+    assert views["ray"]["derived"] == views["kubeflow"]["derived"] == views["kuberay"]["derived"]
+    assert views["ray"]["memory"] == views["kubeflow"]["memory"]
+    assert ml_summary(on["ray"]) == ml_summary(on["kubeflow"])
+    job = on["ray"]
+    assert (job.nodes, job.world_size, job.gradient_accumulation_steps) == (2, 8, 1)
+    plan = plan_of(ray_target.submission(job))
+    argv = plan["argv"]
+    assert plan["nodes"] == job.nodes and plan["bundle"]["GPU"] == job.gpus_per_node
+    assert argv[argv.index("--num_processes") + 1] == str(job.world_size)
+    one = make_job(**{**TWO_NODES, "resources": {**TWO_NODES["resources"], "nodes": 1}},
+                   secrets=RAY_SECRET, deploy={"target": "ray"})
+    lines = describe_changes(ml_summary(one), ml_summary(job))
+    assert "nodes 1 -> 2" in lines and "world size 4 -> 8" in lines
+    assert "gradient accumulation 2 -> 1" in lines
