@@ -20,6 +20,7 @@ from ftspec.spec.ir import (
     ModelFacts,
 )
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.deploy import NEWEST_TRAINER
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
@@ -80,8 +81,12 @@ def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
     return tuple(modules)
 
 
-def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
-    """The IR of a validated spec (the rules guarantee the arithmetic is consistent)."""
+def build_job(spec: FineTuneSpec, source: Path | None = None,
+              trainer_version: str | None = None) -> Job:
+    """The IR of a validated spec (the rules guarantee the arithmetic is consistent).
+
+    ``trainer_version``: the Kubeflow Trainer API the live cluster serves, when a backend
+    detected it; otherwise the spec's pin (``auto`` = newest)."""
     r = spec.resources
     t = spec.training
     world = r.world_size
@@ -133,7 +138,13 @@ def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
         model=facts, lora_modules=lora_modules, memory=memory,
         labels=labels, annotations=annotations,
+        trainer_version=trainer_version or _pinned_trainer(spec),
     )
+
+
+def _pinned_trainer(spec: FineTuneSpec) -> str:
+    pinned = spec.deploy.kubeflow.trainer_version
+    return NEWEST_TRAINER if pinned == "auto" else pinned
 
 
 def _train_examples(spec: FineTuneSpec) -> int | None:

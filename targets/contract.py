@@ -160,7 +160,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("output", "push_to_hub"), _E, "the accelerate entrypoint does not upload to "
             "the Hub", "upload the output folder afterwards"),
         Gap(("output", "save_adapter_only"), _E, "the accelerate entrypoint saves the "
-            "adapter only", "keep save_adapter_only: true"),
+            "adapter only", "keep save_adapter_only: true",
+            when=lambda job: job.spec.method.kind != "full"),  # full: the whole model is saved
         Gap(("training", "logging", "strategy"), _W, "the accelerate entrypoint logs every "
             "training.logging.steps steps"),
     ),

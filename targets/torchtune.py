@@ -17,7 +17,7 @@ from ftspec.spec.catalog.loaders import LOADERS, detect, hub_parts, is_folder
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 from ftspec.targets import shell
-from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.base import Artifact, Launch, launch_data
 from ftspec.targets.paths import RunPaths, default_paths
 from ftspec.targets.torchtune_configs import (
     Override,
@@ -408,7 +408,10 @@ def torchrun_flags(job: Job) -> list[str]:
 
 def launch(job: Job, paths: RunPaths | None = None, config_path: str = CONFIG_FILE) -> Launch:
     """The ``tune run`` command that runs the resolved config, and that config's file."""
-    run = plan_run(job, paths)
+    return _launch(job, plan_run(job, paths), config_path)
+
+
+def _launch(job: Job, run: TorchtuneRun, config_path: str = CONFIG_FILE) -> Launch:
     argv = ("tune", "run", *torchrun_flags(job), run.recipe, "--config", config_path)
     return Launch(argv=argv, files={CONFIG_FILE: _config_text(job, run)}, env={})
 
@@ -446,7 +449,8 @@ class TorchtuneTarget:
     def compile(self, job: Job) -> list[Artifact]:
         run = plan_run(job)
         return [
-            Artifact(COMMAND_FILE, "command", _command_text(job, run)),
+            Artifact(COMMAND_FILE, "command", _command_text(job, run),
+                     obj=launch_data(_launch(job, run))),
             Artifact(CONFIG_FILE, "config", _config_text(job, run), obj=run.resolved),
         ]
 
