@@ -8,10 +8,9 @@ from typing import Any
 from ftspec.cli.live import (
     CommandFailed,
     ConsoleReporter,
-    backend_for,
     confirm,
     console,
-    load_desired,
+    prepare_specs,
     report_error,
 )
 from ftspec.reconciler.backend import BackendError, Desired
@@ -30,8 +29,8 @@ def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, 
         plan = load_plan(specs[0])
         options = BackendOptions(kubeconfig, context, force_conflicts)
         return get_backend(plan.backend, options), plan, [], True
-    desired = load_desired(specs, overlays, sets, namespace)
-    backend = backend_for(desired, kubeconfig, context, force_conflicts)
+    backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
+                                     force_conflicts=force_conflicts, identity_only=destroy)
     plan = backend.plan_destroy(desired) if destroy else backend.plan(desired)
     return backend, plan, desired, False
 

@@ -44,61 +44,32 @@ def report_error(exc: BackendError) -> None:
 
     out = console(err=True)
     out.print(f"[red bold]Error:[/red bold] {escape(str(exc))}")
-    spec_path = getattr(exc, "spec_path", None)
-    spec_file = getattr(exc, "spec_file", None)
-    if spec_path and spec_file:
-        from ftspec.reconciler.locate import locate
-
-        out.print(f"  at {escape(locate(spec_file, spec_path))}")
+    location = getattr(exc, "location", None)
+    if location:
+        out.print(f"  at {escape(location)}")
     if exc.hint:
         out.print(f"  [cyan]hint:[/cyan] {escape(exc.hint)}")
 
 
-def load_desired(paths: Sequence[Path], overlays: tuple[Path, ...], sets: tuple[str, ...],
-                 namespace: str | None) -> list[Desired]:
+def prepare_specs(paths: Sequence[Path], overlays: tuple[Path, ...], sets: tuple[str, ...],
+                  namespace: str | None, kubeconfig: str | None, context: str | None, *,
+                  force_conflicts: bool = False, identity_only: bool = False
+                  ) -> tuple[Backend, list[Desired]]:
+    """The backend and desired states of ``paths`` (``ftspec.reconciler.desired.prepare``);
+    prints the diagnostics and raises CommandFailed when a spec does not compile."""
     from ftspec.cli.output import print_diagnostics
-    from ftspec.cli.specs import load_spec
-    from ftspec.compiler.build import build_job
-    from ftspec.compiler.dispatch import check_job, compile_job, default_target
-    from ftspec.reconciler.kubernetes.resources import JOB_KIND
+    from ftspec.compiler.pipeline import SpecInput
+    from ftspec.reconciler.backends import BackendOptions
+    from ftspec.reconciler.desired import prepare, with_namespace
 
-    if namespace:
-        sets = (*sets, f"metadata.namespace={namespace}")
-    out: list[Desired] = []
-    failed = False
-    for path in paths:
-        loaded = load_spec(path, overlays, sets, schema="on-error")
-        validated = loaded.validated
-        if not loaded.ok or validated.spec is None:
-            print_diagnostics(validated.diagnostics.sorted(), err=True)
-            failed = True
-            continue
-        job = build_job(validated.spec, path)
-        target = default_target(job)
-        problems = [d for d in check_job(job, target) if d.is_error]
-        if problems:
-            print_diagnostics(problems, err=True)
-            failed = True
-            continue
-        # Kubernetes targets render in the backend, for the API version the cluster serves.
-        artifacts = () if job.target in JOB_KIND else tuple(compile_job(job, target))
-        out.append(Desired(job=job, artifacts=artifacts, spec_file=str(path)))
-    if failed:
+    sets = with_namespace(sets, namespace)
+    prepared = prepare([SpecInput(p, overlays, sets) for p in paths],
+                       BackendOptions(kubeconfig, context, force_conflicts),
+                       identity_only=identity_only)
+    if not prepared.ok or prepared.backend is None:
+        print_diagnostics(list(prepared.diagnostics), err=True)
         raise CommandFailed(1)
-    return out
-
-
-def backend_for(desired: Sequence[Desired], kubeconfig: str | None, context: str | None,
-                force_conflicts: bool = False) -> Backend:
-    from ftspec.reconciler.backends import BackendOptions, backend_name, get_backend
-
-    names = {backend_name(d.job.target) for d in desired}
-    if len(names) > 1:
-        raise BackendError(f"these specs use different backends ({', '.join(sorted(names))})",
-                           hint="plan or apply specs of one deploy.target family at a time")
-    options = BackendOptions(kubeconfig=kubeconfig, context=context,
-                             force_conflicts=force_conflicts)
-    return get_backend(names.pop(), options)
+    return prepared.backend, list(prepared.desired)
 
 
 class ConsoleReporter:

@@ -1,19 +1,15 @@
-"""Reading specs for a command: file + overlays (-f) + --set, validated, built into Jobs.
+"""The spec options every command takes: ``-f/--values`` overlays and ``--set``.
 
-Every command that reads a spec uses ``spec_options`` and ``load_jobs`` so overrides and
-error reporting behave the same everywhere.
+What they do is the one compile path's business (``ftspec.compiler.pipeline``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from ftspec.spec.diagnostics import Diagnostics, SpecError
-from ftspec.spec.validate import SchemaMode, Validated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,31 +25,3 @@ def spec_options(func: F) -> F:
         help="Merge a partial spec over the file (dev/prod variants). Repeatable.",
     )(func)
     return func
-
-
-@dataclass(frozen=True)
-class LoadedSpec:
-    path: Path
-    validated: Validated
-
-    @property
-    def ok(self) -> bool:
-        return self.validated.ok
-
-
-def load_spec(path: Path, overlays: tuple[Path, ...] = (), sets: tuple[str, ...] = (),
-              schema: SchemaMode = "always") -> LoadedSpec:
-    """``schema="on-error"`` (live commands): see ``ftspec.spec.validate``."""
-    from ftspec.spec.loader import load_spec_file
-    from ftspec.spec.overrides import apply_overlay, apply_sets
-    from ftspec.spec.validate import validate_doc
-
-    try:
-        doc = load_spec_file(path)
-        for overlay in overlays:
-            doc = apply_overlay(doc, load_spec_file(overlay))
-        if sets:
-            doc = apply_sets(doc, list(sets))
-    except SpecError as exc:
-        return LoadedSpec(path, Validated(None, None, Diagnostics(list(exc.diagnostics))))
-    return LoadedSpec(path, validate_doc(doc) if schema == "always" else validate_doc(doc, schema))

@@ -20,6 +20,7 @@ from ftspec.spec.ir import (
     ModelFacts,
 )
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.deploy import NEWEST_TRAINER
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
@@ -44,20 +45,26 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
     m = spec.model
     if m.architecture is not None:
         a = m.architecture
-        from ftspec.spec.catalog.models import CUSTOM_BASES
+        from ftspec.spec.catalog.models import CUSTOM_BASES, ModelFamily, param_count
 
-        head_dim = a.embed_dim // a.num_heads
-        per_layer = (2 * a.embed_dim * a.embed_dim + 2 * a.embed_dim * a.num_kv_heads * head_dim
-                     + 3 * a.embed_dim * a.intermediate_dim)
-        params = a.num_layers * per_layer + 2 * a.vocab_size * a.embed_dim
+        numbers = ModelFamily(
+            "custom", "custom", 0.0, a.num_layers, a.embed_dim, a.num_heads, a.num_kv_heads,
+            a.intermediate_dim, a.vocab_size, a.max_seq_len, a.layer_cls or "",
+            num_experts=a.num_experts, head_dim=a.head_dim, tied_embeddings=a.tied,
+            gated_mlp=a.gated_mlp)
+        base = a.base
         return ModelFacts(
-            display=f"custom {a.base} ({a.num_layers} layers, d={a.embed_dim})",
-            params_b=m.params_b or params / 1e9,
+            display=f"custom {base or 'model'} ({a.num_layers} layers, d={a.embed_dim})",
+            params_b=m.params_b or param_count(numbers) / 1e9,
             num_layers=a.num_layers, hidden_size=a.embed_dim, num_heads=a.num_heads,
             num_kv_heads=a.num_kv_heads, intermediate_size=a.intermediate_dim,
-            vocab_size=a.vocab_size, hf_layer_cls="LlamaDecoderLayer",
-            torchtune_config=("llama2", "7B") if a.base == "llama2" else ("llama3_2", "1B"),
-            torchtune_builder=CUSTOM_BASES[a.base], custom=True,
+            vocab_size=a.vocab_size,
+            hf_layer_cls=a.layer_cls or ("LlamaDecoderLayer" if base else ""),
+            torchtune_config=None if base is None else
+            ("llama2", "7B") if base == "llama2" else ("llama3_2", "1B"),
+            torchtune_builder=CUSTOM_BASES[base] if base else None, custom=True,
+            head_dim=numbers.attn_head_dim, tied_embeddings=a.tied,
+            num_experts=a.num_experts, gated_mlp=a.gated_mlp,
         )
     assert m.family is not None  # guaranteed by the rules
     f = MODEL_FAMILIES[m.family]
@@ -81,8 +88,12 @@ def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
     return tuple(modules)
 
 
-def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
-    """The IR of a validated spec (the rules guarantee the arithmetic is consistent)."""
+def build_job(spec: FineTuneSpec, source: Path | None = None,
+              trainer_version: str | None = None) -> Job:
+    """The IR of a validated spec (the rules guarantee the arithmetic is consistent).
+
+    ``trainer_version``: the Kubeflow Trainer API the live cluster serves, when a backend
+    detected it; otherwise the spec's pin (``auto`` = newest)."""
     r = spec.resources
     t = spec.training
     world = r.world_size
@@ -134,7 +145,13 @@ def build_job(spec: FineTuneSpec, source: Path | None = None) -> Job:
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
         model=facts, lora_modules=lora_modules, memory=memory,
         labels=labels, annotations=annotations,
+        trainer_version=trainer_version or _pinned_trainer(spec),
     )
+
+
+def _pinned_trainer(spec: FineTuneSpec) -> str:
+    pinned = spec.deploy.kubeflow.trainer_version
+    return NEWEST_TRAINER if pinned == "auto" else pinned
 
 
 def _train_examples(spec: FineTuneSpec) -> int | None:

@@ -1,21 +1,80 @@
-"""Validated spec -> Job -> one target's artifacts, with the target's diagnostics placed.
+"""The one compile path: spec file (+ ``-f`` overlays, ``--set``) -> Job -> artifacts.
 
-``compile_spec`` is what `ftspec compile`, `plan` and `apply` share: it builds the Job once,
-runs the target's checks (their key paths resolved to file:line:col through the spec's
-source map) and compiles only when no check reported an error.
+Every command that reads a spec goes through ``compile_spec``; none repeats a stage:
+
+* ``identity`` (destroy, status, logs, explain): load, validate, build the Job. Needs no
+  launcher package (torchtune, accelerate) and imports no target.
+* ``checks`` (validate): also the advice about the Job (memory fit) and the checks of the
+  spec's own launcher and deploy target.
+* ``artifacts`` (compile, plan, apply): the chosen target's checks, then its artifacts.
+
+Every diagnostic leaves here placed: key paths resolve through the loaded document's
+source map, so positions from overlays (``overlay.yaml:L:C``) and flags (``--set[N]:1:C``)
+survive to the CLI and to errors found later (an API server's 422 is located through
+``Compiled.doc``, never by re-reading the base file).
+
+A backend that renders for what it finds live (the Trainer API version a cluster serves)
+passes that as ``CompileOptions.trainer_version``; ``compile_spec`` accepts an earlier
+``Compiled`` so the spec is loaded and validated once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
-from ftspec.compiler.build import build_job
-from ftspec.compiler.dispatch import check_job, compile_job, default_target
-from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
-from ftspec.spec.validate import Validated
+from ftspec.spec.loader import SourceDoc
+from ftspec.spec.validate import SchemaMode, Validated
 from ftspec.targets.base import Artifact
+
+Stage = Literal["identity", "checks", "artifacts"]
+
+
+@dataclass(frozen=True)
+class SpecInput:
+    """A spec file with what the command line lays over it."""
+
+    path: Path
+    overlays: tuple[Path, ...] = ()
+    sets: tuple[str, ...] = ()
+    in_memory: bool = False
+    """A document that was never a file (``path`` only names it; the spec id then comes
+    from metadata, not from the file name)."""
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    target: str | None = None
+    """Compile target; None = what ``deploy.target`` needs."""
+    trainer_version: str | None = None
+    """The Kubeflow Trainer API the live cluster serves (None: the spec's pin)."""
+    schema: SchemaMode = "always"
+    """``on-error`` for the live commands: see ``ftspec.spec.validate``."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    source: SpecInput
+    doc: SourceDoc | None
+    """The loaded document with its source map (None when it could not be loaded)."""
+    job: Job | None
+    target: str | None = None
+    artifacts: tuple[Artifact, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = field(default_factory=tuple)
+    """Every finding of every stage that ran, placed and sorted."""
+    validation: tuple[Diagnostic, ...] = field(default_factory=tuple, repr=False)
+    """The findings of loading and validation alone (kept to resume from ``identity``)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.job is not None and not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
 
 
 def target_available(name: str) -> bool:
@@ -24,38 +83,80 @@ def target_available(name: str) -> bool:
     return importlib.util.find_spec(f"ftspec.targets.{name}") is not None
 
 
-@dataclass(frozen=True)
-class Compiled:
-    job: Job
-    target: str
-    artifacts: list[Artifact] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+def load(source: SpecInput, schema: SchemaMode = "always") -> Validated:
+    """Load the file, lay the overlays and ``--set`` values over it, validate."""
+    from ftspec.spec.loader import load_spec_file
+    from ftspec.spec.overrides import apply_overlay, apply_sets
+    from ftspec.spec.validate import validate_doc
 
-    @property
-    def ok(self) -> bool:
-        return not any(d.is_error for d in self.diagnostics)
+    try:
+        doc = load_spec_file(source.path)
+        for overlay in source.overlays:
+            doc = apply_overlay(doc, load_spec_file(overlay))
+        if source.sets:
+            doc = apply_sets(doc, list(source.sets))
+    except SpecError as exc:
+        return Validated(None, None, Diagnostics(list(exc.diagnostics)))
+    return validate_doc(doc, schema)
 
 
-def place(diags: list[Diagnostic], validated: Validated) -> list[Diagnostic]:
-    """Give target diagnostics (key paths only) their position in the spec."""
-    doc = validated.doc
+def place(diags: list[Diagnostic], doc: SourceDoc | None) -> list[Diagnostic]:
+    """Give diagnostics that carry only a key path their position in the spec."""
     if doc is None:
         return diags
     return [d if d.span is not None else replace(d, span=doc.span_of(d.path)) for d in diags]
 
 
-def compile_spec(validated: Validated, source: Path | None, target: str | None = None
-                 ) -> Compiled:
-    """Compile a valid spec (``validated.ok``) for ``target`` (default: deploy.target's)."""
-    assert validated.spec is not None, "compile_spec needs a valid spec"
-    job = build_job(validated.spec, source)
-    name = target or default_target(job)
-    if not target_available(name):
-        path = ("deploy", "target") if target is None else ()
-        return Compiled(job, name, [], place([Diagnostic(
-            Severity.ERROR, f"target {name} is not available in this installation",
-            path=path, code="compile.target-missing")], validated))
-    diags = place(check_job(job, name), validated)
-    if any(d.is_error for d in diags):
-        return Compiled(job, name, [], diags)
-    return Compiled(job, name, compile_job(job, name), diags)
+def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifacts",
+                 options: CompileOptions | None = None) -> Compiled:
+    """Run ``spec`` through ``stage`` (see the module docstring); never raises for bad input.
+
+    ``spec``: a file with its overlays and ``--set`` values, a document already in memory
+    (its ``file`` names it), or an earlier result to carry on from."""
+    opts = options or CompileOptions()
+    if isinstance(spec, Compiled):
+        if spec.job is None:
+            return spec
+        source, doc, found = spec.source, spec.doc, list(spec.validation)
+        model = spec.job.spec
+    else:
+        if isinstance(spec, SourceDoc):
+            from ftspec.spec.validate import validate_doc
+
+            source = SpecInput(Path(spec.file), in_memory=True)
+            validated = validate_doc(spec, opts.schema)
+        else:
+            source, validated = spec, load(spec, opts.schema)
+        doc, found = validated.doc, list(validated.diagnostics.items)
+        if not validated.ok or validated.spec is None:
+            return Compiled(source, doc, None, diagnostics=_sorted(found, doc))
+        model = validated.spec
+    from ftspec.compiler.build import build_job
+
+    job = build_job(model, None if source.in_memory else source.path, opts.trainer_version)
+    validation = tuple(found)
+    if stage == "identity":
+        return Compiled(source, doc, job, diagnostics=_sorted(found, doc),
+                        validation=validation)
+    from ftspec.compiler.checks import job_warnings
+    from ftspec.compiler.dispatch import check_job, compile_job, default_target
+
+    found = found + job_warnings(job)
+    name = opts.target or default_target(job)
+    names = [name] if stage == "artifacts" else list(dict.fromkeys((job.launcher, name)))
+    for each in names:
+        if not target_available(each):
+            path = ("deploy", "target") if opts.target is None else ()
+            found.append(Diagnostic(Severity.ERROR, f"target {each} is not available in this "
+                                    "installation", path=path, code="compile.target-missing"))
+            continue
+        found.extend(d for d in check_job(job, each) if d not in found)
+    if stage == "checks" or any(d.is_error for d in found):
+        return Compiled(source, doc, job, name, diagnostics=_sorted(found, doc),
+                        validation=validation)
+    artifacts = tuple(compile_job(job, name))
+    return Compiled(source, doc, job, name, artifacts, _sorted(found, doc), validation)
+
+
+def _sorted(found: list[Diagnostic], doc: SourceDoc | None) -> tuple[Diagnostic, ...]:
+    return tuple(Diagnostics(place(found, doc)).sorted())

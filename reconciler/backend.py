@@ -9,18 +9,24 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.model import ApplyResult, Plan, Status
 from ftspec.spec.ir import Job
+from ftspec.spec.loader import SourceDoc
 from ftspec.targets.base import Artifact
 
 
 @dataclass(frozen=True)
 class Desired:
-    """One spec's desired state: its Job, the compiled artifacts, where the spec came from."""
+    """One spec's desired state: its Job, the compiled artifacts, where the spec came from.
+
+    ``doc`` is the loaded spec with its source map (overlays and ``--set`` included): errors
+    found live (an API server's 422) are located through it."""
 
     job: Job
     artifacts: tuple[Artifact, ...]
     spec_file: str
+    doc: SourceDoc | None = None
 
 
 class Reporter(Protocol):
@@ -50,6 +56,11 @@ class StalePlanError(BackendError):
 
 class Backend(Protocol):
     name: str
+
+    def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
+        """What the artifacts must be compiled for, read from live state (the Trainer API
+        version a cluster serves); ``base`` unchanged when nothing live matters."""
+        ...
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         """Read live state and decide create/update/replace/delete/no-op per resource."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.deploy import NEWEST_TRAINER
 
 OWNER_LABEL = "app.kubernetes.io/managed-by"
 OWNER_VALUE = "ftspec"
@@ -109,3 +110,7 @@ class Job:
     labels: dict[str, str] = field(default_factory=dict)
     """Ownership labels every platform object carries (plus metadata.labels)."""
     annotations: dict[str, str] = field(default_factory=dict)
+    trainer_version: str = NEWEST_TRAINER
+    """The Kubeflow Trainer API generation the kubeflow target renders for: the live
+    cluster's when a backend detected it, else ``deploy.kubeflow.trainer_version``
+    (``auto`` = newest)."""

@@ -18,7 +18,7 @@ from ftspec.spec.model.method import IA3, Lora, PromptTuning
 from ftspec.targets import shell
 from ftspec.targets.accelerate_config import config_dict, dump_config, uses_fsdp_checkpointing
 from ftspec.targets.accelerate_data import data_args
-from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.base import Artifact, Launch, launch_data
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
 CONFIG_FILE = "accelerate.yaml"
@@ -260,7 +260,7 @@ class AccelerateTarget:
     def compile(self, job: Job) -> list[Artifact]:
         return [
             Artifact(CONFIG_FILE, "config", config_text(job), obj=config_dict(job)),
-            Artifact(COMMAND_FILE, "command", command_text(job)),
+            Artifact(COMMAND_FILE, "command", command_text(job), obj=launch_data(launch(job))),
         ]
 
 

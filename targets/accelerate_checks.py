@@ -18,7 +18,26 @@ def check(job: Job) -> list[Diagnostic]:
     return list(_check(job))
 
 
+def _loaders(job: Job) -> Iterator[Diagnostic]:
+    """The entrypoint reads JSON/JSONL files and hub datasets (by the hub's own layout)."""
+    from ftspec.spec.catalog.loaders import detect
+    from ftspec.spec.rules.data import datasets
+
+    for path, ds in datasets(job.spec):
+        hub = ds.uri.startswith("hf://")
+        name = ds.loader or (None if hub else detect(ds.uri))
+        if name not in (None, "json"):
+            yield _err((*path, "loader" if ds.loader else "uri"), f"the accelerate "
+                       f"entrypoint reads JSON/JSONL files and hub datasets, not {name}",
+                       "loader", hint="convert the data to JSON Lines")
+        elif hub and ds.loader is not None:
+            yield _warn((*path, "loader"), "the accelerate entrypoint loads hub datasets by "
+                        "the hub's own layout; loader is ignored", "loader",
+                        hint="remove loader")
+
+
 def _check(job: Job) -> Iterator[Diagnostic]:
+    yield from _loaders(job)
     spec = job.spec
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \

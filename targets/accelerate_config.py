@@ -95,8 +95,10 @@ def fsdp_config(job: Job) -> dict[str, Any]:
         "fsdp_activation_checkpointing": uses_fsdp_checkpointing(job),
         "fsdp_auto_wrap_policy": WRAP_POLICY[f.auto_wrap],
     }
+    layer_cls = f.transformer_layer_cls or job.model.hf_layer_cls
     if f.auto_wrap == "transformer":
-        out["fsdp_transformer_layer_cls_to_wrap"] = f.transformer_layer_cls or job.model.hf_layer_cls
+        if layer_cls:  # else accelerate wraps the model's own _no_split_modules
+            out["fsdp_transformer_layer_cls_to_wrap"] = layer_cls
     elif f.auto_wrap == "size":
         out["fsdp_min_num_params"] = f.min_num_params
     out["fsdp_cpu_ram_efficient_loading"] = f.cpu_ram_efficient_loading

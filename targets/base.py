@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -35,6 +35,21 @@ class Launch:
     argv: tuple[str, ...]
     files: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+
+
+def launch_data(launch: Launch) -> dict[str, Any]:
+    """A launch as the structured form (``Artifact.obj``) of a launcher's command file."""
+    return {"argv": list(launch.argv), "files": dict(launch.files), "env": dict(launch.env)}
+
+
+def launch_of(artifacts: Sequence[Artifact]) -> Launch | None:
+    """The launch a launcher's compiled artifacts carry (what the local backend runs)."""
+    for art in artifacts:
+        if art.kind == "command" and art.obj is not None:
+            obj = art.obj
+            return Launch(argv=tuple(obj["argv"]), files=dict(obj["files"]),
+                          env=dict(obj["env"]))
+    return None
 
 
 class Target(Protocol):

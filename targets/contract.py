@@ -135,6 +135,24 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "states whenever cpu_ram_efficient_loading is on",
             when=lambda job: job.spec.distributed.fsdp is not None
             and job.spec.distributed.fsdp.cpu_ram_efficient_loading),
+        Gap(("data", "train", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
+            "files and hub datasets", "convert the data to JSON Lines",
+            when=lambda job: job.spec.data.train is not None
+            and job.spec.data.train.loader not in (None, "json")),
+        Gap(("data", "train", "loader"), _W, "the accelerate entrypoint loads hub "
+            "datasets by the hub's own layout", "remove loader",
+            when=lambda job: job.spec.data.train is not None
+            and job.spec.data.train.uri.startswith("hf://")
+            and job.spec.data.train.loader == "json"),
+        Gap(("data", "validation", "loader"), _W, "the accelerate entrypoint loads hub "
+            "datasets by the hub's own layout", "remove loader",
+            when=lambda job: job.spec.data.validation is not None
+            and job.spec.data.validation.uri.startswith("hf://")
+            and job.spec.data.validation.loader == "json"),
+        Gap(("data", "validation", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
+            "files and hub datasets", "convert the data to JSON Lines",
+            when=lambda job: job.spec.data.validation is not None
+            and job.spec.data.validation.loader not in (None, "json")),
         Gap(("model", "use_cache"), _W, "the entrypoint turns the KV cache off for "
             "training"),
         Gap(("output", "merge_adapter"), _E, "the accelerate entrypoint saves the adapter; "
@@ -142,7 +160,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("output", "push_to_hub"), _E, "the accelerate entrypoint does not upload to "
             "the Hub", "upload the output folder afterwards"),
         Gap(("output", "save_adapter_only"), _E, "the accelerate entrypoint saves the "
-            "adapter only", "keep save_adapter_only: true"),
+            "adapter only", "keep save_adapter_only: true",
+            when=lambda job: job.spec.method.kind != "full"),  # full: the whole model is saved
         Gap(("training", "logging", "strategy"), _W, "the accelerate entrypoint logs every "
             "training.logging.steps steps"),
     ),

@@ -9,8 +9,8 @@ generated namespaced TrainingRuntime (``generate_runtime``), with its files in a
 Trainer API generations: v2.1 places labels in ``spec.labels`` and pod settings in
 ``spec.podTemplateOverrides``; v2.2+ uses ``spec.runtimePatches`` (this target's entry has
 manager ``ftspec.dev/ftspec``) and knows ``activeDeadlineSeconds``. ``compile`` renders for
-``deploy.kubeflow.trainer_version`` (auto = newest); the reconciler re-renders for the
-version it detects with ``compile_for_version``.
+``Job.trainer_version``: the spec's pin (auto = newest), or the version a backend detected
+on the live cluster and handed to the one compile path (``ftspec.compiler.pipeline``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
+from ftspec.spec.model.deploy import NEWEST_TRAINER, TRAINER_VERSIONS
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.base import Artifact, Launch
@@ -39,8 +40,7 @@ from ftspec.targets.render import to_yaml
 
 API = "trainer.kubeflow.org/v1alpha1"
 API_GROUP = "trainer.kubeflow.org"
-TRAINER_VERSIONS: tuple[str, ...] = ("v2.1", "v2.2", "v2.3")
-NEWEST = TRAINER_VERSIONS[-1]
+NEWEST = NEWEST_TRAINER
 PATCH_MANAGER = "ftspec.dev/ftspec"
 """runtimePatches entry owned by ftspec (managers must be domain-prefixed paths)."""
 TORCHTUNE_JOBS = ("dataset-initializer", "model-initializer", "node")
@@ -49,7 +49,8 @@ OUTPUT_MOUNT = "/workspace/output"
 
 
 def resolve_version(job: Job, version: str | None = None) -> str:
-    chosen = version or job.spec.deploy.kubeflow.trainer_version
+    """``version`` (``auto`` = newest), else the Job's (see ``Job.trainer_version``)."""
+    chosen = version or job.trainer_version
     return NEWEST if chosen == "auto" else chosen
 
 
@@ -265,7 +266,7 @@ class KubeflowTarget:
         return launcher_check(job) + check_for_version(job)
 
     def compile(self, job: Job) -> list[Artifact]:
-        return compile_for_version(job, job.spec.deploy.kubeflow.trainer_version)
+        return compile_for_version(job, job.trainer_version)
 
 
 TARGET = KubeflowTarget()

@@ -11,9 +11,9 @@ the data location rewritten to where the dataset initializer puts it (``/workspa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from ftspec.spec.catalog.loaders import hub_parts
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.paths import DataSource, RunPaths
@@ -42,6 +42,7 @@ MULTI_NODE_MODELS = frozenset({"llama3_3-70b"})
 DATASET_ROOT = "/workspace/dataset"
 LOCATION_KEYS: tuple[str, ...] = (
     "dataset.source", "dataset.data_files", "dataset.data_dir", "dataset.path",
+    "dataset.delimiter",
 )
 """Data location keys the kubeflow target rewrites for the dataset initializer."""
 SDK_ORDER: tuple[str, ...] = (
@@ -52,8 +53,6 @@ SDK_ORDER: tuple[str, ...] = (
     "dataset.train_on_input", "dataset.new_system_prompt", "dataset.column_map",
 )
 """The order the Kubeflow SDK writes TorchTuneConfig args in; other keys follow."""
-FILE_SOURCES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet",
-                ".arrow": "arrow", ".txt": "text", ".xml": "xml"}
 LORA_KINDS = frozenset({"lora", "qlora", "dora"})
 
 
@@ -83,21 +82,20 @@ def launcher_overrides(job: Job) -> list[tuple[str, str]]:
 
 
 def _dataset_location(job: Job) -> list[tuple[str, str]]:
-    """Where the dataset initializer downloaded ``data.train.uri``, as the SDK writes it:
-    ``hf://owner/repo/<rel>`` → data_files (a file) or data_dir; ``dataset.source`` is the
-    file format (from the extension; parquet, the Hub's format, for a folder)."""
+    """Where the dataset initializer downloaded ``data.train.uri``, as torchtune's dataset
+    arguments: ``hf://owner/repo/<rel>`` lies at ``/workspace/dataset/<rel>``. A file is read
+    by the loader its name implies (or ``data.train.loader``); a repository or folder is
+    the local snapshot ``datasets`` reads as the Hub would (its files and card configs)."""
+    from ftspec.targets.torchtune import dataset_location
+    from ftspec.targets.torchtune_configs import format_value
+
     train = job.spec.data.train
     if train is None:
         return []
-    rel = "."
-    if train.uri.startswith("hf://"):
-        parts = train.uri[len("hf://"):].split("/", 2)
-        rel = parts[2] if len(parts) == 3 and parts[2] else "."
-    suffix = re.search(r"(\.[A-Za-z]+)$", rel)
-    if rel != "." and suffix:
-        source = FILE_SOURCES.get(suffix.group(1).lower(), "json")
-        return [("dataset.data_files", f"{DATASET_ROOT}/{rel}"), ("dataset.source", source)]
-    return [("dataset.data_dir", f"{DATASET_ROOT}/{rel}"), ("dataset.source", "parquet")]
+    rel = hub_parts(train.uri)[1] if train.uri.startswith("hf://") else ""
+    path = f"{DATASET_ROOT}/{rel}" if rel else DATASET_ROOT
+    found = dataset_location(f"file://{path}", train.loader, path)
+    return [(f"dataset.{key}", format_value(value)) for key, value in found.items()]
 
 
 def _kept(key: str) -> bool:
@@ -107,6 +105,8 @@ def _kept(key: str) -> bool:
 
 def trainer_args(job: Job) -> list[str]:
     """``spec.trainer.args`` for a torchtune runtime, in the SDK's order."""
+    from ftspec.targets.torchtune_configs import format_value
+
     user = job.spec.overrides.torchtune
     items: dict[str, str] = {}
     for key, value in launcher_overrides(job):
@@ -115,7 +115,7 @@ def trainer_args(job: Job) -> list[str]:
         component = key.removesuffix("._component_")
         items[component if component in SHORTHAND_COMPONENTS else key] = value
     for key, value in _dataset_location(job):
-        items[key] = str(user[key]) if key in user else value
+        items[key] = format_value(user[key]) if key in user else value
     kind = job.spec.method.kind
     if kind in LORA_KINDS:
         # The controller picks the LoRA/QLoRA recipe and config from these args.
@@ -174,6 +174,38 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
                      hint="remove processes_per_node, or set it to gpus_per_node")
     yield from _owned_keys(job, runtime)
     yield from _locations(job)
+    yield from _command_line(job)
+
+
+SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "dataset.new_system_prompt": ("data", "train", "new_system_prompt"),
+    "dataset.column_map": ("data", "train", "column_map"),
+    "dataset.split": ("data", "train", "split"),
+    "dataset.name": ("data", "train", "subset"),
+    "dataset.column": ("data", "train", "text_field"),
+    "dataset.conversation_column": ("data", "train", "conversation_column"),
+}
+"""torchtune keys whose value is spec text -> the spec field it comes from."""
+
+
+def _command_line(job: Job) -> Iterator[Diagnostic]:
+    """Values the TrainJob's ``key=value`` args cannot carry (the runtime owns the config
+    file, so there is no other way in)."""
+    from ftspec.targets.torchtune import base_config, plan_run
+    from ftspec.targets.torchtune_configs import Set, cli_problem
+
+    if base_config(job) is None or job.spec.data.train is None:
+        return  # the torchtune and data checks report these
+    for op in plan_run(job, KUBEFLOW_PATHS).overrides:
+        problem = cli_problem(op.value) if isinstance(op, Set) else None
+        if problem is None:
+            continue
+        user = job.spec.overrides.torchtune
+        path = ("overrides", "torchtune", op.key) if op.key in user \
+            else SPEC_PATHS.get(op.key, ("data", "train"))
+        yield _error(path, f"{op.key} cannot be passed to the torchtune runtime: {problem}",
+                     "cli-value", hint="the runtime reads overrides only from the command "
+                     "line; reword the value, or use launcher: accelerate")
 
 
 def _owned_keys(job: Job, runtime: str) -> Iterator[Diagnostic]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ftspec.spec.catalog.loaders import LOADERS, detect, hub_parts, is_folder
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 from ftspec.targets import shell
-from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.base import Artifact, Launch, launch_data
 from ftspec.targets.paths import RunPaths, default_paths
 from ftspec.targets.torchtune_configs import (
     Override,
@@ -25,6 +26,7 @@ from ftspec.targets.torchtune_configs import (
     config_exists,
     dump_yaml,
     has_path,
+    literal,
     load_config,
     resolve,
 )
@@ -84,7 +86,9 @@ ADDITIONS: dict[str, str] = {
     "optimizer.weight_decay": "decoupled weight decay (absent from some shipped configs)",
     "optimizer.fused": "fused AdamW (absent from some shipped configs)",
     "dataset.source": "the dataset's hub id or loader (json for local files)",
-    "dataset.data_files": "local JSON/JSONL file",
+    "dataset.data_files": "the data file(s) (data.train.uri)",
+    "dataset.data_dir": "a folder of data files (data.train.uri)",
+    "dataset.delimiter": "TSV files (loader tsv)",
     "dataset.split": "dataset split",
     "dataset.name": "dataset subset (data.train.subset)",
     "dataset.column_map": "column names (data.train.column_map)",
@@ -336,30 +340,50 @@ def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     ds = spec.data.train
     assert ds is not None
     out: dict[str, Any] = {"_component_": DATASETS[ds.format]}
-    if paths.train.hub_name is not None:
-        out["source"] = paths.train.hub_name
-    else:
-        out["source"] = "json"
-        out["data_files"] = paths.train.files
-    out["split"] = ds.split
+    out.update(dataset_location(ds.uri, ds.loader, paths.train.files))
+    out["split"] = literal(ds.split)
     if ds.subset:
-        out["name"] = ds.subset
+        out["name"] = literal(ds.subset)
     if ds.format == "instruct":
         if ds.column_map:
-            out["column_map"] = dict(ds.column_map)
+            out["column_map"] = {k: literal(v) for k, v in ds.column_map.items()}
         out["train_on_input"] = ds.train_on_input
         if ds.new_system_prompt is not None:
-            out["new_system_prompt"] = ds.new_system_prompt
+            out["new_system_prompt"] = literal(ds.new_system_prompt)
     elif ds.format == "chat":
-        out["conversation_column"] = ds.conversation_column or "conversations"
+        out["conversation_column"] = literal(ds.conversation_column or "conversations")
         out["conversation_style"] = ds.conversation_style or "sharegpt"
         out["train_on_input"] = ds.train_on_input
         if ds.new_system_prompt is not None:
-            out["new_system_prompt"] = ds.new_system_prompt
+            out["new_system_prompt"] = literal(ds.new_system_prompt)
     elif ds.format == "text":
-        out["column"] = ds.text_field or "text"
+        out["column"] = literal(ds.text_field or "text")
     out["packed"] = spec.data.packed
     return out
+
+
+def dataset_location(uri: str, loader: str | None, local: str | None) -> dict[str, Any]:
+    """torchtune's dataset ``source`` (load_dataset's path) and data_files / data_dir.
+
+    hf:// goes through the Hub's own loading (``source`` = the repository; a file or folder
+    in it as data_files / data_dir) unless a loader is named; a local file is read by the
+    loader its name implies (or the spec's ``loader``); a local folder without one is left
+    to ``datasets``' own inference (``source`` = the folder)."""
+    if uri.startswith("hf://") and loader is None:
+        repo, rel = hub_parts(uri)
+        if not rel:
+            return {"source": repo}
+        return {"source": repo, ("data_dir" if is_folder(rel) else "data_files"): rel}
+    if uri.startswith("hf://"):
+        repo, rel = hub_parts(uri)  # a named loader reads the repository's files directly
+        local = f"hf://datasets/{repo}" + (f"/{rel}" if rel else "")
+    path = local or uri
+    name = loader or detect(path)
+    if name is None:
+        return {"source": path}
+    found = LOADERS[name]
+    key = "data_dir" if is_folder(path) else "data_files"
+    return {"source": found.builder, key: path, **found.kwargs}
 
 
 def _optimizer(job: Job) -> dict[str, Any]:
@@ -384,7 +408,10 @@ def torchrun_flags(job: Job) -> list[str]:
 
 def launch(job: Job, paths: RunPaths | None = None, config_path: str = CONFIG_FILE) -> Launch:
     """The ``tune run`` command that runs the resolved config, and that config's file."""
-    run = plan_run(job, paths)
+    return _launch(job, plan_run(job, paths), config_path)
+
+
+def _launch(job: Job, run: TorchtuneRun, config_path: str = CONFIG_FILE) -> Launch:
     argv = ("tune", "run", *torchrun_flags(job), run.recipe, "--config", config_path)
     return Launch(argv=argv, files={CONFIG_FILE: _config_text(job, run)}, env={})
 
@@ -422,7 +449,8 @@ class TorchtuneTarget:
     def compile(self, job: Job) -> list[Artifact]:
         run = plan_run(job)
         return [
-            Artifact(COMMAND_FILE, "command", _command_text(job, run)),
+            Artifact(COMMAND_FILE, "command", _command_text(job, run),
+                     obj=launch_data(_launch(job, run))),
             Artifact(CONFIG_FILE, "config", _config_text(job, run), obj=run.resolved),
         ]
 

@@ -49,6 +49,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
         yield _err(("model", "family"), f"torchtune ships no config for {job.model.display}",
                    "family", hint=_alternative(job))
         return
+    yield from _builder_shape(job)
     if base_config(job) is None:
         tried = ", ".join(n for n, _ in config_candidates(job))
         topology = "one device" if job.world_size == 1 else f"{job.world_size} processes"
@@ -170,3 +171,24 @@ def _alternative(job: Job) -> str:
 
     family = MODEL_FAMILIES.get(job.spec.model.family or "")
     return torchtune_alternative(family) if family else "use launcher: accelerate"
+
+
+def _builder_shape(job: Job) -> Iterator[Diagnostic]:
+    """Custom numbers on a torchtune Llama builder: what that builder cannot build."""
+    a = job.spec.model.architecture
+    if a is None or a.base is None:
+        return
+    at = ("model", "architecture")
+    tied = a.base == "llama3_2"  # llama3_2 builders tie the output to the embedding
+    checks = (
+        ("head_dim", a.head_dim not in (None, a.embed_dim // a.num_heads),
+         "its head size is embed_dim / num_heads"),
+        ("tied_embeddings", a.tied_embeddings not in (None, tied),
+         f"{a.base} builders {'always' if tied else 'never'} tie the output projection"),
+        ("num_experts", a.num_experts != 0, "its MLP is dense"),
+        ("gated_mlp", not a.gated_mlp, "its MLP is gated (SwiGLU)"),
+    )
+    for field, wrong, why in checks:
+        if wrong:
+            yield _err(at + (field,), f"torchtune's {a.base} builder cannot build this: {why}",
+                       "architecture-shape", hint="use launcher: accelerate")

@@ -15,12 +15,14 @@ from __future__ import annotations
 import copy
 import importlib.util
 import io
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.representer import SafeRepresenter
 
 
 @dataclass(frozen=True)
@@ -126,8 +128,25 @@ def resolve(base: dict[str, Any], overrides: list[Override]) -> dict[str, Any]:
     return out
 
 
+class _OmegaConfRepresenter(SafeRepresenter):
+    """Quotes every string OmegaConf's loader (YAML 1.1 booleans, sexagesimals…) would not
+    read back as itself: torchtune loads the config file with ``OmegaConf.load``."""
+
+    def represent_str(self, data: str) -> Any:
+        style = None
+        if any(ord(c) < 0x20 or c == "\x7f" for c in data):
+            style = '"'
+        elif not _reads_back_as(data):
+            style = "'"
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_OmegaConfRepresenter.add_representer(str, _OmegaConfRepresenter.represent_str)
+
+
 def dump_yaml(data: dict[str, Any]) -> str:
     yaml = YAML(typ="safe", pure=True)
+    yaml.Representer = _OmegaConfRepresenter
     yaml.default_flow_style = False
     yaml.width = 4096
     buf = io.StringIO()
@@ -135,8 +154,15 @@ def dump_yaml(data: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def format_value(value: Any) -> str:
-    """A value as torchtune's command line parses it (OmegaConf dotlist, YAML scalars)."""
+def format_value(value: Any, flow: bool = False) -> str:
+    """A value as torchtune's command line parses it: ``tune run`` splits each override at
+    ``=`` (torchtune.config._utils._merge_yaml_and_cli_args), maps ``None`` to null, then
+    hands ``key=value`` to ``OmegaConf.from_dotlist``, which reads the value as YAML. A
+    string that would not come back as itself is quoted: single quotes, or double quotes
+    with escapes where it holds control characters (single quotes fold line breaks).
+    ``flow``: inside a ``[…]`` / ``{…}`` collection, where ``,[]{}`` end a plain scalar.
+    Strings no quoting can carry (``=``, OmegaConf's ``???``) are refused by
+    ``cli_problem`` before compile."""
     if value is True:
         return "True"
     if value is False:
@@ -146,23 +172,74 @@ def format_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{format_value(k, True)}: {format_value(v, True)}"
+                               for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_value(v) for v in value) + "]"
+        return "[" + ",".join(format_value(v, True) for v in value) + "]"
     text = str(value)
-    if not _reads_back_as(text):
+    if any(ord(c) < 0x20 or c == "\x7f" for c in text):
+        return json.dumps(text, ensure_ascii=False)
+    if (flow and any(c in text for c in ",[]{}")) or not _reads_back_as(text):
         return "'" + text.replace("'", "''") + "'"
     return text
 
 
+OMEGACONF_MISSING = "???"
+
+
+def cli_problem(value: Any) -> str | None:
+    """Why ``value`` cannot pass torchtune's ``key=value`` command line, or None."""
+    if isinstance(value, dict):
+        return next((p for k, v in value.items()
+                     for p in (cli_problem(k), cli_problem(v)) if p), None)
+    if isinstance(value, (list, tuple)):
+        return next((p for v in value if (p := cli_problem(v))), None)
+    if not isinstance(value, str):
+        return None
+    if "=" in value:
+        return ("torchtune splits each command-line override at '=', so a value cannot "
+                "contain one")
+    if value == OMEGACONF_MISSING:
+        return "OmegaConf reads ??? as a missing value"
+    return None
+
+
 @lru_cache(maxsize=1024)
 def _reads_back_as(text: str) -> bool:
-    """Does ``text`` read back (YAML scalar) as the same string? (Text that is not one
-    YAML document, e.g. with a ``---`` line, does not.)"""
+    """Does ``text``, unquoted, come back from torchtune's command line as the same string?
+
+    Decided by OmegaConf itself when it is installed (it is whenever torchtune is); else by
+    YAML 1.2 plus the YAML 1.1 words OmegaConf's loader still reads as booleans."""
+    if text in ("", "None") or text.strip() != text:
+        return False
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:
+        return _yaml_reads_back_as(text)
+    try:
+        conf = OmegaConf.from_dotlist([f"v={text}"])
+        got = OmegaConf.to_container(conf, resolve=False)
+    except Exception:  # noqa: BLE001 - any parse failure means: quote it
+        return False
+    return isinstance(got, dict) and got.get("v") == text
+
+
+YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+
+
+def literal(text: str) -> str:
+    """Spec text as an OmegaConf string that stays itself: ``${`` escaped (OmegaConf would
+    interpolate it, in the config file and on the command line alike)."""
+    return text.replace("${", "\\${")
+
+
+def _yaml_reads_back_as(text: str) -> bool:
     from ruamel.yaml.error import YAMLError
 
+    if text.lower() in YAML11_WORDS:
+        return False
     try:
-        parsed = YAML(typ="safe", pure=True).load(text) if text else None
+        parsed = YAML(typ="safe", pure=True).load(text)
     except YAMLError:
         return False
     return bool(parsed == text)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from ftspec.cli.output import emit_json, print_diagnostics
-from ftspec.cli.specs import load_spec, spec_options
+from ftspec.cli.specs import spec_options
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.targets import TARGET_NAMES
 
@@ -22,15 +22,11 @@ from ftspec.targets import TARGET_NAMES
 def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool,
             overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
     """Compile SPEC_FILE into the artifacts of one target (deterministic output)."""
-    from ftspec.compiler.pipeline import compile_spec
+    from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
 
-    loaded = load_spec(spec_file, overlays, sets)
-    diags = loaded.validated.diagnostics.sorted()
-    if not loaded.ok:
-        _report(diags, as_json, None, [])
-        return 1
-    result = compile_spec(loaded.validated, spec_file, target)
-    diags = diags + result.diagnostics
+    result = compile_spec(SpecInput(spec_file, overlays, sets), "artifacts",
+                          CompileOptions(target=target))
+    diags = list(result.diagnostics)
     if not result.ok:
         _report(diags, as_json, result.target, [])
         return 1

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 from ftspec.cli.output import emit_json, print_diagnostics, use_color
-from ftspec.cli.specs import load_spec, spec_options
+from ftspec.cli.specs import spec_options
 
 
 @click.command("explain")
@@ -29,18 +29,17 @@ def command(spec_file: Path | None, as_json: bool, families: bool,
         return 0
     if spec_file is None:
         raise click.UsageError("give a SPEC_FILE (or --families)")
-    loaded = load_spec(spec_file, overlays, sets)
-    diags = loaded.validated.diagnostics.sorted()
-    if not loaded.ok:
+    from ftspec.compiler.pipeline import SpecInput, compile_spec
+
+    result = compile_spec(SpecInput(spec_file, overlays, sets), "identity")
+    diags = list(result.diagnostics)
+    if not result.ok or result.job is None:
         if as_json:
             emit_json({"ok": False, "diagnostics": [d.to_json() for d in diags]})
         else:
             print_diagnostics(diags, err=True)
         return 1
-    from ftspec.compiler.build import build_job
-
-    assert loaded.validated.spec is not None
-    data = explain_data(build_job(loaded.validated.spec, spec_file))
+    data = explain_data(result.job)
     if as_json:
         emit_json(data)
         return 0

@@ -24,12 +24,12 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
             tail: int | None, follow: bool, selector: str | None) -> int:
     """Print the logs of SPEC's job (local: the run's log; Ray: the job's; Kubernetes: the
     pods its controller created, each line prefixed with the pod's name)."""
-    from ftspec.cli.live import CommandFailed, backend_for, load_desired, report_error
+    from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
-        desired = load_desired((spec,), overlays, sets, namespace)
-        backend = backend_for(desired, kubeconfig, context)
+        backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
+                                         identity_only=True)
         for line in backend.logs(desired[0], tail=tail, follow=follow, selector=selector):
             click.echo(line)
     except CommandFailed as exc:

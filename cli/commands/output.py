@@ -28,13 +28,14 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
             kubeconfig: str | None, context: str | None, namespace: str | None,
             plot: Path | None, as_json: bool) -> int:
     """Show what SPEC's run produced: adapter / model, checkpoints, final metrics."""
-    from ftspec.cli.live import CommandFailed, backend_for, console, load_desired, report_error
+    from ftspec.cli.live import CommandFailed, console, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
     from ftspec.reconciler.outputs import produced
 
     try:
-        desired = load_desired((spec,), overlays, sets, namespace)
-        (status, *_) = backend_for(desired, kubeconfig, context).status(desired[0])
+        backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
+                                         identity_only=True)
+        (status, *_) = backend.status(desired[0])
     except CommandFailed as exc:
         return exc.code
     except BackendError as exc:

@@ -23,12 +23,12 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
             kubeconfig: str | None, context: str | None, namespace: str | None,
             out: Path | None, as_json: bool, detailed_exitcode: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
-    from ftspec.cli.live import CommandFailed, backend_for, load_desired, report_error
+    from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
-        desired = load_desired(specs, overlays, sets, namespace)
-        plan = backend_for(desired, kubeconfig, context).plan(desired)
+        backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context)
+        plan = backend.plan(desired)
     except CommandFailed as exc:
         return exc.code
     except BackendError as exc:

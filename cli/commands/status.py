@@ -24,17 +24,16 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     from ftspec.cli.live import (
         CommandFailed,
         ConsoleReporter,
-        backend_for,
         console,
-        load_desired,
+        prepare_specs,
         report_error,
     )
     from ftspec.cli.render_status import render_status, status_json
     from ftspec.reconciler.backend import BackendError
 
     try:
-        desired = load_desired(specs, overlays, sets, namespace)
-        backend = backend_for(desired, kubeconfig, context)
+        backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
+                                         identity_only=True)
         statuses = []
         for d in desired:
             if watch:

@@ -1,8 +1,8 @@
-"""`ftspec validate FILE...`: schema + model + semantic rules, all problems at once."""
+"""`ftspec validate FILE...`: schema, model, rules, launcher and target checks, all at once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -37,7 +37,8 @@ class FileReport:
 @click.option("-q", "--quiet", is_flag=True, help="Print problems only, no summary.")
 def command(files: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             as_json: bool, strict: bool, only_specs: bool, quiet: bool) -> int:
-    """Check FILES against the JSON Schema and the semantic rules.
+    """Check FILES: JSON Schema, semantic rules, and the checks of each spec's launcher
+    and deploy target (no package of theirs is imported; nothing about this machine).
 
     Exit 0 when every file is valid, 1 otherwise. Warnings (such as an estimated
     memory overflow) fail only with --strict.
@@ -53,26 +54,15 @@ def command(files: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
 
 def _check(path: Path, overlays: tuple[Path, ...], sets: tuple[str, ...], strict: bool,
            only_specs: bool) -> FileReport:
-    from ftspec.cli.specs import load_spec
+    from ftspec.compiler.pipeline import SpecInput, compile_spec
 
     if only_specs:
         from ftspec.spec.detect import is_spec_file
 
         if not is_spec_file(path):
             return FileReport(path, True, [], skipped=True)
-    loaded = load_spec(path, overlays, sets)
-    result = loaded.validated
-    diags = list(result.diagnostics.items)
-    if result.ok and result.spec is not None and result.doc is not None:
-        from ftspec.compiler.build import build_job
-        from ftspec.compiler.checks import job_warnings
-
-        doc = result.doc
-        job = build_job(result.spec, path)
-        diags += [replace(d, span=d.span or doc.span_of(d.path)) for d in job_warnings(job)]
-    from ftspec.spec.diagnostics import Diagnostics
-
-    ordered = Diagnostics(diags).sorted()
+    result = compile_spec(SpecInput(path, overlays, sets), "checks")
+    ordered = list(result.diagnostics)
     bad = any(d.is_error for d in ordered) or (strict and bool(ordered))
     return FileReport(path, not bad, ordered)
 

@@ -22,14 +22,11 @@ RAW = ("overrides", "torchtune")
 def compile_draft(draft: SpecDraft) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
     """The resolved torchtune config the draft compiles to, or None and the errors."""
     from ftspec.compiler.importers.render import render
-    from ftspec.compiler.pipeline import compile_spec
+    from ftspec.compiler.pipeline import CompileOptions, compile_spec
     from ftspec.spec.loader import parse_yaml
-    from ftspec.spec.validate import validate_doc
 
-    validated = validate_doc(parse_yaml(render(draft, ""), "<imported spec>"))
-    if not validated.ok:
-        return None, [d for d in validated.diagnostics.sorted() if d.is_error]
-    compiled = compile_spec(validated, None, "torchtune")
+    compiled = compile_spec(parse_yaml(render(draft, ""), "<imported spec>"), "artifacts",
+                            CompileOptions(target="torchtune"))
     if not compiled.ok:
         return None, [d for d in compiled.diagnostics if d.is_error]
     config = next(a for a in compiled.artifacts if a.kind == "config")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,6 +18,7 @@ from ftspec.reconciler.kubernetes.resources import describe, object_path
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
 from ftspec.reconciler.planner import owner_of
+from ftspec.spec.loader import SourceDoc
 
 ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2}
 DELETE_TIMEOUT_S = 300.0
@@ -119,8 +121,9 @@ def _leases(t: Transport, changes: list[Change]) -> list[SpecLease]:
     return [SpecLease(t, ns, spec_id) for ns, spec_id in sorted(keys)]
 
 
-def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts: bool = False
-               ) -> ApplyResult:
+def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts: bool = False,
+               docs: Mapping[str, SourceDoc] | None = None) -> ApplyResult:
+    """``docs``: spec file -> loaded spec, to place errors the server returns."""
     changes = sorted((c for c in plan.changes if c.action is not Action.NOOP),
                      key=lambda c: ORDER[c.action])
     if not changes:
@@ -142,10 +145,13 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
                 _execute(t, plan, change, reporter, force_conflicts)
             except BackendError as exc:
                 where = ""
-                if getattr(exc, "spec_path", None) and change.spec_file:
+                spec_path = getattr(exc, "spec_path", None)
+                if spec_path and change.spec_file:
                     from ftspec.reconciler.locate import locate
 
-                    where = f"\n  at {locate(change.spec_file, exc.spec_path)}"  # type: ignore[attr-defined]
+                    doc = (docs or {}).get(change.spec_file)
+                    bad = getattr(exc, "bad_value", None)
+                    where = f"\n  at {locate(change.spec_file, spec_path, doc, bad)}"
                 failed.append((change.address, str(exc) + where
                                + (f"\n  hint: {exc.hint}" if exc.hint else "")))
                 if isinstance(exc, StalePlanError) or getattr(exc, "status", 0) in (401, 403):

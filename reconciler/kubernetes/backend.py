@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
+from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.backend import BackendError, Desired, Reporter
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
@@ -15,6 +17,7 @@ from ftspec.reconciler.kubernetes.reads import Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
 from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.locate import locate
 from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
 from ftspec.reconciler.outputs import location
 from ftspec.reconciler.planner import (
@@ -27,6 +30,8 @@ from ftspec.reconciler.planner import (
     owner_of,
 )
 from ftspec.reconciler.progress import LogFollowerText, report, tracker_for
+from ftspec.spec.ir import Job
+from ftspec.spec.loader import SourceDoc
 
 ABSENT = "absent"
 
@@ -43,6 +48,9 @@ class KubernetesBackend:
     def __init__(self, options: BackendOptions) -> None:
         self.options = options
         self._transport: Transport | None = None
+        self._compile_warnings: list[str] = []
+        self._docs: dict[str, SourceDoc] = {}
+        """spec file -> its loaded document, to locate errors found while applying."""
 
     @property
     def transport(self) -> Transport:
@@ -51,30 +59,37 @@ class KubernetesBackend:
             self._transport = Transport(conn)
         return self._transport
 
-    # ------------------------------------------------------------------ plan
-    def _trainer_version(self, reader: Reader, desired: Sequence[Desired],
-                         crd_future: Future[dict[str, Any] | None] | None,
-                         warnings: list[str]) -> str | None:
-        if crd_future is None:
-            return None
-        crd = crd_future.result()
-        pinned = next((d.job.spec.deploy.kubeflow.trainer_version for d in desired
-                       if d.job.target == "kubeflow"
-                       and d.job.spec.deploy.kubeflow.trainer_version != "auto"), None)
+    # ------------------------------------------------------------------ compile
+    def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
+        """Render TrainJobs for the Trainer API the cluster serves (read from its CRD)."""
+        self._compile_warnings = []
+        if not any(job.target == "kubeflow" for job in jobs):
+            return base
+        reader = Reader(self.transport)
+        try:
+            crd = reader.crd(rendering.TRAINJOB_CRD)
+        finally:
+            reader.close()
+        pinned = next((job.spec.deploy.kubeflow.trainer_version for job in jobs
+                       if job.target == "kubeflow"
+                       and job.spec.deploy.kubeflow.trainer_version != "auto"), None)
         if crd is None:
-            warnings.append("could not read the TrainJob CRD (not allowed); rendering for "
-                            f"Trainer API {pinned or 'v2.2'}")
-            return "v2.1" if pinned == "v2.1" else "v2.2"
+            self._compile_warnings.append(
+                "could not read the TrainJob CRD (not allowed); rendering for "
+                f"Trainer API {pinned or 'v2.2'}")
+            return replace(base, trainer_version="v2.1" if pinned == "v2.1" else "v2.2")
         if crd.get("missing"):
             from ftspec.reconciler.kubernetes.errors import missing_crd
 
             raise missing_crd("trainer.kubeflow.org", "v1alpha1", "TrainJob")
         detected = rendering.trainer_version_from_crd(crd)
         if pinned and (pinned == "v2.1") != (detected == "v2.1"):
-            warnings.append(f"spec pins Trainer API {pinned} but the cluster serves {detected}; "
-                            f"rendering for {detected}")
-        return detected
+            self._compile_warnings.append(
+                f"spec pins Trainer API {pinned} but the cluster serves {detected}; "
+                f"rendering for {detected}")
+        return replace(base, trainer_version=detected)
 
+    # ------------------------------------------------------------------ plan
     def plan(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
         try:
@@ -90,13 +105,13 @@ class KubernetesBackend:
             reader.close()
 
     def _plan(self, reader: Reader, desired: Sequence[Desired], *, destroy_all: bool) -> Plan:
-        warnings: list[str] = []
-        needs_crd = not destroy_all and any(d.job.target == "kubeflow" for d in desired)
-        crd_future = reader.submit(reader.crd, rendering.TRAINJOB_CRD) if needs_crd else None
+        warnings: list[str] = [] if destroy_all else list(self._compile_warnings)
+        self._docs.update({d.spec_file: d.doc for d in desired if d.doc is not None})
         scopes = sorted({(kind, d.job.namespace) for d in desired
                          for kind in MANAGED_KINDS.get(d.job.target, ())})
         lists = {scope: reader.submit(reader.owned, *scope) for scope in scopes}
-        version = self._trainer_version(reader, desired, crd_future, warnings)
+        version = next((d.job.trainer_version for d in desired if d.job.target == "kubeflow"),
+                       None)
         owned: dict[str, list[dict[str, Any]]] = {}
         errors: list[BaseException] = []
         for (kind, ns), fut in lists.items():
@@ -120,7 +135,7 @@ class KubernetesBackend:
             return Plan(self.name, tuple(changes), digests, self._specs(desired),
                         tuple(warnings))
 
-        rendered = [(d, obj) for d in desired for obj in rendering.render(d, version)]
+        rendered = [(d, obj) for d in desired for obj in rendering.render(d)]
         wanted = {address(d.job.target, obj) for d, obj in rendered}
         by_addr = {address(d.job.target, live): live for d in desired
                    for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", [])}
@@ -136,7 +151,10 @@ class KubernetesBackend:
                 live = by_addr.get(addr) if live_fut is None else live_fut.result()
                 dry = dry_fut.result()
             except BaseException as exc:  # noqa: BLE001
-                exc.spec_file = d.spec_file  # type: ignore[attr-defined]
+                path = getattr(exc, "spec_path", None)
+                if path:
+                    exc.location = locate(  # type: ignore[attr-defined]
+                        d.spec_file, path, d.doc, getattr(exc, "bad_value", None))
                 errors.append(exc)
                 continue
             if dry is None:
@@ -178,7 +196,7 @@ class KubernetesBackend:
         from ftspec.reconciler.kubernetes.applier import apply_plan
 
         return apply_plan(self.transport, plan, reporter,
-                          force_conflicts=self.options.force_conflicts)
+                          force_conflicts=self.options.force_conflicts, docs=self._docs)
 
     # ------------------------------------------------------------------ status
     def _job_object(self, desired: Desired) -> dict[str, Any]:

@@ -22,11 +22,13 @@ class ApiError(BackendError):
 
     def __init__(self, message: str, *, status: int, body: dict[str, Any] | None = None,
                  hint: str | None = None, retryable: bool = False,
-                 spec_path: str | None = None) -> None:
+                 spec_path: str | None = None, bad_value: str | None = None) -> None:
         super().__init__(message, hint=hint, retryable=retryable)
         self.status = status
         self.body = body or {}
         self.spec_path = spec_path
+        self.bad_value = bad_value
+        """The value the server called invalid, to narrow ``spec_path`` to the key holding it."""
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -101,8 +103,11 @@ def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
         causes = (body.get("details") or {}).get("causes") or []
         fields = [c.get("field", "") for c in causes if c.get("field")]
         spec_path = next((p for p in map(spec_path_for, fields) if p), None)
+        bad = next((m.group(1) for c in causes
+                    if (m := re.search(r'Invalid value: "((?:[^"\\]|\\.)*)"',
+                                       str(c.get("message", ""))))), None)
         return ApiError(f"the API server rejected {what} as invalid: {message}", status=status,
-                        body=body, spec_path=spec_path,
+                        body=body, spec_path=spec_path, bad_value=bad,
                         hint="fix the spec value named above (see `ftspec compile` for the "
                         "generated object)")
     if status == 404 and what.startswith("kind "):

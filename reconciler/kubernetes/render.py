@@ -1,4 +1,4 @@
-"""Desired -> the Kubernetes objects to apply, for the Trainer API the cluster serves."""
+"""Desired -> the Kubernetes objects to apply: the compiled manifests, decorated."""
 
 from __future__ import annotations
 
@@ -24,36 +24,24 @@ def trainer_version_from_crd(crd: dict[str, Any]) -> str:
     return "v2.2"
 
 
-def _manifests(desired: Desired, trainer_version: str | None) -> list[dict[str, Any]]:
-    job = desired.job
-    if job.target == "kubeflow" and trainer_version is not None:
-        try:
-            from ftspec.targets.kubeflow import manifests_for_version
-        except ImportError:
-            manifests_for_version = None  # type: ignore[assignment]
-        if manifests_for_version is not None:
-            # objects only: the YAML text of `ftspec compile` is not needed here
-            return [copy.deepcopy(obj) for _path, obj in manifests_for_version(job, trainer_version)]
-    artifacts = desired.artifacts
-    if not artifacts and job.target in JOB_KIND:
-        from ftspec.compiler.dispatch import compile_job
-
-        artifacts = tuple(compile_job(job, job.target))
-    objs = [copy.deepcopy(dict(a.obj)) for a in artifacts
+def _manifests(desired: Desired) -> list[dict[str, Any]]:
+    """The compiled manifests (already rendered for the cluster's Trainer API: see
+    ``KubernetesBackend.compile_options``), copied so decorating them changes no artifact."""
+    objs = [copy.deepcopy(dict(a.obj)) for a in desired.artifacts
             if a.kind == "manifest" and a.obj is not None]
     if not objs:
-        raise BackendError(f"{desired.spec_file}: target {job.target!r} produced no Kubernetes "
-                           "objects to apply")
+        raise BackendError(f"{desired.spec_file}: target {desired.job.target!r} produced no "
+                           "Kubernetes objects to apply")
     return objs
 
 
-def render(desired: Desired, trainer_version: str | None) -> list[dict[str, Any]]:
+def render(desired: Desired) -> list[dict[str, Any]]:
     """The objects with ownership labels, namespace and the ML summary annotation."""
     from ftspec.compiler.summary import SUMMARY_ANNOTATION, ml_summary
 
     job = desired.job
     out = []
-    for obj in _manifests(desired, trainer_version):
+    for obj in _manifests(desired):
         meta = obj.setdefault("metadata", {})
         if obj.get("kind") not in ("ClusterTrainingRuntime",):
             meta.setdefault("namespace", job.namespace)

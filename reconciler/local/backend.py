@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import describe_changes, ml_summary
 from ftspec.reconciler.backend import (
     BackendError,
@@ -43,6 +44,7 @@ from ftspec.reconciler.progress import (
     tracker_for,
     tracker_settings,
 )
+from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
@@ -74,6 +76,9 @@ class LocalBackend:
         self.store = StateStore(root or Path.cwd())
         self.root = self.store.root
         self.stop_grace_s = stop_grace_s
+
+    def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
+        return base
 
     # ------------------------------------------------------------------ plan
 

@@ -1,6 +1,6 @@
 """The local run of a Job: the launcher's compiled command, made safe to run on this machine.
 
-The argv is the launcher target's own (``ftspec.targets.<launcher>.launch(job)``), unchanged
+The argv is the launcher target's own (carried by its compiled command artifact), unchanged
 but for two things: references to the launcher's files (``--config torchtune.yaml``) point at
 their copy under the run directory, and a bare program name (``tune``, ``accelerate``) is
 resolved next to the running Python first, so an un-activated virtualenv still works.
@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Desired
-from ftspec.spec.ir import Job
-from ftspec.targets.base import Launch
+from ftspec.targets.base import Launch, launch_of
 from ftspec.targets.embed import relocate
 
 LAUNCH_DIR = "launch"
@@ -51,13 +50,13 @@ class LocalLaunch:
                 "run_dir": self.run_dir, "log": self.log, "notes": self.notes}
 
 
-def launcher_launch(job: Job) -> Launch:
-    module = importlib.import_module(f"ftspec.targets.{job.launcher}")
-    launch = getattr(module, "launch", None)
+def launcher_launch(desired: Desired) -> Launch:
+    """The launch the launcher's compiled command artifact carries (never recompiled here)."""
+    launch = launch_of(desired.artifacts)
     if launch is None:
-        raise BackendError(f"the {job.launcher} target has no launch(job) to run locally")
-    result: Launch = launch(job)
-    return result
+        raise BackendError(f"{desired.spec_file}: the {desired.job.launcher} target's artifacts "
+                           "carry no command to run locally")
+    return launch
 
 
 def _refuse(desired: Desired, what: str, hint: str) -> BackendError:
@@ -122,7 +121,7 @@ def _resolve_program(name: str) -> list[str]:
 def prepare(desired: Desired) -> LocalLaunch:
     """The command, files and environment of this spec's local run (raises when unsafe)."""
     job = desired.job
-    launch = launcher_launch(job)
+    launch = launcher_launch(desired)
     files = dict(launch.files)
     env: dict[str, str] = {"PYTHONUNBUFFERED": "1", **launch.env}
     notes: list[str] = []

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
@@ -32,7 +33,7 @@ from ftspec.reconciler.progress import (
     tracker_settings,
 )
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 from ftspec.targets.ray_nodes import node_states
 
 PREFIX = "ray.job."
@@ -57,11 +58,6 @@ def _spec_file(path: str) -> str:
 def submission(d: Desired) -> dict[str, Any]:
     """The Jobs API payload: the ray target's artifact, with ownership metadata ensured."""
     objs = [a.obj for a in d.artifacts if a.kind == "submission" and a.obj is not None]
-    if not objs:
-        from ftspec.compiler.dispatch import compile_job
-
-        objs = [a.obj for a in compile_job(d.job, "ray")
-                if a.kind == "submission" and a.obj is not None]
     if not objs:
         raise BackendError("the ray target produced no Jobs API submission")
     payload: dict[str, Any] = json.loads(json.dumps(dict(objs[0])))
@@ -105,6 +101,9 @@ class RayBackend:
         if url not in self._apis:
             self._apis[url] = JobsApi(url, self.timeout_s)
         return self._apis[url]
+
+    def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
+        return base
 
     # ------------------------------------------------------------------ plan
 
@@ -249,12 +248,12 @@ class RayBackend:
     # ------------------------------------------------------------------ observe
 
     def _current(self, d: Desired) -> dict[str, Any] | None:
+        """The newest Ray job of this spec's current version, else of any version (the job's
+        identity is enough: status and logs compile nothing)."""
         mine = self._mine(d)
-        sid = submission(d)["submission_id"]
-        exact = [j for j in mine if j.get("submission_id") == sid]
-        if exact:
-            return exact[0]
-        return max(mine, key=lambda j: j.get("start_time") or 0) if mine else None
+        exact = [j for j in mine
+                 if (j.get("metadata") or {}).get(SPEC_HASH_ANNOTATION) == d.job.spec_hash]
+        return max(exact or mine, key=lambda j: j.get("start_time") or 0) if mine else None
 
     def status(self, desired: Desired) -> list[Status]:
         addr = address(desired.job.spec_id)

@@ -269,7 +269,7 @@ def nearest_torchtune(family: ModelFamily) -> ModelFamily:
 
 
 def torchtune_alternative(family: ModelFamily) -> str:
-    """The hint when torchtune ships nothing for ``family``."""
+    """The hint when torchtune ships nothing for ``family`` (or custom numbers)."""
     near = nearest_torchtune(family)
     return (f"use launcher: accelerate (it trains any causal LM), or the nearest model "
             f"torchtune ships: model.family {near.key} ({near.display})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ftspec.spec import patterns
+from ftspec.spec.catalog.loaders import LoaderName
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
 from pydantic import Field
 
@@ -25,6 +26,13 @@ class Dataset(SpecModel):
     )
     split: str = Field(default="train", description="Split to read.")
     subset: str | None = Field(default=None, description="Dataset configuration / subset name.")
+    loader: LoaderName | None = Field(
+        default=None,
+        description="The datasets builder that reads the file(s). Detected from the file name "
+        "(.json/.jsonl, .csv, .tsv, .parquet, .txt, .arrow, also compressed); a folder or a "
+        "whole hub repository is read by the hub's own loading. Give it when the name "
+        "cannot tell.",
+    )
     num_examples: int | None = Field(
         default=None,
         ge=1,

@@ -47,6 +47,12 @@ class Scheduling(SpecModel):
     service_account: str | None = Field(default=None, description="Pod service account.")
 
 
+TRAINER_VERSIONS: tuple[str, ...] = ("v2.1", "v2.2", "v2.3")
+"""Kubeflow Trainer API generations ftspec renders for, oldest first (the one list: the
+``trainer_version`` field below, the kubeflow target and the reconciler read it)."""
+NEWEST_TRAINER = TRAINER_VERSIONS[-1]
+
+
 class Kubeflow(SpecModel):
     runtime: RuntimeRef | None = Field(
         default=None,

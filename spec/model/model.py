@@ -14,18 +14,46 @@ Dtype = Literal["bf16", "fp16", "fp32"]
 
 
 class Architecture(SpecModel):
-    """Custom model dimensions, for models without a known ``family`` (tiny test models)."""
+    """The numbers of a model outside the catalog (config.json facts): the memory estimate
+    reads them. With ``base``, the torchtune launcher builds a model of these dimensions
+    (tiny test models); without it, any causal LM trains through the accelerate launcher."""
 
-    base: Literal["llama2", "llama3_2"] = Field(
-        description="Architecture the dimensions apply to (selects the torchtune builder)."
+    base: Literal["llama2", "llama3_2"] | None = Field(
+        default=None,
+        description="torchtune builder the dimensions apply to (custom models on torchtune); "
+        "leave out for any other model (accelerate launcher).",
     )
     num_layers: int = Field(ge=1, description="Transformer layers.")
     num_heads: int = Field(ge=1, description="Attention heads.")
     num_kv_heads: int = Field(ge=1, description="Key/value heads (grouped-query attention).")
     embed_dim: int = Field(ge=8, description="Hidden size.")
-    intermediate_dim: int = Field(ge=8, description="MLP inner size.")
+    intermediate_dim: int = Field(ge=8, description="MLP inner size (per expert for MoE).")
     vocab_size: int = Field(ge=2, description="Vocabulary size; must match the tokenizer.")
     max_seq_len: int = Field(ge=8, description="Longest sequence the model supports.")
+    head_dim: int | None = Field(
+        default=None, ge=1, description="Attention head size when not embed_dim / num_heads."
+    )
+    tied_embeddings: bool | None = Field(
+        default=None, description="The output projection shares the embedding's weights "
+        "(default: as the base builds it — llama3_2 tied, llama2 not —, else untied)."
+    )
+
+    @property
+    def tied(self) -> bool:
+        if self.tied_embeddings is not None:
+            return self.tied_embeddings
+        return self.base == "llama3_2"
+    num_experts: int = Field(default=0, ge=0, description="Experts per MoE layer (0: dense).")
+    gated_mlp: bool = Field(
+        default=True, description="Gated MLP (gate/up/down) rather than plain (up/down)."
+    )
+    layer_cls: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Decoder layer class FSDP wraps (transformers name, e.g. "
+        "Qwen3DecoderLayer); default: LlamaDecoderLayer with `base`, else the model's own "
+        "_no_split_modules.",
+    )
 
 
 class Tokenizer(SpecModel):

@@ -28,6 +28,7 @@ RULES: tuple[Rule, ...] = (
     data.mixture_proportions,
     data.templates_exclusive,
     data.evaluation_data,
+    data.loader_known,
     training.duration,
     training.warmup,
     training.step_strategies,

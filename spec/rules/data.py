@@ -84,3 +84,18 @@ def evaluation_data(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         yield error(("training", "early_stopping"),
                     "early stopping needs evaluation (training.evaluation.strategy)",
                     "early-stopping-eval")
+
+
+def loader_known(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """A file whose name does not tell its format needs ``loader``."""
+    from ftspec.spec.catalog.loaders import SUFFIXES, detect, is_folder, suffix_of
+
+    for path, ds in datasets(spec):
+        if ds.loader is not None:
+            continue
+        location = ds.uri.split("://", 1)[1]
+        if not is_folder(location) and detect(location) is None:
+            yield error((*path, "uri"), f"cannot tell the format of a {suffix_of(location)} "
+                        "file", "loader-unknown",
+                        hint="set loader (json, csv, tsv, parquet, text or arrow); known "
+                        "suffixes: " + ", ".join(SUFFIXES))

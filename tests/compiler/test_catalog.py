@@ -62,3 +62,44 @@ def test_moe_adapters_count_every_expert() -> None:
     facts = model_facts(spec_from_data(_spec("mixtral-8x7b", "accelerate")))
     dense = 8 * (4096 + 14336) * 32
     assert lora_trainable_params(facts, ("up_proj",), 8) == dense * 8
+
+
+QWEN3_8B_NUMBERS = {"num_layers": 36, "num_heads": 32, "num_kv_heads": 8, "embed_dim": 4096,
+                    "intermediate_dim": 12288, "vocab_size": 151936, "max_seq_len": 40960,
+                    "head_dim": 128, "layer_cls": "Qwen3DecoderLayer"}
+
+
+def _custom(launcher: str, **extra: object) -> dict[str, object]:
+    data = _spec("qwen3-8b", launcher)
+    data["model"] = {"uri": "hf://Qwen/Qwen3-8B", "architecture": {**QWEN3_8B_NUMBERS, **extra}}
+    return data
+
+
+def test_any_model_by_its_numbers_gets_the_catalog_estimate() -> None:
+    """The same numbers give the same facts and memory estimate as the catalog entry."""
+    from ftspec.compiler.build import build_job
+
+    custom = build_job(spec_from_data(_custom("accelerate")))
+    known = build_job(spec_from_data(_spec("qwen3-8b", "accelerate")))
+    assert custom.model.params_b == pytest.approx(known.model.params_b, rel=0.01)
+    assert custom.memory.total_gib == pytest.approx(known.memory.total_gib, rel=0.01)
+    assert custom.model.hf_layer_cls == "Qwen3DecoderLayer"
+
+
+def test_any_model_without_a_layer_class_leaves_wrapping_to_the_model() -> None:
+    from ftspec.compiler.build import build_job
+    from ftspec.targets.accelerate_config import fsdp_config
+
+    data = _custom("accelerate", layer_cls=None)
+    data["distributed"] = {"strategy": "fsdp"}
+    data["resources"] = {"gpus_per_node": 2, "accelerator": "nvidia-h100-80gb"}
+    data["training"] = {"global_batch_size": 16, "micro_batch_size": 8, "learning_rate": 1e-4}
+    config = fsdp_config(build_job(spec_from_data(data)))
+    assert "fsdp_transformer_layer_cls_to_wrap" not in config
+
+
+def test_torchtune_refuses_custom_numbers_without_a_base_and_names_the_nearest() -> None:
+    result = validate_doc(SourceDoc("spec.yaml", _custom("torchtune")))
+    errors = result.diagnostics.errors
+    assert [d.code for d in errors] == ["rule.launcher-architecture"]
+    assert errors[0].hint is not None and "model.family llama3_1-8b" in errors[0].hint

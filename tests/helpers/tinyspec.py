@@ -8,8 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ftspec.cli.specs import load_spec
-from ftspec.compiler.build import build_job
+from ftspec.compiler.pipeline import SpecInput, compile_spec
 from ftspec.spec.ir import Job
 from ftspec.targets import get_target
 
@@ -30,10 +29,9 @@ def make_workdir(root: Path, assets_dir: Path) -> Path:
 
 
 def tiny_job(workdir: Path, sets: tuple[str, ...] = ()) -> Job:
-    loaded = load_spec(workdir / SPEC, (), sets)
-    assert loaded.ok and loaded.validated.spec is not None, \
-        [d.format() for d in loaded.validated.diagnostics.sorted()]
-    return build_job(loaded.validated.spec, workdir / SPEC)
+    result = compile_spec(SpecInput(workdir / SPEC, (), sets), "identity")
+    assert result.ok and result.job is not None, [d.format() for d in result.diagnostics]
+    return result.job
 
 
 def compile_to(job: Job, target: str, out: Path) -> dict[str, Path]:

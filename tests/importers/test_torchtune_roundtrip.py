@@ -14,10 +14,9 @@ import re
 import pytest
 from ftspec.compiler.importers.torchtune import import_torchtune
 from ftspec.compiler.importers.torchtune_residue import differences
-from ftspec.compiler.pipeline import compile_spec
+from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.loader import parse_yaml
-from ftspec.spec.validate import validate_doc
 from ftspec.targets.torchtune_configs import configs_dir, load_config, torchtune_installed
 
 pytestmark = pytest.mark.skipif(not torchtune_installed(), reason="torchtune not installed")
@@ -70,10 +69,10 @@ def test_round_trip(name: str) -> None:
     raw = imported.data.get("overrides", {}).get("torchtune", {})
     assert set(raw) <= set(RAW_ALLOWED), f"unexpected raw keys: {set(raw) - set(RAW_ALLOWED)}"
 
-    validated = validate_doc(parse_yaml(imported.text, f"{name}.ftspec.yaml"))
-    assert validated.ok, [d.format() for d in validated.diagnostics if d.is_error]
-    compiled = compile_spec(validated, None, "torchtune")
+    compiled = compile_spec(parse_yaml(imported.text, f"{name}.ftspec.yaml"), "artifacts",
+                            CompileOptions(target="torchtune"))
     assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
+    assert compiled.job is not None
     config = next(a for a in compiled.artifacts if a.kind == "config")
     assert isinstance(config.obj, dict)
     diffs = [d for d in differences(load_config(name), config.obj)

@@ -172,13 +172,14 @@ def test_two_concurrent_applies_are_serialized_by_a_lease(
         env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     import threading
 
-    from ftspec.cli.live import load_desired
+    from ftspec.compiler.pipeline import SpecInput
     from ftspec.reconciler.backend import BackendError
     from ftspec.reconciler.backends import BackendOptions
+    from ftspec.reconciler.desired import load_desired, with_namespace
     from ftspec.reconciler.kubernetes.backend import KubernetesBackend
 
     ns, spec = env["ns"], env["spec"]
-    desired = load_desired([spec], (), (), ns)
+    _backend, desired = load_desired([SpecInput(spec, (), with_namespace((), ns))])
     holding, release = threading.Event(), threading.Event()
 
     class Blocking:
@@ -230,8 +231,9 @@ def test_limited_user_is_stopped_by_preflight_naming_the_verb(
 
 def test_apiserver_killed_mid_apply_then_next_apply_converges(
         env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    from ftspec.cli.live import load_desired
+    from ftspec.compiler.pipeline import SpecInput
     from ftspec.reconciler.backends import BackendOptions
+    from ftspec.reconciler.desired import load_desired, with_namespace
     from ftspec.reconciler.kubernetes.backend import KubernetesBackend
 
     ns, spec, cluster, tmp = env["ns"], env["spec"], env["cluster"], env["tmp"]
@@ -250,7 +252,7 @@ def test_apiserver_killed_mid_apply_then_next_apply_converges(
                 cluster.kill_apiserver()
 
     backend = KubernetesBackend(BackendOptions())
-    desired = load_desired([spec], (), (), ns)
+    _backend, desired = load_desired([SpecInput(spec, (), with_namespace((), ns))])
     try:
         result = backend.apply(backend.plan(desired), KillOnCreate())
         assert not result.ok
@@ -324,3 +326,36 @@ def test_v21_crd_is_detected_and_rendered(env: dict[str, Any],
         assert run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode").code == 0
     finally:
         cluster.reinstall_trainjob_crd(None)
+
+
+def test_plan_and_apply_place_diagnostics_like_compile(
+        env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """The one compile path: a target check failed through --set is placed at the flag by
+    compile, plan and apply alike (never ``<unknown>``)."""
+    ns, spec = env["ns"], env["spec"]
+    flag = ["--set", "model.dtype=fp16"]
+    expected = "--set[0]:1:13: error: model.dtype: torchtune's recipes do not train in fp16"
+    compiled = run_cli(capsys, "compile", spec, *flag)
+    assert compiled.code == 1 and compiled.err.startswith(expected), compiled.err
+    for command in (["plan"], ["apply", "--auto-approve"]):
+        res = run_cli(capsys, *command, spec, "-n", ns, *flag)
+        assert res.code == 1, res.out + res.err
+        assert res.err.startswith(expected), res.err
+        assert "<unknown>" not in res.err
+    assert _trainjobs(env["cluster"], ns) == []
+
+
+def test_server_error_is_located_in_the_overlay(
+        env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """A 422 from the API server points at the overlay line that set the field (the loaded
+    document's source map, not the base file read again)."""
+    ns, spec, tmp = env["ns"], env["spec"], env["tmp"]
+    overlay = tmp / "bad-labels.yaml"
+    overlay.write_text("metadata:\n  labels:\n    team: not a label value!\n", encoding="utf-8")
+    res = run_cli(capsys, "plan", spec, "-n", ns, "-f", overlay)
+    assert res.code == 1, res.out
+    assert "Error:" in res.err and "metadata.labels" in res.err, res.err
+    assert f"at {overlay}:3:11 (metadata.labels.team)" in res.err, res.err
+    res = run_cli(capsys, "plan", spec, "-n", ns, "--set", "metadata.labels.team=not valid!")
+    assert res.code == 1
+    assert "at --set[0]:1:22 (metadata.labels.team)" in res.err, res.err

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from ftspec.compiler.build import build_job
-from ftspec.compiler.pipeline import compile_spec, target_available
+from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec, target_available
 from ftspec.spec.loader import load_spec_file, parse_yaml
 from ftspec.spec.validate import validate_doc
 from ftspec.targets import TARGET_NAMES, get_target
@@ -101,9 +101,8 @@ def root(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_examples_compile_to_scripts_that_run_only_their_launcher(root: Path,
                                                                   example: Path) -> None:
-    validated = validate_doc(load_spec_file(example))
     for target in TARGETS:
-        result = compile_spec(validated, example, target)
+        result = compile_spec(SpecInput(example), "artifacts", CompileOptions(target=target))
         if result.ok:
             _assert_inert(root, {target: result.artifacts}, f"{example.stem}/{target}")
 

@@ -137,7 +137,7 @@ def test_torchtune_args_in_sdk_form_without_runtime_owned_keys() -> None:
     keys = [a.split("=", 1)[0] for a in args]
     assert not set(keys) & set(RUNTIME_OWNED)
     assert keys[:4] == ["dtype", "batch_size", "epochs", "loss"]
-    assert "dataset.data_dir=/workspace/dataset/." in args
+    assert "dataset.source=/workspace/dataset" in args  # the repo snapshot, read as the hub
     assert "dataset=torchtune.datasets.instruct_dataset" in args
     assert "model.lora_attn_modules=[q_proj,v_proj,output_proj]" in args
     assert "optimizer.lr=0.0002" in args

@@ -1,0 +1,77 @@
+"""Spec files -> the backend and each spec's ``Desired`` state, through the one compile path.
+
+The live commands (plan, apply, destroy, status, logs) all start here:
+
+1. every spec goes through ``compile_spec`` to its Job (``identity``);
+2. the specs' deploy targets pick one backend;
+3. unless only the job's identity is needed (destroy, status, logs), the backend says what
+   to compile for (``compile_options``: the Trainer API the cluster serves) and the same
+   ``Compiled`` values continue to their artifacts.
+
+Nothing here prints: diagnostics come back placed, for the CLI to render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
+from ftspec.reconciler.backend import Backend, BackendError, Desired
+from ftspec.reconciler.backends import BackendOptions, backend_name, get_backend
+from ftspec.spec.diagnostics import Diagnostic
+
+
+@dataclass(frozen=True)
+class Prepared:
+    backend: Backend | None
+    desired: tuple[Desired, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.backend is not None and not any(d.is_error for d in self.diagnostics)
+
+
+def with_namespace(sets: tuple[str, ...], namespace: str | None) -> tuple[str, ...]:
+    """``--namespace NS`` is one more ``--set`` (so its diagnostics point at the flag)."""
+    return (*sets, f"metadata.namespace={namespace}") if namespace else sets
+
+
+def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
+            identity_only: bool = False) -> Prepared:
+    base = CompileOptions(schema="on-error")
+    first = [compile_spec(src, "identity", base) for src in inputs]
+    failed = [d for c in first if not c.ok for d in c.diagnostics]
+    if failed:
+        return Prepared(None, (), tuple(failed))
+    jobs = [c.job for c in first if c.job is not None]
+    names = {backend_name(job.target) for job in jobs}
+    if len(names) > 1:
+        raise BackendError(f"these specs use different backends ({', '.join(sorted(names))})",
+                           hint="plan or apply specs of one deploy.target family at a time")
+    backend = get_backend(names.pop(), options)
+    if identity_only:
+        return Prepared(backend, tuple(_desired(c) for c in first))
+    opts = backend.compile_options(jobs, base)
+    done = [compile_spec(c, "artifacts", opts) for c in first]
+    errors = tuple(d for c in done for d in c.errors)
+    if errors:
+        return Prepared(backend, (), errors)
+    return Prepared(backend, tuple(_desired(c) for c in done))
+
+
+def _desired(compiled: Compiled) -> Desired:
+    assert compiled.job is not None
+    return Desired(job=compiled.job, artifacts=compiled.artifacts,
+                   spec_file=str(compiled.source.path), doc=compiled.doc)
+
+
+def load_desired(inputs: Sequence[SpecInput], options: BackendOptions | None = None
+                 ) -> tuple[Backend, list[Desired]]:
+    """``prepare`` for callers that want an exception, not diagnostics (tests, scripts)."""
+    prepared = prepare(inputs, options or BackendOptions())
+    if not prepared.ok or prepared.backend is None:
+        raise BackendError("; ".join(d.format() for d in prepared.diagnostics))
+    return prepared.backend, list(prepared.desired)
+
