@@ -69,6 +69,15 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     return float(per_layer * model.num_layers)
 
 
+def expert_params(model: ModelFacts) -> float:
+    """Parameters in the experts of a mixture-of-experts model (0 for dense models)."""
+    if not model.num_experts:
+        return 0.0
+    mats = 3 if model.gated_mlp else 2
+    return float(model.num_layers * model.num_experts * mats * model.hidden_size
+                 * model.intermediate_size)
+
+
 def estimate_memory(
     spec: FineTuneSpec,
     model: ModelFacts,
@@ -131,14 +140,29 @@ def estimate_memory(
             params_offloaded = True
             notes.append(f"parameters offloaded to {deepspeed.offload_params}")
 
-    weights = params * weight_bytes / shard_params
+    # Expert parallelism: each device holds num_experts / ep of every MoE layer's experts
+    # (and their gradients and optimizer state when they train), unless sharding already
+    # splits them finer.
+    ep = spec.distributed.expert_parallel
+    expert = expert_params(model) if ep > 1 else 0.0
+    if expert:
+        notes.append(f"experts split over {ep} devices (expert parallel)")
+
+    def per_device(total: float, shard: int) -> float:
+        return (total - expert) / shard + expert / max(shard, ep) if expert \
+            else total / shard
+
+    weights = per_device(params, shard_params) * weight_bytes
     if kind in ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3"):
         weights += trainable * 4  # adapters are usually kept in fp32
-    gradients = trainable * param_bytes / shard_grads
+    full = kind == "full"
+    gradients = (per_device(trainable, shard_grads) if full else trainable / shard_grads) \
+        * param_bytes
     if kind != "full" and spec.launcher == "accelerate":
         gradients = trainable * 4.0 / shard_grads  # fp32 adapters
     state = _optimizer_state_bytes(spec, param_bytes)
-    optimizer = 0.0 if optim_offloaded else trainable * state / shard_optim
+    optimizer = 0.0 if optim_offloaded else \
+        (per_device(trainable, shard_optim) if full else trainable / shard_optim) * state
     if params_offloaded:
         # only the layers being gathered live on the device; gradients go to the CPU
         weights = params * weight_bytes * 2 / model.num_layers

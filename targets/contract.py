@@ -66,6 +66,8 @@ _HF_ONLY = "torchtune builds the model from its own builders; {} is a Hugging Fa
 
 GAPS: dict[str, tuple[Gap, ...]] = {
     "torchtune": (
+        Gap(("distributed", "expert_parallel"), _E, "torchtune 0.6.1 has no expert "
+            "parallelism (the memory estimate in `explain` shows what it would save)"),
         Gap(("model", "revision"), _E, "the torchtune target reads the model files the "
             "download step fetched; it cannot pin a revision",
             "pin the revision in the download (hf://org/repo@rev is not read either), or "
@@ -119,6 +121,9 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "state dict for its checkpoints"),
     ),
     "accelerate": (
+        Gap(("distributed", "expert_parallel"), _E, "accelerate's FSDP and DeepSpeed "
+            "configs have no expert parallelism for Hugging Face MoE models (the memory "
+            "estimate in `explain` shows what it would save)"),
         Gap(("distributed", "ddp"), _W, "the accelerate target leaves DDP's settings at "
             "PyTorch's defaults (backend, bucket size, unused parameters, timeout)"),
         Gap(("model", "architecture"), _W, "accelerate loads the model's own config.json "

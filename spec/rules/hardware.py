@@ -63,6 +63,10 @@ def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     family = MODEL_FAMILIES.get(spec.model.family or "")
     if family is not None and family.num_experts == 0:
         yield error(path, f"{family.display} is not a mixture-of-experts model", "ep-dense")
+    elif family is not None and family.num_experts % ep:
+        yield error(path, f"{family.display} has {family.num_experts} experts per layer, "
+                    f"which expert-parallel degree {ep} does not divide", "ep-experts",
+                    hint="use a divisor of " + str(family.num_experts))
     gpus = spec.resources.total_gpus
     if gpus % ep:
         yield error(

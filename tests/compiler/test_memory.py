@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from ftspec.compiler.build import build_job
 from ftspec.compiler.memory import fit_by_accelerator
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import Job
 from ftspec.spec.validate import spec_from_data
+from helpers.jobs import make_job
 
 GIB = 1 << 30
 
@@ -102,3 +104,26 @@ def test_fit_table_covers_every_accelerator() -> None:
     assert {f.key for f in table} == set(ACCELERATORS)
     assert all(f.fits == (f.need_gib <= f.capacity_gib) for f in table)
     assert any(not f.bf16 for f in table)  # T4 / V100 cannot run bf16
+
+
+def test_expert_parallel_splits_the_experts() -> None:
+    """Mixtral 8x7B full fine-tuning under DDP on 8 GPUs: EP 8 keeps 1 of 8 experts per
+    device, so weights, gradients and optimizer state shrink by the experts' share."""
+    from ftspec.compiler.memory import expert_params
+
+    def memory(ep: int) -> Any:
+        return make_job(allow_errors=True, model={"family": "mixtral-8x7b", "dtype": "bf16"},
+                        method={"kind": "full", "lora": None},
+                        resources={"gpus_per_node": 8}, training={"global_batch_size": 8,
+                                                                 "micro_batch_size": 1},
+                        distributed={"strategy": "ddp", "expert_parallel": ep},
+                        launcher="accelerate", deploy={"target": "local"}).memory
+
+    one, eight = memory(1), memory(8)
+    job = make_job(allow_errors=True, model={"family": "mixtral-8x7b"},
+                   resources={"gpus_per_node": 8}, training={"global_batch_size": 16},
+                   launcher="accelerate", deploy={"target": "local"})
+    saved = expert_params(job.model) * 7 / 8 * 2 / 2**30  # bf16 weights
+    assert one.weights_gib - eight.weights_gib == pytest.approx(saved, rel=0.01)
+    assert eight.optimizer_gib < one.optimizer_gib / 3
+    assert any("expert parallel" in n for n in eight.notes)

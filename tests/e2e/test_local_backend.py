@@ -146,6 +146,34 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     assert status(workdir, e2e_env)["platform"] == {"exists": False}
 
 
+def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str, str]
+                                                ) -> None:
+    """report_to: [tensorboard] -> torchtune's TensorBoardLogger writes event files that
+    TensorBoard's own reader loads; `output` finds them; progress falls back to the recipe's
+    step|loss line."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    tb = ("--set", "training.logging.report_to=[tensorboard]")
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait", *tb)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "step 16/16 (100%) · epoch 1 · loss " in applied.stderr, applied.stderr
+    got = json.loads(ftspec(workdir, e2e_env, "output", str(SPEC), "--json", *tb).stdout)
+    (logdir,) = got["tensorboard"]
+    assert logdir.startswith(str(RUN_DIR / "output/logs/run_0_")), logdir  # torchtune: a run a dir
+    events = EventAccumulator(str(workdir / logdir), size_guidance={"tensors": 0})  # all
+    events.Reload()
+    assert {"loss", "lr"} <= set(events.Tags()["tensors"])  # torch's SummaryWriter format
+    loss = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+            for e in events.Tensors("loss")]
+    assert [step for step, _ in loss] == list(range(1, 17))
+    st = status(workdir, e2e_env, *tb)
+    assert [round(v, 4) for _, v in loss] == [round(x, 4) for x in
+                                               st["metrics"]["curve"]["loss"]]
+    ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
+
+
 def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
         workdir: Path, e2e_env: dict[str, str]) -> None:
     first = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
