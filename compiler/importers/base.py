@@ -115,7 +115,7 @@ def family_for_hub_id(model_id: str) -> str | None:
     ``qwen2_5-0.5b``), ignoring an -Instruct/-chat/-hf/-base/-it suffix; None if none does."""
     from ftspec.spec.catalog.models import MODEL_FAMILIES
 
-    names = {}
+    names: dict[str, str] = {}
     for key, fam in MODEL_FAMILIES.items():
         names.setdefault(_norm(fam.display), key)
         names.setdefault(_norm(key.replace("_", ".")), key)

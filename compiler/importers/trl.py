@@ -355,11 +355,8 @@ def _scheduler(r: _Reader) -> None:
     else:
         d.warn((r.key("lr_scheduler_type") or "",), f"lr_scheduler_type {name} has no spec "
                "schedule")
-    ratio = r.value("warmup_ratio")
     warm = r.value("warmup_steps", SFT_DEFAULTS)
-    if isinstance(ratio, (int, float)) and ratio > 0 and not r.has("warmup_steps"):
-        d.put(sched + ("warmup_ratio",), float(ratio), r.origin("warmup_ratio"))
-    elif isinstance(warm, float) and 0 < warm < 1:
+    if isinstance(warm, float) and 0 < warm < 1:
         d.put(sched + ("warmup_ratio",), warm, f"{r.origin('warmup_steps')} (below 1: a ratio)")
     else:
         d.put(sched + ("warmup_steps",), int(warm), r.origin("warmup_steps"))
@@ -368,7 +365,9 @@ def _scheduler(r: _Reader) -> None:
 def _evaluation(r: _Reader) -> None:
     d, ev = r.draft, ("training", "evaluation")
     strategy = str(r.value("eval_strategy", SFT_DEFAULTS))
-    if strategy == "no" and r.value("do_eval") is True:
+    if strategy != "no" and r.has("do_eval"):
+        r.used.add("do_eval")  # implied by eval_strategy
+    elif r.value("do_eval") is True:
         d.warn(("do_eval",), "do_eval without eval_strategy: transformers evaluates only "
                "when eval_strategy is set; not imported")
     d.put(ev + ("strategy",), strategy, r.origin("eval_strategy"))

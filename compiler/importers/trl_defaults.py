@@ -68,5 +68,7 @@ LEGACY_KEYS: dict[str, str] = {
     "max_seq_length": "max_length",
     "torch_dtype": "dtype",
     "evaluation_strategy": "eval_strategy",
+    "warmup_ratio": "warmup_steps",
 }
-"""Keys older TRL/transformers releases read, renamed since: imported under the new name."""
+"""Keys older TRL/transformers releases read, renamed since: imported under the new name
+(transformers 5 reads a ``warmup_steps`` below 1 as the ratio ``warmup_ratio`` was)."""
