@@ -32,6 +32,12 @@ def emit_json(payload: Any) -> None:
                           allow_nan=False))
 
 
+def write_error(path: Any, exc: OSError) -> click.ClickException:
+    """A one-line error for an output path that cannot be written (exit 1)."""
+    reason = exc.strerror or type(exc).__name__
+    return click.ClickException(f"cannot write {escape_text(str(path))}: {reason}")
+
+
 def safe_text(text: str) -> str:
     """Human output: credentials redacted, control characters (ANSI escapes, carriage
     returns) shown as escapes on each line; line breaks and tabs kept."""

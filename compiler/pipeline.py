@@ -6,7 +6,8 @@ Every command that reads a spec goes through ``compile_spec``; none repeats a st
   launcher package (torchtune, accelerate) and imports no target.
 * ``checks`` (validate): also the advice about the Job (memory fit) and the checks of the
   spec's own launcher and deploy target.
-* ``artifacts`` (compile, plan, apply): the chosen target's checks, then its artifacts.
+* ``artifacts`` (compile, plan, apply): the chosen target's checks, the environment probes
+  compiling needs (``environment``: is torchtune installed), then the artifacts.
 
 Every diagnostic leaves here placed: key paths resolve through the loaded document's
 source map, so positions from overlays (``overlay.yaml:L:C``) and flags (``--set[N]:1:C``)
@@ -151,11 +152,23 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
                                     "installation", path=path, code="compile.target-missing"))
             continue
         found.extend(d for d in check_job(job, each) if d not in found)
+    if stage == "artifacts" and not any(d.is_error for d in found):
+        found.extend(environment(job))
     if stage == "checks" or any(d.is_error for d in found):
         return Compiled(source, doc, job, name, diagnostics=_sorted(found, doc),
                         validation=validation)
     artifacts = tuple(compile_job(job, name))
     return Compiled(source, doc, job, name, artifacts, _sorted(found, doc), validation)
+
+
+def environment(job: Job) -> list[Diagnostic]:
+    """Probes of this machine that compiling needs (is the launcher's package installed);
+    ``validate`` never runs them, so its answer does not depend on the machine."""
+    if job.launcher != "torchtune":
+        return []
+    from ftspec.targets.torchtune_snapshot import probe
+
+    return probe(job)
 
 
 def _sorted(found: list[Diagnostic], doc: SourceDoc | None) -> tuple[Diagnostic, ...]:

@@ -30,8 +30,8 @@ def is_saved_plan(path: Path) -> bool:
     if path.suffix != ".json":
         return False
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(_read(path))
+    except (BackendError, ValueError):
         return False
     return isinstance(data, dict) and (data.get("kind") == PLAN_KIND or "format_version" in data)
 
@@ -60,11 +60,29 @@ def plan_from_json(data: dict[str, Any]) -> Plan:
     )
 
 
+MAX_PLAN_BYTES = 64 << 20
+
+
+def _read(path: Path) -> str:
+    from ftspec.spec.bounded import InputRefused, read_bounded
+
+    try:
+        return read_bounded(path, MAX_PLAN_BYTES, "saved plan").decode("utf-8")
+    except InputRefused as exc:
+        raise BackendError(f"{path}: {exc.message}") from None
+    except UnicodeDecodeError:
+        raise BackendError(f"{path} is not a saved ftspec plan (not UTF-8)") from None
+
+
 def load_plan(path: Path) -> Plan:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(_read(path))
+    except ValueError as exc:
         raise BackendError(f"cannot read saved plan {path}: {exc}") from None
     if not isinstance(data, dict) or "changes" not in data:
         raise BackendError(f"{path} is not a saved ftspec plan")
-    return plan_from_json(data)
+    try:
+        return plan_from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BackendError(f"{path} is not a valid saved ftspec plan ({type(exc).__name__} "
+                           "in its content); save it again with `ftspec plan --out`") from None

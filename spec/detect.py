@@ -21,9 +21,10 @@ def is_spec_text(text: str) -> bool:
 def is_spec_file(path: Path, *, limit: int = 1 << 20) -> bool:
     """True when ``path`` declares an ftspec apiVersion; unreadable files count as specs
     so that validation reports why they cannot be read."""
+    from ftspec.spec.bounded import InputRefused, read_bounded
+
     try:
-        with path.open("rb") as handle:
-            head = handle.read(limit)
-    except OSError:
+        head = read_bounded(path, limit, head=True)
+    except InputRefused:
         return True
     return is_spec_text(head.decode("utf-8", errors="replace"))

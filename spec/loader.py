@@ -7,6 +7,7 @@ failure becomes a :class:`Diagnostic` with a position; nothing here raises to th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,21 +69,19 @@ def _error(file: str, summary: str, line: int = 1, col: int = 1, code: str = "lo
 
 
 def read_spec_text(path: Path) -> str:
-    """Read a spec file with the size and encoding checks; raises :class:`SpecError`."""
+    """Read a spec file with the size, file-type and encoding checks; raises
+    :class:`SpecError`. At most ``MAX_SPEC_BYTES + 1`` bytes are read (``bounded``)."""
+    from ftspec.spec.bounded import InputRefused, read_bounded
+
     file = str(path)
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise _error(file, f"cannot read file: {exc.strerror or exc}", code="load.io") from None
-    if path.is_dir():
-        raise _error(file, "is a directory, not a spec file", code="load.io")
-    if size > MAX_SPEC_BYTES:
-        raise _error(
-            file,
-            f"file is {size:,} bytes; specs are limited to {MAX_SPEC_BYTES:,} bytes",
-            code="load.too-large",
-        )
-    raw = path.read_bytes()
+        raw = read_bounded(path, MAX_SPEC_BYTES, "spec file")
+    except InputRefused as exc:
+        if exc.code == "too-large":
+            size = f"{exc.size:,} bytes" if exc.size else f"over {MAX_SPEC_BYTES:,} bytes"
+            raise _error(file, f"file is {size}; specs are limited to {MAX_SPEC_BYTES:,} "
+                         "bytes", code="load.too-large") from None
+        raise _error(file, exc.message, code="load.io") from None
     return decode_spec_bytes(file, raw)
 
 
@@ -114,12 +113,14 @@ def load_spec_file(path: Path) -> SourceDoc:
 
 def parse_yaml(text: str, file: str) -> SourceDoc:
     """Parse one YAML document into a :class:`SourceDoc`; raises :class:`SpecError`."""
-    from ftspec.spec.yaml_nodes import NodeBuilder, expanded_size, new_yaml
+    from ftspec.spec.yaml_nodes import NodeBuilder, TooManyValues, expanded_size, new_yaml
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     if "\t" in text:
         _check_tabs(text, file)
-    yaml = new_yaml()
+    if "%" in text:
+        _check_directives(text, file)
+    yaml = new_yaml(MAX_NODES)
     try:
         docs = list(yaml.compose_all(text))
         if len(docs) > 1:
@@ -138,6 +139,10 @@ def parse_yaml(text: str, file: str) -> SourceDoc:
             )
         builder = NodeBuilder(file, yaml)
         data = builder.convert(root, ())
+    except TooManyValues as exc:
+        raise _error(file, f"document holds more than {MAX_NODES:,} values; specs must stay "
+                     "small", exc.mark.line + 1, exc.mark.column + 1,
+                     code="load.too-many-values") from None
     except MarkedYAMLError as exc:
         raise _marked_error(file, exc) from None
     except YAMLError as exc:  # unmarked errors are rare; still no traceback
@@ -161,6 +166,20 @@ def parse_yaml(text: str, file: str) -> SourceDoc:
 def _empty(file: str) -> SpecError:
     return _error(file, "file is empty; expected a FineTune spec (a mapping)", code="load.empty",
                   hint="start from one of the specs in examples/")
+
+
+_DIRECTIVE = re.compile(r"^%YAML[ \t]+(\S*)", re.MULTILINE)
+
+
+def _check_directives(text: str, file: str) -> None:
+    """Only YAML 1.2 semantics: a ``%YAML`` directive for another version is refused
+    (1.1 would turn ``no`` into false; ruamel rejects 1.3 with an assertion)."""
+    for match in _DIRECTIVE.finditer(text):
+        if match.group(1) != "1.2":
+            line = text.count("\n", 0, match.start()) + 1
+            raise _error(file, "ftspec reads YAML 1.2 only; this %YAML directive asks for "
+                         "another version", line, 1, code="load.yaml-version",
+                         hint="remove the directive, or write %YAML 1.2")
 
 
 def _check_tabs(text: str, file: str) -> None:

@@ -40,6 +40,10 @@ def _merge(base: Any, over: Any, path: KeyPath, overlay: SourceDoc,
     return over
 
 
+MAX_SET_DEPTH = 32
+"""Deeper than any spec field; a longer path is a mistake (or an attack on recursion)."""
+
+
 def parse_set(expr: str, index: int) -> tuple[KeyPath, Any, Span]:
     """``training.learning_rate=1e-4`` -> path, YAML-scalar value, pseudo-span of the flag."""
     file = f"--set[{index}]"
@@ -54,8 +58,13 @@ def parse_set(expr: str, index: int) -> tuple[KeyPath, Any, Span]:
             Severity.ERROR, f"expected KEY.PATH=VALUE, got {_shown(expr)}", span=Span(file, 1, 1),
             code="override.syntax",
         )])
+    parts = key.strip().split(".")
+    if len(parts) > MAX_SET_DEPTH:
+        raise SpecError([Diagnostic(
+            Severity.ERROR, f"the key path has {len(parts)} parts; spec paths are at most "
+            f"{MAX_SET_DEPTH} deep", span=Span(file, 1, 1), code="override.syntax")])
     path: list[str | int] = []
-    for part in key.strip().split("."):
+    for part in parts:
         if not part:
             raise SpecError([Diagnostic(
                 Severity.ERROR, f'empty key in "{key}"', span=Span(file, 1, 1),

@@ -15,10 +15,34 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, SpecErr
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def new_yaml() -> Any:
-    """A pure-Python safe loader with the YAML 1.2 resolver minus timestamps."""
+class TooManyValues(Exception):
+    """Raised while composing, as soon as a document holds more than its limit of values."""
+
+    def __init__(self, mark: Any) -> None:
+        super().__init__("too many values")
+        self.mark = mark
+
+
+INT_LIMIT = 2**63 - 1
+"""Integers beyond a signed 64-bit range are refused (no field needs them; JSON, YAML
+readers in other languages and Kubernetes would not keep them)."""
+
+
+def new_yaml(max_values: int | None = None) -> Any:
+    """A pure-Python safe loader with the YAML 1.2 resolver minus timestamps; with
+    ``max_values``, composing stops (``TooManyValues``) past that many nodes."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.composer import Composer
     from ruamel.yaml.resolver import VersionedResolver
+
+    class _CountingComposer(Composer):  # type: ignore[misc]
+        count = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self.count += 1
+            if max_values is not None and self.count > max_values:
+                raise TooManyValues(self.parser.peek_event().start_mark)
+            return super().compose_node(parent, index)
 
     class _NoTimestampResolver(VersionedResolver):
         def add_version_implicit_resolver(
@@ -29,6 +53,7 @@ def new_yaml() -> Any:
 
     yaml = YAML(typ="safe", pure=True)
     yaml.Resolver = _NoTimestampResolver
+    yaml.Composer = _CountingComposer
     yaml.version = (1, 2)
     return yaml
 
@@ -84,10 +109,35 @@ class NodeBuilder:
         return self.scalar(node)
 
     def scalar(self, node: Any) -> Any:
-        value = self.constructor.construct_object(node, deep=True)
-        if value is None or isinstance(value, (bool, int, float, str)):
+        """A scalar's value; content that does not fit its tag (``!!int 12x``), lone
+        surrogates, integers past 64 bits and non-finite numbers are located errors."""
+        import math
+
+        tag = str(node.tag).rsplit(":", 1)[-1]
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except (ValueError, KeyError, TypeError, OverflowError, IndexError):
+            raise self._error(node, f"the value does not fit its tag !!{tag} (value hidden)",
+                              "load.tag", hint="remove the tag, or write a value of that "
+                              "type") from None
+        if isinstance(value, bool) or value is None:
             return value
-        return str(value)
+        if isinstance(value, int):
+            if abs(value) > INT_LIMIT:
+                raise self._error(node, "integer is too large (more than 64 bits)",
+                                  "load.number")
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self._error(node, "numbers must be finite (no .inf, .nan or values "
+                                  "beyond the float range)", "load.number")
+            return value
+        text = value if isinstance(value, str) else str(value)
+        if any("\ud800" <= ch <= "\udfff" for ch in text):
+            raise self._error(node, "the string holds a lone surrogate escape (\\ud800-"
+                              "\\udfff), which is not a character", "load.encoding",
+                              hint="remove the escape, or write the character itself")
+        return text
 
     def _pairs(self, node: Any) -> list[tuple[Any, Any]]:
         """The mapping's own pairs, then pairs merged in with ``<<`` (own keys win)."""

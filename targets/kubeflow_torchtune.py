@@ -12,6 +12,7 @@ the data location rewritten to where the dataset initializer puts it (``/workspa
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ftspec.spec.catalog.loaders import hub_parts
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
@@ -188,22 +189,36 @@ SPEC_PATHS: dict[str, tuple[str, ...]] = {
 """torchtune keys whose value is spec text -> the spec field it comes from."""
 
 
+def _spec_text_values(job: Job) -> Iterator[tuple[str, Any]]:
+    """(torchtune key, value) of every override whose value comes from spec text: the
+    dataset and metric-logger components (built from the Job alone) and the raw
+    ``overrides.torchtune``. No base config is read, so ``validate`` runs this without
+    torchtune installed."""
+    from ftspec.targets.torchtune import _dataset, metric_logger
+
+    for prefix, component in (("dataset", _dataset(job, KUBEFLOW_PATHS)),
+                              ("metric_logger", metric_logger(job))):
+        for key, value in component.items():
+            yield f"{prefix}.{key}", value
+    yield from job.spec.overrides.torchtune.items()
+
+
 def _command_line(job: Job) -> Iterator[Diagnostic]:
     """Values the TrainJob's ``key=value`` args cannot carry (the runtime owns the config
     file, so there is no other way in)."""
-    from ftspec.targets.torchtune import base_config, plan_run
-    from ftspec.targets.torchtune_configs import Set, cli_problem
+    from ftspec.targets.torchtune import base_config
+    from ftspec.targets.torchtune_configs import cli_problem
 
     if base_config(job) is None or job.spec.data.train is None:
         return  # the torchtune and data checks report these
-    for op in plan_run(job, KUBEFLOW_PATHS).overrides:
-        problem = cli_problem(op.value) if isinstance(op, Set) else None
+    for key, value in _spec_text_values(job):
+        problem = cli_problem(value)
         if problem is None:
             continue
         user = job.spec.overrides.torchtune
-        path = ("overrides", "torchtune", op.key) if op.key in user \
-            else SPEC_PATHS.get(op.key, ("data", "train"))
-        yield _error(path, f"{op.key} cannot be passed to the torchtune runtime: {problem}",
+        path = ("overrides", "torchtune", key) if key in user \
+            else SPEC_PATHS.get(key, ("data", "train"))
+        yield _error(path, f"{key} cannot be passed to the torchtune runtime: {problem}",
                      "cli-value", hint="the runtime reads overrides only from the command "
                      "line; reword the value, or use launcher: accelerate")
 

@@ -23,7 +23,6 @@ from ftspec.targets.torchtune_configs import (
     Override,
     Remove,
     Set,
-    config_exists,
     dump_yaml,
     has_path,
     literal,
@@ -31,6 +30,7 @@ from ftspec.targets.torchtune_configs import (
     resolve,
 )
 from ftspec.targets.torchtune_defaults import is_implicit
+from ftspec.targets.torchtune_snapshot import shipped
 
 CONFIG_FILE = "config.yaml"
 COMMAND_FILE = "command.sh"
@@ -155,7 +155,7 @@ def config_candidates(job: Job) -> list[tuple[str, bool]]:
 
 def base_config(job: Job) -> tuple[str, bool] | None:
     for name, quantize in config_candidates(job):
-        if config_exists(name):
+        if shipped(name):
             return name, quantize
     return None
 

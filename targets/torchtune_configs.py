@@ -68,11 +68,6 @@ def torchtune_installed() -> bool:
     return True
 
 
-def config_exists(name: str) -> bool:
-    """``llama3_2/1B_lora`` -> is ``recipes/configs/llama3_2/1B_lora.yaml`` shipped?"""
-    return (configs_dir() / f"{name}.yaml").is_file()
-
-
 @lru_cache(maxsize=64)
 def _parsed(path: Path, mtime_ns: int, size: int) -> Any:
     """One parse per file version and process (a plan over 50 specs reads one config)."""

@@ -8,7 +8,9 @@ import click
 from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.cli.specs import spec_options
 from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.text import escape_text
 from ftspec.targets import TARGET_NAMES
+from ftspec.targets.base import Artifact
 
 
 @click.command("compile")
@@ -31,13 +33,12 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
         _report(diags, as_json, result.target, [])
         return 1
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for art in result.artifacts:
-            dest = out / art.path
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(art.content, encoding="utf-8")
-            if art.path.endswith(".sh"):
-                dest.chmod(0o755)
+        try:
+            _write(out, result.artifacts)
+        except OSError as exc:
+            from ftspec.cli.output import write_error
+
+            raise write_error(out, exc) from None
     if as_json:
         _report(diags, True, result.target, [
             {"path": a.path, "kind": a.kind, "content": a.content} for a in result.artifacts])
@@ -45,12 +46,22 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
     print_diagnostics(diags, err=True)
     if out is not None:
         for art in result.artifacts:
-            click.echo(f"wrote {out / art.path}")
+            click.echo(f"wrote {escape_text(str(out / art.path))}")
     else:
         for i, art in enumerate(result.artifacts):
             click.echo(("\n" if i else "") + f"# --- {art.path} ---")
             click.echo(art.content, nl=False)
     return 0
+
+
+def _write(out: Path, artifacts: list[Artifact]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for art in artifacts:
+        dest = out / art.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(art.content, encoding="utf-8")
+        if art.path.endswith(".sh"):
+            dest.chmod(0o755)
 
 
 def _report(diags: list[Diagnostic], as_json: bool, target: str | None,

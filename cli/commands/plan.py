@@ -13,7 +13,7 @@ from ftspec.cli.specs import spec_options
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @spec_options
 @connection_options
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Save the plan to FILE; `ftspec apply FILE` applies exactly it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (see "
               "reconciler/README.md for the format).")
@@ -37,7 +37,12 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     from ftspec.reconciler.saved import plan_document, save_plan
 
     if out is not None:
-        save_plan(plan, out)
+        from ftspec.cli.output import write_error
+
+        try:
+            save_plan(plan, out)
+        except OSError as exc:
+            raise write_error(out, exc) from None
     if as_json:
         from ftspec.cli.output import emit_json
 

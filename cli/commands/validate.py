@@ -68,18 +68,20 @@ def _check(path: Path, overlays: tuple[Path, ...], sets: tuple[str, ...], strict
 
 
 def _print(reports: list[FileReport], quiet: bool) -> None:
+    from ftspec.spec.text import escape_text
+
     checked = [r for r in reports if not r.skipped]
     for report in reports:
         if report.skipped:
             if not quiet:
-                click.echo(f"{report.path}: skipped (not an ftspec spec: no top-level "
+                click.echo(f"{escape_text(str(report.path))}: skipped (not an ftspec spec: no top-level "
                            "apiVersion: ftspec.dev/...)")
             continue
         print_diagnostics(report.diagnostics)
         if not quiet and report.valid:
             n = len(report.diagnostics)
             note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
-            click.echo(f"{report.path}: valid{note}")
+            click.echo(f"{escape_text(str(report.path))}: valid{note}")
     if not quiet and len(checked) > 1:
         ok = sum(r.valid for r in checked)
         click.echo(f"{ok} of {len(checked)} files valid")

@@ -7,7 +7,6 @@ Plain token / client-certificate / CA entries are handled here; ``exec`` and
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.spec.urls import url_problem
 
 
 @dataclass(frozen=True)
@@ -44,41 +44,112 @@ def kubeconfig_files(explicit: str | None) -> list[Path]:
     return [Path.home() / ".kube" / "config"]
 
 
-def _load(files: list[Path]) -> dict[str, Any]:
+MAX_KUBECONFIG_BYTES = 4 << 20
+MAX_TOKEN_FILE_BYTES = 64 << 10
+
+
+def _read(path: Path, limit: int, what: str) -> str:
+    from ftspec.spec.bounded import InputRefused, read_bounded
+
+    try:
+        return read_bounded(path, limit, what).decode("utf-8")
+    except InputRefused as exc:
+        raise BackendError(f"{path}: {exc.message}", hint="check --kubeconfig / KUBECONFIG"
+                           ) from None
+    except UnicodeDecodeError:
+        raise BackendError(f"{what} {path} is not UTF-8 text") from None
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """One kubeconfig file as a mapping; any other shape is a BackendError that names the
+    file and line but never quotes its content (it holds credentials)."""
+    from ftspec.spec.diagnostics import SpecError
     from ftspec.spec.loader import parse_yaml
 
+    text = _read(path, MAX_KUBECONFIG_BYTES, "kubeconfig")
+    try:
+        data = parse_yaml(text, str(path)).data if text.strip() else {}
+    except SpecError as exc:
+        span = exc.diagnostics[0].span if exc.diagnostics else None
+        at = f" (line {span.line}, column {span.col})" if span else ""
+        raise BackendError(f"kubeconfig {path} is not valid YAML{at}",
+                           hint="check --kubeconfig / KUBECONFIG") from None
+    if not isinstance(data, dict):
+        raise BackendError(f"kubeconfig {path} is not a mapping (clusters, users, contexts)")
+    for key in ("clusters", "users", "contexts"):
+        entries = data.get(key) or []
+        if not isinstance(entries, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries):
+            raise BackendError(f"kubeconfig {path}: {key} must be a list of entries, each "
+                               "with a name")
+    return data
+
+
+def _load(files: list[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
     for path in files:
         if not path.exists():
             continue
-        data = parse_yaml(path.read_text(encoding="utf-8"), str(path)).data or {}
+        data = _parse(path)
         for key in ("clusters", "users", "contexts"):
             names = {e.get("name") for e in merged[key]}
             merged[key] += [e for e in data.get(key) or [] if e.get("name") not in names]
-        merged.setdefault("current-context", data.get("current-context"))
-        if not merged.get("current-context"):
+        if not merged.get("current-context") and isinstance(data.get("current-context"), str):
             merged["current-context"] = data.get("current-context")
     return merged
 
 
-def _materialize(data_b64: str | None, file: str | None, base: Path, suffix: str) -> str | None:
-    if data_b64:
-        raw = base64.b64decode(data_b64)
-        path = Path(tempfile.gettempdir()) / f"ftspec-{hashlib.sha256(raw).hexdigest()[:16]}{suffix}"
-        if not path.exists():
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(raw)
+class _KeyMaterial:
+    """TLS files the HTTP client needs as paths: in one private folder (mode 0700, made by
+    ``tempfile.mkdtemp``), each file created exclusively with mode 0600, the folder removed
+    when the command ends (``atexit``). Never a shared, predictable name in /tmp."""
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+
+    def write(self, raw: bytes, suffix: str) -> str:
+        import atexit
+
+        if self.folder is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="ftspec-tls-"))
+            atexit.register(self.remove)
+        index = len(list(self.folder.iterdir()))
+        path = self.folder / f"{index}{suffix}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
         return str(path)
+
+    def remove(self) -> None:
+        import shutil
+
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+KEY_MATERIAL = _KeyMaterial()
+
+
+def _materialize(data_b64: Any, file: Any, base: Path, suffix: str, what: str) -> str | None:
+    import binascii
+
+    if data_b64:
+        try:
+            raw = base64.b64decode(str(data_b64), validate=True)
+        except (binascii.Error, ValueError):
+            raise BackendError(f"kubeconfig {what} is not valid base64",
+                               hint="check --kubeconfig / --context") from None
+        return KEY_MATERIAL.write(raw, suffix)
     if file:
-        path = Path(file).expanduser()
+        path = Path(str(file)).expanduser()
         return str(path if path.is_absolute() else base / path)
     return None
 
 
 def _named(entries: list[dict[str, Any]], name: str, what: str, where: str) -> dict[str, Any]:
     for entry in entries:
-        if entry.get("name") == name:
+        if isinstance(entry, dict) and entry.get("name") == name:
             body = entry.get(what) or {}
             return body if isinstance(body, dict) else {}
     raise BackendError(f"kubeconfig has no {what} named {name!r} ({where})",
@@ -102,18 +173,29 @@ def load_connection(kubeconfig: str | None = None, context: str | None = None) -
     user = _named(config["users"], str(ctx.get("user")), "user", where) if ctx.get("user") else {}
     base = existing[0].parent
     token = user.get("token")
+    if token is not None and not isinstance(token, str):
+        raise BackendError(f"kubeconfig user of context {name!r}: token must be a string")
     if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text(encoding="utf-8").strip()
+        token = _read(base / Path(str(user["tokenFile"])).expanduser(), MAX_TOKEN_FILE_BYTES,
+                      "token file").strip()
+    server = str(cluster.get("server") or "").rstrip("/")
+    problem = url_problem(server) if server else "it is missing"
+    if problem is not None:
+        raise BackendError(f"kubeconfig cluster of context {name!r}: server is not a usable "
+                           f"URL ({problem})", hint="check --kubeconfig / --context")
     return Connection(
-        server=str(cluster.get("server", "")).rstrip("/"),
+        server=server,
         context=name,
         namespace=ctx.get("namespace"),
         token=token,
         ca_file=_materialize(cluster.get("certificate-authority-data"),
-                             cluster.get("certificate-authority"), base, ".crt"),
+                             cluster.get("certificate-authority"), base, ".crt",
+                             "certificate-authority-data"),
         cert_file=_materialize(user.get("client-certificate-data"),
-                               user.get("client-certificate"), base, ".crt"),
-        key_file=_materialize(user.get("client-key-data"), user.get("client-key"), base, ".key"),
+                               user.get("client-certificate"), base, ".crt",
+                               "client-certificate-data"),
+        key_file=_materialize(user.get("client-key-data"), user.get("client-key"), base, ".key",
+                              "client-key-data"),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         config_files=tuple(str(p) for p in existing),
         user=user,

@@ -17,6 +17,7 @@ import urllib.request
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.spec.urls import url_problem
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 SUBMIT_KEYS = ("entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_num_cpus",
@@ -38,6 +39,10 @@ def resolve_address(configured: str | None) -> str:
             hint="use the dashboard URL, e.g. http://127.0.0.1:8265")
     if "://" not in address:
         address = "http://" + address
+    problem = url_problem(address)
+    if problem is not None:
+        raise BackendError(f"not a usable Ray Jobs API address: {problem}",
+                           hint="the dashboard URL, e.g. http://127.0.0.1:8265")
     return address.rstrip("/")
 
 

@@ -17,4 +17,5 @@ class SpecModel(BaseModel):
         populate_by_name=False,
         use_attribute_docstrings=False,
         validate_default=False,
+        allow_inf_nan=False,
     )

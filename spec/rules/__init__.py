@@ -11,12 +11,23 @@ from collections.abc import Callable, Iterable
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.rules import batch, combos, data, hardware, inert, method, naming, training
+from ftspec.spec.rules import (
+    addresses,
+    batch,
+    combos,
+    data,
+    hardware,
+    inert,
+    method,
+    naming,
+    training,
+)
 
 Rule = Callable[[FineTuneSpec], Iterable[Diagnostic]]
 
 RULES: tuple[Rule, ...] = (
     naming.name_is_valid_for_target,
+    addresses.ray_address_is_usable,
     batch.batch_arithmetic,
     hardware.gpus_divisible_by_nodes,
     hardware.accelerator_required,

@@ -62,3 +62,15 @@ def test_the_block_is_real(tmp_path: Path) -> None:
     assert compiled["code"] != 0
     err = str(compiled["err"])
     assert any(word in err for word in ("ModuleNotFoundError", "blocked", "not installed")), err
+
+
+def test_validate_runs_the_launcher_checks_without_the_launcher_package() -> None:
+    """validate's answer does not depend on this machine: torchtune's checks read the
+    committed snapshot of its configs, never the package (blocked here)."""
+    spec = str(ROOT / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml")
+    ok = _run(ROOT, "validate", spec)
+    assert ok["code"] == 0, ok
+    bad = _run(ROOT, "validate", spec, "--set", "model.dtype=fp16")
+    assert bad["code"] == 1
+    assert "--set[0]:1:13: error: model.dtype: torchtune's recipes do not train in fp16" \
+        in str(bad["out"]), bad

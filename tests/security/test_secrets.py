@@ -132,7 +132,7 @@ def test_commit_ids_are_told_from_credentials_by_context() -> None:
 
 
 def test_commit_id_in_model_revision_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _run(capsys, "validate", str(TINY), "--set", f"model.revision={WANDB}")
+    code, out = _run(capsys, "validate", str(RAY_EXAMPLE), "--set", f"model.revision={WANDB}")
     assert code == 0, out
 
 

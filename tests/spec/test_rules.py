@@ -9,7 +9,18 @@ from typing import Any
 import pytest
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.rules import RULES, batch, combos, data, hardware, inert, method, naming, training
+from ftspec.spec.rules import (
+    RULES,
+    addresses,
+    batch,
+    combos,
+    data,
+    hardware,
+    inert,
+    method,
+    naming,
+    training,
+)
 from ftspec.spec.rules.secrets import literal_secrets
 
 BASE: dict[str, Any] = {
@@ -49,6 +60,10 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"metadata.name": "a" * 47, "deploy": {"target": "kuberay"}},
      {"metadata.name": "a" * 48, "deploy": {"target": "kuberay"}},
      "rule.name-length", "metadata.name"),
+    ("ray-address", addresses.ray_address_is_usable,
+     {"deploy": {"target": "ray", "ray": {"address": "http://127.0.0.1:8265"}}},
+     {"deploy": {"target": "ray", "ray": {"address": "http://[::1"}}},
+     "rule.ray-address", "deploy.ray.address"),
     ("name-length-63", naming.name_is_valid_for_target, {"metadata.name": "a" * 63},
      {"metadata.name": "a" * 64}, "rule.name-length", "metadata.name"),
     ("batch-divisible", batch.batch_arithmetic, {"training.global_batch_size": 8},
