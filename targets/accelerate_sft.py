@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.spec.ir import Job
-from ftspec.spec.model.method import IA3, Lora, PromptTuning
+from ftspec.spec.model.method import IA3, PromptTuning
 from ftspec.targets.accelerate_data import prepare_sources, trl_reads
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
@@ -216,7 +216,7 @@ def _peft(job: Job) -> dict[str, Any]:
     m = job.spec.method
     if m.kind in ("full", "ia3", "prompt_tuning"):
         return {}  # ia3 / prompt tuning: prepare.json's peft entry
-    lora = m.lora or Lora()
+    lora = m.lora_settings
     modules = list(job.lora_modules) + (["lm_head"] if lora.output else [])
     out: dict[str, Any] = {"use_peft": True, "lora_r": lora.rank, "lora_alpha": lora.alpha,
                            "lora_dropout": float(lora.dropout),
@@ -239,7 +239,7 @@ def _peft(job: Job) -> dict[str, Any]:
 def peft_entry(job: Job) -> dict[str, Any] | None:
     """prepare.json's ``peft``: what TRL's ``ModelConfig`` cannot say (None: nothing)."""
     m = job.spec.method
-    lora = m.lora or Lora()
+    lora = m.lora_settings
     if m.kind == "ia3":
         ia3 = m.ia3 or IA3()
         return {"kind": "ia3", "target_modules": list(ia3.target_modules),

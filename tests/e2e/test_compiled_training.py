@@ -20,7 +20,8 @@ from helpers.tinyspec import compile_to, tiny_job
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CPU_COMPAT = Path(__file__).parent / "cpu_compat"
-TWO_PROCS = ("resources.processes_per_node=2", "training.global_batch_size=8")
+FOUR_STEPS = ("training.max_steps=4",)  # the quickstart's epoch is 16 steps; 4 show the run
+TWO_PROCS = ("resources.processes_per_node=2", "training.global_batch_size=8", *FOUR_STEPS)
 # transformers loads a tokenizer from a folder; the spec's tokenizer.uri names torchtune's
 # tokenizer *file*, so the accelerate variant uses the model folder's own tokenizer.
 ACCELERATE_TWO_PROCS = ("launcher=accelerate", "method.lora.output=false", *TWO_PROCS)
@@ -40,7 +41,7 @@ def _assert_adapter(output_dir: Path) -> None:
 
 
 def test_torchtune_single_device_from_compiled(workdir: Path, e2e_env: dict[str, str]) -> None:
-    job = tiny_job(workdir)
+    job = tiny_job(workdir, FOUR_STEPS)
     files = compile_to(job, "torchtune", workdir / "compiled")
     assert "--nproc-per-node" not in files["command.sh"].read_text()
     run = run_measured("torchtune_single_device", ["sh", str(files["command.sh"])],
@@ -48,7 +49,7 @@ def test_torchtune_single_device_from_compiled(workdir: Path, e2e_env: dict[str,
     assert run.returncode == 0, run.output[-4000:]
     out = workdir / ".ftspec/runs/tiny-local/output"
     _assert_adapter(out)
-    assert _steps(run.output) == list(range(1, 17))  # one epoch: 64 rows / 4
+    assert _steps(run.output) == [1, 2, 3, 4]  # max_steps: 4
     assert not run.m.ranks  # no torchrun workers for a single-device recipe
 
 
@@ -68,7 +69,7 @@ def test_torchtune_distributed_two_cpu_processes_from_compiled(
     assert sorted(run.m.ranks) == [("0", "2"), ("1", "2")], run.m.ranks
     out = workdir / ".ftspec/runs/tiny-local/output"
     _assert_adapter(out)
-    assert _steps(run.output) == list(range(1, 9))  # 64 rows / (4 x 2 processes)
+    assert _steps(run.output) == [1, 2, 3, 4]
 
 
 def test_accelerate_two_cpu_processes_from_compiled(
@@ -83,11 +84,11 @@ def test_accelerate_two_cpu_processes_from_compiled(
     assert run.returncode == 0, run.output[-4000:]
     # accelerate can silently run one process with world size 1: check both ranks existed
     # with WORLD_SIZE=2, and that the trainer's epoch counter moved by the global batch
-    # (8 rows a step of the 64, where a process alone would move 4).
+    # (4 steps of 8 rows: half of the 64, where a process alone would make a quarter).
     assert sorted(run.m.ranks) == [("0", "2"), ("1", "2")], run.m.ranks
     final = summary(run.output)
     assert final.final["train_loss"] > 0 and math.isfinite(final.final["train_loss"])
-    assert final.epoch == 1.0 and len(train_records(run.output)) == 8, run.output[-3000:]
+    assert final.epoch == 0.5 and len(train_records(run.output)) == 4, run.output[-3000:]
     outputs = [p for p in workdir.rglob("adapter_config.json") if "compiled" not in p.parts]
     assert outputs, "no adapter written"
     lora = job.spec.method.lora
