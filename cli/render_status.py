@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.reconciler.model import Status
-from ftspec.reconciler.progress import duration, sparkline
+from ftspec.reconciler.progress import duration, position, sparkline
 from rich.markup import escape
 
 COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
@@ -38,6 +38,9 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
             loss += f"  lr {m['lr']:.2e}"
         lines.append(loss)
     lines.append(f"  state: {escape(data.get('message') or '')}")
+    nodes = (data.get("platform") or {}).get("nodes") or []
+    if nodes:
+        lines.append(f"  nodes: {escape(', '.join(_node(n) for n in nodes))}")
     out = data.get("outputs") or {}
     if out:
         lines.append(f"  outputs: {escape(_outputs(out))}")
@@ -53,14 +56,18 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
     return lines
 
 
+def _node(n: dict[str, Any]) -> str:
+    """One node of a multi-node Ray run: ``1 FAILED on 10.0.0.2 (exit -9)``."""
+    text = f"{n.get('rank')} {n.get('state')}"
+    if n.get("node"):
+        text += f" on {n['node']}"
+    if n.get("exit_code") not in (None, "0"):
+        text += f" (exit {n['exit_code']})"
+    return text
+
+
 def _steps(m: dict[str, Any]) -> str:
-    parts = []
-    step, total = m.get("step"), m.get("total_steps")
-    if step is not None:
-        parts.append(f"step {step}/{total} ({100 * step // total}%)" if total
-                     else f"step {step}")
-    if m.get("epoch") is not None:
-        parts.append(f"epoch {m['epoch']:g}")
+    parts = position(m)
     if m.get("elapsed_s") is not None:
         parts.append(f"{duration(m['elapsed_s'])} elapsed")
     if m.get("seconds_left") is not None:

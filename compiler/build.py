@@ -72,11 +72,11 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
 
 
 def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
-    lora = spec.method.lora
+    lora = spec.method.lora_settings
     if spec.method.kind not in ("lora", "qlora", "dora", "gptq_lora"):
         return ()
-    modules = list(lora.target_modules) if lora else ["q_proj", "v_proj"]
-    if lora is not None and lora.mlp:
+    modules = list(lora.target_modules)
+    if lora.mlp:
         modules += [m for m in MLP_MODULES if m not in modules]
     return tuple(modules)
 

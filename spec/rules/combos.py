@@ -89,7 +89,7 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     f"deploy.target local runs on this machine; it cannot use {r.nodes} nodes",
                     "local-nodes")
     if target != "local":
-        for path, uri in _uris(spec):
+        for path, uri in spec.uris():
             if not uri.startswith("file://"):
                 continue
             if target == "ray" and uri.startswith("file:///"):
@@ -121,19 +121,4 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                         "activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer",
                         "kubeflow-deadline-version")
 
-
-def _uris(spec: FineTuneSpec) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    yield ("model", "uri"), spec.model.uri
-    if spec.model.tokenizer.uri:
-        yield ("model", "tokenizer", "uri"), spec.model.tokenizer.uri
-    d = spec.data
-    if d.train is not None:
-        yield ("data", "train", "uri"), d.train.uri
-    if d.validation is not None:
-        yield ("data", "validation", "uri"), d.validation.uri
-    if d.mixture is not None:
-        for i, ds in enumerate(d.mixture.datasets):
-            yield ("data", "mixture", "datasets", i, "uri"), ds.uri
-    if spec.output is not None:
-        yield ("output", "uri"), spec.output.uri
 

@@ -169,3 +169,13 @@ def test_the_launchers_own_parsers_read_each_nodes_rank_flags() -> None:
     assert (parsed.num_machines, parsed.machine_rank, parsed.num_processes) == (2, 1, 8)
     assert (parsed.main_process_ip, parsed.main_process_port) == ("10.0.0.5", 29400)
     assert parsed.module and parsed.training_script == "ftspec.targets.entrypoints.hf_sft"
+
+
+def test_status_shows_each_node() -> None:
+    from ftspec.cli.render_status import render_status
+
+    lines = render_status({"address": "ray.job.x", "phase": "Failed", "message": "job FAILED",
+                           "platform": {"nodes": node_states(
+                               "[ftspec-node] rank=0 state=STOPPED node=10.0.0.1 node_id=a\n"
+                               "[ftspec-node] rank=1 state=FAILED node=10.0.0.2 exit_code=-9\n")}})
+    assert "  nodes: 0 STOPPED on 10.0.0.1, 1 FAILED on 10.0.0.2 (exit -9)" in lines
