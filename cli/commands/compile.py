@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -54,7 +55,7 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
     return 0
 
 
-def _write(out: Path, artifacts: list[Artifact]) -> None:
+def _write(out: Path, artifacts: Sequence[Artifact]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for art in artifacts:
         dest = out / art.path
