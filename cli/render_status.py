@@ -38,6 +38,9 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
             loss += f"  lr {m['lr']:.2e}"
         lines.append(loss)
     lines.append(f"  state: {escape(data.get('message') or '')}")
+    nodes = (data.get("platform") or {}).get("nodes") or []
+    if nodes:
+        lines.append(f"  nodes: {escape(', '.join(_node(n) for n in nodes))}")
     out = data.get("outputs") or {}
     if out:
         lines.append(f"  outputs: {escape(_outputs(out))}")
@@ -51,6 +54,16 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
             else:
                 lines.append(f"    {key}: {escape(str(value))}")
     return lines
+
+
+def _node(n: dict[str, Any]) -> str:
+    """One node of a multi-node Ray run: ``1 FAILED on 10.0.0.2 (exit -9)``."""
+    text = f"{n.get('rank')} {n.get('state')}"
+    if n.get("node"):
+        text += f" on {n['node']}"
+    if n.get("exit_code") not in (None, "0"):
+        text += f" (exit {n['exit_code']})"
+    return text
 
 
 def _steps(m: dict[str, Any]) -> str:

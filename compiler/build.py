@@ -45,26 +45,19 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
     m = spec.model
     if m.architecture is not None:
         a = m.architecture
-        from ftspec.spec.catalog.models import CUSTOM_BASES, ModelFamily, param_count
+        from ftspec.spec.catalog.models import CUSTOM_BASES
 
-        numbers = ModelFamily(
-            "custom", "custom", 0.0, a.num_layers, a.embed_dim, a.num_heads, a.num_kv_heads,
-            a.intermediate_dim, a.vocab_size, a.max_seq_len, a.layer_cls or "",
-            num_experts=a.num_experts, head_dim=a.head_dim, tied_embeddings=a.tied,
-            gated_mlp=a.gated_mlp)
-        base = a.base
+        f = a.as_family()
         return ModelFacts(
-            display=f"custom {base or 'model'} ({a.num_layers} layers, d={a.embed_dim})",
-            params_b=m.params_b or param_count(numbers) / 1e9,
-            num_layers=a.num_layers, hidden_size=a.embed_dim, num_heads=a.num_heads,
-            num_kv_heads=a.num_kv_heads, intermediate_size=a.intermediate_dim,
-            vocab_size=a.vocab_size,
-            hf_layer_cls=a.layer_cls or ("LlamaDecoderLayer" if base else ""),
-            torchtune_config=None if base is None else
-            ("llama2", "7B") if base == "llama2" else ("llama3_2", "1B"),
-            torchtune_builder=CUSTOM_BASES[base] if base else None, custom=True,
-            head_dim=numbers.attn_head_dim, tied_embeddings=a.tied,
-            num_experts=a.num_experts, gated_mlp=a.gated_mlp,
+            display=f.display, params_b=m.params_b or f.params_b, num_layers=f.num_layers,
+            hidden_size=f.hidden_size, num_heads=f.num_heads, num_kv_heads=f.num_kv_heads,
+            intermediate_size=f.intermediate_size, vocab_size=f.vocab_size,
+            hf_layer_cls=f.hf_layer_cls,
+            torchtune_config=None if a.base is None else
+            ("llama2", "7B") if a.base == "llama2" else ("llama3_2", "1B"),
+            torchtune_builder=CUSTOM_BASES[a.base] if a.base else None, custom=True,
+            head_dim=f.attn_head_dim, tied_embeddings=f.tied_embeddings,
+            num_experts=f.num_experts, gated_mlp=f.gated_mlp,
         )
     assert m.family is not None  # guaranteed by the rules
     f = MODEL_FAMILIES[m.family]
@@ -79,11 +72,11 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
 
 
 def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
-    lora = spec.method.lora
+    lora = spec.method.lora_settings
     if spec.method.kind not in ("lora", "qlora", "dora", "gptq_lora"):
         return ()
-    modules = list(lora.target_modules) if lora else ["q_proj", "v_proj"]
-    if lora is not None and lora.mlp:
+    modules = list(lora.target_modules)
+    if lora.mlp:
         modules += [m for m in MLP_MODULES if m not in modules]
     return tuple(modules)
 

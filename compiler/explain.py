@@ -70,9 +70,9 @@ def explain_data(job: Job) -> dict[str, Any]:
 def _lora(job: Job) -> dict[str, Any] | None:
     if not job.lora_modules:
         return None
-    lora = job.spec.method.lora
-    return {"rank": lora.rank if lora else 8, "alpha": lora.alpha if lora else 16.0,
-            "dropout": lora.dropout if lora else 0.05, "target_modules": list(job.lora_modules)}
+    lora = job.spec.method.lora_settings
+    return {"rank": lora.rank, "alpha": lora.alpha, "dropout": lora.dropout,
+            "target_modules": list(job.lora_modules)}
 
 
 def _verdict(job: Job) -> str:

@@ -94,7 +94,7 @@ def estimate_memory(
     param_bytes = _DTYPE_BYTES[spec.model.dtype]
 
     if kind in ("lora", "qlora", "dora", "gptq_lora"):
-        rank = spec.method.lora.rank if spec.method.lora else 8
+        rank = spec.method.lora_settings.rank
         trainable = lora_trainable_params(model, lora_modules, rank)
         if kind == "dora":
             trainable += model.num_layers * model.hidden_size * len(lora_modules)

@@ -34,10 +34,10 @@ def ml_summary(job: Job) -> dict[str, str]:
         "world size": str(job.world_size),
         "strategy": job.strategy,
     }
-    lora = spec.method.lora
+    lora = spec.method.lora_settings
     if job.lora_modules:
-        out["LoRA rank"] = str(lora.rank if lora else 8)
-        out["LoRA alpha"] = _num(lora.alpha if lora else 16)
+        out["LoRA rank"] = str(lora.rank)
+        out["LoRA alpha"] = _num(lora.alpha)
         out["LoRA modules"] = ",".join(job.lora_modules)
     return out
 

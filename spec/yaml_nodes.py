@@ -35,7 +35,7 @@ def new_yaml(max_values: int | None = None) -> Any:
     from ruamel.yaml.composer import Composer
     from ruamel.yaml.resolver import VersionedResolver
 
-    class _CountingComposer(Composer):
+    class _CountingComposer(Composer):  # type: ignore[misc,unused-ignore]
         count = 0
 
         def compose_node(self, parent: Any, index: Any) -> Any:

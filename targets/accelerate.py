@@ -14,7 +14,7 @@ import json
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
-from ftspec.spec.model.method import IA3, Lora, PromptTuning
+from ftspec.spec.model.method import IA3, PromptTuning
 from ftspec.targets import shell
 from ftspec.targets.accelerate_config import config_dict, dump_config, uses_fsdp_checkpointing
 from ftspec.targets.accelerate_data import data_args
@@ -169,7 +169,7 @@ def _peft_args(job: Job) -> list[str]:
         if pt.init == "text" and pt.init_text:
             args += ["--prompt_tuning_init_text", pt.init_text]
         return args
-    lora = m.lora or Lora()
+    lora = m.lora_settings
     modules = list(job.lora_modules) + (["lm_head"] if lora.output else [])
     args += ["--lora_r", str(lora.rank), "--lora_alpha", _fmt(float(lora.alpha)),
              "--lora_dropout", _fmt(float(lora.dropout)), "--target_modules", *modules]

@@ -127,17 +127,9 @@ def secrets_need_refs(job: Job, target: str) -> list[Diagnostic]:
 
 def pvc_claims(job: Job) -> list[str]:
     """PersistentVolumeClaims the spec's ``pvc://claim/path`` URIs name, in first-use order."""
-    spec = job.spec
-    uris = [spec.model.uri, spec.model.tokenizer.uri, spec.model.tokenizer.special_tokens_uri]
-    data = spec.data
-    for ds in [data.train, data.validation, *(data.mixture.datasets if data.mixture else [])]:
-        if ds is not None:
-            uris.append(ds.uri)
-    if spec.output is not None:
-        uris.append(spec.output.uri)
     claims: list[str] = []
-    for uri in uris:
-        if uri and uri.startswith("pvc://"):
+    for _, uri in job.spec.uris():
+        if uri.startswith("pvc://"):
             claim = uri[len("pvc://"):].split("/", 1)[0]
             if claim not in claims:
                 claims.append(claim)
@@ -162,25 +154,10 @@ def fetched_in_container(job: Job, target: str) -> list[Diagnostic]:
     other schemes have nothing that puts the data where the launcher looks."""
     from ftspec.targets.paths import scheme
 
-    spec = job.spec
-    uris: list[tuple[tuple[str | int, ...], str | None]] = [
-        (("model", "uri"), spec.model.uri),
-        (("model", "tokenizer", "uri"), spec.model.tokenizer.uri),
-        (("model", "tokenizer", "special_tokens_uri"), spec.model.tokenizer.special_tokens_uri),
-    ]
-    data = spec.data
-    if data.train is not None:
-        uris.append((("data", "train", "uri"), data.train.uri))
-    if data.validation is not None:
-        uris.append((("data", "validation", "uri"), data.validation.uri))
-    if data.mixture is not None:
-        uris += [(("data", "mixture", "datasets", i, "uri"), ds.uri)
-                 for i, ds in enumerate(data.mixture.datasets)]
-    if spec.output is not None:
-        uris.append((("output", "uri"), spec.output.uri))
+    uris = job.spec.uris()
     found = []
     for path, uri in uris:
-        if uri is None or scheme(uri) in ("hf", "pvc"):
+        if scheme(uri) in ("hf", "pvc"):
             continue
         if path == ("output", "uri") and scheme(uri) == "hf":
             continue

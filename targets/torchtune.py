@@ -294,9 +294,10 @@ def _model(job: Job, base: dict[str, Any], quantize: bool) -> list[Override]:
         settings["apply_lora_to_mlp"] = any(m in MLP_MODULES for m in job.lora_modules)
         if lora is not None and lora.output or has_path(base, "model.apply_lora_to_output"):
             settings["apply_lora_to_output"] = bool(lora and lora.output)
-        settings["lora_rank"] = lora.rank if lora else 8
-        settings["lora_alpha"] = lora.alpha if lora else 16
-        settings["lora_dropout"] = lora.dropout if lora else 0.05
+        defaults = spec.method.lora_settings
+        settings["lora_rank"] = defaults.rank
+        settings["lora_alpha"] = defaults.alpha
+        settings["lora_dropout"] = defaults.dropout
         if spec.method.kind == "dora":
             settings["use_dora"] = True
         if quantize:

@@ -7,6 +7,7 @@ points overridden keys at the argument (``--set[i]``), so origins and warnings n
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +27,7 @@ def load_source(path: Path, args: tuple[str, ...]) -> SourceDoc:
     if sets:
         doc = apply_sets(doc, sets)
     if removals:
-        data = _copy(doc.data)
+        data = copy.deepcopy(doc.data)
         for key in removals:
             _remove(data, key.split("."))
         doc = replace(doc, data=data)
@@ -57,14 +58,6 @@ def nproc_hint(doc: SourceDoc) -> tuple[int, int] | None:
             if m:
                 return int(m.group(1)), number
     return None
-
-
-def _copy(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _copy(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_copy(v) for v in node]
-    return node
 
 
 def _remove(data: dict[str, Any], parts: list[str]) -> None:

@@ -9,15 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Reporter, StalePlanError
-from ftspec.reconciler.essence import with_applied_digest
 from ftspec.reconciler.kubernetes.errors import ApiError
+from ftspec.reconciler.kubernetes.essence import with_applied_digest
 from ftspec.reconciler.kubernetes.lease import SpecLease
+from ftspec.reconciler.kubernetes.planner import owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
 from ftspec.reconciler.kubernetes.reads import FIELD_MANAGER, Reader
 from ftspec.reconciler.kubernetes.resources import describe, object_path
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
-from ftspec.reconciler.planner import owner_of
 from ftspec.spec.loader import SourceDoc
 
 ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2}
@@ -147,7 +147,7 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
                 where = ""
                 spec_path = getattr(exc, "spec_path", None)
                 if spec_path and change.spec_file:
-                    from ftspec.reconciler.locate import locate
+                    from ftspec.reconciler.kubernetes.locate import locate
 
                     doc = (docs or {}).get(change.spec_file)
                     bad = getattr(exc, "bad_value", None)

@@ -13,14 +13,8 @@ from ftspec.reconciler.backend import BackendError, Desired, Reporter
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.kubeconfig import load_connection
-from ftspec.reconciler.kubernetes.reads import Reader, raise_first
-from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
-from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
-from ftspec.reconciler.kubernetes.transport import Transport
-from ftspec.reconciler.locate import locate
-from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
-from ftspec.reconciler.outputs import location
-from ftspec.reconciler.planner import (
+from ftspec.reconciler.kubernetes.locate import locate
+from ftspec.reconciler.kubernetes.planner import (
     ObjectInput,
     OwnershipError,
     address,
@@ -29,6 +23,12 @@ from ftspec.reconciler.planner import (
     orphan,
     owner_of,
 )
+from ftspec.reconciler.kubernetes.reads import Reader, raise_first
+from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
+from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
+from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
+from ftspec.reconciler.outputs import location
 from ftspec.reconciler.progress import LogFollowerText, report, tracker_for
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc

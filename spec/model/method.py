@@ -91,3 +91,8 @@ class Method(SpecModel):
     task_type: Literal["CAUSAL_LM", "SEQ_2_SEQ_LM"] = Field(
         default="CAUSAL_LM", description="PEFT task type."
     )
+
+    @property
+    def lora_settings(self) -> Lora:
+        """``lora``, or the LoRA defaults (this model's field defaults, the one place)."""
+        return self.lora if self.lora is not None else Lora()

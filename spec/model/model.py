@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
-from ftspec.spec.catalog.models import MODEL_FAMILY_NAMES
+from ftspec.spec.catalog.models import MODEL_FAMILY_NAMES, ModelFamily, param_count
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
 from pydantic import Field
 
@@ -43,6 +44,17 @@ class Architecture(SpecModel):
         if self.tied_embeddings is not None:
             return self.tied_embeddings
         return self.base == "llama3_2"
+
+    def as_family(self) -> ModelFamily:
+        """These numbers as a catalog entry, its parameter count computed from them."""
+        numbers = ModelFamily(
+            "custom", f"custom {self.base or 'model'} ({self.num_layers} layers, "
+            f"d={self.embed_dim})", 0.0, self.num_layers, self.embed_dim, self.num_heads,
+            self.num_kv_heads, self.intermediate_dim, self.vocab_size, self.max_seq_len,
+            self.layer_cls or ("LlamaDecoderLayer" if self.base else ""),
+            num_experts=self.num_experts, head_dim=self.head_dim, tied_embeddings=self.tied,
+            gated_mlp=self.gated_mlp, arch="")
+        return replace(numbers, params_b=param_count(numbers) / 1e9)
     num_experts: int = Field(default=0, ge=0, description="Experts per MoE layer (0: dense).")
     gated_mlp: bool = Field(
         default=True, description="Gated MLP (gate/up/down) rather than plain (up/down)."

@@ -107,3 +107,24 @@ class FineTuneSpec(SpecModel):
         "literal values are rejected.",
     )
     overrides: Overrides = Field(default_factory=Overrides, description="Escape hatches.")
+
+    def uris(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every location the spec names, as (key path, URI), in document order: the one
+        list that path mapping, volume mounts and the location checks all read."""
+        found: list[tuple[tuple[str | int, ...], str | None]] = [
+            (("model", "uri"), self.model.uri),
+            (("model", "tokenizer", "uri"), self.model.tokenizer.uri),
+            (("model", "tokenizer", "special_tokens_uri"),
+             self.model.tokenizer.special_tokens_uri),
+        ]
+        d = self.data
+        if d.train is not None:
+            found.append((("data", "train", "uri"), d.train.uri))
+        if d.mixture is not None:
+            found += [(("data", "mixture", "datasets", i, "uri"), ds.uri)
+                      for i, ds in enumerate(d.mixture.datasets)]
+        if d.validation is not None:
+            found.append((("data", "validation", "uri"), d.validation.uri))
+        if self.output is not None:
+            found.append((("output", "uri"), self.output.uri))
+        return [(path, uri) for path, uri in found if uri]

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
-from ftspec.spec.catalog.models import (
-    MODEL_FAMILIES,
-    ModelFamily,
-    param_count,
-    torchtune_alternative,
-)
+from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import LORA_FAMILY
-from ftspec.spec.model.model import Architecture
 from ftspec.spec.rules._diag import error, warning
 
 TORCHTUNE_METHODS = frozenset({"full", "lora", "qlora", "dora"})
@@ -81,7 +74,7 @@ def launcher_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         yield error(("model", "architecture"),
                     "torchtune builds custom dimensions only on a llama2 or llama3_2 base "
                     "(model.architecture.base)", "launcher-architecture",
-                    hint=torchtune_alternative(_as_family(a)))
+                    hint=torchtune_alternative(a.as_family()))
     if spec.overrides.accelerate or spec.overrides.training_args:
         yield warning(("overrides",),
                       "overrides for accelerate are ignored by the torchtune launcher",
@@ -96,7 +89,7 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     f"deploy.target local runs on this machine; it cannot use {r.nodes} nodes",
                     "local-nodes")
     if target != "local":
-        for path, uri in _uris(spec):
+        for path, uri in spec.uris():
             if not uri.startswith("file://"):
                 continue
             if target == "ray" and uri.startswith("file:///"):
@@ -129,26 +122,3 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                         "kubeflow-deadline-version")
 
 
-def _uris(spec: FineTuneSpec) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    yield ("model", "uri"), spec.model.uri
-    if spec.model.tokenizer.uri:
-        yield ("model", "tokenizer", "uri"), spec.model.tokenizer.uri
-    d = spec.data
-    if d.train is not None:
-        yield ("data", "train", "uri"), d.train.uri
-    if d.validation is not None:
-        yield ("data", "validation", "uri"), d.validation.uri
-    if d.mixture is not None:
-        for i, ds in enumerate(d.mixture.datasets):
-            yield ("data", "mixture", "datasets", i, "uri"), ds.uri
-    if spec.output is not None:
-        yield ("output", "uri"), spec.output.uri
-
-
-def _as_family(a: Architecture) -> ModelFamily:
-    """Custom numbers as a catalog entry (for the size comparison of the nearest model)."""
-    numbers = ModelFamily("custom", "custom", 0.0, a.num_layers, a.embed_dim, a.num_heads,
-                          a.num_kv_heads, a.intermediate_dim, a.vocab_size, a.max_seq_len, "",
-                          num_experts=a.num_experts, head_dim=a.head_dim,
-                          tied_embeddings=a.tied, gated_mlp=a.gated_mlp, arch="")
-    return replace(numbers, params_b=param_count(numbers) / 1e9)

@@ -47,6 +47,13 @@ class RayNode:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int:
+        """PID of this node's ``ray start`` = its process group id."""
+        if self._proc is None:
+            raise RuntimeError("RayNode is not started")
+        return self._proc.pid
+
     def group_pids(self) -> list[int]:
         return procs.process_group_members(self._proc.pid) if self._proc is not None else []
 

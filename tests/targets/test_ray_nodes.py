@@ -150,3 +150,32 @@ def test_nodes_count_in_batch_memory_explain_and_plan_lines_as_on_kubeflow() -> 
     lines = describe_changes(ml_summary(one), ml_summary(job))
     assert "nodes 1 -> 2" in lines and "world size 4 -> 8" in lines
     assert "gradient accumulation 2 -> 1" in lines
+
+
+def test_the_launchers_own_parsers_read_each_nodes_rank_flags() -> None:
+    """Node 1's command as the driver fills it, read by tune run's and accelerate's parsers."""
+    from accelerate.commands.launch import launch_command_parser
+    from torchtune._cli.tune import TuneCLIParser
+
+    tt = make_job(**{**TWO_NODES, "launcher": "torchtune"}, secrets=RAY_SECRET,
+                  deploy={"target": "ray"})
+    argv = fill(plan_of(ray_target.submission(tt))["argv"], 1, "10.0.0.5", 29400)
+    args = TuneCLIParser()._parser.parse_args(argv[1:])
+    assert (args.nnodes, args.nproc_per_node, args.node_rank) == ("2", "4", 1)
+    assert (args.rdzv_backend, args.rdzv_endpoint) == ("static", "10.0.0.5:29400")
+    acc = make_job(**TWO_NODES, secrets=RAY_SECRET, deploy={"target": "ray"})
+    argv = fill(plan_of(ray_target.submission(acc))["argv"], 1, "10.0.0.5", 29400)
+    parsed = launch_command_parser().parse_args(argv[2:])
+    assert (parsed.num_machines, parsed.machine_rank, parsed.num_processes) == (2, 1, 8)
+    assert (parsed.main_process_ip, parsed.main_process_port) == ("10.0.0.5", 29400)
+    assert parsed.module and parsed.training_script == "ftspec.targets.entrypoints.hf_sft"
+
+
+def test_status_shows_each_node() -> None:
+    from ftspec.cli.render_status import render_status
+
+    lines = render_status({"address": "ray.job.x", "phase": "Failed", "message": "job FAILED",
+                           "platform": {"nodes": node_states(
+                               "[ftspec-node] rank=0 state=STOPPED node=10.0.0.1 node_id=a\n"
+                               "[ftspec-node] rank=1 state=FAILED node=10.0.0.2 exit_code=-9\n")}})
+    assert "  nodes: 0 STOPPED on 10.0.0.1, 1 FAILED on 10.0.0.2 (exit -9)" in lines

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ftspec.reconciler.drift import drift_managers
-from ftspec.reconciler.essence import applied_digest, essence, with_applied_digest
 from ftspec.reconciler.fielddiff import diff
-from ftspec.reconciler.immutable import forcing_pattern
+from ftspec.reconciler.kubernetes.drift import drift_managers
+from ftspec.reconciler.kubernetes.essence import applied_digest, essence, with_applied_digest
+from ftspec.reconciler.kubernetes.immutable import forcing_pattern
+from ftspec.reconciler.kubernetes.planner import ObjectInput, OwnershipError, decide
 from ftspec.reconciler.kubernetes.render import trainer_version_from_crd
 from ftspec.reconciler.kubernetes.status import rayjob_phase, trainjob_phase
 from ftspec.reconciler.model import Action, Phase, Plan
-from ftspec.reconciler.planner import ObjectInput, OwnershipError, decide
 from ftspec.reconciler.saved import load_plan, save_plan
 
 LABELS = {"app.kubernetes.io/managed-by": "ftspec", "ftspec.dev/spec-id": "a"}

@@ -10,10 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ftspec.reconciler.drift import drift_managers, recorded_digest
-from ftspec.reconciler.essence import applied_digest, essence
 from ftspec.reconciler.fielddiff import field_changes
-from ftspec.reconciler.immutable import forcing_pattern
+from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
+from ftspec.reconciler.kubernetes.essence import applied_digest, essence
+from ftspec.reconciler.kubernetes.immutable import forcing_pattern
 from ftspec.reconciler.model import Action, Change
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
 

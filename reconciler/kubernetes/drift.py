@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ftspec.reconciler.essence import APPLIED_DIGEST_ANNOTATION
+from ftspec.reconciler.kubernetes.essence import APPLIED_DIGEST_ANNOTATION
 
 FIELD_MANAGER = "ftspec"
 
