@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.reconciler.model import Status
-from ftspec.reconciler.progress import duration, sparkline
+from ftspec.reconciler.progress import duration, position, sparkline
 from rich.markup import escape
 
 COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
@@ -67,13 +67,7 @@ def _node(n: dict[str, Any]) -> str:
 
 
 def _steps(m: dict[str, Any]) -> str:
-    parts = []
-    step, total = m.get("step"), m.get("total_steps")
-    if step is not None:
-        parts.append(f"step {step}/{total} ({100 * step // total}%)" if total
-                     else f"step {step}")
-    if m.get("epoch") is not None:
-        parts.append(f"epoch {m['epoch']:g}")
+    parts = position(m)
     if m.get("elapsed_s") is not None:
         parts.append(f"{duration(m['elapsed_s'])} elapsed")
     if m.get("seconds_left") is not None:

@@ -307,14 +307,21 @@ def duration(seconds: float | None) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+def position(event: dict[str, Any]) -> list[str]:
+    """``step n/N (p%)`` and ``epoch e`` of a progress event or ``Status.metrics``."""
+    parts = []
+    step, total = event.get("step"), event.get("total_steps")
+    if step is not None:
+        parts.append(f"step {step}/{total} ({100 * int(step) // total}%)" if total
+                     else f"step {step}")
+    if event.get("epoch") is not None:
+        parts.append(f"epoch {float(event['epoch']):g}")
+    return parts
+
+
 def progress_line(event: dict[str, Any]) -> str:
     """One human line from a progress event (``apply --wait``'s live line)."""
-    total = event.get("total_steps")
-    step = int(event.get("step") or 0)
-    parts = [f"step {step}/{total} ({100 * step // total}%)" if total else f"step {step}"]
-    if event.get("epoch") is not None:
-        epoch = event["epoch"]
-        parts.append(f"epoch {epoch:g}" if isinstance(epoch, float) else f"epoch {epoch}")
+    parts = position(event)
     if event.get("loss") is not None:
         arrow = {"falling": " ↓", "rising": " ↑", "flat": " →"}.get(event.get("trend") or "", "")
         parts.append(f"loss {event['loss']:.4f}{arrow}")

@@ -42,7 +42,8 @@ def command(dest: Path, family: str, as_json: bool) -> int:
     for key, value in paths.items():
         click.echo(f"  {key:<15} {value}")
     if family == "llama2" and dest == DEFAULT_DEST:
-        click.echo("\nNext: train it on this machine's CPU (a few steps, about 10 s):\n"
+        click.echo("\nNext: train it on this machine's CPU (one epoch of 16 steps, about 20 s on an idle CPU;\n"
+                   "the loss should fall from about 5.8 to below about 4.2):\n"
                    f"  ftspec apply {EXAMPLE} --auto-approve --wait\n"
                    f"  ftspec status {EXAMPLE}")
     return 0

@@ -34,7 +34,16 @@ def _torchtune(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Import
                             accelerator=opts.accelerator)
 
 
-IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune}
+def _trl(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.base import unexpected_args
+    from ftspec.compiler.importers.trl import import_trl
+
+    unexpected_args("trl", args)
+    return import_trl(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                      accelerator=opts.accelerator)
+
+
+IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl}
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]

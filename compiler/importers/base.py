@@ -27,6 +27,15 @@ def not_this_tool(doc: SourceDoc, path: KeyPath, summary: str, hint: str) -> Not
                                    code="import.not-this-tool")])
 
 
+def unexpected_args(tool: str, args: tuple[str, ...]) -> None:
+    """Tools whose configs take no KEY=VALUE overrides on the import command line."""
+    if args:
+        raise SpecError([Diagnostic(Severity.ERROR, f"`ftspec import {tool}` takes no "
+                                    f"KEY=VALUE arguments (got {args[0]!r})",
+                                    span=Span("<command line>", 1, 1),
+                                    code="import.args")])
+
+
 @dataclass
 class SpecDraft:
     """The spec being written: nested data, origins by spec key path, warnings."""
@@ -92,3 +101,28 @@ class Imported:
     text: str
     data: dict[str, Any]
     warnings: tuple[Diagnostic, ...] = ()
+
+
+_SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch == ".")
+
+
+def family_for_hub_id(model_id: str) -> str | None:
+    """The catalog family whose name matches a hub id's last part (``Qwen/Qwen2.5-0.5B``:
+    ``qwen2_5-0.5b``), ignoring an -Instruct/-chat/-hf/-base/-it suffix; None if none does."""
+    from ftspec.spec.catalog.models import MODEL_FAMILIES
+
+    names: dict[str, str] = {}
+    for key, fam in MODEL_FAMILIES.items():
+        names.setdefault(_norm(fam.display), key)
+        names.setdefault(_norm(key.replace("_", ".")), key)
+    last = model_id.rstrip("/").rsplit("/", 1)[-1].lower().removeprefix("meta-")
+    for suffix in ("",) + _SUFFIXES:
+        if last.endswith(suffix):
+            found = names.get(_norm(last[:len(last) - len(suffix)]))
+            if found is not None:
+                return found
+    return None

@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CPU_COMPAT = Path(__file__).parent / "cpu_compat"
 HF_SFT_STEP = re.compile(r"^step=(\d+) loss=(\S+) lr=(\S+)$", re.MULTILINE)
-TWO_PROCS = ("resources.processes_per_node=2", "training.global_batch_size=4")
+FOUR_STEPS = ("training.max_steps=4",)  # the quickstart's epoch is 16 steps; 4 show the run
+TWO_PROCS = ("resources.processes_per_node=2", "training.global_batch_size=8", *FOUR_STEPS)
 # transformers loads a tokenizer from a folder; the spec's tokenizer.uri names torchtune's
 # tokenizer *file*, so the accelerate variant uses the model folder's own tokenizer.
 ACCELERATE_TWO_PROCS = ("launcher=accelerate", "model.tokenizer.uri=null", *TWO_PROCS)
@@ -41,7 +42,7 @@ def _assert_adapter(output_dir: Path) -> None:
 
 
 def test_torchtune_single_device_from_compiled(workdir: Path, e2e_env: dict[str, str]) -> None:
-    job = tiny_job(workdir)
+    job = tiny_job(workdir, FOUR_STEPS)
     files = compile_to(job, "torchtune", workdir / "compiled")
     assert "--nproc-per-node" not in files["command.sh"].read_text()
     run = run_measured("torchtune_single_device", ["sh", str(files["command.sh"])],
@@ -89,4 +90,4 @@ def test_accelerate_two_cpu_processes_from_compiled(
     assert steps and all(math.isfinite(float(loss)) for _, loss, _ in steps)
     outputs = [p for p in workdir.rglob("adapter_config.json") if "compiled" not in p.parts]
     assert outputs, "no adapter written"
-    assert json.loads(outputs[0].read_text())["r"] == 4
+    assert json.loads(outputs[0].read_text())["r"] == 8  # the quickstart's LoRA rank

@@ -249,7 +249,8 @@ def test_training_process_killed_gives_failed_with_exit_code_and_log_tail(
 
 
 def test_cpu_traps_refused_or_avoided(workdir: Path, e2e_env: dict[str, str]) -> None:
-    two = ("--set", "resources.processes_per_node=2", "--set", "training.global_batch_size=4")
+    two = ("--set", "resources.processes_per_node=2", "--set", "training.global_batch_size=8",
+           "--set", "training.max_steps=4")
     refused = ftspec(workdir, e2e_env, "plan", str(SPEC), *two)
     assert refused.returncode == 1
     assert "torchtune's distributed recipes need CUDA" in refused.stderr, refused.stderr

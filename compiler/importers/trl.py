@@ -1,0 +1,396 @@
+"""``ftspec import trl CONFIG``: a ``trl sft --config`` YAML as a spec (launcher accelerate).
+
+The file is one flat mapping of ``ScriptArguments``, ``SFTConfig`` (with transformers'
+``TrainingArguments``) and ``ModelConfig`` keys, as TRL's own parser reads it. Keys TRL
+leaves implicit are written out from ``trl_defaults`` (the TRL version is named there).
+The alignment-handbook's data keys (``dataset_mixer``, ``dataset_splits``,
+``dataset_configs``) are read too, because its recipes are the most common TRL SFT configs.
+Every key without a spec field becomes a warning at its line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers.base import (
+    Imported,
+    SpecDraft,
+    family_for_hub_id,
+    not_this_tool,
+)
+from ftspec.compiler.importers.trl_defaults import (
+    LEGACY_KEYS,
+    MODEL_DEFAULTS,
+    SCRIPT_DEFAULTS,
+    SFT_DEFAULTS,
+    TOOL,
+)
+from ftspec.spec.loader import SourceDoc, load_spec_file
+
+SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts",
+              "polynomial", "inverse_sqrt")
+OPTIMIZERS: dict[str, tuple[str, bool]] = {
+    "adamw_torch": ("adamw", False), "adamw_torch_fused": ("adamw", True),
+    "adamw_hf": ("adamw", False), "adam": ("adam", False), "sgd": ("sgd", False),
+    "adafactor": ("adafactor", False), "adamw_bnb_8bit": ("adamw_8bit", False),
+    "adamw_8bit": ("adamw_8bit", False), "paged_adamw_8bit": ("paged_adamw_8bit", False),
+    "paged_adamw_32bit": ("paged_adamw_32bit", False), "lion_32bit": ("lion", False),
+    "rmsprop": ("rmsprop", False),
+}
+"""transformers ``optim`` -> (spec optimizer, fused)."""
+SINKS = ("tensorboard", "wandb", "mlflow")
+ATTN = {"sdpa", "eager", "flash_attention_2"}
+
+
+class _Reader:
+    """The source mapping with legacy names resolved and each key marked as used."""
+
+    def __init__(self, draft: SpecDraft) -> None:
+        self.draft = draft
+        self.data: dict[str, Any] = draft.source.data
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str | None:
+        if name in self.data:
+            return name
+        for old, new in LEGACY_KEYS.items():
+            if new == name and old in self.data:
+                return old
+        return None
+
+    def has(self, name: str) -> bool:
+        return self.key(name) is not None
+
+    def value(self, name: str, defaults: dict[str, Any] | None = None) -> Any:
+        k = self.key(name)
+        if k is not None:
+            self.used.add(k)
+            return self.data[k]
+        return (defaults or {}).get(name)
+
+    def origin(self, name: str) -> str:
+        k = self.key(name)
+        if k is None:
+            return f"{TOOL} default ({name})"
+        at = self.draft.origin_of((k,))
+        return at if k == name else f"{at} ({k}, read as {name})"
+
+    def put(self, dst: tuple[str, ...], name: str, defaults: dict[str, Any] | None = None,
+            convert: Any = None) -> Any:
+        value = self.value(name, defaults)
+        if value is None:
+            return None
+        self.draft.put(dst, convert(value) if convert else value, self.origin(name))
+        return value
+
+
+def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
+               accelerator: str = "nvidia-a100-80gb") -> Imported:
+    from ftspec.compiler.importers.render import render
+
+    doc = load_spec_file(path)
+    check_is_trl(doc)
+    draft = SpecDraft(doc)
+    r = _Reader(draft)
+    _header(draft, path)
+    _model(r)
+    _data(r)
+    _method(r)
+    world = _resources(draft, nproc, nnodes, accelerator)
+    _training(r, world)
+    _output(r)
+    draft.put(("launcher",), "accelerate", "TRL's SFTTrainer runs under accelerate launch")
+    for key in r.data:
+        if key not in r.used:
+            draft.warn((key,), f"{key} has no spec field: not imported")
+    head = (f"Imported by `ftspec import trl` from {path} ({TOOL}).\n"
+            "Comments say where each value came from; TRL's implicit defaults are written out.")
+    return Imported("trl", render(draft, head), draft.data, tuple(draft.warnings))
+
+
+def check_is_trl(doc: SourceDoc) -> None:
+    if not isinstance(doc.data, dict):
+        raise not_this_tool(doc, (), "not a TRL config: the document is not a mapping",
+                            "give the YAML file `trl sft --config` reads")
+    if "model_name_or_path" not in doc.data:
+        first = next(iter(doc.data), None)
+        raise not_this_tool(doc, (first,) if first is not None else (),
+                            "not a TRL SFT config: no model_name_or_path key",
+                            "TRL's ModelConfig names the model with model_name_or_path")
+
+
+def _header(draft: SpecDraft, path: Path) -> None:
+    draft.put(("apiVersion",), "ftspec.dev/v1alpha1", "")
+    draft.put(("kind",), "FineTune", "")
+    stem = f"{path.parent.name}-{path.stem}" if path.stem in ("config", "sft") else path.stem
+    name = re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
+    name = ("trl-" + name if not name[:1].isalpha() else name)[:63].rstrip("-")
+    draft.put(("metadata", "name"), name, f"the file name {path.name}")
+
+
+def _uri(name: str) -> str:
+    if name.startswith(("/", "./", "../", "~")):
+        return "file://" + name
+    return "hf://" + name
+
+
+def _model(r: _Reader) -> None:
+    name = str(r.put(("model", "uri"), "model_name_or_path", convert=lambda v: _uri(str(v))))
+    family = family_for_hub_id(name)
+    if family is not None:
+        r.draft.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
+    else:
+        r.draft.warn(("model_name_or_path",), f"{name} is not in ftspec's model catalog: "
+                     "add model.architecture (its config.json numbers) for the memory estimate")
+    r.put(("model", "revision"), "model_revision", MODEL_DEFAULTS)
+    attn = r.value("attn_implementation")
+    if attn in ATTN:
+        r.draft.put(("model", "attn_implementation"), attn, r.origin("attn_implementation"))
+    elif attn is not None:
+        r.draft.warn((r.key("attn_implementation") or "",), f"attn_implementation {attn!r} "
+                     "has no spec value (sdpa, eager, flash_attention_2)")
+    if r.value("use_flash_attention_2") is True:
+        r.draft.put(("model", "attn_implementation"), "flash_attention_2",
+                    r.origin("use_flash_attention_2"))
+    if r.value("trust_remote_code") is True:
+        r.put(("model", "trust_remote_code"), "trust_remote_code")
+    tok = r.value("tokenizer_name_or_path")
+    if isinstance(tok, str):
+        r.draft.put(("model", "tokenizer", "uri"), _uri(tok), r.origin("tokenizer_name_or_path"))
+    r.put(("model", "chat_template"), "chat_template")
+    _precision(r)
+
+
+def _precision(r: _Reader) -> None:
+    fp16 = r.value("fp16", SFT_DEFAULTS) is True
+    bf16 = r.value("bf16")
+    if fp16:
+        r.draft.put(("model", "dtype"), "fp16", r.origin("fp16"))
+    elif bf16 is False:
+        r.draft.put(("model", "dtype"), "fp32", r.origin("bf16"))
+    else:
+        r.draft.put(("model", "dtype"), "bf16", r.origin("bf16") if bf16 is not None else
+                    f"{TOOL} default (bf16: True unless fp16)")
+    dtype = r.value("dtype")
+    named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(dtype))
+    if dtype is not None and dtype != "auto" and named != r.draft.get(("model", "dtype")):
+        r.draft.warn((r.key("dtype") or "",), f"dtype {dtype} (the weights' load dtype) differs "
+                     "from the training precision; the spec has one precision, model.dtype")
+
+
+def _dataset(r: _Reader, name: str, split: str, origin: str, subset: Any) -> dict[str, Any]:
+    ds: dict[str, Any] = {"uri": _uri(name), "split": split, "format": _format(r)}
+    if isinstance(subset, str):
+        ds["subset"] = subset
+    if ds["format"] == "text":
+        ds["text_field"] = r.value("dataset_text_field", SFT_DEFAULTS)
+    del origin
+    return ds
+
+
+def _format(r: _Reader) -> str:
+    chat = (r.has("chat_template") or r.has("dataset_mixer")
+            or r.value("assistant_only_loss") is True)
+    return "chat" if chat else "text"
+
+
+def _data(r: _Reader) -> None:
+    d = r.draft
+    subset = r.value("dataset_config")
+    configs = r.value("dataset_configs")
+    if isinstance(configs, list) and configs:
+        subset = configs[0]
+    splits = r.value("dataset_splits")
+    train_split = splits[0] if isinstance(splits, list) and splits else \
+        r.value("dataset_train_split", SCRIPT_DEFAULTS)
+    test_split = splits[1] if isinstance(splits, list) and len(splits) > 1 else \
+        r.value("dataset_test_split", SCRIPT_DEFAULTS)
+    split_at = r.origin("dataset_splits" if splits else "dataset_train_split")
+    mixer = r.value("dataset_mixer")
+    names: list[tuple[str, float | None]] = []
+    if isinstance(mixer, dict):
+        names = [(str(k), float(v)) for k, v in mixer.items()]
+        at = r.origin("dataset_mixer")
+    elif r.has("dataset_name"):
+        names = [(str(r.value("dataset_name")), None)]
+        at = r.origin("dataset_name")
+    else:
+        raise not_this_tool(d.source, ("model_name_or_path",), "no dataset_name (or "
+                            "dataset_mixer): the config names no training data",
+                            "TRL's ScriptArguments name the data with dataset_name")
+    fmt_at = ("chat: the config sets a chat template / chat data" if _format(r) == "chat" else
+              "TRL detects the format from the columns at run time: assumed text "
+              "(dataset_text_field); check data.train.format")
+    if len(names) == 1 and (names[0][1] in (None, 1.0)):
+        d.put(("data", "train"), _dataset(r, names[0][0], str(train_split), at, subset), at)
+        d.origins[("data", "train", "split")] = split_at
+        d.origins[("data", "train", "format")] = fmt_at
+        if names[0][1] is not None:
+            d.origins[("data", "train", "uri")] = f"{at} (proportion 1.0)"
+    else:
+        rows = []
+        for name, prop in names:
+            row = _dataset(r, name, str(train_split), at, subset)
+            row["proportion"] = prop
+            rows.append(row)
+        d.put(("data", "mixture", "datasets"), rows, at)
+    if _format(r) == "text" and not r.has("dataset_text_field"):
+        d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
+               "when it loads the data; imported as format text")
+    if str(r.value("eval_strategy", SFT_DEFAULTS)) != "no" or r.value("do_eval") is True:
+        d.put(("data", "validation"), _dataset(r, names[0][0], str(test_split), at, subset), at)
+        d.origins[("data", "validation", "split")] = r.origin(
+            "dataset_splits" if splits else "dataset_test_split")
+    r.put(("data", "max_seq_len"), "max_length", SFT_DEFAULTS)
+    r.put(("data", "packed"), "packing", SFT_DEFAULTS)
+    workers = r.value("dataloader_num_workers")
+    if isinstance(workers, int):
+        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+
+
+def _method(r: _Reader) -> None:
+    d = r.draft
+    if r.value("use_peft", MODEL_DEFAULTS) is not True:
+        d.put(("method", "kind"), "full", r.origin("use_peft"))
+        return
+    four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
+    dora = r.value("use_dora", MODEL_DEFAULTS) is True
+    kind = "qlora" if four or eight else "dora" if dora else "lora"
+    d.put(("method", "kind"), kind, r.origin("load_in_4bit" if four else "load_in_8bit" if eight
+                                             else "use_dora" if dora else "use_peft"))
+    if kind == "qlora":
+        if dora:
+            d.warn((r.key("use_dora") or "",), "DoRA on a quantized base has no spec method: "
+                   "imported as qlora")
+        if four:
+            r.put(("method", "quantization", "bits"), "load_in_4bit", convert=lambda _: 4)
+            r.put(("method", "quantization", "quant_type"), "bnb_4bit_quant_type",
+                  MODEL_DEFAULTS)
+            r.put(("method", "quantization", "double_quant"), "use_bnb_nested_quant",
+                  MODEL_DEFAULTS)
+        else:
+            r.put(("method", "quantization", "bits"), "load_in_8bit", convert=lambda _: 8)
+    lora = ("method", "lora")
+    r.put(lora + ("rank",), "lora_r", MODEL_DEFAULTS)
+    r.put(lora + ("alpha",), "lora_alpha", MODEL_DEFAULTS)
+    r.put(lora + ("dropout",), "lora_dropout", MODEL_DEFAULTS)
+    if r.put(lora + ("target_modules",), "lora_target_modules") is None:
+        d.warn(("use_peft",), "no lora_target_modules: PEFT picks the modules per "
+               "architecture; the spec's default target_modules are used instead")
+    r.put(lora + ("modules_to_save",), "lora_modules_to_save")
+    r.put(("method", "task_type"), "lora_task_type", MODEL_DEFAULTS)
+
+
+def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
+               accelerator: str) -> int:
+    gpus = nproc or 1
+    draft.put(("resources", "gpus_per_node"), gpus, "--nproc-per-node" if nproc else
+              "not in a TRL config: accelerate launch decides (--nproc-per-node); 1 assumed")
+    draft.put(("resources", "accelerator"), accelerator,
+              "not in a TRL config: the machine decides (--accelerator)")
+    if nnodes and nnodes > 1:
+        draft.put(("resources", "nodes"), nnodes, "--nnodes")
+    return gpus * (nnodes or 1)
+
+
+def _training(r: _Reader, world: int) -> None:
+    d, t = r.draft, ("training",)
+    steps = r.value("max_steps", SFT_DEFAULTS)
+    if isinstance(steps, int) and steps > 0:
+        d.put(t + ("max_steps",), steps, r.origin("max_steps"))
+        d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
+    else:
+        epochs = r.value("num_train_epochs", SFT_DEFAULTS)
+        whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1
+        if whole != epochs:
+            d.warn((r.key("num_train_epochs") or "",), f"num_train_epochs {epochs} is not whole: "
+                   f"imported as {whole}")
+        d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
+    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", SFT_DEFAULTS)
+    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", SFT_DEFAULTS)
+    d.put(t + ("global_batch_size",), mbs * ga * world,
+          f"per_device_train_batch_size x gradient_accumulation_steps x {world} processes")
+    r.put(t + ("learning_rate",), "learning_rate", SFT_DEFAULTS)
+    _optimizer(r)
+    _scheduler(r)
+    r.put(t + ("max_grad_norm",), "max_grad_norm", SFT_DEFAULTS)
+    r.put(t + ("seed",), "seed", SFT_DEFAULTS)
+    r.put(t + ("gradient_checkpointing",), "gradient_checkpointing", SFT_DEFAULTS)
+    r.put(t + ("compile",), "torch_compile", SFT_DEFAULTS)
+    r.put(t + ("logging", "strategy"), "logging_strategy", SFT_DEFAULTS)
+    r.put(t + ("logging", "steps"), "logging_steps", SFT_DEFAULTS)
+    report = r.value("report_to", SFT_DEFAULTS)
+    sinks = [report] if isinstance(report, str) else list(report or [])
+    kept = [s for s in sinks if s in SINKS]
+    for s in sinks:
+        if s not in SINKS and s not in ("none", "all"):
+            d.warn((r.key("report_to") or "",), f"report_to {s} has no spec sink")
+    d.put(t + ("logging", "report_to"), kept, r.origin("report_to"))
+    _evaluation(r)
+    _checkpointing(r)
+
+
+def _optimizer(r: _Reader) -> None:
+    d, opt = r.draft, ("training", "optimizer")
+    name = str(r.value("optim", SFT_DEFAULTS))
+    if name in OPTIMIZERS:
+        spec_name, fused = OPTIMIZERS[name]
+        d.put(opt + ("name",), spec_name, r.origin("optim"))
+        d.put(opt + ("fused",), fused, r.origin("optim"))
+    else:
+        d.warn((r.key("optim") or "",), f"optim {name} has no spec optimizer: adamw used")
+    r.put(opt + ("weight_decay",), "weight_decay", SFT_DEFAULTS)
+    b1, b2 = r.value("adam_beta1", SFT_DEFAULTS), r.value("adam_beta2", SFT_DEFAULTS)
+    d.put(opt + ("betas",), [b1, b2], f"{r.origin('adam_beta1')}; {r.origin('adam_beta2')}")
+    r.put(opt + ("eps",), "adam_epsilon", SFT_DEFAULTS)
+
+
+def _scheduler(r: _Reader) -> None:
+    d, sched = r.draft, ("training", "scheduler")
+    name = str(r.value("lr_scheduler_type", SFT_DEFAULTS))
+    if name in SCHEDULERS:
+        d.put(sched + ("name",), name, r.origin("lr_scheduler_type"))
+    else:
+        d.warn((r.key("lr_scheduler_type") or "",), f"lr_scheduler_type {name} has no spec "
+               "schedule")
+    warm = r.value("warmup_steps", SFT_DEFAULTS)
+    if isinstance(warm, float) and 0 < warm < 1:
+        d.put(sched + ("warmup_ratio",), warm, f"{r.origin('warmup_steps')} (below 1: a ratio)")
+    else:
+        d.put(sched + ("warmup_steps",), int(warm), r.origin("warmup_steps"))
+
+
+def _evaluation(r: _Reader) -> None:
+    d, ev = r.draft, ("training", "evaluation")
+    strategy = str(r.value("eval_strategy", SFT_DEFAULTS))
+    if strategy != "no" and r.has("do_eval"):
+        r.used.add("do_eval")  # implied by eval_strategy
+    elif r.value("do_eval") is True:
+        d.warn(("do_eval",), "do_eval without eval_strategy: transformers evaluates only "
+               "when eval_strategy is set; not imported")
+    d.put(ev + ("strategy",), strategy, r.origin("eval_strategy"))
+    if strategy == "steps":
+        r.put(ev + ("steps",), "eval_steps")
+    if strategy != "no":
+        r.put(ev + ("batch_size",), "per_device_eval_batch_size")
+
+
+def _checkpointing(r: _Reader) -> None:
+    ck = ("training", "checkpointing")
+    strategy = str(r.value("save_strategy", SFT_DEFAULTS))
+    r.draft.put(ck + ("strategy",), strategy, r.origin("save_strategy"))
+    if strategy == "steps":
+        r.put(ck + ("steps",), "save_steps", SFT_DEFAULTS)
+    r.put(ck + ("total_limit",), "save_total_limit")
+
+
+def _output(r: _Reader) -> None:
+    out = r.value("output_dir")
+    if isinstance(out, str):
+        r.draft.put(("output", "uri"), _uri(out) if out.startswith("/") else "file://" + out,
+                    r.origin("output_dir"))
+    if r.draft.data["method"]["kind"] != "full":
+        r.draft.put(("output", "save_adapter_only"), True,
+                    "TRL saves the PEFT adapter only")

@@ -1,0 +1,74 @@
+"""TRL's implicit defaults for ``trl sft --config``, as data.
+
+Read from the dataclass defaults of ``trl.SFTConfig`` (over ``transformers.TrainingArguments``),
+``trl.ModelConfig`` and ``trl.ScriptArguments`` in TRL 1.16.0 with transformers 5.23.0.
+``tests/importers/test_trl_import.py`` compares this table with the installed TRL when present.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TRL_VERSION = "1.16.0"
+TRANSFORMERS_VERSION = "5.23.0"
+TOOL = f"TRL {TRL_VERSION} / transformers {TRANSFORMERS_VERSION}"
+
+SFT_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 2e-05,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "num_train_epochs": 3.0,
+    "max_steps": -1,
+    "lr_scheduler_type": "linear",
+    "warmup_steps": 0,
+    "weight_decay": 0.0,
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "adam_epsilon": 1e-08,
+    "max_grad_norm": 1.0,
+    "optim": "adamw_torch_fused",
+    "seed": 42,
+    "fp16": False,
+    "gradient_checkpointing": True,
+    "logging_steps": 10,
+    "logging_strategy": "steps",
+    "save_strategy": "steps",
+    "save_steps": 500,
+    "eval_strategy": "no",
+    "max_length": 1024,
+    "packing": False,
+    "dataset_text_field": "text",
+    "torch_compile": False,
+    "report_to": "none",
+}
+"""``SFTConfig`` fields (``bf16`` is None there: True unless ``fp16``, per SFTConfig's docs)."""
+
+MODEL_DEFAULTS: dict[str, Any] = {
+    "model_revision": "main",
+    "use_peft": False,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "lora_task_type": "CAUSAL_LM",
+    "use_dora": False,
+    "load_in_8bit": False,
+    "load_in_4bit": False,
+    "bnb_4bit_quant_type": "nf4",
+    "use_bnb_nested_quant": False,
+}
+"""``ModelConfig`` fields."""
+
+SCRIPT_DEFAULTS: dict[str, Any] = {
+    "dataset_train_split": "train",
+    "dataset_test_split": "test",
+}
+"""``ScriptArguments`` fields."""
+
+LEGACY_KEYS: dict[str, str] = {
+    "max_seq_length": "max_length",
+    "torch_dtype": "dtype",
+    "evaluation_strategy": "eval_strategy",
+    "warmup_ratio": "warmup_steps",
+}
+"""Keys older TRL/transformers releases read, renamed since: imported under the new name
+(transformers 5 reads a ``warmup_steps`` below 1 as the ratio ``warmup_ratio`` was)."""
