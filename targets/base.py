@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -12,16 +12,35 @@ from ftspec.spec.ir import Job
 ArtifactKind = Literal["command", "config", "manifest", "submission"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Artifact:
     """One emitted file. ``obj`` is the structured form for manifests and submissions
-    (what the reconciler applies); ``content`` is the exact bytes written by `compile`."""
+    (what the reconciler applies); ``content`` is the exact bytes written by `compile`.
+
+    ``text`` may be a function that renders the content: it runs on first use only, so
+    `plan` over many specs (which applies ``obj`` and never writes files) does not pay for
+    YAML text nobody reads."""
 
     path: str
     """Relative file name inside the output folder, e.g. ``trainjob.yaml``."""
     kind: ArtifactKind
-    content: str
+    text: str | Callable[[], str]
     obj: Mapping[str, Any] | None = None
+
+    @property
+    def content(self) -> str:
+        if callable(self.text):
+            object.__setattr__(self, "text", self.text())
+        assert isinstance(self.text, str)
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Artifact):
+            return NotImplemented
+        return (self.path, self.kind, self.content, self.obj) == (
+            other.path, other.kind, other.content, other.obj)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

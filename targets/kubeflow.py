@@ -16,6 +16,7 @@ on the live cluster and handed to the one compile path (``ftspec.compiler.pipeli
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
@@ -255,7 +256,7 @@ def manifests_for_version(job: Job, version: str) -> list[tuple[str, dict[str, A
 
 def compile_for_version(job: Job, version: str) -> list[Artifact]:
     """The artifacts (files) of ``manifests_for_version``."""
-    return [Artifact(path, "manifest", to_yaml(obj), obj)
+    return [Artifact(path, "manifest", partial(to_yaml, obj), obj)
             for path, obj in manifests_for_version(job, version)]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.spec.ir import Job
+from ftspec.targets import shell
 from ftspec.targets.base import Launch
 from ftspec.targets.embed import relocate, set_flags
 from ftspec.targets.kube import object_meta, pod_placement, pvc_volumes
@@ -39,7 +40,7 @@ def runtime_name(job: Job) -> str:
 def container_command(job: Job, launch: Launch) -> list[str]:
     """The launcher's argv with its files read from the ConfigMap mount, and multi-node
     rank/rendezvous flags taken from the torch plugin's environment."""
-    args = relocate(launch.argv, launch.files, FILES_MOUNT)
+    args = [shell.kube_literal(a) for a in relocate(launch.argv, launch.files, FILES_MOUNT)]
     return args if job.nodes == 1 else set_flags(args, NODE_ENV_FLAGS)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from ftspec.spec.catalog.loaders import hub_parts
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
+from ftspec.targets import shell
 from ftspec.targets.paths import DataSource, RunPaths
 
 RUNTIME_OWNED: tuple[str, ...] = (
@@ -125,7 +126,7 @@ def trainer_args(job: Job) -> list[str]:
     rank = {key: i for i, key in enumerate(SDK_ORDER)}
     ordered = sorted(enumerate(items.items()),
                      key=lambda e: (rank.get(e[1][0], len(rank)), e[0]))
-    return [k if k.startswith("~") else f"{k}={v}" for _, (k, v) in ordered]
+    return [shell.kube_literal(k if k.startswith("~") else f"{k}={v}") for _, (k, v) in ordered]
 
 
 _error = Findings("kubeflow").error

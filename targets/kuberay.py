@@ -18,6 +18,7 @@ shows up as ``ValidationFailed``. ``check`` reports those rules now.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from ftspec.spec.catalog.accelerators import RAY_TYPE_PREFIX
@@ -185,7 +186,7 @@ class KubeRayTarget:
 
     def compile(self, job: Job) -> list[Artifact]:
         obj = rayjob(job)
-        return [Artifact("rayjob.yaml", "manifest", to_yaml(obj), obj)]
+        return [Artifact("rayjob.yaml", "manifest", partial(to_yaml, obj), obj)]
 
 
 TARGET = KubeRayTarget()

@@ -9,6 +9,8 @@ built from these functions, so no spec value can become code:
   looks like one: ``EnvRef("NODE_RANK")`` renders ``"${NODE_RANK}"`` (its name must be a
   shell identifier) and ``ScriptFile("config.yaml")`` renders ``"$ftspec_dir"/config.yaml``,
   a path next to the script; ``SCRIPT_PREAMBLE`` sets ``ftspec_dir`` once at the top;
+- container ``command``/``args`` items pass ``kube_literal`` (Kubernetes expands ``$(VAR)``
+  in them; data must not name a variable);
 - comment lines carry text only through ``comment``, which escapes line breaks and other
   non-printable characters, so a value can never end the comment and run as a command.
 
@@ -76,6 +78,12 @@ def join(words: Iterable[Word]) -> str:
 def plain(words: Iterable[Word]) -> tuple[str, ...]:
     """The words as plain strings, for targets that pass argv without a shell."""
     return tuple(str(w) for w in words)
+
+
+def kube_literal(text: str) -> str:
+    """A container ``command``/``args`` item that Kubernetes passes unchanged: kubelet
+    expands ``$(VAR)`` there and reads ``$$`` as ``$``, so every ``$`` is doubled."""
+    return text.replace("$", "$$")
 
 
 def export(name: str, value: str) -> str:

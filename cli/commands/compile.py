@@ -35,7 +35,7 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
         return 1
     if out is not None:
         try:
-            _write(out, result.artifacts)
+            _write(out, list(result.artifacts))
         except OSError as exc:
             from ftspec.cli.output import write_error
 

@@ -21,6 +21,10 @@ from ftspec.compiler.importers.base import (
     not_this_tool,
 )
 from ftspec.compiler.importers.trl_defaults import (
+    FMS_KEYS,
+    FMS_MODEL_DEFAULTS,
+    FMS_SFT_DEFAULTS,
+    FMS_TOOL,
     LEGACY_KEYS,
     MODEL_DEFAULTS,
     SCRIPT_DEFAULTS,
@@ -51,10 +55,18 @@ class _Reader:
         self.draft = draft
         self.data: dict[str, Any] = draft.source.data
         self.used: set[str] = set()
+        self.fms = is_fms(self.data)
+        self.tool = FMS_TOOL if self.fms else TOOL
+        self.sft = FMS_SFT_DEFAULTS if self.fms else SFT_DEFAULTS
+        self.model = FMS_MODEL_DEFAULTS if self.fms else MODEL_DEFAULTS
 
     def key(self, name: str) -> str | None:
         if name in self.data:
             return name
+        if self.fms:
+            for fms, trl_name in FMS_KEYS.items():
+                if trl_name == name and fms in self.data:
+                    return fms
         for old, new in LEGACY_KEYS.items():
             if new == name and old in self.data:
                 return old
@@ -73,7 +85,7 @@ class _Reader:
     def origin(self, name: str) -> str:
         k = self.key(name)
         if k is None:
-            return f"{TOOL} default ({name})"
+            return f"{self.tool} default ({name})"
         at = self.draft.origin_of((k,))
         return at if k == name else f"{at} ({k}, read as {name})"
 
@@ -105,9 +117,16 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     for key in r.data:
         if key not in r.used:
             draft.warn((key,), f"{key} has no spec field: not imported")
-    head = (f"Imported by `ftspec import trl` from {path} ({TOOL}).\n"
-            "Comments say where each value came from; TRL's implicit defaults are written out.")
+    head = (f"Imported by `ftspec import trl` from {path} ({r.tool}).\n"
+            "Comments say where each value came from; the tool's implicit defaults are "
+            "written out.")
     return Imported("trl", render(draft, head), draft.data, tuple(draft.warnings))
+
+
+def is_fms(data: dict[str, Any]) -> bool:
+    """fms-hf-tuning's JSON (same flat keys, its own data and PEFT keys) by its content."""
+    return any(k in data for k in ("training_data_path", "peft_method",
+                                   "accelerate_launch_args", "use_flash_attn"))
 
 
 def check_is_trl(doc: SourceDoc) -> None:
@@ -144,27 +163,38 @@ def _model(r: _Reader) -> None:
     else:
         r.draft.warn(("model_name_or_path",), f"{name} is not in ftspec's model catalog: "
                      "add model.architecture (its config.json numbers) for the memory estimate")
-    r.put(("model", "revision"), "model_revision", MODEL_DEFAULTS)
+    if not r.fms:
+        r.put(("model", "revision"), "model_revision", r.model)
     attn = r.value("attn_implementation")
     if attn in ATTN:
         r.draft.put(("model", "attn_implementation"), attn, r.origin("attn_implementation"))
     elif attn is not None:
         r.draft.warn((r.key("attn_implementation") or "",), f"attn_implementation {attn!r} "
                      "has no spec value (sdpa, eager, flash_attention_2)")
+    if r.fms and r.value("use_flash_attn", r.model) is not None:
+        flash = r.value("use_flash_attn", r.model) is True
+        r.draft.put(("model", "attn_implementation"), "flash_attention_2" if flash else "sdpa",
+                    r.origin("use_flash_attn"))
     if r.value("use_flash_attention_2") is True:
         r.draft.put(("model", "attn_implementation"), "flash_attention_2",
                     r.origin("use_flash_attention_2"))
     if r.value("trust_remote_code") is True:
         r.put(("model", "trust_remote_code"), "trust_remote_code")
     tok = r.value("tokenizer_name_or_path")
-    if isinstance(tok, str):
+    if isinstance(tok, str) and tok != r.data["model_name_or_path"]:
         r.draft.put(("model", "tokenizer", "uri"), _uri(tok), r.origin("tokenizer_name_or_path"))
     r.put(("model", "chat_template"), "chat_template")
     _precision(r)
 
 
 def _precision(r: _Reader) -> None:
-    fp16 = r.value("fp16", SFT_DEFAULTS) is True
+    if r.fms and not r.has("bf16") and not r.has("fp16"):
+        dtype = r.value("dtype", r.model)
+        named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(dtype))
+        r.draft.put(("model", "dtype"), named or "bf16", r.origin("dtype") + " (the weights' "
+                    "dtype: fms trains in it)")
+        return
+    fp16 = r.value("fp16", r.sft) is True
     bf16 = r.value("bf16")
     if fp16:
         r.draft.put(("model", "dtype"), "fp16", r.origin("fp16"))
@@ -185,7 +215,7 @@ def _dataset(r: _Reader, name: str, split: str, origin: str, subset: Any) -> dic
     if isinstance(subset, str):
         ds["subset"] = subset
     if ds["format"] == "text":
-        ds["text_field"] = r.value("dataset_text_field", SFT_DEFAULTS)
+        ds["text_field"] = r.value("dataset_text_field", r.sft)
     del origin
     return ds
 
@@ -208,6 +238,9 @@ def _data(r: _Reader) -> None:
     test_split = splits[1] if isinstance(splits, list) and len(splits) > 1 else \
         r.value("dataset_test_split", SCRIPT_DEFAULTS)
     split_at = r.origin("dataset_splits" if splits else "dataset_train_split")
+    if r.fms:
+        _fms_data(r)
+        return
     mixer = r.value("dataset_mixer")
     names: list[tuple[str, float | None]] = []
     if isinstance(mixer, dict):
@@ -239,27 +272,53 @@ def _data(r: _Reader) -> None:
     if _format(r) == "text" and not r.has("dataset_text_field"):
         d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
                "when it loads the data; imported as format text")
-    if str(r.value("eval_strategy", SFT_DEFAULTS)) != "no" or r.value("do_eval") is True:
+    if str(r.value("eval_strategy", r.sft)) != "no" or r.value("do_eval") is True:
         d.put(("data", "validation"), _dataset(r, names[0][0], str(test_split), at, subset), at)
         d.origins[("data", "validation", "split")] = r.origin(
             "dataset_splits" if splits else "dataset_test_split")
-    r.put(("data", "max_seq_len"), "max_length", SFT_DEFAULTS)
-    r.put(("data", "packed"), "packing", SFT_DEFAULTS)
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)
     workers = r.value("dataloader_num_workers")
     if isinstance(workers, int):
         d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
 
 
+def _fms_data(r: _Reader) -> None:
+    d = r.draft
+    for key, part in (("training_data_path", "train"), ("validation_data_path", "validation")):
+        path = r.value(key)
+        if not isinstance(path, str):
+            if part == "train":
+                raise not_this_tool(d.source, ("model_name_or_path",), "no training_data_path: "
+                                    "the config names no training data",
+                                    "fms-hf-tuning reads training_data_path")
+            continue
+        at = r.origin(key)
+        d.put(("data", part, "uri"), _uri(path if path.startswith(("/", ".")) else "./" + path),
+              at)
+        d.put(("data", part, "format"), "text", "fms-hf-tuning trains on one text field")
+        r.put(("data", part, "text_field"), "dataset_text_field")
+        r.put(("data", part, "response_template"), "response_template")
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)
+
+
 def _method(r: _Reader) -> None:
     d = r.draft
-    if r.value("use_peft", MODEL_DEFAULTS) is not True:
-        d.put(("method", "kind"), "full", r.origin("use_peft"))
+    if r.fms:
+        method = r.value("peft_method")
+        if method not in (None, "none", "lora"):
+            d.warn(("peft_method",), f"peft_method {method} is not imported (lora only)")
+    peft = r.value("peft_method") == "lora" if r.fms else r.value("use_peft", r.model) is True
+    peft_key = "peft_method" if r.fms else "use_peft"
+    if not peft:
+        d.put(("method", "kind"), "full", r.origin(peft_key))
         return
     four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
-    dora = r.value("use_dora", MODEL_DEFAULTS) is True
+    dora = r.value("use_dora", r.model) is True
     kind = "qlora" if four or eight else "dora" if dora else "lora"
     d.put(("method", "kind"), kind, r.origin("load_in_4bit" if four else "load_in_8bit" if eight
-                                             else "use_dora" if dora else "use_peft"))
+                                             else "use_dora" if dora else peft_key))
     if kind == "qlora":
         if dora:
             d.warn((r.key("use_dora") or "",), "DoRA on a quantized base has no spec method: "
@@ -267,20 +326,20 @@ def _method(r: _Reader) -> None:
         if four:
             r.put(("method", "quantization", "bits"), "load_in_4bit", convert=lambda _: 4)
             r.put(("method", "quantization", "quant_type"), "bnb_4bit_quant_type",
-                  MODEL_DEFAULTS)
+                  r.model)
             r.put(("method", "quantization", "double_quant"), "use_bnb_nested_quant",
-                  MODEL_DEFAULTS)
+                  r.model)
         else:
             r.put(("method", "quantization", "bits"), "load_in_8bit", convert=lambda _: 8)
     lora = ("method", "lora")
-    r.put(lora + ("rank",), "lora_r", MODEL_DEFAULTS)
-    r.put(lora + ("alpha",), "lora_alpha", MODEL_DEFAULTS)
-    r.put(lora + ("dropout",), "lora_dropout", MODEL_DEFAULTS)
+    r.put(lora + ("rank",), "lora_r", r.model)
+    r.put(lora + ("alpha",), "lora_alpha", r.model)
+    r.put(lora + ("dropout",), "lora_dropout", r.model)
     if r.put(lora + ("target_modules",), "lora_target_modules") is None:
-        d.warn(("use_peft",), "no lora_target_modules: PEFT picks the modules per "
+        d.warn((peft_key,), "no lora_target_modules: PEFT picks the modules per "
                "architecture; the spec's default target_modules are used instead")
     r.put(lora + ("modules_to_save",), "lora_modules_to_save")
-    r.put(("method", "task_type"), "lora_task_type", MODEL_DEFAULTS)
+    r.put(("method", "task_type"), "lora_task_type", r.model)
 
 
 def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
@@ -297,31 +356,31 @@ def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
 
 def _training(r: _Reader, world: int) -> None:
     d, t = r.draft, ("training",)
-    steps = r.value("max_steps", SFT_DEFAULTS)
+    steps = r.value("max_steps", r.sft)
     if isinstance(steps, int) and steps > 0:
         d.put(t + ("max_steps",), steps, r.origin("max_steps"))
         d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
     else:
-        epochs = r.value("num_train_epochs", SFT_DEFAULTS)
+        epochs = r.value("num_train_epochs", r.sft)
         whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1
         if whole != epochs:
             d.warn((r.key("num_train_epochs") or "",), f"num_train_epochs {epochs} is not whole: "
                    f"imported as {whole}")
         d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
-    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", SFT_DEFAULTS)
-    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", SFT_DEFAULTS)
+    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", r.sft)
+    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", r.sft)
     d.put(t + ("global_batch_size",), mbs * ga * world,
           f"per_device_train_batch_size x gradient_accumulation_steps x {world} processes")
-    r.put(t + ("learning_rate",), "learning_rate", SFT_DEFAULTS)
+    r.put(t + ("learning_rate",), "learning_rate", r.sft)
     _optimizer(r)
     _scheduler(r)
-    r.put(t + ("max_grad_norm",), "max_grad_norm", SFT_DEFAULTS)
-    r.put(t + ("seed",), "seed", SFT_DEFAULTS)
-    r.put(t + ("gradient_checkpointing",), "gradient_checkpointing", SFT_DEFAULTS)
-    r.put(t + ("compile",), "torch_compile", SFT_DEFAULTS)
-    r.put(t + ("logging", "strategy"), "logging_strategy", SFT_DEFAULTS)
-    r.put(t + ("logging", "steps"), "logging_steps", SFT_DEFAULTS)
-    report = r.value("report_to", SFT_DEFAULTS)
+    r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)
+    r.put(t + ("seed",), "seed", r.sft)
+    r.put(t + ("gradient_checkpointing",), "gradient_checkpointing", r.sft)
+    r.put(t + ("compile",), "torch_compile", r.sft)
+    r.put(t + ("logging", "strategy"), "logging_strategy", r.sft)
+    r.put(t + ("logging", "steps"), "logging_steps", r.sft, convert=int)
+    report = r.value("report_to", r.sft)
     sinks = [report] if isinstance(report, str) else list(report or [])
     kept = [s for s in sinks if s in SINKS]
     for s in sinks:
@@ -334,28 +393,28 @@ def _training(r: _Reader, world: int) -> None:
 
 def _optimizer(r: _Reader) -> None:
     d, opt = r.draft, ("training", "optimizer")
-    name = str(r.value("optim", SFT_DEFAULTS))
+    name = str(r.value("optim", r.sft))
     if name in OPTIMIZERS:
         spec_name, fused = OPTIMIZERS[name]
         d.put(opt + ("name",), spec_name, r.origin("optim"))
         d.put(opt + ("fused",), fused, r.origin("optim"))
     else:
         d.warn((r.key("optim") or "",), f"optim {name} has no spec optimizer: adamw used")
-    r.put(opt + ("weight_decay",), "weight_decay", SFT_DEFAULTS)
-    b1, b2 = r.value("adam_beta1", SFT_DEFAULTS), r.value("adam_beta2", SFT_DEFAULTS)
+    r.put(opt + ("weight_decay",), "weight_decay", r.sft)
+    b1, b2 = r.value("adam_beta1", r.sft), r.value("adam_beta2", r.sft)
     d.put(opt + ("betas",), [b1, b2], f"{r.origin('adam_beta1')}; {r.origin('adam_beta2')}")
-    r.put(opt + ("eps",), "adam_epsilon", SFT_DEFAULTS)
+    r.put(opt + ("eps",), "adam_epsilon", r.sft)
 
 
 def _scheduler(r: _Reader) -> None:
     d, sched = r.draft, ("training", "scheduler")
-    name = str(r.value("lr_scheduler_type", SFT_DEFAULTS))
+    name = str(r.value("lr_scheduler_type", r.sft))
     if name in SCHEDULERS:
         d.put(sched + ("name",), name, r.origin("lr_scheduler_type"))
     else:
         d.warn((r.key("lr_scheduler_type") or "",), f"lr_scheduler_type {name} has no spec "
                "schedule")
-    warm = r.value("warmup_steps", SFT_DEFAULTS)
+    warm = r.value("warmup_steps", r.sft)
     if isinstance(warm, float) and 0 < warm < 1:
         d.put(sched + ("warmup_ratio",), warm, f"{r.origin('warmup_steps')} (below 1: a ratio)")
     else:
@@ -364,7 +423,7 @@ def _scheduler(r: _Reader) -> None:
 
 def _evaluation(r: _Reader) -> None:
     d, ev = r.draft, ("training", "evaluation")
-    strategy = str(r.value("eval_strategy", SFT_DEFAULTS))
+    strategy = str(r.value("eval_strategy", r.sft))
     if strategy != "no" and r.has("do_eval"):
         r.used.add("do_eval")  # implied by eval_strategy
     elif r.value("do_eval") is True:
@@ -379,10 +438,10 @@ def _evaluation(r: _Reader) -> None:
 
 def _checkpointing(r: _Reader) -> None:
     ck = ("training", "checkpointing")
-    strategy = str(r.value("save_strategy", SFT_DEFAULTS))
+    strategy = str(r.value("save_strategy", r.sft))
     r.draft.put(ck + ("strategy",), strategy, r.origin("save_strategy"))
     if strategy == "steps":
-        r.put(ck + ("steps",), "save_steps", SFT_DEFAULTS)
+        r.put(ck + ("steps",), "save_steps", r.sft)
     r.put(ck + ("total_limit",), "save_total_limit")
 
 

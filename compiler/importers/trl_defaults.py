@@ -72,3 +72,27 @@ LEGACY_KEYS: dict[str, str] = {
 }
 """Keys older TRL/transformers releases read, renamed since: imported under the new name
 (transformers 5 reads a ``warmup_steps`` below 1 as the ratio ``warmup_ratio`` was)."""
+
+FMS_TOOL = f"fms-hf-tuning (tuning/config/configs.py) / transformers {TRANSFORMERS_VERSION}"
+FMS_SFT_DEFAULTS: dict[str, Any] = SFT_DEFAULTS | {
+    "learning_rate": 5e-05,
+    "gradient_checkpointing": False,
+    "logging_steps": 500,
+    "logging_strategy": "epoch",
+    "save_strategy": "epoch",
+    "max_length": 4096,
+}
+"""fms-hf-tuning's JSON: transformers ``TrainingArguments`` defaults (5.23.0) where fms's
+subclass does not set them (``learning_rate``, ``gradient_checkpointing``, ``logging_steps``),
+and fms's own (``max_seq_length`` 4096, epoch logging and saving, no packing)."""
+FMS_MODEL_DEFAULTS: dict[str, Any] = MODEL_DEFAULTS | {
+    "lora_r": 8,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "dtype": "bfloat16",
+    "use_flash_attn": True,
+}
+"""fms-hf-tuning's ``ModelArguments`` (``torch_dtype`` bfloat16, ``use_flash_attn``) and
+``LoraConfig`` (tuning/config/peft_config.py: r 8, alpha 32, dropout 0.05)."""
+FMS_KEYS: dict[str, str] = {"r": "lora_r", "target_modules": "lora_target_modules"}
+"""fms's LoRA key names -> TRL's."""

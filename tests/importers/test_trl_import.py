@@ -120,6 +120,50 @@ def test_import_validate_compile_equal(name: str) -> None:
         assert got["peft_method"] == ["none"]
 
 
+FMS = Path(__file__).parent / "corpus" / "fms"
+FMS_CONFIGS = sorted(p.name for p in FMS.glob("*.json"))
+
+
+@pytest.mark.parametrize("name", FMS_CONFIGS)
+def test_fms_json_import_validate_compile_equal(name: str) -> None:
+    """fms-hf-tuning's JSON: transformers' own TrainingArguments parser gives the effective
+    values; fms's own defaults (max_seq_length 4096) are the one table fact used."""
+    import json
+
+    from transformers import HfArgumentParser, TrainingArguments
+
+    path = FMS / name
+    assert name in (FMS / "SOURCES").read_text()
+    imported = import_trl(path)
+    compiled = compile_spec(parse_yaml(imported.text, f"{name}.ftspec.yaml"), "artifacts",
+                            CompileOptions(target="accelerate"))
+    assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
+    assert compiled.job is not None
+    got = _flags(training_args(compiled.job))
+    raw = json.loads(path.read_text())
+    (ta,) = HfArgumentParser((TrainingArguments,)).parse_dict(
+        {**raw, "use_cpu": True, "output_dir": raw.get("output_dir", "out")},
+        allow_extra_keys=True)
+    assert got["model_name_or_path"] == [raw["model_name_or_path"]]
+    assert got["train_file"] == ["./" + raw["training_data_path"]]
+    assert got["dataset_text_field"] == [raw["dataset_text_field"]]
+    assert got["response_template"] == [raw["response_template"]]
+    assert float(got["learning_rate"][0]) == ta.learning_rate
+    assert int(got["per_device_train_batch_size"][0]) == ta.per_device_train_batch_size
+    assert int(got["gradient_accumulation_steps"][0]) == ta.gradient_accumulation_steps
+    assert float(got["num_train_epochs"][0]) == ta.num_train_epochs
+    assert got["lr_scheduler_type"] == [ta.lr_scheduler_type.value]
+    assert int(got["warmup_steps"][0]) == ta.warmup_steps
+    assert float(got["weight_decay"][0]) == ta.weight_decay
+    assert float(got["max_grad_norm"][0]) == ta.max_grad_norm
+    assert got["optim"] == [ta.optim.value]
+    assert int(got["seed"][0]) == ta.seed
+    assert int(got["logging_steps"][0]) == ta.logging_steps
+    assert int(got["max_seq_length"][0]) == raw.get("max_seq_length", 4096)
+    assert ("packing" in got) == raw.get("packing", False)
+    assert got["peft_method"] == [raw.get("peft_method", "none")]
+
+
 def test_every_unmapped_key_is_a_located_warning() -> None:
     imported = import_trl(CORPUS / "handbook-zephyr-7b-beta-sft-full.yaml")
     warned = {w.path[0] for w in imported.warnings if w.path}

@@ -156,3 +156,20 @@ def test_generated_hostile_strings_stay_data(tmp_path_factory: pytest.TempPathFa
     _assert_inert(root, compiled, f"{example.stem} {kind} {path}")
     # `touch x` (relative) would land in the working folder, the run root
     assert not (root / "x").exists()
+
+
+def test_kubernetes_args_carry_dollar_references_as_data() -> None:
+    from helpers.jobs import make_job
+    from helpers.kubelet import kubelet_expand
+
+    hostile = "$(PET_MASTER_ADDR)-$$-$(HOME)"
+    env = {"PET_MASTER_ADDR": "10.0.0.1", "HOME": "/root"}
+    job = make_job(data={"train": {"column_map": {"input": hostile}}})
+    manifests = [a.obj for a in get_target("kubeflow").compile(job) if a.obj]
+    args = [a for m in manifests for a in m.get("spec", {}).get("trainer", {}).get("args", [])]
+    assert any(hostile in kubelet_expand(a, env) for a in args), args
+    job = make_job(launcher="accelerate",
+                   deploy={"target": "kubeflow", "kubeflow": {"generate_runtime": True}},
+                   entrypoint={"module": "my.train", "args": ["--note", hostile]})
+    text = json.dumps([a.obj for a in get_target("kubeflow").compile(job) if a.obj])
+    assert "$$(PET_MASTER_ADDR)-$$$$-$$(HOME)" in text

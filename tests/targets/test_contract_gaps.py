@@ -42,3 +42,18 @@ def test_merge_adapter_saves_the_merged_model() -> None:
 
     assert saved_adapter_only() is True
     assert saved_adapter_only(merge_adapter=True) is False
+
+
+def test_subset_reaches_torchtune_and_the_trainjob() -> None:
+    job = make_job(data={"train": {"uri": "hf://openai/gsm8k", "subset": "main"}})
+    assert "dataset.name=main" in kft_args(job)
+    local = make_job(deploy={"target": "local"},
+                     data={"train": {"uri": "hf://openai/gsm8k", "subset": "main"}})
+    (config,) = [a for a in get_target("torchtune").compile(local) if a.kind == "config"]
+    assert config.obj is not None and config.obj["dataset"]["name"] == "main"
+
+
+def kft_args(job: Any) -> list[str]:
+    from ftspec.targets.kubeflow_torchtune import trainer_args
+
+    return trainer_args(job)

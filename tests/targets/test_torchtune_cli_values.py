@@ -15,6 +15,7 @@ from ftspec.targets import get_target
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.torchtune_configs import format_value
 from helpers.jobs import make_job
+from helpers.kubelet import kubelet_expand
 
 PROMPTS = ["[INST] be brief [/INST]", "Note: format: JSON", "yes", "on", "Off", "None",
            "null", "~", "${output_dir}", "it's", "line1\nline2", "123", "- x",
@@ -38,7 +39,7 @@ def test_kubeflow_args_carry_the_exact_string(prompt: str) -> None:
                                    "new_system_prompt": prompt}})
     assert not [d.format() for d in get_target("kubeflow").check(job) if d.is_error]
     (arg,) = [a for a in kft.trainer_args(job) if a.startswith("dataset.new_system_prompt=")]
-    assert _cli_value(arg) == prompt
+    assert _cli_value(kubelet_expand(arg)) == prompt  # kubelet reads $$ as $
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
