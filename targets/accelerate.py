@@ -42,15 +42,30 @@ def uses_default_entrypoint(job: Job) -> bool:
     return e.module is None and e.script is None
 
 
-def dump_yaml(data: dict[str, Any]) -> str:
-    """``sft.yaml`` text: block style, keys in the order ``sft_config`` gives them."""
-    from ruamel.yaml import YAML
+YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+"""Strings that YAML 1.1 readers (PyYAML: TRL's and accelerate's loaders) turn into booleans
+or null unless quoted (`save_strategy: no` would read as False)."""
 
-    yaml = YAML(typ="safe", pure=True)
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    """``sft.yaml`` text: block style, keys in the order ``sft_config`` gives them, the
+    YAML 1.1 words quoted."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
+    def quoted(value: Any) -> Any:
+        if isinstance(value, str) and value.lower() in YAML11_WORDS:
+            return SingleQuotedScalarString(value)
+        if isinstance(value, dict):
+            return {k: quoted(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [quoted(v) for v in value]
+        return value
+
+    yaml = YAML(typ="rt", pure=True)
     yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
     out = io.StringIO()
-    yaml.dump(data, out)
+    yaml.dump(quoted(data), out)
     return out.getvalue()
 
 
