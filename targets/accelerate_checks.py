@@ -64,7 +64,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
 
 
 def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
-    """ftspec.targets.entrypoints.hf_sft: text causal-LM SFT; see its module doc."""
+    """TRL's SFTTrainer (``trl sft`` or ftspec's preparation entrypoint): text causal-LM SFT."""
     spec = job.spec
     t = spec.training
     hint = "set entrypoint.module or entrypoint.script to your own training program"
@@ -72,6 +72,12 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
         yield _err(("model", "auto_class"), "the default entrypoint trains causal language "
                    f"models (AutoModelForCausalLM, CAUSAL_LM), not {spec.model.auto_class} / "
                    f"{spec.method.task_type}", "entrypoint-model", hint=hint)
+    lora = spec.method.lora
+    if lora is not None and lora.output and spec.method.kind in ("lora", "dora", "qlora"):
+        yield _err(("method", "lora", "output"), "TRL's SFTTrainer refuses a LoRA adapter on "
+                   "lm_head (it computes the log-probabilities from lm_head.weight directly, so "
+                   "the adapter would never train)", "lora-output",
+                   hint="set method.lora.output: false, or use launcher: torchtune")
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.quant_type == "gptq":
         yield _err(("method", "quantization", "quant_type"), "qlora quantizes with "
@@ -87,12 +93,20 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
         if ds.format == "multimodal":
             yield _err((*path, "format"), "the default entrypoint trains on text; multimodal "
                        "data needs an image-aware program", "entrypoint-format", hint=hint)
-        if ds.format == "completion" and (
-                (ds.prompt_template is None and ds.prompt_func is None)
-                or (ds.completion_template is None and ds.completion_func is None)):
-            yield _err(path, "completion data needs a prompt and a completion: "
-                       "prompt_template or prompt_func, completion_template or completion_func",
-                       "entrypoint-templates")
+        has_prompt = ds.prompt_template is not None or ds.prompt_func is not None
+        has_completion = ds.completion_template is not None or ds.completion_func is not None
+        if ds.format == "completion" and has_prompt != has_completion:
+            yield _err(path, "completion data needs both a prompt and a completion "
+                       "(prompt_template or prompt_func, completion_template or "
+                       "completion_func), or neither: then the rows' own prompt / completion "
+                       "columns are read", "entrypoint-templates")
+        if ds.format in ("instruct", "chat"):
+            yield _warn((*path, "format"), f"{ds.format} rows do not become the same token "
+                        "ids as under launcher: torchtune (torchtune applies the tokenizer's "
+                        "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
+                        "each message apart; TRL tokenizes the rendered prompt + completion "
+                        "text at once)", "token-identity",
+                        hint="format: text trains on the same tokens under both launchers")
         if ds.format == "chat" and spec.model.chat_template is None:
             yield _warn((*path, "format"), "chat data is rendered with the tokenizer's chat "
                         "template; the run fails if the tokenizer has none",
@@ -102,18 +116,16 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
         yield _err(("training", "early_stopping", "metric"), f"the default entrypoint "
                    f"computes eval_loss only, not {es.metric}", "entrypoint-metric",
                    hint="use metric: eval_loss")
-    if t.logging.report_to:
-        yield _warn(("training", "logging", "report_to"), "the default entrypoint prints "
-                    "metrics to the log; report_to is ignored", "entrypoint-report-to")
+    if "jsonl" in t.logging.report_to:
+        yield _warn(("training", "logging", "report_to"), "the Hugging Face trainer has no "
+                    "jsonl sink; its records go to the log (the other sinks are honoured)",
+                    "entrypoint-report-to")
     if spec.model.device_map is not None:
         yield _warn(("model", "device_map"), "accelerate places the model; device_map is "
                     "ignored", "entrypoint-device-map")
     if t.loss != "cross_entropy":
         yield _warn(("training", "loss"), "the default entrypoint computes the model's "
                     "cross-entropy; chunked_cross_entropy is torchtune's", "entrypoint-loss")
-    if t.activation_offloading:
-        yield _warn(("training", "activation_offloading"), "accelerate has no activation "
-                    "offloading; it is ignored", "offloading")
 
 
 def _dataset(job: Job, where: tuple[str | int, ...]) -> Dataset | None:

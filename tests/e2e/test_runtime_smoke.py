@@ -25,6 +25,7 @@ import psutil
 import pytest
 
 from ftspec.reconciler.local.tiny import TinyAssets, generate_tiny_assets
+from helpers.trainer_log import train_records
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +33,6 @@ CPU_COMPAT = Path(__file__).parent / "cpu_compat"
 SEED = 42
 Record = Callable[[str, object], None]  # pytest's record_property
 TORCHTUNE_LOSS = re.compile(r"^Step (\d+) \| loss:(\S+) ", re.MULTILINE)
-HF_SFT_STEP = re.compile(r"^step=(\d+) loss=(\S+) lr=(\S+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -337,32 +337,35 @@ def accelerate_config(path: Path) -> Path:
 def test_accelerate_launch_hf_sft_lora_two_processes(
         llama2_assets: TinyAssets, tmp_path: Path, run_env: dict[str, str],
         record_property: Record) -> None:
-    out, report = tmp_path / "out", tmp_path / "world.json"
+    out = tmp_path / "out"
+    sft = tmp_path / "sft.yaml"  # TRL's own config keys (what `trl sft --config` reads)
+    sft.write_text(json.dumps({
+        "model_name_or_path": str(llama2_assets.model_dir), "max_length": 128,
+        "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
+        "learning_rate": 1e-3, "max_steps": 3, "lr_scheduler_type": "cosine",
+        "warmup_steps": 1, "seed": SEED, "bf16": False, "gradient_checkpointing": False,
+        "use_peft": True, "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0,
+        "lora_target_modules": ["q_proj", "v_proj"], "logging_steps": 1,
+        "save_strategy": "no", "report_to": "none", "output_dir": str(out)}))
+    prepare = tmp_path / "prepare.json"
+    prepare.write_text(json.dumps({"train": [{
+        "source": str(llama2_assets.dataset_path), "format": "completion",
+        "prompt_template": "{task}\n{words}\n", "completion_template": "{answer}",
+        "column_map": {"task": "instruction", "words": "input", "answer": "output"}}]}))
     # accelerate of this interpreter, so its workers import the ftspec under test
     cmd = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch",
            "--config_file", str(accelerate_config(tmp_path / "acc.yaml")),
            "--num_processes", "2", "-m", "ftspec.targets.entrypoints.hf_sft",
-           "--model_name_or_path", str(llama2_assets.model_dir),
-           "--train_file", str(llama2_assets.dataset_path),
-           "--prompt_template", "{task}\n{words}\n", "--completion_template", "{answer}",
-           "--column_map", json.dumps({"task": "instruction", "words": "input",
-                                       "answer": "output"}),
-           "--max_seq_length", "128", "--per_device_train_batch_size", "4",
-           "--gradient_accumulation_steps", "1", "--learning_rate", "1e-3",
-           "--max_steps", "3", "--lr_scheduler_type", "cosine", "--warmup_steps", "1",
-           "--seed", str(SEED), "--peft_method", "lora", "--lora_r", "4", "--lora_alpha", "8",
-           "--target_modules", "q_proj", "v_proj",
-           "--output_dir", str(out), "--report_world_size", str(report)]
+           "--config", str(sft), "--prepare", str(prepare)]
     run = run_measured(cmd, {**run_env, "ACCELERATE_USE_CPU": "true"}, record_property,
                        "accelerate_hf_sft_2proc", worker_marker="entrypoints.hf_sft")
     assert run.returncode == 0, run.output[-4000:]
-    assert json.loads(report.read_text()) == {"world_size": 2, "ranks_seen": [0, 1],
-                                              "params_in_sync": True}
     assert run.max_workers == 2
-    assert run.output.count("world_size=2") == 1  # printed by the main process only
-    steps = HF_SFT_STEP.findall(run.output)
-    assert [int(step) for step, _, _ in steps] == [1, 2, 3]
-    assert all(math.isfinite(float(loss)) for _, loss, _ in steps)
+    steps = train_records(run.output)
+    assert len(steps) == 3 and all(math.isfinite(r.loss or math.nan) for r in steps)
+    # the two processes trained together: each step takes 4 rows per rank of the 64, so
+    # the trainer's epoch counter moves 8/64 a step (4/64 for a process alone)
+    assert [round((r.epoch or 0) * 64 / 8) for r in steps] == [1, 2, 3], steps
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["r"] == 4 and sorted(adapter["target_modules"]) == ["q_proj", "v_proj"]
     assert (out / "adapter_model.safetensors").stat().st_size > 0
@@ -373,12 +376,11 @@ def test_hf_sft_renders_templates_through_the_column_map(tmp_path: Path) -> None
 
     data = tmp_path / "d.jsonl"
     data.write_text('{"question": "two plus two", "answer": "four"}\n\n')
-    args = hf_sft.parse_args([
-        "--model_name_or_path", "unused", "--train_file", str(data), "--output_dir", "unused",
-        "--column_map", '{"input": "question", "output": "answer"}',
-        "--prompt_template", "Q: {input}\nA: "])
-    assert hf_sft.load_examples(args) == [("Q: two plus two\nA: ", "four")]
+    src = {"source": str(data), "column_map": {"input": "question", "output": "answer"},
+           "prompt_template": "Q: {input}\nA: ", "completion_template": "{output}"}
+    assert hf_sft.load_examples(hf_sft.Plan.from_json({"train": [src]})) == [
+        ("Q: two plus two\nA: ", "four")]
 
-    args.prompt_template = "{instruction}"
+    bad = hf_sft.Plan.from_json({"train": [{**src, "prompt_template": "{instruction}"}]})
     with pytest.raises(SystemExit, match=r"d.jsonl:1: template field 'instruction'"):
-        hf_sft.load_examples(args)
+        hf_sft.load_examples(bad)

@@ -80,29 +80,29 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     import yaml  # accelerate's own loader reads its file with PyYAML
 
     cfg = yaml.safe_load(files["accelerate.yaml"])
+    sft = yaml.safe_load(files["sft.yaml"])  # TRL's own config
     argv = _exec_argv(files["command.sh"])
     f = _flags(argv)
     world = int(f["num_processes"][0]) if "num_processes" in f else cfg["num_processes"]
     assert world == cfg["num_processes"], "command and config disagree on processes"
-    precision = "bf16" if "bf16" in f else "fp16" if "fp16" in f else "fp32"
+    precision = "bf16" if sft.get("bf16") else "fp16" if sft.get("fp16") else "fp32"
     assert {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}[precision] == cfg["mixed_precision"]
     lora = None
-    if "lora_r" in f:  # the LoRA family (lora, dora, qlora, gptq_lora)
-        lora = {"rank": int(f["lora_r"][0]), "alpha": float(f["lora_alpha"][0]),
-                "target_modules": [m for m in f["target_modules"] if m != "lm_head"]}
+    if sft.get("use_peft"):  # the LoRA family (lora, dora, qlora)
+        lora = {"rank": int(sft["lora_r"]), "alpha": float(sft["lora_alpha"]),
+                "target_modules": [m for m in sft["lora_target_modules"] if m != "lm_head"]}
     return {
-        "learning_rate": float(f["learning_rate"][0]),
-        "effective_batch": int(f["per_device_train_batch_size"][0])
-        * int(f["gradient_accumulation_steps"][0]) * world,
-        "duration": duration(int(float(f["num_train_epochs"][0])) if "num_train_epochs" in f
-                             else None, int(f["max_steps"][0]) if "max_steps" in f else None,
-                             None),
+        "learning_rate": float(sft["learning_rate"]),
+        "effective_batch": int(sft["per_device_train_batch_size"])
+        * int(sft["gradient_accumulation_steps"]) * world,
+        "duration": duration(int(sft["num_train_epochs"]) if "num_train_epochs" in sft
+                             else None, sft.get("max_steps"), None),
         "precision": precision,
-        "sequence_length": int(f["max_seq_length"][0]),
+        "sequence_length": int(sft["max_length"]),
         "lora": lora,
-        "optimizer": HF_OPTIMIZERS[f["optim"][0]],
-        "scheduler": normalize_scheduler(f["lr_scheduler_type"][0]),
-        "warmup_steps": int(f["warmup_steps"][0]) if "warmup_steps" in f else 0,
+        "optimizer": HF_OPTIMIZERS[sft["optim"]],
+        "scheduler": normalize_scheduler(sft["lr_scheduler_type"]),
+        "warmup_steps": int(sft.get("warmup_steps", 0)),
     }
 
 

@@ -1,5 +1,6 @@
-"""The HF SFT entrypoint's data pipeline on tiny local data: rendering (templates, functions,
-text, chat), mixtures by proportion, validation splits, completion-only masking."""
+"""The SFT entrypoint's data preparation on tiny local data: rendering (templates, functions,
+text, chat), mixtures by proportion, validation splits, train_on_input and the response
+template (the rows SFTTrainer receives)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from typing import Any
 import pytest
 from ftspec.reconciler.local.tiny import TinyAssets, generate_tiny_assets
 from ftspec.targets.entrypoints import hf_sft
-from ftspec.targets.entrypoints.hf_sft.features import IGNORE_INDEX, pack, tokenize
 from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
 
 
@@ -21,9 +21,8 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def args(*flags: str) -> Any:
-    return hf_sft.parse_args(["--model_name_or_path", "unused", "--output_dir", "unused",
-                              *flags])
+def plan(*train: dict[str, Any], **rest: Any) -> hf_sft.Plan:
+    return hf_sft.Plan.from_json({"train": list(train), **rest})
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +42,15 @@ def tokenizer(tiny: TinyAssets) -> Any:
 
 def test_completion_templates_read_columns_through_the_map(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", [{"q": "two plus two", "a": "four"}])
-    a = args("--train_file", str(data), "--dataset_format", "completion",
-             "--column_map", '{"question": "q"}',
-             "--prompt_template", "Q: {question}\nA: ", "--completion_template", "{a}")
+    a = plan({"source": str(data), "format": "completion", "column_map": {"question": "q"},
+              "prompt_template": "Q: {question}\nA: ", "completion_template": "{a}"})
     assert hf_sft.load_examples(a) == [("Q: two plus two\nA: ", "four")]
 
 
 def test_instruct_has_alpaca_default_templates(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl",
                        [{"instruction": "Add.", "input": "2 2", "output": "4"}])
-    [(prompt, completion)] = hf_sft.load_examples(args("--train_file", str(data)))
+    [(prompt, completion)] = hf_sft.load_examples(plan({"source": str(data)}))
     assert prompt.startswith("### Instruction:\nAdd.") and prompt.endswith("### Response:\n")
     assert completion == "4"
 
@@ -63,26 +61,24 @@ def test_prompt_and_completion_functions(tmp_path: Path, monkeypatch: pytest.Mon
                       "def completion(row):\n    return str(len(row['x']))\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     data = write_jsonl(tmp_path / "d.jsonl", [{"x": "abc"}, {"x": "hello"}])
-    a = args("--train_file", str(data), "--dataset_format", "completion",
-             "--prompt_func", "my_fmt:prompt", "--completion_func", "my_fmt:completion")
+    a = plan({"source": str(data), "format": "completion", "prompt_func": "my_fmt:prompt",
+              "completion_func": "my_fmt:completion"})
     assert hf_sft.load_examples(a) == [("ABC -> ", "3"), ("HELLO -> ", "5")]
     sys.modules.pop("my_fmt", None)
 
 
 def test_text_format_and_system_prompt(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", [{"body": "once upon a time"}])
-    a = args("--train_file", str(data), "--dataset_format", "text",
-             "--dataset_text_field", "body")
+    a = plan({"source": str(data), "format": "text", "text_field": "body"})
     assert hf_sft.load_examples(a) == [("", "once upon a time")]
-    a = args("--train_file", str(data), "--dataset_format", "completion",
-             "--prompt_template", "{body}", "--completion_template", ".",
-             "--new_system_prompt", "Be brief.")
+    a = plan({"source": str(data), "format": "completion", "prompt_template": "{body}",
+              "completion_template": ".", "new_system_prompt": "Be brief."})
     assert hf_sft.load_examples(a) == [("Be brief.\n\nonce upon a time", ".")]
 
 
 def test_missing_column_names_the_row(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", [{"a": 1}, {"b": 2}])
-    a = args("--train_file", str(data), "--dataset_format", "text", "--dataset_text_field", "a")
+    a = plan({"source": str(data), "format": "text", "text_field": "a"})
     with pytest.raises(SystemExit, match=r"d.jsonl:2: no column 'a'"):
         hf_sft.load_examples(a)
 
@@ -90,16 +86,7 @@ def test_missing_column_names_the_row(tmp_path: Path) -> None:
 def test_completion_without_templates_is_an_error(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", [{"a": 1}])
     with pytest.raises(SystemExit, match="completion data needs a prompt_template"):
-        hf_sft.load_examples(args("--train_file", str(data), "--dataset_format", "completion"))
-
-
-def test_flags_that_exclude_each_other() -> None:
-    with pytest.raises(SystemExit):
-        args("--train_file", "x", "--dataset_name", "org/x")
-    with pytest.raises(SystemExit):
-        args("--train_file", "x", "--prompt_template", "{a}", "--prompt_func", "m:f")
-    with pytest.raises(SystemExit):
-        args("--train_file", "x", "--early_stopping_patience", "2")
+        hf_sft.load_examples(plan({"source": str(data), "format": "completion"}))
 
 
 # --- mixtures and splits -------------------------------------------------------------------
@@ -132,17 +119,16 @@ def test_mixture_flag_reads_each_source_with_its_own_rendering(tmp_path: Path) -
     mixture = [{"source": str(one), "proportion": 0.75, "format": "completion",
                 "prompt_template": "{q}=", "completion_template": "{a}"},
                {"source": str(two), "proportion": 0.25, "format": "text", "text_field": "t"}]
-    examples = hf_sft.load_examples(args("--mixture", json.dumps(mixture)))
+    examples = hf_sft.load_examples(plan(*mixture))
     assert len(examples) == 40  # the first source runs out after 30: 30 + 10
     assert sum(p == "" for p, _ in examples) == 10
     assert all(p.startswith("q") and p.endswith("=") for p, _ in examples if p)
 
 
 def test_mixture_entry_with_an_unknown_key(tmp_path: Path) -> None:
-    bad = json.dumps([{"source": "x", "proportion": 0.5, "colum_map": {}},
-                      {"source": "y", "proportion": 0.5}])
-    with pytest.raises(SystemExit, match=r"--mixture\[0\]: unknown keys \['colum_map'\]"):
-        hf_sft.load_examples(args("--mixture", bad))
+    with pytest.raises(SystemExit, match=r"train\[0\]: unknown keys \['colum_map'\]"):
+        plan({"source": "x", "proportion": 0.5, "colum_map": {}},
+             {"source": "y", "proportion": 0.5})
 
 
 def test_split_off_is_seeded_and_disjoint() -> None:
@@ -157,49 +143,28 @@ def test_validation_file_and_split_ratio(tmp_path: Path, tokenizer: Any) -> None
     rows = [{"instruction": f"i{i}", "input": "", "output": f"o{i}"} for i in range(20)]
     train = write_jsonl(tmp_path / "t.jsonl", rows)
     val = write_jsonl(tmp_path / "v.jsonl", rows[:3])
-    data = hf_sft.build_data(args("--train_file", str(train), "--validation_file", str(val)),
-                             tokenizer)
+    data = hf_sft.build_data(plan({"source": str(train)}, validation={"source": str(val)}),
+                             tokenizer, 42)
     assert (len(data.train), len(data.eval)) == (20, 3)
-    data = hf_sft.build_data(args("--train_file", str(train), "--validation_split_ratio", "0.25"),
-                             tokenizer)
+    data = hf_sft.build_data(plan({"source": str(train)}, validation_split_ratio=0.25),
+                             tokenizer, 42)
     assert (len(data.train), len(data.eval)) == (15, 5)
     assert data.notes[0] == "train_examples=15 eval_examples=5"
 
 
-# --- tokenization and masking --------------------------------------------------------------
-
-
-def _trained_text(tokenizer: Any, row: dict[str, list[int]]) -> str:
-    kept = [t for t, label in zip(row["input_ids"], row["labels"]) if label != IGNORE_INDEX]
-    return str(tokenizer.decode(kept, skip_special_tokens=True))
-
-
-def test_prompt_is_masked_unless_train_on_input(tokenizer: Any) -> None:
-    [row] = tokenize([("tell me", " green moon")], tokenizer, 128, train_on_input=False).rows
-    assert row["input_ids"][0] == tokenizer.bos_token_id
-    assert row["input_ids"][-1] == tokenizer.eos_token_id
-    assert _trained_text(tokenizer, row).strip() == "green moon"
-    [row] = tokenize([("tell me", " green moon")], tokenizer, 128, train_on_input=True).rows
-    assert row["labels"] == row["input_ids"]
-
-
-def test_response_template_masks_up_to_the_marker(tokenizer: Any) -> None:
-    text = "river dog ### Answer: two three"
-    f = tokenize([("", text), ("", "no marker here")], tokenizer, 128, train_on_input=False,
-                 response_template="### Answer:")
-    assert _trained_text(tokenizer, f.rows[0]).strip() == "two three"
-    assert all(label == IGNORE_INDEX for label in f.rows[1]["labels"])
-    assert f.unmarked == 1
-
-
-def test_truncation_and_packing(tokenizer: Any) -> None:
-    long = " ".join(["sun"] * 200)
-    [row] = tokenize([("", long)], tokenizer, 16, train_on_input=False).rows
-    assert len(row["input_ids"]) == len(row["labels"]) == 16
-    rows = tokenize([("", "sun moon")] * 10, tokenizer, 64, train_on_input=False).rows
-    packed = pack(rows, 8)
-    assert all(len(r["input_ids"]) == 8 for r in packed[:-1])
-    assert sum(len(r["input_ids"]) for r in packed) == sum(len(r["input_ids"]) for r in rows)
+def test_train_on_input_and_response_template_move_the_split(tmp_path: Path,
+                                                             tokenizer: Any) -> None:
+    rows = [{"p": "tell me ", "c": "green moon"}, {"p": "no marker", "c": " here"}]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    src = {"source": str(data), "format": "completion", "prompt_template": "{p}",
+           "completion_template": "{c}"}
+    built = hf_sft.build_data(plan({**src, "train_on_input": True}), tokenizer, 1)
+    assert built.train[0] == {"prompt": "", "completion": "tell me green moon"}
+    built = hf_sft.build_data(plan({**src, "response_template": "me "}),
+                              tokenizer, 1)
+    assert built.train[0] == {"prompt": "tell me ", "completion": "green moon"}
+    assert built.train[1] == {"prompt": "no marker here", "completion": ""}
+    assert "1 training examples lack their response template" in built.notes[1]
 
 
 def test_chat_trains_on_the_last_assistant_turn(tmp_path: Path, tokenizer: Any) -> None:
@@ -208,8 +173,8 @@ def test_chat_trains_on_the_last_assistant_turn(tmp_path: Path, tokenizer: Any) 
     tokenizer.chat_template = template
     conv = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "sun moon"}]
     data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": conv}])
-    a = args("--train_file", str(data), "--dataset_format", "chat",
-             "--conversation_column", "conversations", "--new_system_prompt", "Be kind.")
+    a = plan({"source": str(data), "format": "chat", "conversation_column": "conversations",
+              "new_system_prompt": "Be kind."})
     [(prompt, completion)] = hf_sft.load_examples(a, tokenizer)
     assert prompt == "<system>Be kind.\n<user>hi\n<assistant>"
     assert completion == "sun moon\n"

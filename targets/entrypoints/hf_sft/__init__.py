@@ -1,106 +1,119 @@
-"""Supervised fine-tuning of a Hugging Face causal LM: ftspec's default accelerate entrypoint.
-
-Run it under accelerate (or alone, as one process):
+"""Data preparation for TRL's ``SFTTrainer``: ftspec's accelerate entrypoint where ``trl sft``
+cannot express the spec.
 
     accelerate launch --config_file accelerate.yaml -m ftspec.targets.entrypoints.hf_sft \\
-        --model_name_or_path MODEL_DIR --train_file train.jsonl --output_dir OUT \\
-        --peft_method lora --lora_r 8 --max_steps 10
+        --config sft.yaml --prepare prepare.json
 
-Data (``sources``, ``render``, ``mixing``, ``features``, ``pipeline``): a local JSONL file
-(``--train_file``) or a Hub dataset (``--dataset_name``, ``--dataset_subset``,
-``--train_split``, read with ``datasets``), or a ``--mixture`` of several by proportion.
-Formats: instruct / completion (prompt and completion templates over the row's columns through
-``--column_map``, or ``module:function`` builders), text (``--dataset_text_field``), chat
-(the tokenizer's chat template). The loss covers the completion only, unless
-``--train_on_input``; ``--response_template`` moves the split to a marker. Validation data:
-``--validation_file`` / ``--validation_split`` / ``--validation_source`` or
-``--validation_split_ratio``; ``--eval_strategy`` logs the eval loss and
-``--early_stopping_patience`` stops on it.
-
-Training (``loop``, ``optim``, ``model``): a plain PyTorch loop under
-``accelerate.Accelerator`` (DDP / FSDP / DeepSpeed / mixed precision come from the accelerate
-config) with gradient clipping, checkpoints (``--save_strategy``), torch / Adafactor /
-bitsandbytes optimizers, any transformers schedule, and a PEFT method (LoRA, DoRA, QLoRA on a
-bitsandbytes 4-bit base, IA3, prompt tuning). Output on the main process:
-
-    world_size=2
-    step=1 loss=5.7211 lr=1.0e-04        one line per optimizer step (every --logging_steps)
-    step=2 eval_loss=5.6012              after each evaluation
-    saved to OUT
-
-`--report_world_size FILE` makes the main process write `{"world_size": N, "ranks_seen": [...],
-"params_in_sync": bool}` gathered from every process, so a caller can check the processes really
-trained together (`params_in_sync` compares a checksum of each rank's trainable weights: True
-under DDP; with FSDP / ZeRO sharding each rank holds a different shard). At the end the model
-(or the adapter) and tokenizer go to `--output_dir`.
+``sft.yaml`` is TRL's own config (read with TRL's ``TrlParser`` and the argument classes of
+``trl sft``); ``prepare.json`` says what TRL's CLI cannot: how rows render (``sources``,
+``render``: templates over the row's columns, the Alpaca layout, chat through the chat
+template), a mixture by proportion (``mixing``), held-out validation data, no shuffling, a
+tokenizer apart from the model, early stopping and the PEFT methods ``ModelConfig`` lacks
+(``peft``). The rows become ``prompt`` / ``completion`` text and everything else — tokenizing,
+masking, packing, the loop, evaluation, checkpoints, resume, ``report_to``, logging — is
+``SFTTrainer``'s. There is no training loop here: this module only builds datasets and calls
+the trainer, as TRL's own ``trl/scripts/sft.py`` does.
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
+import json
+import os
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.args import parse_args
-from ftspec.targets.entrypoints.hf_sft.pipeline import build_data, load_examples
+from ftspec.targets.entrypoints.hf_sft.pipeline import Plan, build_data, load_examples
 
-__all__ = ["build_data", "load_examples", "main", "parse_args", "train"]
+__all__ = ["Plan", "build_data", "load_examples", "main"]
 
 
-def train(args: argparse.Namespace) -> None:
-    import torch
-    from accelerate import Accelerator
-    from accelerate.utils import set_seed
-    from ftspec.targets.entrypoints.hf_sft.features import collate, pad_id
-    from ftspec.targets.entrypoints.hf_sft.loop import Loop, log, report_world_size, save
-    from ftspec.targets.entrypoints.hf_sft.model import build_model, load_tokenizer
-    from ftspec.targets.entrypoints.hf_sft.optim import (
-        build_optimizer,
-        build_scheduler,
-        total_steps,
-    )
+@dataclass
+class PrepareArguments:
+    """The one argument this entrypoint adds to ``trl sft``'s."""
 
-    precision = "bf16" if args.bf16 else "fp16" if args.fp16 else None  # None: launcher's choice
-    accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps,
-                              mixed_precision=precision)
-    log(accelerator, f"world_size={accelerator.num_processes}")
-    set_seed(args.seed)
-
-    tokenizer = load_tokenizer(args)
-    pad = pad_id(tokenizer)
-    data = build_data(args, tokenizer)
-    for note in data.notes:
-        log(accelerator, note)
-    if args.eval_strategy != "no" and not data.eval:
-        raise SystemExit("--eval_strategy needs validation data: --validation_file, "
-                         "--validation_split, --validation_source or --validation_split_ratio")
-
-    def loader(rows: list[Any], batch: int, shuffle: bool) -> Any:
-        return torch.utils.data.DataLoader(
-            rows,  # type: ignore[arg-type]  # a list is a map-style dataset
-            batch_size=batch, shuffle=shuffle,
-            collate_fn=functools.partial(collate, pad=pad),
-            num_workers=args.dataloader_num_workers,
-            generator=torch.Generator().manual_seed(args.seed))
-
-    train_loader = loader(data.train, args.per_device_train_batch_size, not args.no_shuffle)
-    eval_loader = loader(data.eval or data.train[:1], args.per_device_eval_batch_size, False)
-    device_index = accelerator.local_process_index if torch.cuda.is_available() else None
-    model = build_model(args, device_index)
-    optimizer = build_optimizer(args, model)
-    model, optimizer, train_loader, eval_loader = accelerator.prepare(
-        model, optimizer, train_loader, eval_loader)
-    steps = total_steps(args, len(train_loader))
-    # Not passed to prepare(): accelerate would advance it num_processes times per step.
-    scheduler = build_scheduler(args, optimizer, steps)
-    accelerator.register_for_checkpointing(scheduler)
-    Loop(accelerator, args, model, optimizer, scheduler, train_loader, eval_loader, steps).run()
-
-    if args.report_world_size:
-        report_world_size(accelerator, model, args.report_world_size)
-    save(accelerator, model, tokenizer, args.output_dir)
+    prepare: str = field(default="", metadata={"help": "prepare.json written by ftspec"})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    train(parse_args(argv))
+    from transformers import TrainerCallback
+    from trl.scripts.utils import DatasetMixtureConfig, ScriptArguments, TrlParser
+    from trl.trainer.model_config import ModelConfig
+    from trl.trainer.sft_config import SFTConfig
+    from trl.trainer.sft_trainer import SFTTrainer
+    from trl.trainer.utils import get_peft_config, get_quantization_config
+
+    # the argument classes of `trl sft` (trl/scripts/sft.py), plus --prepare
+    classes: Any = (ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig,
+                    PrepareArguments)
+    parser = TrlParser(classes)
+    _, training_args, model_args, _, prep = parser.parse_args_and_config(
+        args=list(argv) if argv is not None else None)
+    if not prep.prepare:
+        raise SystemExit("--prepare FILE is required (prepare.json from `ftspec compile`)")
+    plan = Plan.from_json(json.loads(Path(prep.prepare).read_text()))
+    training_args.model_init_kwargs = {
+        "revision": model_args.model_revision, "dtype": model_args.dtype,
+        "attn_implementation": model_args.attn_implementation,
+        "trust_remote_code": training_args.trust_remote_code,
+        **(training_args.model_init_kwargs or {})}
+    tokenizer = _tokenizer(plan, model_args, training_args)
+    data = build_data(plan, tokenizer, training_args.seed)
+    for note in data.notes:
+        print(note, flush=True)
+    callbacks: list[TrainerCallback] = []
+    if plan.early_stopping is not None:
+        from transformers import EarlyStoppingCallback
+
+        callbacks.append(EarlyStoppingCallback(
+            early_stopping_patience=plan.early_stopping["patience"],
+            early_stopping_threshold=plan.early_stopping["threshold"]))
+    from ftspec.targets.entrypoints.hf_sft.peft import peft_config
+
+    trainer = SFTTrainer(
+        model=model_args.model_name_or_path, args=training_args,
+        train_dataset=data.train,
+        eval_dataset=data.eval if training_args.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        peft_config=peft_config(plan.peft, model_args) or get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+        callbacks=callbacks)
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        tokenizer.save_pretrained(training_args.output_dir)
+    trainer.accelerator.print(f"saved to {training_args.output_dir}")
+    gloo = _uses_gloo()
+    end = getattr(trainer, "end", None)
+    if callable(end):  # transformers >= 5.18: finish trackers, destroy the process group
+        end()
+    if gloo:
+        # Seen with torch 2.13 on CPU (gloo), 2 processes: at interpreter exit the DDP
+        # reducer's ~ProcessGroupGloo joins gloo's run-loop thread while holding the GIL, and
+        # that thread waits for the GIL to free an all-gather's tensor: a deadlock after all
+        # the work is done and saved. Leave without the teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _uses_gloo() -> bool:
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and dist.is_initialized()
+                and dist.get_backend() == "gloo")
+
+
+def _tokenizer(plan: Plan, model_args: Any, training_args: Any) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(
+        plan.tokenizer or model_args.model_name_or_path, revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code)
+    if plan.pad_token is not None:
+        tokenizer.pad_token = plan.pad_token
+    if plan.chat_template is not None:  # inline Jinja (a file or folder stays TRL's)
+        tokenizer.chat_template = plan.chat_template
+    return tokenizer

@@ -1,81 +1,111 @@
-"""The data pipeline: sources -> rendered examples (mixed, split) -> features."""
+"""prepare.json -> the training and evaluation datasets handed to ``SFTTrainer``.
+
+Every row becomes ``prompt`` / ``completion`` text (``render``); the trainer tokenizes it,
+adds EOS, masks the prompt (``completion_only_loss``) and packs. A source with
+``train_on_input`` moves its prompt into the completion (same text, so the same tokens, all
+trained on); a ``response_template`` moves the split to the end of the marker's last
+occurrence (an example without the marker is trained on nothing and counted in the notes).
+"""
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.features import Feature, pack, tokenize
 from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
 from ftspec.targets.entrypoints.hf_sft.render import Example, render
-from ftspec.targets.entrypoints.hf_sft.sources import (
-    Source,
-    read_rows,
-    train_sources,
-    validation_source,
-)
+from ftspec.targets.entrypoints.hf_sft.sources import Source, read_rows, source_from_json
 
 
 @dataclass(frozen=True)
+class Plan:
+    """What prepare.json says (ftspec writes it; see ``targets/accelerate_sft.py``)."""
+
+    train: tuple[Source, ...]
+    mixture_strategy: str = "first_exhausted"
+    validation: Source | None = None
+    validation_split_ratio: float | None = None
+    tokenizer: str | None = None
+    pad_token: str | None = None
+    chat_template: str | None = None
+    peft: dict[str, Any] | None = None
+    early_stopping: dict[str, Any] | None = None
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> Plan:
+        train = tuple(source_from_json(e, f"train[{i}]") for i, e in enumerate(obj["train"]))
+        val = obj.get("validation")
+        return Plan(
+            train=train, mixture_strategy=obj.get("mixture_strategy", "first_exhausted"),
+            validation=source_from_json(val, "validation") if val is not None else None,
+            validation_split_ratio=obj.get("validation_split_ratio"),
+            tokenizer=obj.get("tokenizer"),
+            pad_token=obj.get("pad_token"), chat_template=obj.get("chat_template"),
+            peft=obj.get("peft"), early_stopping=obj.get("early_stopping"))
+
+
+@dataclass
 class Data:
-    train: list[Feature]
-    eval: list[Feature]
-    notes: tuple[str, ...] = ()
-    """Lines for the log (sizes, mixture shares, examples without the response template)."""
+    train: Any
+    eval: Any
+    notes: list[str] = field(default_factory=list)
 
 
 Tagged = tuple[Example, Source]
 
 
-def load_examples(args: argparse.Namespace, tokenizer: Any = None) -> list[Example]:
+def load_examples(plan: Plan, tokenizer: Any = None, seed: int = 42) -> list[Example]:
     """The training examples as (prompt, completion) text, before any validation split."""
-    return [example for example, _ in load_tagged(args, tokenizer)]
+    return [example for example, _ in _load_tagged(plan, tokenizer, seed)]
 
 
-def load_tagged(args: argparse.Namespace, tokenizer: Any = None) -> list[Tagged]:
-    """Training examples, each with the source it came from (mixed by proportion)."""
-    sources = train_sources(args)
-    parts = [[(e, s) for e in render(read_rows(s), s, tokenizer)] for s in sources]
-    for s, part in zip(sources, parts):
+def _load_tagged(plan: Plan, tokenizer: Any, seed: int) -> list[Tagged]:
+    parts = [[(e, s) for e in render(read_rows(s), s, tokenizer)] for s in plan.train]
+    for s, part in zip(plan.train, parts):
         if not part:
             raise SystemExit(f"{s.source}: no examples")
     if len(parts) == 1:
         return parts[0]
-    mixed: list[Tagged] = interleave(parts, _proportions(sources), args.mixture_strategy,
-                                     int(args.seed))
+    if any(s.proportion is None for s in plan.train):
+        raise SystemExit("a mixture needs a proportion on every source")
+    mixed: list[Tagged] = interleave(parts, [float(s.proportion or 0) for s in plan.train],
+                                     plan.mixture_strategy, seed)
     return mixed
 
 
-def build_data(args: argparse.Namespace, tokenizer: Any) -> Data:
-    tagged = load_tagged(args, tokenizer)
-    val = validation_source(args)
-    if val is not None:
-        held = [(e, val) for e in render(read_rows(val), val, tokenizer)]
+def build_data(plan: Plan, tokenizer: Any, seed: int) -> Data:
+    import datasets
+
+    tagged = _load_tagged(plan, tokenizer, seed)
+    if plan.validation is not None:
+        held = [(e, plan.validation) for e in render(read_rows(plan.validation),
+                                                     plan.validation, tokenizer)]
     else:
-        tagged, held = split_off(tagged, args.validation_split_ratio, args.seed)
-    train, unmarked = _features(tagged, tokenizer, args.max_seq_length)
-    ev, _ = _features(held, tokenizer, args.max_seq_length)
-    if args.packing:
-        train, ev = pack(train, args.max_seq_length), pack(ev, args.max_seq_length)
+        tagged, held = split_off(tagged, plan.validation_split_ratio or 0.0, seed)
+    train, unmarked = _rows(tagged)
+    ev, _ = _rows(held)
     notes = [f"train_examples={len(train)} eval_examples={len(ev)}"]
     if unmarked:
         notes.append(f"warning: {unmarked} training examples lack their response template; "
                      "they add no loss")
-    return Data(train, ev, tuple(notes))
+    train_ds = datasets.Dataset.from_list(train)  # the trainer's sampler shuffles (or not)
+    return Data(train_ds, datasets.Dataset.from_list(ev) if ev else None, notes)
 
 
-def _features(tagged: list[Tagged], tokenizer: Any, max_len: int) -> tuple[list[Feature], int]:
-    rows: list[Feature] = []
+def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, str]], int]:
+    rows: list[dict[str, str]] = []
     unmarked = 0
-    for example, src in tagged:  # each example masked by its own source's options
-        f = tokenize([example], tokenizer, max_len, src.train_on_input, src.response_template)
-        rows += f.rows
-        unmarked += f.unmarked
+    for (prompt, completion), src in tagged:
+        if src.response_template is not None:
+            text = prompt + completion
+            at = text.rfind(src.response_template)
+            if at < 0:
+                unmarked += 1
+                rows.append({"prompt": text, "completion": ""})
+                continue
+            cut = at + len(src.response_template)
+            prompt, completion = text[:cut], text[cut:]
+        if src.train_on_input:
+            prompt, completion = "", prompt + completion
+        rows.append({"prompt": prompt, "completion": completion})
     return rows, unmarked
-
-
-def _proportions(sources: list[Source]) -> list[float]:
-    if any(s.proportion is None for s in sources):
-        raise SystemExit("--mixture: every source needs a proportion")
-    return [float(s.proportion or 0.0) for s in sources]

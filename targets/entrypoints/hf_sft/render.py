@@ -16,13 +16,13 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.args import (
-    DEFAULT_COMPLETION_TEMPLATE,
-    DEFAULT_PROMPT_TEMPLATE,
-)
 from ftspec.targets.entrypoints.hf_sft.sources import Source
 
 Example = tuple[str, str]
+DEFAULT_PROMPT_TEMPLATE = (
+    "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n"
+)
+DEFAULT_COMPLETION_TEMPLATE = "{output}"
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant",
                   "assistant": "assistant", "system": "system"}
 
@@ -113,7 +113,7 @@ def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, 
 def _chat(row: dict[str, Any], src: Source, tokenizer: Any, where: str) -> Example:
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         raise SystemExit(f"{where}: chat data needs a tokenizer with a chat template "
-                         "(give --chat_template)")
+                         "(set model.chat_template)")
     messages = messages_of(row, src, where)
     full: str = tokenizer.apply_chat_template(messages, tokenize=False)
     prompt: str = tokenizer.apply_chat_template(messages[:-1], tokenize=False,

@@ -1,15 +1,13 @@
 """Where training rows come from: a local JSONL file or a Hub dataset, and how they render.
 
-A ``Source`` is one dataset plus its rendering options. The single-source flags
-(``--train_file`` / ``--dataset_name`` ...) make one; each ``--mixture`` entry is a JSON
-object with the same keys (``source`` is ``hf://org/name`` or a local path).
+A ``Source`` is one dataset plus its rendering options: one JSON object of prepare.json
+(``source`` is ``hf://org/name`` or a local path; the other keys as in ``Source``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,55 +41,14 @@ class Source:
 SOURCE_KEYS = frozenset(f.name for f in fields(Source))
 
 
-def train_sources(args: argparse.Namespace) -> list[Source]:
-    """The training sources named on the command line (one, or a mixture's entries)."""
-    base = _base(args)
-    if args.mixture is None:
-        return [base]
-    return [source_from_json(entry, base, f"--mixture[{i}]")
-            for i, entry in enumerate(args.mixture)]
-
-
-def validation_source(args: argparse.Namespace) -> Source | None:
-    """The validation source, rendered like the (first) training source unless given whole."""
-    base = train_sources(args)[0]
-    if args.validation_source is not None:
-        return source_from_json(args.validation_source, base, "--validation_source")
-    split = args.validation_split or "validation"
-    if args.validation_file is not None:
-        return replace(base, source=str(args.validation_file), split=split, proportion=None)
-    if args.validation_dataset_name is not None:
-        return replace(base, source=HUB_PREFIX + args.validation_dataset_name, split=split,
-                       proportion=None)
-    if args.validation_split is not None:
-        if base.hub_name is None:
-            raise SystemExit("--validation_split needs a hub dataset (--dataset_name)")
-        return replace(base, split=split, proportion=None)
-    return None
-
-
-def source_from_json(entry: dict[str, Any], base: Source, where: str) -> Source:
+def source_from_json(entry: dict[str, Any], where: str) -> Source:
+    """One source object of prepare.json (``source`` plus its non-default keys)."""
     unknown = sorted(set(entry) - SOURCE_KEYS)
     if unknown:
         raise SystemExit(f"{where}: unknown keys {unknown} (known: {sorted(SOURCE_KEYS)})")
     if "source" not in entry:
         raise SystemExit(f"{where}: needs a 'source' (hf://org/name or a file)")
-    return replace(base, **entry)
-
-
-def _base(args: argparse.Namespace) -> Source:
-    if args.dataset_name is not None:
-        where = HUB_PREFIX + args.dataset_name
-    else:
-        where = str(args.train_file) if args.train_file is not None else ""
-    return Source(
-        source=where, split=args.train_split, subset=args.dataset_subset,
-        format=args.dataset_format, column_map=dict(args.column_map),
-        prompt_template=args.prompt_template, completion_template=args.completion_template,
-        prompt_func=args.prompt_func, completion_func=args.completion_func,
-        text_field=args.dataset_text_field, conversation_column=args.conversation_column,
-        new_system_prompt=args.new_system_prompt, response_template=args.response_template,
-        train_on_input=args.train_on_input)
+    return Source(**entry)
 
 
 def read_rows(src: Source) -> list[tuple[str, dict[str, Any]]]:

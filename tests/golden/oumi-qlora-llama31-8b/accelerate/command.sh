@@ -4,35 +4,5 @@ ftspec_dir=$(dirname -- "$0")
 exec accelerate launch \
     --config_file "$ftspec_dir"/accelerate.yaml \
     -m ftspec.targets.entrypoints.hf_sft \
-    --model_name_or_path meta-llama/Llama-3.1-8B-Instruct \
-    --attn_implementation sdpa \
-    --mixture '[{"column_map":{"input":"instruction","output":"output"},"completion_template":"{output}","format":"instruct","prompt_template":"{input}","proportion":0.7,"source":"hf://yahma/alpaca-cleaned"},{"column_map":{"input":"instruction","output":"response"},"completion_template":"{output}","format":"instruct","prompt_template":"{input}","proportion":0.3,"source":"hf://databricks/databricks-dolly-15k"}]' \
-    --mixture_strategy first_exhausted \
-    --max_seq_length 2048 \
-    --per_device_train_batch_size 4 \
-    --gradient_accumulation_steps 4 \
-    --learning_rate 0.0002 \
-    --weight_decay 0.0 \
-    --max_steps 2000 \
-    --lr_scheduler_type linear \
-    --warmup_steps 50 \
-    --optim paged_adamw_8bit \
-    --max_grad_norm 1.0 \
-    --seed 42 \
-    --bf16 \
-    --gradient_checkpointing \
-    --peft_method qlora \
-    --lora_r 16 \
-    --lora_alpha 32.0 \
-    --lora_dropout 0.05 \
-    --target_modules q_proj k_proj v_proj o_proj gate_proj up_proj down_proj \
-    --load_in_4bit \
-    --bnb_4bit_quant_type nf4 \
-    --bnb_4bit_compute_dtype bfloat16 \
-    --bnb_4bit_quant_storage uint8 \
-    --torch_dtype bfloat16 \
-    --bnb_4bit_use_double_quant \
-    --save_strategy steps \
-    --save_steps 500 \
-    --output_dir /tmp/llama31-8b-qlora-mix \
-    --logging_steps 10
+    --config "$ftspec_dir"/sft.yaml \
+    --prepare "$ftspec_dir"/prepare.json

@@ -7,25 +7,5 @@ exec accelerate launch \
     --num_machines 2 \
     --machine_rank "${NODE_RANK}" \
     --main_process_ip "${MASTER_ADDR}" \
-    -m ftspec.targets.entrypoints.hf_sft \
-    --model_name_or_path ibm-granite/granite-3.1-8b-base \
-    --attn_implementation flash_attention_2 \
-    --train_file /mnt/bench-data/news-tokens-16384plus-entries-4096.jsonl \
-    --dataset_format text \
-    --dataset_text_field output \
-    --max_seq_length 4096 \
-    --per_device_train_batch_size 2 \
-    --gradient_accumulation_steps 4 \
-    --learning_rate 1e-05 \
-    --weight_decay 0.0 \
-    --num_train_epochs 1 \
-    --lr_scheduler_type cosine \
-    --warmup_ratio 0.03 \
-    --optim adamw_torch \
-    --max_grad_norm 1.0 \
-    --seed 42 \
-    --bf16 \
-    --peft_method none \
-    --save_strategy no \
-    --output_dir /mnt/bench-outputs/granite-8b-full \
-    --logging_steps 1
+    -m trl.scripts.sft \
+    --config "$ftspec_dir"/sft.yaml
