@@ -146,6 +146,9 @@ def _dataset(r: Reader, name: str, split: str, origin: str, subset: Any) -> dict
     ds: dict[str, Any] = {"uri": hub_or_file_uri(name), "split": split, "format": _format(r)}
     if isinstance(subset, str):
         ds["subset"] = subset
+    if ds["format"] == "chat":
+        ds["conversation_column"] = "messages"
+        ds["conversation_style"] = "openai"
     if ds["format"] == "text":
         ds["text_field"] = r.value("dataset_text_field", r.sft)
     del origin
