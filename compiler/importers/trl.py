@@ -21,16 +21,10 @@ from ftspec.compiler.importers.base import (
     not_this_tool,
 )
 from ftspec.compiler.importers.trl_defaults import (
-    FMS_KEYS,
-    FMS_MODEL_DEFAULTS,
-    FMS_SFT_DEFAULTS,
-    FMS_TOOL,
-    LEGACY_KEYS,
-    MODEL_DEFAULTS,
     SCRIPT_DEFAULTS,
-    SFT_DEFAULTS,
     TOOL,
 )
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
 SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts",
@@ -48,56 +42,6 @@ SINKS = ("tensorboard", "wandb", "mlflow")
 ATTN = {"sdpa", "eager", "flash_attention_2"}
 
 
-class _Reader:
-    """The source mapping with legacy names resolved and each key marked as used."""
-
-    def __init__(self, draft: SpecDraft) -> None:
-        self.draft = draft
-        self.data: dict[str, Any] = draft.source.data
-        self.used: set[str] = set()
-        self.fms = is_fms(self.data)
-        self.tool = FMS_TOOL if self.fms else TOOL
-        self.sft = FMS_SFT_DEFAULTS if self.fms else SFT_DEFAULTS
-        self.model = FMS_MODEL_DEFAULTS if self.fms else MODEL_DEFAULTS
-
-    def key(self, name: str) -> str | None:
-        if name in self.data:
-            return name
-        if self.fms:
-            for fms, trl_name in FMS_KEYS.items():
-                if trl_name == name and fms in self.data:
-                    return fms
-        for old, new in LEGACY_KEYS.items():
-            if new == name and old in self.data:
-                return old
-        return None
-
-    def has(self, name: str) -> bool:
-        return self.key(name) is not None
-
-    def value(self, name: str, defaults: dict[str, Any] | None = None) -> Any:
-        k = self.key(name)
-        if k is not None:
-            self.used.add(k)
-            return self.data[k]
-        return (defaults or {}).get(name)
-
-    def origin(self, name: str) -> str:
-        k = self.key(name)
-        if k is None:
-            return f"{self.tool} default ({name})"
-        at = self.draft.origin_of((k,))
-        return at if k == name else f"{at} ({k}, read as {name})"
-
-    def put(self, dst: tuple[str, ...], name: str, defaults: dict[str, Any] | None = None,
-            convert: Any = None) -> Any:
-        value = self.value(name, defaults)
-        if value is None:
-            return None
-        self.draft.put(dst, convert(value) if convert else value, self.origin(name))
-        return value
-
-
 def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
                accelerator: str = "nvidia-a100-80gb") -> Imported:
     from ftspec.compiler.importers.render import render
@@ -105,7 +49,7 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     doc = load_spec_file(path)
     check_is_trl(doc)
     draft = SpecDraft(doc)
-    r = _Reader(draft)
+    r = Reader(draft)
     _header(draft, path)
     _model(r)
     _data(r)
@@ -121,12 +65,6 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
             "Comments say where each value came from; the tool's implicit defaults are "
             "written out.")
     return Imported("trl", render(draft, head), draft.data, tuple(draft.warnings))
-
-
-def is_fms(data: dict[str, Any]) -> bool:
-    """fms-hf-tuning's JSON (same flat keys, its own data and PEFT keys) by its content."""
-    return any(k in data for k in ("training_data_path", "peft_method",
-                                   "accelerate_launch_args", "use_flash_attn"))
 
 
 def check_is_trl(doc: SourceDoc) -> None:
@@ -149,14 +87,8 @@ def _header(draft: SpecDraft, path: Path) -> None:
     draft.put(("metadata", "name"), name, f"the file name {path.name}")
 
 
-def _uri(name: str) -> str:
-    if name.startswith(("/", "./", "../", "~")):
-        return "file://" + name
-    return "hf://" + name
-
-
-def _model(r: _Reader) -> None:
-    name = str(r.put(("model", "uri"), "model_name_or_path", convert=lambda v: _uri(str(v))))
+def _model(r: Reader) -> None:
+    name = str(r.put(("model", "uri"), "model_name_or_path", convert=lambda v: hub_or_file_uri(str(v))))
     family = family_for_hub_id(name)
     if family is not None:
         r.draft.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
@@ -182,12 +114,12 @@ def _model(r: _Reader) -> None:
         r.put(("model", "trust_remote_code"), "trust_remote_code")
     tok = r.value("tokenizer_name_or_path")
     if isinstance(tok, str) and tok != r.data["model_name_or_path"]:
-        r.draft.put(("model", "tokenizer", "uri"), _uri(tok), r.origin("tokenizer_name_or_path"))
+        r.draft.put(("model", "tokenizer", "uri"), hub_or_file_uri(tok), r.origin("tokenizer_name_or_path"))
     r.put(("model", "chat_template"), "chat_template")
     _precision(r)
 
 
-def _precision(r: _Reader) -> None:
+def _precision(r: Reader) -> None:
     if r.fms and not r.has("bf16") and not r.has("fp16"):
         dtype = r.value("dtype", r.model)
         named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(dtype))
@@ -210,23 +142,26 @@ def _precision(r: _Reader) -> None:
                      "from the training precision; the spec has one precision, model.dtype")
 
 
-def _dataset(r: _Reader, name: str, split: str, origin: str, subset: Any) -> dict[str, Any]:
-    ds: dict[str, Any] = {"uri": _uri(name), "split": split, "format": _format(r)}
+def _dataset(r: Reader, name: str, split: str, origin: str, subset: Any) -> dict[str, Any]:
+    ds: dict[str, Any] = {"uri": hub_or_file_uri(name), "split": split, "format": _format(r)}
     if isinstance(subset, str):
         ds["subset"] = subset
+    if ds["format"] == "chat":
+        ds["conversation_column"] = "messages"
+        ds["conversation_style"] = "openai"
     if ds["format"] == "text":
         ds["text_field"] = r.value("dataset_text_field", r.sft)
     del origin
     return ds
 
 
-def _format(r: _Reader) -> str:
+def _format(r: Reader) -> str:
     chat = (r.has("chat_template") or r.has("dataset_mixer")
             or r.value("assistant_only_loss") is True)
     return "chat" if chat else "text"
 
 
-def _data(r: _Reader) -> None:
+def _data(r: Reader) -> None:
     d = r.draft
     subset = r.value("dataset_config")
     configs = r.value("dataset_configs")
@@ -283,7 +218,7 @@ def _data(r: _Reader) -> None:
         d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
 
 
-def _fms_data(r: _Reader) -> None:
+def _fms_data(r: Reader) -> None:
     d = r.draft
     for key, part in (("training_data_path", "train"), ("validation_data_path", "validation")):
         path = r.value(key)
@@ -294,7 +229,7 @@ def _fms_data(r: _Reader) -> None:
                                     "fms-hf-tuning reads training_data_path")
             continue
         at = r.origin(key)
-        d.put(("data", part, "uri"), _uri(path if path.startswith(("/", ".")) else "./" + path),
+        d.put(("data", part, "uri"), hub_or_file_uri(path if path.startswith(("/", ".")) else "./" + path),
               at)
         d.put(("data", part, "format"), "text", "fms-hf-tuning trains on one text field")
         r.put(("data", part, "text_field"), "dataset_text_field")
@@ -303,7 +238,7 @@ def _fms_data(r: _Reader) -> None:
     r.put(("data", "packed"), "packing", r.sft)
 
 
-def _method(r: _Reader) -> None:
+def _method(r: Reader) -> None:
     d = r.draft
     if r.fms:
         method = r.value("peft_method")
@@ -354,7 +289,7 @@ def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
     return gpus * (nnodes or 1)
 
 
-def _training(r: _Reader, world: int) -> None:
+def _training(r: Reader, world: int) -> None:
     d, t = r.draft, ("training",)
     steps = r.value("max_steps", r.sft)
     if isinstance(steps, int) and steps > 0:
@@ -391,7 +326,7 @@ def _training(r: _Reader, world: int) -> None:
     _checkpointing(r)
 
 
-def _optimizer(r: _Reader) -> None:
+def _optimizer(r: Reader) -> None:
     d, opt = r.draft, ("training", "optimizer")
     name = str(r.value("optim", r.sft))
     if name in OPTIMIZERS:
@@ -406,7 +341,7 @@ def _optimizer(r: _Reader) -> None:
     r.put(opt + ("eps",), "adam_epsilon", r.sft)
 
 
-def _scheduler(r: _Reader) -> None:
+def _scheduler(r: Reader) -> None:
     d, sched = r.draft, ("training", "scheduler")
     name = str(r.value("lr_scheduler_type", r.sft))
     if name in SCHEDULERS:
@@ -421,7 +356,7 @@ def _scheduler(r: _Reader) -> None:
         d.put(sched + ("warmup_steps",), int(warm), r.origin("warmup_steps"))
 
 
-def _evaluation(r: _Reader) -> None:
+def _evaluation(r: Reader) -> None:
     d, ev = r.draft, ("training", "evaluation")
     strategy = str(r.value("eval_strategy", r.sft))
     if strategy != "no" and r.has("do_eval"):
@@ -436,7 +371,7 @@ def _evaluation(r: _Reader) -> None:
         r.put(ev + ("batch_size",), "per_device_eval_batch_size")
 
 
-def _checkpointing(r: _Reader) -> None:
+def _checkpointing(r: Reader) -> None:
     ck = ("training", "checkpointing")
     strategy = str(r.value("save_strategy", r.sft))
     r.draft.put(ck + ("strategy",), strategy, r.origin("save_strategy"))
@@ -445,10 +380,10 @@ def _checkpointing(r: _Reader) -> None:
     r.put(ck + ("total_limit",), "save_total_limit")
 
 
-def _output(r: _Reader) -> None:
+def _output(r: Reader) -> None:
     out = r.value("output_dir")
     if isinstance(out, str):
-        r.draft.put(("output", "uri"), _uri(out) if out.startswith("/") else "file://" + out,
+        r.draft.put(("output", "uri"), hub_or_file_uri(out) if out.startswith("/") else "file://" + out,
                     r.origin("output_dir"))
     if r.draft.data["method"]["kind"] != "full":
         r.draft.put(("output", "save_adapter_only"), True,

@@ -22,7 +22,6 @@ from ftspec.compiler.importers.trl_defaults import (
 )
 from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.loader import parse_yaml
-from ftspec.targets.accelerate import training_args
 
 CORPUS = Path(__file__).parent / "corpus" / "trl"
 CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
@@ -32,23 +31,25 @@ HANDBOOK_DATA = ("dataset_mixer", "dataset_splits", "dataset_configs")
 trl = pytest.importorskip("trl")
 
 
-def _flags(args: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    key = ""
-    for arg in args:
-        if arg.startswith("--"):
-            key = arg[2:]
-            out[key] = []
-        else:
-            out[key].append(arg)
-    return out
+def _compiled(imported_text: str, name: str) -> tuple[str, dict[str, Any]]:
+    """The compiled accelerate job's TRL config (sft.yaml) and its data plan (prepare.json)."""
+    import json
+
+    compiled = compile_spec(parse_yaml(imported_text, f"{name}.ftspec.yaml"), "artifacts",
+                            CompileOptions(target="accelerate"))
+    assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
+    command = next(a for a in compiled.artifacts if a.kind == "command")
+    assert isinstance(command.obj, dict)
+    files = command.obj["files"]
+    return files["sft.yaml"], json.loads(files.get("prepare.json", "{}"))
 
 
-def _trl_reads(path: Path) -> tuple[Any, Any, Any, dict[str, Any]]:
+def _trl_reads(text: str) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """What TRL's own parser reads from a config's text (renamed keys under current names)."""
     from ruamel.yaml import YAML
     from transformers import HfArgumentParser
 
-    raw = dict(YAML(typ="safe").load(path.read_text()))
+    raw = dict(YAML(typ="safe").load(text))
     for old, new in LEGACY_KEYS.items():
         if old in raw and new not in raw:
             raw[new] = raw.pop(old)
@@ -65,59 +66,45 @@ def test_corpus_is_there() -> None:
     assert all(name in sources for name in CONFIGS)
 
 
+SFT_FIELDS = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
+              "num_train_epochs", "max_steps", "lr_scheduler_type", "warmup_steps",
+              "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
+              "optim", "seed", "max_length", "packing", "bf16", "fp16",
+              "gradient_checkpointing", "logging_steps", "logging_strategy", "eval_strategy",
+              "per_device_eval_batch_size", "save_strategy", "save_total_limit")
+MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
+                "lora_target_modules", "load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type",
+                "use_bnb_nested_quant", "use_dora")
+"""Hyper-parameters compared as TRL reads them from the source and from the compiled config."""
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_import_validate_compile_equal(name: str) -> None:
     path = CORPUS / name
     imported = import_trl(path)
     assert not [w for w in imported.warnings if w.is_error]
-    compiled = compile_spec(parse_yaml(imported.text, f"{name}.ftspec.yaml"), "artifacts",
-                            CompileOptions(target="accelerate"))
-    assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
-    assert compiled.job is not None
-    got = _flags(training_args(compiled.job))
-    script, sft, model, raw = _trl_reads(path)
+    sft_yaml, prepare = _compiled(imported.text, name)
+    script, sft, model, raw = _trl_reads(path.read_text())
+    got_script, got_sft, got_model, _ = _trl_reads(sft_yaml)
 
-    assert got["model_name_or_path"] == [model.model_name_or_path]
+    diffs = {f: (getattr(sft, f), getattr(got_sft, f)) for f in SFT_FIELDS
+             if getattr(sft, f) != getattr(got_sft, f)}
+    if sft.save_strategy == "steps":
+        diffs |= {"save_steps": (sft.save_steps, got_sft.save_steps)} \
+            if sft.save_steps != got_sft.save_steps else {}
+    diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
+              if getattr(model, f) != getattr(got_model, f)}
+    assert diffs == {}
     mixer = raw.get("dataset_mixer")
-    assert got["dataset_name"] == [next(iter(mixer)) if mixer else script.dataset_name]
-    splits = raw.get("dataset_splits") or [script.dataset_train_split]
-    assert got.get("train_split", ["train"]) == [splits[0]]
-    configs = raw.get("dataset_configs") or [script.dataset_config]
-    assert got.get("dataset_subset", [None]) == [configs[0]]
-    assert ("packing" in got) == sft.packing
-    assert float(got["learning_rate"][0]) == sft.learning_rate
-    assert int(got["per_device_train_batch_size"][0]) == sft.per_device_train_batch_size
-    assert int(got["gradient_accumulation_steps"][0]) == sft.gradient_accumulation_steps
-    if sft.max_steps > 0:
-        assert int(got["max_steps"][0]) == sft.max_steps
+    name_ = next(iter(mixer)) if mixer else script.dataset_name
+    split = (raw.get("dataset_splits") or [script.dataset_train_split])[0]
+    if "train" in prepare:  # rows ftspec prepares before TRL reads them
+        (train,) = prepare["train"]
+        assert (train["source"], train.get("split", "train")) == ("hf://" + name_, split)
+        if train["format"] == "chat":
+            assert train["conversation_column"] == "messages"  # the column TRL reads
     else:
-        assert float(got["num_train_epochs"][0]) == sft.num_train_epochs
-    assert got["lr_scheduler_type"] == [str(getattr(sft.lr_scheduler_type, "value",
-                                                    sft.lr_scheduler_type))]
-    if 0 < sft.warmup_steps < 1:
-        assert float(got["warmup_ratio"][0]) == sft.warmup_steps
-    else:
-        assert int(got.get("warmup_steps", ["0"])[0]) == sft.warmup_steps
-        assert "warmup_ratio" not in got
-    assert float(got["weight_decay"][0]) == sft.weight_decay
-    assert float(got["max_grad_norm"][0]) == sft.max_grad_norm
-    assert got["optim"] == [str(getattr(sft.optim, "value", sft.optim))]
-    assert int(got["seed"][0]) == sft.seed
-    assert int(got["max_seq_length"][0]) == sft.max_length
-    assert ("bf16" in got) == bool(sft.bf16)
-    assert ("fp16" in got) == bool(sft.fp16)
-    assert ("gradient_checkpointing" in got) == sft.gradient_checkpointing
-    assert int(got["logging_steps"][0]) == sft.logging_steps
-    if model.use_peft:
-        assert int(got["lora_r"][0]) == model.lora_r
-        assert float(got["lora_alpha"][0]) == model.lora_alpha
-        assert float(got["lora_dropout"][0]) == model.lora_dropout
-        assert got["target_modules"] == list(model.lora_target_modules)
-        assert ("load_in_4bit" in got) == model.load_in_4bit
-        if model.load_in_4bit:
-            assert got["bnb_4bit_quant_type"] == [model.bnb_4bit_quant_type]
-    else:
-        assert got["peft_method"] == ["none"]
+        assert (got_script.dataset_name, got_script.dataset_train_split) == (name_, split)
 
 
 FMS = Path(__file__).parent / "corpus" / "fms"
@@ -135,33 +122,25 @@ def test_fms_json_import_validate_compile_equal(name: str) -> None:
     path = FMS / name
     assert name in (FMS / "SOURCES").read_text()
     imported = import_trl(path)
-    compiled = compile_spec(parse_yaml(imported.text, f"{name}.ftspec.yaml"), "artifacts",
-                            CompileOptions(target="accelerate"))
-    assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
-    assert compiled.job is not None
-    got = _flags(training_args(compiled.job))
+    sft_yaml, prepare = _compiled(imported.text, name)
+    _, got, got_model, _ = _trl_reads(sft_yaml)
     raw = json.loads(path.read_text())
     (ta,) = HfArgumentParser((TrainingArguments,)).parse_dict(
         {**raw, "use_cpu": True, "output_dir": raw.get("output_dir", "out")},
         allow_extra_keys=True)
-    assert got["model_name_or_path"] == [raw["model_name_or_path"]]
-    assert got["train_file"] == ["./" + raw["training_data_path"]]
-    assert got["dataset_text_field"] == [raw["dataset_text_field"]]
-    assert got["response_template"] == [raw["response_template"]]
-    assert float(got["learning_rate"][0]) == ta.learning_rate
-    assert int(got["per_device_train_batch_size"][0]) == ta.per_device_train_batch_size
-    assert int(got["gradient_accumulation_steps"][0]) == ta.gradient_accumulation_steps
-    assert float(got["num_train_epochs"][0]) == ta.num_train_epochs
-    assert got["lr_scheduler_type"] == [ta.lr_scheduler_type.value]
-    assert int(got["warmup_steps"][0]) == ta.warmup_steps
-    assert float(got["weight_decay"][0]) == ta.weight_decay
-    assert float(got["max_grad_norm"][0]) == ta.max_grad_norm
-    assert got["optim"] == [ta.optim.value]
-    assert int(got["seed"][0]) == ta.seed
-    assert int(got["logging_steps"][0]) == ta.logging_steps
-    assert int(got["max_seq_length"][0]) == raw.get("max_seq_length", 4096)
-    assert ("packing" in got) == raw.get("packing", False)
-    assert got["peft_method"] == [raw.get("peft_method", "none")]
+    assert got_model.model_name_or_path == raw["model_name_or_path"]
+    (train,) = prepare["train"]
+    assert train["source"] == "./" + raw["training_data_path"]
+    assert train["text_field"] == raw["dataset_text_field"]
+    assert prepare.get("response_template", train.get("response_template")) == \
+        raw["response_template"]
+    for f in ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
+              "num_train_epochs", "lr_scheduler_type", "warmup_steps", "weight_decay",
+              "max_grad_norm", "optim", "seed", "logging_steps"):
+        assert getattr(got, f) == getattr(ta, f), f
+    assert got.max_length == raw.get("max_seq_length", 4096)
+    assert got.packing == raw.get("packing", False)
+    assert got_model.use_peft == (raw.get("peft_method") == "lora")
 
 
 def test_every_unmapped_key_is_a_located_warning() -> None:
