@@ -25,7 +25,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 FTSPEC = str(Path(sys.executable).parent / "ftspec")
-COMMON = {"launcher": "accelerate", "model.tokenizer.uri": "null",
+COMMON = {"launcher": "accelerate", "model.tokenizer.uri": "null", "method.lora.output": "false",
           "training.global_batch_size": "4", "training.micro_batch_size": "2",
           "training.max_steps": "4", "deploy.target": "ray"}
 TOPOLOGIES = {"one node x 2 processes": {"resources.nodes": "1",

@@ -129,10 +129,10 @@ def test_replace_stops_the_running_job_and_submits_the_new_one(
     (old,) = owned_ids(ray_head.address)
     wait_for(lambda: jobs(ray_head.address)[old]["status"] == "RUNNING", 120, "RUNNING")
 
-    changed = (*ray_sets, *LONG, "--set", "training.learning_rate=2.0e-3")
+    changed = (*ray_sets, *LONG, "--set", "training.learning_rate=2.0e-2")
     plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *changed)
     assert plan.returncode == 2, plan.stdout + plan.stderr
-    assert "must be replaced" in plan.stdout and "learning rate 0.001 -> 0.002" in plan.stdout
+    assert "must be replaced" in plan.stdout and "learning rate 0.01 -> 0.02" in plan.stdout
     assert f"{old} is stopped first" in plan.stdout
     applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *changed)
     assert applied.returncode == 0, applied.stdout + applied.stderr

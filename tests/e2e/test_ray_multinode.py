@@ -47,6 +47,7 @@ def two_node_sets(workdir: Path, ray_head: Any, second_node: RayNode) -> tuple[s
     values = {
         "deploy.target": "ray", "deploy.ray.address": ray_head.address,
         "resources.nodes": "2", "launcher": "accelerate", "model.tokenizer.uri": "null",
+        "method.lora.output": "false",  # TRL refuses an adapter on lm_head
         "training.global_batch_size": "4", "training.micro_batch_size": "2",
         "training.max_steps": "4",
         "model.uri": f"file://{tiny}/model", "data.train.uri": f"file://{tiny}/dataset.jsonl",

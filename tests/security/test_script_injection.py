@@ -77,8 +77,21 @@ def _compile_all(data: Any) -> dict[str, list[Artifact]]:
     return out
 
 
+# The quickstart adapts lm_head too, which TRL's SFTTrainer refuses; without this change
+# only the torchtune launcher would take it, and torchtune refuses any module name it does
+# not know, so no hostile text would reach a compiled script of that example at all.
+ADJUSTED = {"tiny-local": (("method", "lora", "output"), False)}
+
+
 def _example_data(path: Path) -> Any:
-    return load_spec_file(path).data
+    data = load_spec_file(path).data
+    if path.stem in ADJUSTED:
+        keys, value = ADJUSTED[path.stem]
+        node = data
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+    return data
 
 
 def _assert_inert(root: Path, compiled: dict[str, list[Artifact]], where: str) -> int:
