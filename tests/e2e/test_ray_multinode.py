@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -120,8 +119,9 @@ def test_two_nodes_train_with_world_size_two_and_plan_is_then_a_noop(
     assert all(n["state"] == "SUCCEEDED" for n in nodes), nodes
     assert nodes[0]["node_id"] != nodes[1]["node_id"]  # STRICT_SPREAD: two Ray nodes
     logs = ftspec(workdir, e2e_env, "logs", str(SPEC), *two_node_sets).stdout
-    assert logs.count("world_size=2") == 1, logs[-4000:]
-    assert re.search(r"step=4 loss=\d", logs), logs[-4000:]
+    # one trainer across both ranks: only rank 0 logs, once per optimizer step, one summary
+    assert logs.count("'train_runtime'") == 1, logs[-4000:]
+    assert logs.count("{'loss': ") == 4, logs[-4000:]
     assert (workdir / "ray-output").is_dir()
     plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *two_node_sets)
     assert plan.returncode == 0, plan.stdout + plan.stderr
