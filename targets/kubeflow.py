@@ -19,7 +19,7 @@ import copy
 from functools import partial
 from typing import Any
 
-from ftspec.spec.diagnostics import Diagnostic, Findings
+from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.model.deploy import NEWEST_TRAINER, TRAINER_VERSIONS
 from ftspec.targets import kubeflow_accelerate as kfa
@@ -73,10 +73,20 @@ def runtime_ref(job: Job) -> dict[str, str] | None:
     return None
 
 
+def own_command(job: Job) -> bool:
+    """``overrides.trainjob`` sets ``spec.trainer.command`` (``null``: the runtime's own):
+    the TrainJob runs its own program (a custom trainer, as ``ftspec import trainjob``
+    keeps one), not the launcher."""
+    spec = job.spec.overrides.trainjob.get("spec")
+    trainer = spec.get("trainer") if isinstance(spec, dict) else None
+    return isinstance(trainer, dict) and "command" in trainer
+
+
 def _launch(job: Job) -> Launch | None:
     """The accelerate launcher's run with its default paths (pvc:// claims are mounted at
-    /mnt/<claim>, hf:// ids are downloaded in the container); None for torchtune."""
-    if job.launcher != "accelerate":
+    /mnt/<claim>, hf:// ids are downloaded in the container); None for torchtune, and
+    when the TrainJob runs its own command (no launcher files, env or volumes then)."""
+    if job.launcher != "accelerate" or own_command(job):
         return None
     from ftspec.targets.accelerate import launch
 
@@ -96,6 +106,12 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                             f"activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer "
                             f"(rendering for {ver})", "deadline-version"))
     ref = runtime_ref(job)
+    if own_command(job):
+        found.append(Diagnostic(
+            Severity.WARNING, "overrides.trainjob sets spec.trainer.command: the TrainJob runs "
+            "its own program, not the launcher, so model, data, method and training describe "
+            "the job without reaching it", path=("overrides", "trainjob", "spec", "trainer",
+                                                 "command"), code="kubeflow.own-command"))
     if job.launcher == "torchtune":
         if kf.generate_runtime:
             found.append(_error(("deploy", "kubeflow", "generate_runtime"),
@@ -118,7 +134,8 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                                 "runtime-required",
                                 hint="set deploy.kubeflow.generate_runtime: true, or name a "
                                 "runtime"))
-        found.extend(fetched_in_container(job, "kubeflow"))
+        if not own_command(job):
+            found.extend(fetched_in_container(job, "kubeflow"))
         if kf.generate_runtime and not job.spec.deploy.scheduling.image:
             found.append(_error(("deploy", "scheduling", "image"),
                                 "the generated TrainingRuntime needs an image with accelerate, "

@@ -51,3 +51,21 @@ def check_patch(patch: Mapping[str, Any], field: str, kind: str, code: str
                         f"{'.'.join(path)}: ftspec identifies its objects by it",
                         "patch-identity", hint="set it through the spec (metadata.name, "
                         "metadata.namespace) instead")
+
+
+def merge_diff(before: Any, after: Any) -> Any:
+    """The merge patch that turns ``before`` into ``after`` (``merge_patch(before,
+    merge_diff(before, after)) == after``): changed keys, ``None`` for removed ones, lists
+    whole. ``after`` must hold no ``None`` values (a merge patch cannot set one)."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return copy.deepcopy(after)
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        if key not in before:
+            out[key] = copy.deepcopy(value)
+        elif before[key] != value or type(before[key]) is not type(value):
+            out[key] = merge_diff(before[key], value)
+    for key in before:
+        if key not in after:
+            out[key] = None
+    return out

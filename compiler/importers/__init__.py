@@ -43,7 +43,16 @@ def _trl(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
                       accelerator=opts.accelerator)
 
 
-IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl}
+def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.base import unexpected_args
+    from ftspec.compiler.importers.trainjob import import_trainjob_doc
+    from ftspec.compiler.importers.trainjob_source import load_trainjob
+
+    unexpected_args("trainjob", args)
+    return import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
+
+
+IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob}
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]

@@ -54,6 +54,19 @@ _SINKS = {v: [k] for k, v in METRIC_LOGGERS.items()} | {STDOUT_LOGGER: []}
 def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | None = None,
                      nnodes: int | None = None, accelerator: str = DEFAULT_ACCELERATOR) -> Imported:
     from ftspec.compiler.importers.render import render
+
+    draft = torchtune_draft(path, args, nproc=nproc, nnodes=nnodes, accelerator=accelerator)
+    head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).\n"
+            "Comments say where each value came from; torchtune's implicit defaults are "
+            "written out.")
+    return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings))
+
+
+def torchtune_draft(path: Path, args: tuple[str, ...] = (), *, nproc: int | None = None,
+                    nnodes: int | None = None, accelerator: str = DEFAULT_ACCELERATOR
+                    ) -> SpecDraft:
+    """The draft spec of a config with ``tune run``'s overrides (``import trainjob`` reads
+    a torchtune runtime's config and the TrainJob's args through it)."""
     from ftspec.compiler.importers.torchtune_residue import settle
 
     doc = load_source(path, args)
@@ -67,10 +80,7 @@ def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | Non
     _outputs(draft)
     draft.put(("launcher",), "torchtune", "importing a torchtune config")
     settle(draft)
-    head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).\n"
-            "Comments say where each value came from; torchtune's implicit defaults are "
-            "written out.")
-    return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings))
+    return draft
 
 
 def _default(what: str) -> str:
