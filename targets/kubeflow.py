@@ -73,13 +73,18 @@ def runtime_ref(job: Job) -> dict[str, str] | None:
     return None
 
 
+def _raw_trainer(job: Job) -> dict[str, Any]:
+    """``spec.trainer`` of ``overrides.trainjob`` (empty when it has none)."""
+    spec = job.spec.overrides.trainjob.get("spec")
+    trainer = spec.get("trainer") if isinstance(spec, dict) else None
+    return trainer if isinstance(trainer, dict) else {}
+
+
 def own_command(job: Job) -> bool:
     """``overrides.trainjob`` sets ``spec.trainer.command`` (``null``: the runtime's own):
     the TrainJob runs its own program (a custom trainer, as ``ftspec import trainjob``
     keeps one), not the launcher."""
-    spec = job.spec.overrides.trainjob.get("spec")
-    trainer = spec.get("trainer") if isinstance(spec, dict) else None
-    return isinstance(trainer, dict) and "command" in trainer
+    return "command" in _raw_trainer(job)
 
 
 def _launch(job: Job) -> Launch | None:
@@ -112,6 +117,13 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
             "its own program, not the launcher, so model, data, method and training describe "
             "the job without reaching it", path=("overrides", "trainjob", "spec", "trainer",
                                                  "command"), code="kubeflow.own-command"))
+    if job.launcher == "torchtune" and "args" in _raw_trainer(job):
+        found.append(Diagnostic(
+            Severity.WARNING, "overrides.trainjob sets spec.trainer.args: they replace the "
+            "args ftspec writes from model, data, method and training, so a change to those "
+            "sections does not reach the TrainJob while this list is here",
+            path=("overrides", "trainjob", "spec", "trainer", "args"),
+            code="kubeflow.raw-args"))
     if job.launcher == "torchtune":
         if kf.generate_runtime:
             found.append(_error(("deploy", "kubeflow", "generate_runtime"),

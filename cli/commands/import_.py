@@ -12,7 +12,7 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 
 @click.command("import")
 @click.argument("tool", type=click.Choice(TOOL_NAMES))
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False), required=False)
 @click.argument("args", nargs=-1)
 @click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the spec to SPEC (default: print it).")
@@ -22,14 +22,27 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
               help="Nodes the config runs on (default 1; 2 for torchtune's *_multinode).")
 @click.option("--accelerator", type=click.Choice(ACCELERATOR_NAMES), default="nvidia-a100-80gb",
               show_default=True, help="GPU model (configs do not name one).")
+@click.option("--live", metavar="NAMESPACE/NAME",
+              help="trainjob: read the TrainJob from the cluster and adopt it (needs -o).")
+@click.option("--kubeconfig", default=None, type=click.Path(),
+              help="kubeconfig file for --live (default: $KUBECONFIG or ~/.kube/config).")
+@click.option("--context", default=None, help="kubeconfig context for --live.")
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
-def command(tool: str, file: Path, args: tuple[str, ...], out: Path | None,
-            nproc_per_node: int | None, nnodes: int | None, accelerator: str, as_json: bool) -> int:
+def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | None,
+            nproc_per_node: int | None, nnodes: int | None, accelerator: str,
+            live: str | None, kubeconfig: str | None, context: str | None,
+            as_json: bool) -> int:
     """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
-    (torchtune: as `tune run` takes them, ~KEY removes a key)."""
+    (torchtune: as `tune run` takes them, ~KEY removes a key). `ftspec import trainjob
+    --live NAMESPACE/NAME -o SPEC` reads a live TrainJob instead and adopts it: `ftspec
+    plan SPEC` then has nothing to change."""
     from ftspec.compiler.importers import IMPORTERS, ImportOptions
     from ftspec.spec.diagnostics import SpecError
 
+    if live is not None or file is None:
+        from ftspec.cli.commands.import_live import import_live
+
+        return import_live(tool, file, live, out, accelerator, kubeconfig, context, as_json)
     opts = ImportOptions(nproc_per_node, nnodes, accelerator)
     try:
         result = IMPORTERS[tool](file, args, opts)

@@ -46,6 +46,7 @@ def import_trainjob_doc(doc: SourceDoc, *, accelerator: str, version: str | None
     from ftspec.compiler.importers.trainjob_residue import settle
 
     draft = SpecDraft(doc)
+    _literal_secrets(draft)
     _metadata(draft)
     _deploy(draft)
     world = _resources(draft, accelerator)
@@ -60,6 +61,32 @@ def import_trainjob_doc(doc: SourceDoc, *, accelerator: str, version: str | None
     head = (f"Imported by `ftspec import trainjob` from {what or doc.file} ({TOOL}).\n"
             "Comments say where each value came from; the CRD's defaults are written out.")
     return Imported("trainjob", render(draft, head), draft.data, tuple(draft.warnings))
+
+
+def _literal_secrets(d: SpecDraft) -> None:
+    """A credential written as a plain env value (the Kubeflow SDK puts ``access_token``
+    there) would be copied into the spec and printed: refused, and the copy redacted."""
+    from ftspec.spec.diagnostics import Diagnostic, Severity
+    from ftspec.spec.secrets import REDACTED, secret_named
+
+    spec = d.source.data["spec"]
+    init = spec.get("initializer") or {}
+    places: list[tuple[tuple[str, ...], Any]] = [
+        (("spec", "initializer", part, "env"), (init.get(part) or {}).get("env"))
+        for part in ("model", "dataset")]
+    places.append((("spec", "trainer", "env"), (spec.get("trainer") or {}).get("env")))
+    for path, env in places:
+        for i, entry in enumerate(env if isinstance(env, list) else []):
+            if isinstance(entry, dict) and "value" in entry and \
+                    secret_named(str(entry.get("name", ""))):
+                d.warnings.append(Diagnostic(
+                    Severity.ERROR, f"{entry['name']} holds a literal credential; ftspec keeps "
+                    "secrets as references and never copies or prints one",
+                    path=path + (i, "value"), span=d.source.span_of(path + (i, "value")),
+                    hint="put it in a Secret and reference it (valueFrom.secretKeyRef, or "
+                    "the spec's secrets.hf_token: {secretRef: {name, key}})",
+                    code="import.literal-secret"))
+                entry["value"] = REDACTED
 
 
 def is_torchtune(spec: dict[str, Any]) -> bool:

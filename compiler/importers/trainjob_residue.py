@@ -19,6 +19,7 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.targets.merge_patch import merge_diff
 
 RAW: KeyPath = ("overrides", "trainjob")
+ARGS: KeyPath = ("spec", "trainer", "args")
 
 
 def compile_draft(draft: SpecDraft, version: str | None
@@ -47,9 +48,10 @@ def residue(source: dict[str, Any], compiled: dict[str, Any]) -> dict[str, Any]:
 
 
 def settle(draft: SpecDraft, version: str | None,
-           same_args: Callable[[list[str]], bool] | None = None) -> None:
+           same_args: Callable[[list[str]], list[str]] | None = None) -> None:
     """Add ``overrides.trainjob`` until the draft compiles to the source; warn per key.
-    ``same_args``: the compiled trainer args mean the same as the source's (torchtune)."""
+    ``same_args``: the config keys where the compiled trainer args resolve differently
+    from the source's (torchtune runtimes; None: the source's args are kept as they are)."""
     for _ in range(2):
         compiled, errors = compile_draft(draft, version)
         if compiled is None:
@@ -58,14 +60,14 @@ def settle(draft: SpecDraft, version: str | None,
                                           code="import.invalid") for d in errors]
             return
         patch = residue(draft.source.data, compiled)
-        _drop_same_args(patch, compiled, same_args)
+        why = _drop_same_args(patch, compiled, same_args)
         if not patch:
             return
         current = draft.get(RAW) or {}
         draft.put(RAW, _update(current, patch), "what the spec cannot express (see the "
                   "warnings): a merge patch the kubeflow target applies last")
         for path, value in _leaves(patch, ()):
-            _warn(draft, path, value)
+            _warn(draft, path, value, why if path == ARGS else None)
     compiled, _ = compile_draft(draft, version)
     left = residue(draft.source.data, compiled) if compiled is not None else {}
     if compiled is not None:
@@ -77,17 +79,25 @@ def settle(draft: SpecDraft, version: str | None,
 
 
 def _drop_same_args(patch: dict[str, Any], compiled: dict[str, Any],
-                    same_args: Callable[[list[str]], bool] | None) -> None:
-    """Args that differ in text but resolve to the same config are not a difference."""
+                    same_args: Callable[[list[str]], list[str]] | None) -> str | None:
+    """Args that differ in text but resolve to the same config are not a difference;
+    otherwise: why the source's args are kept."""
     trainer = (patch.get("spec") or {}).get("trainer")
-    if same_args is None or not isinstance(trainer, dict) or "args" not in trainer:
-        return
-    if same_args([str(a) for a in compiled["spec"]["trainer"].get("args") or []]):
-        del trainer["args"]
-        if not trainer:
-            del patch["spec"]["trainer"]
-        if not patch["spec"]:
-            del patch["spec"]
+    if not isinstance(trainer, dict) or "args" not in trainer:
+        return None
+    if same_args is None:
+        return ("kept as they are: the trainer is immutable, so other args would replace "
+                "the live TrainJob")
+    keys = same_args([str(a) for a in compiled["spec"]["trainer"].get("args") or []])
+    if keys:
+        return (f"kept as they are: the args ftspec writes from the spec resolve "
+                f"differently at {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''}")
+    del trainer["args"]
+    if not trainer:
+        del patch["spec"]["trainer"]
+    if not patch["spec"]:
+        del patch["spec"]
+    return None
 
 
 def _update(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -110,9 +120,12 @@ def _leaves(patch: Any, path: KeyPath) -> list[tuple[KeyPath, Any]]:
     return [(path, patch)]
 
 
-def _warn(draft: SpecDraft, path: KeyPath, value: Any) -> None:
+def _warn(draft: SpecDraft, path: KeyPath, value: Any, why: str | None = None) -> None:
     dotted = ".".join(str(p) for p in path)
-    if value is None:
+    if why is not None:
+        draft.warn(path, f"{dotted} {why}; in overrides.trainjob they replace the args the "
+                   "spec's sections would give (validate says so)")
+    elif value is None:
         draft.warn(path[:-1], f"{dotted} is not in the TrainJob; ftspec would set it, so "
                    "overrides.trainjob removes it (null)")
     else:

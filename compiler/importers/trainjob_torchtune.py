@@ -35,8 +35,8 @@ from ftspec.targets.kubeflow_torchtune import (
 SECTIONS = ("model", "data", "method", "training", "distributed", "launcher")
 ARGS: tuple[str, ...] = ("spec", "trainer", "args")
 _ORIGIN_ARG = re.compile(r"^from the argument (.*)$")
-SameArgs = Callable[[list[str]], bool]
-"""Do these args give the same resolved config as the TrainJob's?"""
+SameArgs = Callable[[list[str]], list[str]]
+"""The config keys where these args resolve differently from the TrainJob's (none: same)."""
 
 
 def controller_config(family: str, args: list[str], nodes: int, procs: int | None,
@@ -83,6 +83,25 @@ def resolved(config: Path, args: list[str]) -> dict[str, Any]:
     return data
 
 
+def differing(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two resolved configs."""
+    out: list[str] = []
+    for key in list(a) + [k for k in b if k not in a]:
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += differing(x, y, f"{prefix}{key}.")
+        elif x != y or _kind(x) != _kind(y):
+            out.append(prefix + str(key))
+    return out
+
+
+def _kind(value: Any) -> str:
+    """Numbers compare by value (32 and 32.0 build the same module); bools stay apart."""
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if isinstance(value, int | float) else type(value).__name__
+
+
 def torchtune_sections(d: SpecDraft, *, live: bool) -> tuple[bool, SameArgs | None]:
     """Fill model/data/method/training from the runtime's config and the args: (done,
     ``same_args`` for the residue, None to keep the TrainJob's args as they are). Not done:
@@ -115,7 +134,8 @@ def torchtune_sections(d: SpecDraft, *, live: bool) -> tuple[bool, SameArgs | No
     _locations(d)
     if live:
         return True, None
-    return True, lambda compiled: resolved(config, args) == resolved(config, compiled)
+    return True, lambda compiled: differing(resolved(config, args), resolved(config, [
+        a.replace("$$", "$") for a in compiled]))  # Kubernetes reads $$ as $
 
 
 def _copy(d: SpecDraft, tt: SpecDraft, config: Path, name: str, full: list[str],

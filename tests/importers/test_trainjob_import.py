@@ -18,6 +18,7 @@ from ftspec.compiler.importers.trainjob_source import load_trainjob
 from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.diagnostics import SpecError
 from ftspec.spec.loader import parse_yaml
+from helpers.trainjobs import SDK_TRAINJOB
 
 CORPUS = Path(__file__).parent / "corpus" / "trainjob"
 FILES = sorted(p.name for p in CORPUS.glob("*.yaml"))
@@ -107,40 +108,6 @@ def test_two_trainjobs_in_one_file_are_refused(tmp_path: Path) -> None:
     assert "more than one TrainJob" in err.value.diagnostics[0].summary
 
 
-SDK_TRAINJOB = """\
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: a1b2c3d4e5f6
-  namespace: ml
-spec:
-  runtimeRef:
-    name: torchtune-llama3.2-1b
-  initializer:
-    dataset:
-      storageUri: hf://tatsu-lab/alpaca/data
-    model:
-      storageUri: hf://meta-llama/Llama-3.2-1B-Instruct
-  trainer:
-    command: [tune, run]
-    args:
-      - dtype=bf16
-      - batch_size=4
-      - epochs=2
-      - loss=torchtune.modules.loss.CEWithChunkedOutputLoss
-      - dataset.data_dir=/workspace/dataset/data
-      - model.lora_rank=16
-      - model.lora_alpha=32
-      - model.lora_attn_modules=[q_proj,v_proj,output_proj]
-    numNodes: 1
-    resourcesPerNode:
-      requests: {nvidia.com/gpu: 2}
-      limits: {nvidia.com/gpu: 2}
-"""
-"""The TrainJob the Kubeflow SDK writes for TorchTuneConfig(dtype, batch_size, epochs,
-peft_config) on torchtune-llama3.2-1b (args in the SDK's order: see notes on the SDK)."""
-
-
 def test_torchtune_runtime_reads_the_config_the_controller_runs(tmp_path: Path) -> None:
     from ftspec.targets.torchtune_configs import torchtune_installed
 
@@ -162,3 +129,35 @@ def test_torchtune_runtime_reads_the_config_the_controller_runs(tmp_path: Path) 
     assert "(the runtime's config)" in imported.text
     assert f"# from {path}:17" in imported.text  # batch_size=4
     _equal(doc.data, _compiled(imported.text, "sdk"))
+
+
+def test_literal_credentials_are_refused_and_never_copied(tmp_path: Path) -> None:
+    token = "hf_" + "q" * 30
+    path = tmp_path / "sdk-token.yaml"
+    path.write_text(SDK_TRAINJOB.replace(
+        "      storageUri: hf://meta-llama/Llama-3.2-1B-Instruct\n",
+        "      storageUri: hf://meta-llama/Llama-3.2-1B-Instruct\n"
+        f"      env:\n        - name: ACCESS_TOKEN\n          value: {token}\n"))
+    imported = import_trainjob_doc(load_trainjob(path), accelerator=ACC)
+    errors = [w for w in imported.warnings if w.is_error]
+    assert [e.code for e in errors] == ["import.literal-secret"]
+    assert errors[0].span is not None and errors[0].span.line == 16  # the value line
+    assert token not in imported.text and "<redacted>" in imported.text
+
+
+def test_raw_args_are_said_to_shadow_the_spec(tmp_path: Path) -> None:
+    from ftspec.targets.torchtune_configs import torchtune_installed
+
+    if not torchtune_installed():
+        pytest.skip("torchtune's shipped configs are not installed")
+    path = tmp_path / "sdk.yaml"
+    path.write_text(SDK_TRAINJOB)
+    imported = import_trainjob_doc(load_trainjob(path), accelerator=ACC)
+    kept = [w for w in imported.warnings if w.path == ("spec", "trainer", "args")]
+    if imported.data["overrides"]["trainjob"].get("spec", {}).get("trainer", {}).get("args"):
+        assert kept and "resolve differently at" in kept[0].summary
+        compiled = compile_spec(parse_yaml(imported.text, "x.yaml"), "checks",
+                                CompileOptions(target="kubeflow"))
+        assert any(d.code == "kubeflow.raw-args" for d in compiled.diagnostics)
+    else:
+        assert not kept

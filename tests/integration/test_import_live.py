@@ -1,0 +1,81 @@
+"""`ftspec import trainjob --live NS/NAME -o SPEC` against a real kube-apiserver with the real
+Trainer CRDs: a TrainJob created by someone else (kubectl-style POST) is read, written as a
+spec and adopted (metadata only, no replace); `ftspec plan` on that spec is then a no-op."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers.kubecli import run_cli
+from helpers.trainjobs import SDK_TRAINJOB
+
+pytestmark = pytest.mark.kube
+
+CORPUS = Path(__file__).parents[1] / "importers" / "corpus" / "trainjob"
+TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+
+
+@pytest.fixture
+def env(kube_cluster: Any, kube_namespace: str, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> dict[str, Any]:
+    monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig_path))
+    monkeypatch.setenv("FTSPEC_KUBE_CONTEXT", "admin")
+    monkeypatch.setenv("NO_COLOR", "1")
+    return {"cluster": kube_cluster, "ns": kube_namespace, "tmp": tmp_path}
+
+
+def _trainjob(name: str, ns: str) -> dict[str, Any]:
+    text = SDK_TRAINJOB if name == "sdk" else (CORPUS / name).read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    obj: dict[str, Any] = copy.deepcopy(next(d for d in docs if d.get("kind") == "TrainJob"))
+    obj["metadata"]["namespace"] = ns
+    return obj
+
+
+@pytest.mark.parametrize("name", ["runtime-patches.yaml", "kueue-integration.yaml", "sdk"])
+def test_live_import_adopts_without_replace(env: dict[str, Any], name: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, ns = env["cluster"], env["ns"]
+    obj = _trainjob(name, ns)
+    created = cluster.create_object(obj, namespace=ns)
+    uid = created["metadata"]["uid"]
+    ref = f"{ns}/{obj['metadata']['name']}"
+    spec = env["tmp"] / "adopted.yaml"
+    res = run_cli(capsys, "import", "trainjob", "--live", ref, "-o", spec)
+    assert res.code == 0, res.out + res.err
+    assert f"adopted trainjob {ref}" in res.err
+    text = spec.read_text()
+    assert f"# from trainjob/{ns}/{obj['metadata']['name']}:" in text
+    plan = run_cli(capsys, "plan", spec, "--detailed-exitcode")
+    assert plan.code == 0, plan.out + plan.err
+    assert "No changes." in plan.out
+    live = cluster.get_object(*TJ, obj["metadata"]["name"], namespace=ns)
+    assert live["metadata"]["uid"] == uid  # the same object: adopted, never replaced
+    assert live["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ftspec"
+    assert live["spec"]["trainer"] == created["spec"]["trainer"]
+
+
+def test_live_import_refuses_what_it_cannot_adopt(env: dict[str, Any],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, ns = env["cluster"], env["ns"]
+    res = run_cli(capsys, "import", "trainjob", "--live", f"{ns}/absent", "-o",
+                  env["tmp"] / "x.yaml")
+    assert res.code == 1 and f"no TrainJob {ns}/absent" in res.err
+    obj = _trainjob("hello-world.yaml", ns)
+    cluster.create_object(obj, namespace=ns)
+    spec = env["tmp"] / "hello.yaml"
+    res = run_cli(capsys, "import", "trainjob", "--live", f"{ns}/hello-world", "-o", spec,
+                  "--json")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["adopted"] is True
+    # a changed spec now plans an update of ftspec's own object, with the reason
+    text = spec.read_text().replace("image: alpine:latest", "image: alpine:3.20")
+    spec.write_text(text)
+    plan = run_cli(capsys, "plan", spec, "--detailed-exitcode")
+    assert plan.code == 2, plan.out + plan.err
+    assert "spec.trainer.image" in plan.out
