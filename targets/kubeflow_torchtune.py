@@ -73,12 +73,27 @@ SHORTHAND_COMPONENTS = ("dataset", "loss")
 
 def launcher_overrides(job: Job) -> list[tuple[str, str]]:
     """The torchtune launcher's overrides for the Kubeflow paths, as (key, value) pairs;
-    a removal ``~key`` is returned as (``~key``, "")."""
-    from ftspec.targets.torchtune import plan_run
+    a removal ``~key`` is returned as (``~key``, "").
 
+    A whole component set at once (a raw ``overrides.torchtune`` mapping) is written key by
+    key: on the command line ``tune run`` reads ``dataset={...}`` as the component's name
+    (``dataset._component_``), so the mapping's keys are set one by one and the base's other
+    keys removed."""
+    from ftspec.targets.torchtune import plan_run
+    from ftspec.targets.torchtune_configs import Set, format_value, load_config
+
+    run = plan_run(job, KUBEFLOW_PATHS)
+    base: dict[str, Any] | None = None
     out = []
-    for arg in plan_run(job, KUBEFLOW_PATHS).override_args():
-        key, _, value = arg.partition("=")
+    for op in run.overrides:
+        if isinstance(op, Set) and isinstance(op.value, dict) and "." not in op.key:
+            base = base if base is not None else load_config(run.config)
+            old = base.get(op.key)
+            out += [(f"~{op.key}.{k}", "") for k in (old if isinstance(old, dict) else {})
+                    if k != "_component_" and k not in op.value]
+            out += [(f"{op.key}.{k}", format_value(v)) for k, v in op.value.items()]
+            continue
+        key, _, value = op.cli().partition("=")
         out.append((key, value))
     return out
 

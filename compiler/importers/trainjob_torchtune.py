@@ -83,13 +83,23 @@ def resolved(config: Path, args: list[str]) -> dict[str, Any]:
     return data
 
 
-def differing(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two resolved configs."""
+def differing(a: dict[str, Any], b: dict[str, Any], prefix: str = "",
+              component: str | None = None) -> list[str]:
+    """Dotted keys whose values differ between two resolved configs; a key one side leaves
+    out counts as equal when leaving it out gives the other side's value (torchtune's
+    defaults table, ``is_implicit``)."""
+    from ftspec.targets.torchtune_defaults import is_implicit
+
     out: list[str] = []
     for key in list(a) + [k for k in b if k not in a]:
         x, y = a.get(key), b.get(key)
         if isinstance(x, dict) and isinstance(y, dict):
-            out += differing(x, y, f"{prefix}{key}.")
+            same = x.get("_component_") == y.get("_component_")
+            out += differing(x, y, f"{prefix}{key}.", x.get("_component_") if same else None) \
+                if same else [prefix + str(key)]
+        elif (key not in a or key not in b) and is_implicit(
+                component, str(key), y if key not in a else x):
+            continue
         elif x != y or _kind(x) != _kind(y):
             out.append(prefix + str(key))
     return out

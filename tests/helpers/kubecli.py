@@ -20,6 +20,13 @@ class CliResult:
     err: str
 
 
+def use_cluster(monkeypatch: pytest.MonkeyPatch, cluster: Any) -> None:
+    """Point the CLI at the test cluster as its admin, without colour."""
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig_path))
+    monkeypatch.setenv("FTSPEC_KUBE_CONTEXT", "admin")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
     from ftspec.cli.main import main
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers.kubecli import run_cli
+from helpers.kubecli import run_cli, use_cluster
 from helpers.trainjobs import SDK_TRAINJOB
 
 pytestmark = pytest.mark.kube
@@ -23,9 +23,7 @@ TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 @pytest.fixture
 def env(kube_cluster: Any, kube_namespace: str, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> dict[str, Any]:
-    monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig_path))
-    monkeypatch.setenv("FTSPEC_KUBE_CONTEXT", "admin")
-    monkeypatch.setenv("NO_COLOR", "1")
+    use_cluster(monkeypatch, kube_cluster)
     return {"cluster": kube_cluster, "ns": kube_namespace, "tmp": tmp_path}
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.kubecli import prepare_namespace, run_cli, spec_copy
+from helpers.kubecli import prepare_namespace, run_cli, spec_copy, use_cluster
 
 pytestmark = pytest.mark.kube
 
@@ -17,9 +17,7 @@ TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 @pytest.fixture
 def env(kube_cluster: Any, kube_namespace: str, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> dict[str, Any]:
-    monkeypatch.setenv("KUBECONFIG", str(kube_cluster.kubeconfig_path))
-    monkeypatch.setenv("FTSPEC_KUBE_CONTEXT", "admin")
-    monkeypatch.setenv("NO_COLOR", "1")
+    use_cluster(monkeypatch, kube_cluster)
     monkeypatch.setenv("FTSPEC_KUBE_RETRIES", "2")
     prepare_namespace(kube_cluster, kube_namespace)
     spec = spec_copy(tmp_path)

@@ -147,6 +147,17 @@ def test_torchtune_args_in_sdk_form_without_runtime_owned_keys() -> None:
                                            "limits": {"nvidia.com/gpu": 4}}
 
 
+def test_a_whole_component_override_is_passed_key_by_key() -> None:
+    """``tune run`` reads ``dataset={...}`` as ``dataset._component_={...}``: a raw mapping
+    for a component goes on the command line key by key, the base's other keys removed."""
+    job = make_job(overrides={"torchtune": {"dataset": {
+        "_component_": "torchtune.datasets.alpaca_cleaned_dataset", "packed": False}}})
+    args = trainjob(job)["spec"]["trainer"]["args"]
+    assert not any(a.startswith("dataset={") for a in args)
+    assert "dataset=torchtune.datasets.alpaca_cleaned_dataset" in args
+    assert "dataset.packed=False" in args
+
+
 def test_dataset_file_in_a_hub_repo_and_methods_the_controller_reads() -> None:
     job = make_job(data={"train": {"uri": "hf://org/data/train/part.jsonl"}},
                    method={"kind": "qlora", "quantization": {"bits": 4}},
