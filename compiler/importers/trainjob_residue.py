@@ -128,5 +128,8 @@ def _warn(draft: SpecDraft, path: KeyPath, value: Any, why: str | None = None) -
     elif value is None:
         draft.warn(path[:-1], f"{dotted} is not in the TrainJob; ftspec would set it, so "
                    "overrides.trainjob removes it (null)")
+    elif path[:2] == ("spec", "initializer"):
+        draft.warn(path, f"{dotted}: the kubeflow target writes initializers for torchtune "
+                   "runtimes only: kept as it is in overrides.trainjob")
     else:
         draft.warn(path, f"{dotted} has no spec field: kept as it is in overrides.trainjob")

@@ -25,7 +25,7 @@ from typing import Any
 
 from ftspec.compiler.importers.base import SpecDraft
 from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.spec.diagnostics import Span
+from ftspec.spec.diagnostics import Diagnostic, Severity, Span
 from ftspec.targets.kubeflow_torchtune import (
     KUBEFLOW_PATHS,
     RUNTIME_MODELS,
@@ -117,7 +117,7 @@ def torchtune_sections(d: SpecDraft, *, live: bool) -> tuple[bool, SameArgs | No
     ``same_args`` for the residue, None to keep the TrainJob's args as they are). Not done:
     no torchtune config for the runtime (imported as a custom trainer then)."""
     from ftspec.compiler.importers.torchtune import torchtune_draft
-    from ftspec.targets.torchtune_configs import configs_dir, load_config
+    from ftspec.targets.torchtune_configs import TorchtuneMissing, configs_dir, load_config
 
     spec = d.source.data["spec"]
     trainer = spec.get("trainer") or {}
@@ -133,8 +133,16 @@ def torchtune_sections(d: SpecDraft, *, live: bool) -> tuple[bool, SameArgs | No
         d.warn(("spec", "runtimeRef", "name"), f"{runtime}: no torchtune config ftspec knows "
                "for this runtime and these args; imported as a custom trainer")
         return False, None
-    config = configs_dir() / f"{name}.yaml"
-    base = load_config(name)
+    try:
+        config = configs_dir() / f"{name}.yaml"
+        base = load_config(name)
+    except (TorchtuneMissing, OSError) as exc:
+        d.warnings.append(Diagnostic(
+            Severity.ERROR, f"reading the runtime's torchtune config {name} needs torchtune: "
+            f"{exc}", path=("spec", "runtimeRef", "name"),
+            span=d.source.span_of(("spec", "runtimeRef", "name")),
+            hint="install ftspec's torchtune extra", code="import.torchtune-missing"))
+        return True, None
     full = [expand(a) for a in args] + runtime_args(base)
     tt = torchtune_draft(config, tuple(full), nproc=int(res.get("processes_per_node") or
                                                        res.get("gpus_per_node") or 1),
