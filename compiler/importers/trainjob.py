@@ -29,6 +29,7 @@ from ftspec.compiler.importers.trainjob_defaults import (
     SERVER_WRITTEN,
     TOOL,
 )
+from ftspec.compiler.importers.trainjob_patch import ftspec_patch
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
 from ftspec.spec.loader import SourceDoc
 from ftspec.targets.kube import GPU_RESOURCE, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
@@ -57,6 +58,8 @@ def import_trainjob_doc(doc: SourceDoc, *, accelerator: str, version: str | None
         done, same_args = torchtune_sections(draft, live=live)
     if not done:
         _custom(draft, world)
+    ftspec_patch(draft)
+    _token(draft)
     settle(draft, version, same_args)
     head = (f"Imported by `ftspec import trainjob` from {what or doc.file} ({TOOL}).\n"
             "Comments say where each value came from; the CRD's defaults are written out.")
@@ -87,6 +90,26 @@ def _literal_secrets(d: SpecDraft) -> None:
                     "the spec's secrets.hf_token: {secretRef: {name, key}})",
                     code="import.literal-secret"))
                 entry["value"] = REDACTED
+
+
+def _token(d: SpecDraft) -> None:
+    """The initializers' HF token as the kubeflow target writes it from ``secrets.hf_token``:
+    ``ACCESS_TOKEN`` read from a Secret key (or the whole Secret through ``secretRef``)."""
+    init = d.source.data["spec"].get("initializer") or {}
+    for part in ("model", "dataset"):
+        got = init.get(part) or {}
+        env = got.get("env") or []
+        at: tuple[Any, ...] = ("spec", "initializer", part)
+        ref = (env[0].get("valueFrom") or {}).get("secretKeyRef") if len(env) == 1 and \
+            isinstance(env[0], dict) and env[0].get("name") == "ACCESS_TOKEN" else None
+        if isinstance(ref, dict) and ref.get("name"):
+            d.put(("secrets", "hf_token", "secretRef"), {"name": ref["name"],
+                  "key": ref.get("key", "token")}, d.origin_of(at + ("env",)))
+            return
+        if not env and isinstance(got.get("secretRef"), dict) and got["secretRef"].get("name"):
+            d.put(("secrets", "hf_token", "secretRef"), {"name": got["secretRef"]["name"],
+                  "key": "ACCESS_TOKEN"}, d.origin_of(at + ("secretRef",)))
+            return
 
 
 def is_torchtune(spec: dict[str, Any]) -> bool:

@@ -28,6 +28,7 @@ from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic, Severity, Span
 from ftspec.targets.kubeflow_torchtune import (
     KUBEFLOW_PATHS,
+    LOCATION_KEYS,
     RUNTIME_MODELS,
     SHORTHAND_COMPONENTS,
 )
@@ -150,6 +151,7 @@ def torchtune_sections(d: SpecDraft, *, live: bool) -> tuple[bool, SameArgs | No
                          accelerator=str(res.get("accelerator") or "nvidia-a100-80gb"))
     _copy(d, tt, config, name, full, len(args))
     _locations(d)
+    _written_by_target(d)
     if live:
         return True, None
     return True, lambda compiled: differing(resolved(config, args), resolved(config, [
@@ -193,6 +195,25 @@ def _origin(d: SpecDraft, origin: str, config: Path, name: str, full: list[str],
         span = d.source.span_of(ARGS + (index,))
         return f"from {span.file}:{span.line}"
     return origin.replace(str(config), f"torchtune's {name}.yaml (the runtime's config)")
+
+
+def _written_by_target(d: SpecDraft) -> None:
+    """Raw keys the kubeflow target writes itself: the LoRA flags the controller picks the
+    recipe from (given by method.kind) and the dataset's location (from the initializer's
+    URI). Kept raw they would say nothing new; if the target's own values differ, the args
+    comparison keeps the TrainJob's args instead."""
+    raw = (d.data.get("overrides") or {}).get("torchtune") or {}
+    kind = (d.data.get("method") or {}).get("kind")
+    implied = {"model.quantize_base": kind == "qlora", "model.use_dora": kind == "dora"}
+    for key in list(raw):
+        if (key in implied and raw[key] is implied[key]) or key in LOCATION_KEYS:
+            del raw[key]
+            d.origins.pop(("overrides", "torchtune", key), None)
+            d.warnings = [w for w in d.warnings if w.path != tuple(key.split("."))]
+    if not raw and "overrides" in d.data:
+        d.data["overrides"].pop("torchtune", None)
+        if not d.data["overrides"]:
+            del d.data["overrides"]
 
 
 def _locations(d: SpecDraft) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from ftspec.compiler.importers.base import NotThisTool
 from ftspec.compiler.importers.trainjob import import_trainjob_doc
 from ftspec.compiler.importers.trainjob_defaults import comparable
@@ -161,3 +162,26 @@ def test_raw_args_are_said_to_shadow_the_spec(tmp_path: Path) -> None:
         assert any(d.code == "kubeflow.raw-args" for d in compiled.diagnostics)
     else:
         assert not kept
+
+
+def test_ftspecs_own_trainjob_comes_back_without_raw_patches(tmp_path: Path) -> None:
+    """The kubeflow example compiled, imported, compiled again: the same TrainJob (only the
+    spec digest differs), with nothing left in overrides (placement, output volume, HF token
+    and every torchtune arg read back into spec fields)."""
+    from ftspec.targets.torchtune_configs import torchtune_installed
+
+    if not torchtune_installed():
+        pytest.skip("torchtune's shipped configs are not installed")
+    example = Path(__file__).parents[2] / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
+    first = _compiled(example.read_text(), "kubeflow-llama32-1b-lora-alpaca")
+    path = tmp_path / "trainjob.yaml"
+    path.write_text(yaml.safe_dump(first, sort_keys=False))
+    imported = import_trainjob_doc(load_trainjob(path), accelerator=ACC)
+    assert not [w for w in imported.warnings if w.is_error], imported.warnings
+    assert "overrides" not in imported.data, imported.data.get("overrides")
+    assert imported.data["output"]["uri"] == "pvc://ft-outputs/llama32-lora"
+    assert imported.data["secrets"] == {"hf_token": {"secretRef": {"name": "hf-token",
+                                                                   "key": "token"}}}
+    again = _compiled(imported.text, "again")
+    assert again["spec"] == first["spec"]
+    assert again["metadata"]["labels"] == first["metadata"]["labels"]
