@@ -77,3 +77,43 @@ def test_live_import_refuses_what_it_cannot_adopt(env: dict[str, Any],
     plan = run_cli(capsys, "plan", spec, "--detailed-exitcode")
     assert plan.code == 2, plan.out + plan.err
     assert "spec.trainer.image" in plan.out
+
+
+def test_lost_spec_is_recovered_from_the_object_ftspec_applied(
+        env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from helpers.kubecli import prepare_namespace, spec_copy
+
+    cluster, ns = env["cluster"], env["ns"]
+    prepare_namespace(cluster, ns)
+    original = spec_copy(env["tmp"])
+    assert run_cli(capsys, "apply", original, "-n", ns, "--auto-approve").code == 0
+    uid = cluster.get_object(*TJ, "llama32-1b-alpaca-lora", namespace=ns)["metadata"]["uid"]
+    spec = env["tmp"] / "recovered.yaml"
+    res = run_cli(capsys, "import", "trainjob", "--live", f"{ns}/llama32-1b-alpaca-lora",
+                  "-o", spec)
+    assert res.code == 0, res.out + res.err
+    assert "overrides:" not in spec.read_text()  # every field read back into the spec
+    plan = run_cli(capsys, "plan", spec, "--detailed-exitcode")
+    assert plan.code == 0 and "No changes." in plan.out, plan.out + plan.err
+    live = cluster.get_object(*TJ, "llama32-1b-alpaca-lora", namespace=ns)
+    assert live["metadata"]["uid"] == uid
+
+
+def test_v21_trainjob_is_adopted_on_a_v21_cluster(env: dict[str, Any],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, ns = env["cluster"], env["ns"]
+    obj = _trainjob("hello-world.yaml", ns)
+    obj["spec"]["labels"] = {"team": "nlp"}
+    obj["spec"]["podTemplateOverrides"] = [
+        {"targetJobs": [{"name": "node"}], "spec": {"nodeSelector": {"pool": "train"}}}]
+    cluster.reinstall_trainjob_crd("v2.1.0")
+    try:
+        cluster.create_object(obj, namespace=ns)
+        spec = env["tmp"] / "v21.yaml"
+        res = run_cli(capsys, "import", "trainjob", "--live", f"{ns}/hello-world", "-o", spec)
+        assert res.code == 0, res.out + res.err
+        assert "trainer_version: v2.1" in spec.read_text()
+        plan = run_cli(capsys, "plan", spec, "--detailed-exitcode")
+        assert plan.code == 0 and "No changes." in plan.out, plan.out + plan.err
+    finally:
+        cluster.reinstall_trainjob_crd(None)
