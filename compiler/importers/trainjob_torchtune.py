@@ -134,6 +134,10 @@ def torchtune_sections(d: SpecDraft, *, live: bool) -> tuple[bool, SameArgs | No
         d.warn(("spec", "runtimeRef", "name"), f"{runtime}: no torchtune config ftspec knows "
                "for this runtime and these args; imported as a custom trainer")
         return False, None
+    if not res.get("gpus_per_node") and not isinstance(trainer.get("numProcPerNode"), int):
+        d.warn(("spec", "trainer"), "no nvidia.com/gpu in resourcesPerNode: the runtime's "
+               f"GPUs decide the recipe the Trainer runs; {name} (one device) assumed — set "
+               "resourcesPerNode to be sure")
     try:
         config = configs_dir() / f"{name}.yaml"
         base = load_config(name)
