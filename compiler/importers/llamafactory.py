@@ -1,0 +1,252 @@
+"""``ftspec import llamafactory CONFIG``: a LLaMA-Factory train YAML (stage sft) as a spec.
+
+LLaMA-Factory is not installed here (its pins on transformers and TRL conflict with the TRL
+ftspec targets), so the YAML is read as data, as ``llamafactory-cli`` reads it: one flat
+mapping of ``ModelArguments``, ``DataArguments``, ``FinetuningArguments`` and transformers'
+``TrainingArguments``. The training keys are transformers' own, so the TRL importer's
+training mapping is reused through a :class:`Reader` with LLaMA-Factory's key names and
+defaults (``llamafactory_defaults``, which names the version). Datasets are names in
+LLaMA-Factory's ``dataset_info.json``: the well-known ones map to their files or hub
+repositories, any other is a warning. Stages other than sft are refused at their line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers import rows
+from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id, not_this_tool
+from ftspec.compiler.importers.deepspeed_names import put_deepspeed
+from ftspec.compiler.importers.llamafactory_defaults import (
+    ALIASES,
+    DATASET_SPLITS,
+    DATASETS,
+    DEEPSPEED,
+    MODEL_DEFAULTS,
+    STAGES,
+    TOOL,
+    TRAIN_DEFAULTS,
+)
+from ftspec.compiler.importers.trl import _header, _output, _resources, _training
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
+from ftspec.spec.loader import SourceDoc, load_spec_file
+
+ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
+MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
+NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeout",
+             "preprocessing_num_workers", "save_only_model")
+"""Keys that change no hyper-parameter; still warned (the spec has no field for them)."""
+
+
+class LlamaFactoryReader(Reader):
+    """The TRL reader over LLaMA-Factory's keys and defaults; null values count as unset."""
+
+    def __init__(self, draft: SpecDraft) -> None:
+        super().__init__(draft)
+        self.data = {k: v for k, v in draft.source.data.items() if v is not None}
+        self.fms = False
+        self.tool = TOOL
+        self.sft = TRAIN_DEFAULTS
+        self.model = MODEL_DEFAULTS
+        self.aliases = dict(ALIASES)
+
+
+def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None = None,
+                        accelerator: str = "nvidia-a100-80gb") -> Imported:
+    from ftspec.compiler.importers.render import render
+
+    doc = load_spec_file(path)
+    check_is_llamafactory(doc)
+    draft = SpecDraft(doc)
+    r = LlamaFactoryReader(draft)
+    _header(draft, path)
+    _model(r)
+    _data(r)
+    _method(r)
+    world = _resources(draft, nproc, nnodes, accelerator)
+    for key in (("resources", "gpus_per_node"), ("resources", "accelerator")):
+        draft.origins[key] = draft.origins[key].replace("a TRL config", "a LLaMA-Factory config")
+    if "report_to" not in r.data:
+        draft.warn((), "no report_to: transformers 4 reports to every installed "
+                   "integration (report_to all); imported as none")
+    _training(r, world)
+    _output(r)
+    if r.has("deepspeed"):
+        put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")
+    draft.put(("launcher",), "accelerate", "LLaMA-Factory trains with transformers' Trainer "
+              "under accelerate/torchrun; TRL's SFTTrainer is the nearest")
+    for key in draft.source.data:
+        if key not in r.used and key in r.data:
+            why = " (no hyper-parameter)" if key in NO_EFFECT else ""
+            draft.warn((key,), f"{key} has no spec field: not imported{why}")
+    head = (f"Imported by `ftspec import llamafactory` from {path} ({TOOL}).\n"
+            "Comments say where each value came from; the tool's implicit defaults are "
+            "written out.")
+    return Imported("llamafactory", render(draft, head), draft.data, tuple(draft.warnings))
+
+
+def check_is_llamafactory(doc: SourceDoc) -> None:
+    if not isinstance(doc.data, dict):
+        raise not_this_tool(doc, (), "not a LLaMA-Factory config: the document is not a "
+                            "mapping", "give the YAML file `llamafactory-cli train` reads")
+    first = next(iter(doc.data), None)
+    if "model_name_or_path" not in doc.data or not any(k in doc.data for k in MARKERS):
+        raise not_this_tool(doc, (first,) if first is not None else (),
+                            "not a LLaMA-Factory train config: no model_name_or_path with "
+                            "stage / finetuning_type / template / dataset",
+                            "LLaMA-Factory's train YAML names model_name_or_path and dataset")
+    stage = doc.data.get("stage", "sft")
+    if stage != "sft":
+        known = "a LLaMA-Factory stage" if stage in STAGES else "not a LLaMA-Factory stage"
+        raise SpecError([Diagnostic(
+            Severity.ERROR, f"stage {stage} ({known}): `ftspec import llamafactory` imports "
+            "supervised fine-tuning (stage: sft) only", path=("stage",),
+            span=doc.span_of(("stage",), key=True), code="import.unsupported",
+            hint="pretraining, reward modelling, PPO, DPO and KTO have no ftspec method")])
+    if "dataset" not in doc.data:
+        raise not_this_tool(doc, (first,) if first is not None else (), "no dataset: the "
+                            "config names no training data",
+                            "LLaMA-Factory names the data with dataset (dataset_info.json names)")
+
+
+def _model(r: LlamaFactoryReader) -> None:
+    d = r.draft
+    name = str(r.value("model_name_or_path"))
+    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
+    family = family_for_hub_id(name)
+    if family is not None:
+        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
+    else:
+        d.warn(("model_name_or_path",), f"{name} is not in ftspec's model catalog: add "
+               "model.architecture (its config.json numbers) for the memory estimate")
+    if r.value("trust_remote_code") is True:
+        d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
+    for key in ("flash_attn", "attn"):
+        attn = r.value(key)
+        if attn in ATTN:
+            d.put(("model", "attn_implementation"), ATTN[attn], r.origin(key))
+        elif attn not in (None, "auto"):
+            d.warn((key,), f"{key} {attn} has no spec attention implementation")
+    if r.value("fp16") is True:
+        d.put(("model", "dtype"), "fp16", r.origin("fp16"))
+    elif r.value("bf16") is True or r.value("pure_bf16") is True:
+        d.put(("model", "dtype"), "bf16", r.origin("bf16" if r.has("bf16") else "pure_bf16"))
+    else:
+        d.put(("model", "dtype"), "fp32", f"{TOOL} default (bf16 and fp16 off: fp32)")
+    r.value("do_train")
+    if r.data.get("do_train") is not True:
+        d.warn(("do_train",) if "do_train" in r.data else (), "do_train is not true: "
+               "LLaMA-Factory only trains with do_train: true; imported as a training run")
+
+
+def _data(r: LlamaFactoryReader) -> None:
+    d = r.draft
+    r.value("stage")
+    names = [n.strip() for n in str(r.value("dataset")).split(",") if n.strip()]
+    at = r.origin("dataset")
+    template = r.value("template")
+    entries: list[dict[str, Any]] = []
+    for name in names:
+        known = DATASETS.get(name)
+        if known is None:
+            d.warn(("dataset",), f"dataset {name}: a name in your dataset_info.json, which "
+                   "the import does not read; imported as file://data/" + name +
+                   ".json (alpaca layout): set data.train.uri and format")
+            known = (f"file://data/{name}.json", "alpaca", None)
+        uri, layout, column = known
+        if layout == "alpaca":
+            entry = rows.alpaca(uri)
+            d.warn(("dataset",), rows.ALPACA_WARNING.format(tool="LLaMA-Factory") +
+                   f" ({name}: LLaMA-Factory renders it as one chat turn)")
+        elif layout == "text":
+            entry = rows.text(uri, column or "text")
+        else:
+            entry = rows.chat(uri, column or "conversations", layout)
+        if name in DATASET_SPLITS:
+            entry["split"] = DATASET_SPLITS[name]
+        entries.append(entry)
+    if r.value("train_on_prompt") is True:
+        for entry in entries:
+            entry["train_on_input"] = True
+    if len(entries) == 1:
+        d.put(("data", "train"), entries[0], at)
+    else:
+        share = round(1 / len(entries), 6)
+        for entry in entries[:-1]:
+            entry["proportion"] = share
+        entries[-1]["proportion"] = round(1 - share * (len(entries) - 1), 6)
+        d.put(("data", "mixture", "datasets"), entries, at)
+        d.warn(("dataset",), f"{len(entries)} datasets: LLaMA-Factory concatenates them "
+               f"(mix_strategy concat); imported as a mixture of equal proportions: set "
+               "each dataset's proportion to its share of the rows")
+    if template is not None:
+        d.warn(("template",), f"template {template}: LLaMA-Factory's own prompt template has "
+               "no spec field; the tokenizer's chat template renders chat rows")
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)
+    val = r.value("val_size")
+    if isinstance(val, (int, float)) and 0 < val < 1:
+        d.put(("data", "validation_split_ratio"), val, r.origin("val_size"))
+    elif val not in (None, 0, 0.0):
+        d.warn(("val_size",), f"val_size {val} (a row count) has no spec field: "
+               "data.validation_split_ratio takes a ratio")
+    if r.has("eval_dataset"):
+        d.warn(("eval_dataset",), "eval_dataset names dataset_info.json entries: set "
+               "data.validation by hand")
+    workers = r.value("dataloader_num_workers")
+    if isinstance(workers, int):
+        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+
+
+def _method(r: LlamaFactoryReader) -> None:
+    d = r.draft
+    kind = str(r.value("finetuning_type", r.model))
+    at = r.origin("finetuning_type")
+    if kind == "freeze":
+        d.warn(("finetuning_type",), "finetuning_type freeze (train the last layers only) "
+               "has no spec method: imported as full")
+        kind = "full"
+    if kind == "full":
+        d.put(("method", "kind"), "full", at)
+        return
+    bits = r.value("quantization_bit")
+    dora = r.value("use_dora", r.model) is True
+    spec_kind = "qlora" if bits in (4, 8) else "dora" if dora else "lora"
+    d.put(("method", "kind"), spec_kind, r.origin("quantization_bit") if bits else at)
+    if bits is not None and bits not in (4, 8):
+        d.warn(("quantization_bit",), f"quantization_bit {bits}: bitsandbytes quantizes "
+               "to 4 or 8 bits only; not imported")
+    if spec_kind == "qlora":
+        method = r.value("quantization_method", r.model)
+        if method != "bitsandbytes":
+            d.warn((r.key("quantization_method") or "quantization_bit",),
+                   f"quantization_method {method}: the spec quantizes with bitsandbytes")
+        q = ("method", "quantization")
+        d.put(q + ("bits",), bits, r.origin("quantization_bit"))
+        if bits == 4:
+            r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
+            r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
+    lora = ("method", "lora")
+    rank = r.put(lora + ("rank",), "lora_r", r.model)
+    if r.put(lora + ("alpha",), "lora_alpha") is None:
+        d.put(lora + ("alpha",), rank * 2, f"{TOOL} default (lora_alpha: lora_rank x 2)")
+    r.put(lora + ("dropout",), "lora_dropout", r.model)
+    target = str(r.value("lora_target", r.model))
+    if target == "all":
+        modules = rows.all_linear(d.get(("model", "family")))
+        if modules is None:
+            d.warn((r.key("lora_target") or "finetuning_type",), "lora_target all: the "
+                   "model's linear layers are not known to ftspec; the spec's default "
+                   "target_modules are used")
+        else:
+            d.put(lora + ("target_modules",), modules, f"{r.origin('lora_target')} (all: "
+                  "every linear layer of the decoder)")
+    else:
+        d.put(lora + ("target_modules",), [m.strip() for m in target.split(",")],
+              r.origin("lora_target"))
+    extra = r.value("additional_target")
+    if isinstance(extra, str):
+        d.put(lora + ("modules_to_save",), [m.strip() for m in extra.split(",")],
+              r.origin("additional_target"))

@@ -1,0 +1,44 @@
+"""Dataset layouts other tools name (Alpaca, ShareGPT, OpenAI messages, plain text) as spec
+``data`` entries, in one place for the axolotl and LLaMA-Factory importers.
+
+Alpaca rows (instruction, optional input, output) have no spec format of their own yet: they
+are written as ``format: instruct`` with ``instruction`` as the prompt column, and the caller
+warns that the ``input`` column and the tool's prompt template are not rendered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LINEAR_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                      "down_proj"]
+"""Every linear layer of a Llama-style decoder block: what PEFT's ``all-linear`` (axolotl's
+``lora_target_linear``, LLaMA-Factory's ``lora_target: all``) selects on these models."""
+LLAMA_STYLE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
+               "granite"}
+"""Catalog architectures whose decoder blocks are exactly :data:`LINEAR_PROJECTIONS`."""
+
+ALPACA_WARNING = ("Alpaca rows: imported as format instruct with instruction as the prompt; "
+                  "the input column and {tool}'s prompt template are not rendered")
+
+
+def all_linear(family: str | None) -> list[str] | None:
+    """The module names ``all-linear`` selects on a catalog family; None when unknown."""
+    from ftspec.spec.catalog.models import MODEL_FAMILIES
+
+    fam = MODEL_FAMILIES.get(family or "")
+    return list(LINEAR_PROJECTIONS) if fam is not None and fam.arch in LLAMA_STYLE else None
+
+
+def alpaca(uri: str) -> dict[str, Any]:
+    return {"uri": uri, "format": "instruct",
+            "column_map": {"input": "instruction", "output": "output"}}
+
+
+def chat(uri: str, column: str, style: str) -> dict[str, Any]:
+    return {"uri": uri, "format": "chat", "conversation_column": column,
+            "conversation_style": style}
+
+
+def text(uri: str, field: str = "text") -> dict[str, Any]:
+    return {"uri": uri, "format": "text", "text_field": field}
