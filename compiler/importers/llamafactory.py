@@ -213,11 +213,11 @@ def _method(r: LlamaFactoryReader) -> None:
         return
     bits = r.value("quantization_bit")
     dora = r.value("use_dora", r.model) is True
-    spec_kind = "qlora" if bits in (4, 8) else "dora" if dora else "lora"
+    spec_kind = "qlora" if bits == 4 else "dora" if dora else "lora"
     d.put(("method", "kind"), spec_kind, r.origin("quantization_bit") if bits else at)
-    if bits is not None and bits not in (4, 8):
-        d.warn(("quantization_bit",), f"quantization_bit {bits}: bitsandbytes quantizes "
-               "to 4 or 8 bits only; not imported")
+    if bits is not None and bits != 4:
+        d.warn(("quantization_bit",), f"quantization_bit {bits}: the spec quantizes the base "
+               "to 4 bits only (qlora): imported as lora on an unquantized base")
     if spec_kind == "qlora":
         method = r.value("quantization_method", r.model)
         if method != "bitsandbytes":
@@ -225,9 +225,8 @@ def _method(r: LlamaFactoryReader) -> None:
                    f"quantization_method {method}: the spec quantizes with bitsandbytes")
         q = ("method", "quantization")
         d.put(q + ("bits",), bits, r.origin("quantization_bit"))
-        if bits == 4:
-            r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
-            r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
+        r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
+        r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
     lora = ("method", "lora")
     rank = r.put(lora + ("rank",), "lora_r", r.model)
     if r.put(lora + ("alpha",), "lora_alpha") is None:
