@@ -218,7 +218,7 @@ def _training(r: AxolotlReader, world: int) -> None:
     if r.has("logging_steps"):
         r.put(t + ("logging", "steps"), "logging_steps")
     else:
-        d.warn((), "no logging_steps: axolotl logs every 0.5% of the steps (1 to 10); the "
+        d.warn(("logging_steps",), "no logging_steps: axolotl logs every 0.5% of the steps (1 to 10); the "
                "spec's default is used")
     sinks = (["wandb"] if r.value("wandb_project") else []) + \
         (["tensorboard"] if r.value("use_tensorboard") is True else []) + \
@@ -245,7 +245,7 @@ def _scheduler(r: AxolotlReader) -> None:
         r.put(sched + ("warmup_ratio",), "warmup_steps")
     else:
         d.put(sched + ("warmup_ratio",), 0.03, f"{TOOL} default (3% of the steps)")
-        d.warn((), "no warmup_steps / warmup_ratio: axolotl warms up for 3% of the steps, "
+        d.warn(("warmup_steps",), "no warmup_steps / warmup_ratio: axolotl warms up for 3% of the steps, "
                "at most 100; imported as warmup_ratio 0.03")
 
 
@@ -271,7 +271,12 @@ def _cadence(r: AxolotlReader, part: str, steps_key: str, per_epoch_key: str,
             d.warn((per_epoch_key,), f"{per_epoch_key} {per_epoch}: axolotl runs it every "
                    f"1/{per_epoch} of an epoch's steps; the spec counts steps or epochs: "
                    "imported as once per epoch")
+    elif part == "checkpointing":
+        d.put(at + ("strategy",), "steps", f"{TOOL} default (no save_steps / saves_per_epoch: "
+              "transformers' save_strategy steps)")
+        d.put(at + ("steps",), 500, f"{TOOL} default (transformers' save_steps)")
     else:
         d.put(at + ("strategy",), "epoch", f"{TOOL}: no {steps_key} / {per_epoch_key} "
               "(once per epoch assumed)")
-        d.warn((), f"no {steps_key} or {per_epoch_key}: imported as once per epoch")
+        d.warn((per_epoch_key,), f"no {steps_key} or {per_epoch_key}: imported as once per "
+               "epoch")

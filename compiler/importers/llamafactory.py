@@ -69,7 +69,7 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
     for key in (("resources", "gpus_per_node"), ("resources", "accelerator")):
         draft.origins[key] = draft.origins[key].replace("a TRL config", "a LLaMA-Factory config")
     if "report_to" not in r.data:
-        draft.warn((), "no report_to: transformers 4 reports to every installed "
+        draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
                    "integration (report_to all); imported as none")
     _training(r, world)
     _output(r)

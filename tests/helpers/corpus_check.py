@@ -1,0 +1,96 @@
+"""Import -> validate -> compile (accelerate) -> compare, for the corpora of tools whose
+configs are read as data (axolotl, LLaMA-Factory).
+
+The compiled ``sft.yaml`` is read back by TRL's own argument parser (``SFTConfig``,
+``ModelConfig``, ``ScriptArguments``), so a compared value is what TRL would train with. The
+expected value of each hyper-parameter is the source's, or the tool's default where the
+source leaves it out; a comparison whose source key the importer warned about is counted as
+warned instead (the warning is asserted to exist, at that key's line).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers.base import Imported
+from ftspec.compiler.pipeline import CompileOptions, compile_spec
+from ftspec.spec.loader import parse_yaml
+from ftspec.spec.validate import validate_doc
+
+Expect = Callable[[dict[str, Any]], Any]
+"""The expected value from the source mapping (defaults filled in)."""
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the compiled job trains with: TRL's parse of sft.yaml, and prepare.json."""
+
+    script: Any
+    sft: Any
+    model: Any
+    prepare: dict[str, Any]
+
+
+Got = Callable[[Read], Any]
+
+
+@dataclass
+class Outcome:
+    imported: bool = False
+    validated: bool = False
+    compiled: bool = False
+    diffs: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    warned: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return self.compiled and not self.diffs
+
+
+def trl_reads(text: str) -> tuple[Any, Any, Any]:
+    """What TRL's own parser reads from an ``sft.yaml``."""
+    import trl
+    from ruamel.yaml import YAML
+    from transformers import HfArgumentParser
+
+    raw = dict(YAML(typ="safe").load(text))
+    raw["use_cpu"] = True  # the test machine has no GPU; no hyper-parameter depends on it
+    parser = HfArgumentParser((trl.ScriptArguments, trl.SFTConfig, trl.ModelConfig))
+    script, sft, model = parser.parse_dict(raw, allow_extra_keys=True)
+    return script, sft, model
+
+
+def check(path: Path, importer: Callable[[Path], Imported], source: dict[str, Any],
+          fields: dict[str, tuple[str, Expect, Got]]) -> Outcome:
+    """``fields``: name -> (source key, expected, got)."""
+    out = Outcome()
+    imported = importer(path)
+    out.imported = not any(w.is_error for w in imported.warnings)
+    doc = parse_yaml(imported.text, f"{path.name}.ftspec.yaml")
+    validated = validate_doc(doc)
+    out.validated = validated.ok
+    out.errors = [d.format() for d in validated.diagnostics.items if d.is_error]
+    compiled = compile_spec(doc, "artifacts", CompileOptions(target="accelerate"))
+    out.compiled = compiled.ok
+    if not compiled.ok:
+        out.errors += [d.format() for d in compiled.diagnostics if d.is_error]
+        return out
+    command = next(a for a in compiled.artifacts if a.kind == "command")
+    assert isinstance(command.obj, dict)
+    files = command.obj["files"]
+    prepare = json.loads(files.get("prepare.json", "{}"))
+    read = Read(*trl_reads(files["sft.yaml"]), prepare)
+    warned_at = {w.path[0] for w in imported.warnings if w.path}
+    for name, (key, expect, got) in fields.items():
+        if key in warned_at:
+            out.warned.append(name)
+            continue
+        want, have = expect(source), got(read)
+        if want != have:
+            out.diffs[name] = (want, have)
+    return out
