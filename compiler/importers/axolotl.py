@@ -22,7 +22,8 @@ from ftspec.compiler.importers.axolotl_defaults import (
     TRAIN_DEFAULTS,
 )
 from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id, not_this_tool
-from ftspec.compiler.importers.trl import SCHEDULERS, _header, _optimizer, _resources
+from ftspec.compiler.importers.flat import FlatReader, finish, resources
+from ftspec.compiler.importers.trl import SCHEDULERS, _header, _optimizer
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -32,34 +33,17 @@ ATTN = {"flash_attention": "flash_attention_2", "sdp_attention": "sdpa",
 NOT_SFT = ("rl", "reward_model", "process_reward_model")
 
 
-class AxolotlReader(Reader):
-    """The TRL reader over axolotl's keys and defaults; null values count as unset."""
-
-    def __init__(self, draft: SpecDraft) -> None:
-        super().__init__(draft)
-        self.data = {k: v for k, v in draft.source.data.items() if v is not None}
-        self.fms = False
-        self.tool = TOOL
-        self.sft = TRAIN_DEFAULTS
-        self.model = MODEL_DEFAULTS
-        self.aliases = dict(ALIASES)
-
-
 def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = None,
                    accelerator: str = "nvidia-a100-80gb") -> Imported:
-    from ftspec.compiler.importers.render import render
-
     doc = load_spec_file(path)
     check_is_axolotl(doc)
     draft = SpecDraft(doc)
-    r = AxolotlReader(draft)
+    r = FlatReader(draft, TOOL, TRAIN_DEFAULTS, MODEL_DEFAULTS, ALIASES)
     _header(draft, path)
     _model(r)
     data(r)
     _method(r)
-    world = _resources(draft, nproc, nnodes, accelerator)
-    for key in (("resources", "gpus_per_node"), ("resources", "accelerator")):
-        draft.origins[key] = draft.origins[key].replace("a TRL config", "an axolotl config")
+    world = resources(r, "an axolotl config", nproc, nnodes, accelerator)
     _training(r, world)
     distributed(r)
     out = str(r.value("output_dir") or "./outputs")
@@ -68,15 +52,8 @@ def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = No
               f"{TOOL} default (output_dir ./outputs)")
     if draft.data["method"]["kind"] != "full":
         draft.put(("output", "save_adapter_only"), True, "axolotl saves the adapter only")
-    draft.put(("launcher",), "accelerate", "axolotl trains with a transformers Trainer under "
-              "accelerate launch; TRL's SFTTrainer is the nearest")
-    for key in draft.source.data:
-        if key not in r.used and key in r.data:
-            draft.warn((key,), f"{key} has no spec field: not imported")
-    head = (f"Imported by `ftspec import axolotl` from {path} ({TOOL}).\n"
-            "Comments say where each value came from; the tool's implicit defaults are "
-            "written out.")
-    return Imported("axolotl", render(draft, head), draft.data, tuple(draft.warnings))
+    return finish("axolotl", r, path, "axolotl trains with a transformers Trainer under "
+                  "accelerate launch; TRL's SFTTrainer is the nearest")
 
 
 def check_is_axolotl(doc: SourceDoc) -> None:
@@ -100,7 +77,7 @@ def check_is_axolotl(doc: SourceDoc) -> None:
                             "axolotl requires one", "set learning_rate in the axolotl config")
 
 
-def _model(r: AxolotlReader) -> None:
+def _model(r: Reader) -> None:
     d = r.draft
     name = str(r.value("model_name_or_path"))
     d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
@@ -140,7 +117,7 @@ def _model(r: AxolotlReader) -> None:
             d.warn(("special_tokens", key), f"special_tokens.{key} has no spec field")
 
 
-def _method(r: AxolotlReader) -> None:
+def _method(r: Reader) -> None:
     d = r.draft
     adapter = r.value("adapter")
     if adapter is None:
@@ -182,7 +159,7 @@ def _method(r: AxolotlReader) -> None:
     r.put(lora + ("modules_to_save",), "lora_modules_to_save")
 
 
-def _training(r: AxolotlReader, world: int) -> None:
+def _training(r: Reader, world: int) -> None:
     d, t = r.draft, ("training",)
     steps = r.value("max_steps", r.sft)
     if isinstance(steps, int) and steps > 0:
@@ -232,7 +209,7 @@ def _training(r: AxolotlReader, world: int) -> None:
         r.put(t + ("evaluation", "batch_size"), "per_device_eval_batch_size")
 
 
-def _scheduler(r: AxolotlReader) -> None:
+def _scheduler(r: Reader) -> None:
     d, sched = r.draft, ("training", "scheduler")
     name = str(r.value("lr_scheduler_type", r.sft))
     if name in SCHEDULERS:
@@ -249,7 +226,7 @@ def _scheduler(r: AxolotlReader) -> None:
                "at most 100; imported as warmup_ratio 0.03")
 
 
-def _cadence(r: AxolotlReader, part: str, steps_key: str, per_epoch_key: str,
+def _cadence(r: Reader, part: str, steps_key: str, per_epoch_key: str,
              strategy_key: str) -> None:
     d, at = r.draft, ("training", part)
     no_eval = part == "evaluation" and not r.draft.get(("data", "validation_split_ratio"))

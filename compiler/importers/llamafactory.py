@@ -18,6 +18,7 @@ from typing import Any
 from ftspec.compiler.importers import rows
 from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id, not_this_tool
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
+from ftspec.compiler.importers.flat import FlatReader, finish, resources
 from ftspec.compiler.importers.llamafactory_defaults import (
     ALIASES,
     DATASET_SPLITS,
@@ -28,7 +29,7 @@ from ftspec.compiler.importers.llamafactory_defaults import (
     TOOL,
     TRAIN_DEFAULTS,
 )
-from ftspec.compiler.importers.trl import _header, _output, _resources, _training
+from ftspec.compiler.importers.trl import _header, _output, _training
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -40,34 +41,17 @@ NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeou
 """Keys that change no hyper-parameter; still warned (the spec has no field for them)."""
 
 
-class LlamaFactoryReader(Reader):
-    """The TRL reader over LLaMA-Factory's keys and defaults; null values count as unset."""
-
-    def __init__(self, draft: SpecDraft) -> None:
-        super().__init__(draft)
-        self.data = {k: v for k, v in draft.source.data.items() if v is not None}
-        self.fms = False
-        self.tool = TOOL
-        self.sft = TRAIN_DEFAULTS
-        self.model = MODEL_DEFAULTS
-        self.aliases = dict(ALIASES)
-
-
 def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None = None,
                         accelerator: str = "nvidia-a100-80gb") -> Imported:
-    from ftspec.compiler.importers.render import render
-
     doc = load_spec_file(path)
     check_is_llamafactory(doc)
     draft = SpecDraft(doc)
-    r = LlamaFactoryReader(draft)
+    r = FlatReader(draft, TOOL, TRAIN_DEFAULTS, MODEL_DEFAULTS, ALIASES)
     _header(draft, path)
     _model(r)
     _data(r)
     _method(r)
-    world = _resources(draft, nproc, nnodes, accelerator)
-    for key in (("resources", "gpus_per_node"), ("resources", "accelerator")):
-        draft.origins[key] = draft.origins[key].replace("a TRL config", "a LLaMA-Factory config")
+    world = resources(r, "a LLaMA-Factory config", nproc, nnodes, accelerator)
     if "report_to" not in r.data:
         draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
                    "integration (report_to all); imported as none")
@@ -75,16 +59,8 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
     _output(r)
     if r.has("deepspeed"):
         put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")
-    draft.put(("launcher",), "accelerate", "LLaMA-Factory trains with transformers' Trainer "
-              "under accelerate/torchrun; TRL's SFTTrainer is the nearest")
-    for key in draft.source.data:
-        if key not in r.used and key in r.data:
-            why = " (no hyper-parameter)" if key in NO_EFFECT else ""
-            draft.warn((key,), f"{key} has no spec field: not imported{why}")
-    head = (f"Imported by `ftspec import llamafactory` from {path} ({TOOL}).\n"
-            "Comments say where each value came from; the tool's implicit defaults are "
-            "written out.")
-    return Imported("llamafactory", render(draft, head), draft.data, tuple(draft.warnings))
+    return finish("llamafactory", r, path, "LLaMA-Factory trains with transformers' Trainer "
+                  "under accelerate/torchrun; TRL's SFTTrainer is the nearest", NO_EFFECT)
 
 
 def check_is_llamafactory(doc: SourceDoc) -> None:
@@ -111,7 +87,7 @@ def check_is_llamafactory(doc: SourceDoc) -> None:
                             "LLaMA-Factory names the data with dataset (dataset_info.json names)")
 
 
-def _model(r: LlamaFactoryReader) -> None:
+def _model(r: Reader) -> None:
     d = r.draft
     name = str(r.value("model_name_or_path"))
     d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
@@ -141,7 +117,7 @@ def _model(r: LlamaFactoryReader) -> None:
                "LLaMA-Factory only trains with do_train: true; imported as a training run")
 
 
-def _data(r: LlamaFactoryReader) -> None:
+def _data(r: Reader) -> None:
     d = r.draft
     r.value("stage")
     names = [n.strip() for n in str(r.value("dataset")).split(",") if n.strip()]
@@ -200,7 +176,7 @@ def _data(r: LlamaFactoryReader) -> None:
         d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
 
 
-def _method(r: LlamaFactoryReader) -> None:
+def _method(r: Reader) -> None:
     d = r.draft
     kind = str(r.value("finetuning_type", r.model))
     at = r.origin("finetuning_type")

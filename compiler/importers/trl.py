@@ -44,7 +44,7 @@ ATTN = {"sdpa", "eager", "flash_attention_2"}
 
 def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
                accelerator: str = "nvidia-a100-80gb") -> Imported:
-    from ftspec.compiler.importers.render import render
+    from ftspec.compiler.importers.flat import finish
 
     doc = load_spec_file(path)
     check_is_trl(doc)
@@ -57,14 +57,7 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     world = _resources(draft, nproc, nnodes, accelerator)
     _training(r, world)
     _output(r)
-    draft.put(("launcher",), "accelerate", "TRL's SFTTrainer runs under accelerate launch")
-    for key in r.data:
-        if key not in r.used:
-            draft.warn((key,), f"{key} has no spec field: not imported")
-    head = (f"Imported by `ftspec import trl` from {path} ({r.tool}).\n"
-            "Comments say where each value came from; the tool's implicit defaults are "
-            "written out.")
-    return Imported("trl", render(draft, head), draft.data, tuple(draft.warnings))
+    return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch")
 
 
 def check_is_trl(doc: SourceDoc) -> None:

@@ -94,3 +94,42 @@ def check(path: Path, importer: Callable[[Path], Imported], source: dict[str, An
         if want != have:
             out.diffs[name] = (want, have)
     return out
+
+
+def source_of(path: Path) -> dict[str, Any]:
+    """The config as its tool reads it: a flat mapping, null values unset."""
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe").load(path.read_text())
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def from_source(defaults: Callable[[str], Any]) -> Callable[..., Expect]:
+    """``expect(key, convert)``: the source's value at ``key``, else ``defaults(key)``."""
+    def expect(key: str, convert: Any = None) -> Expect:
+        def value(s: dict[str, Any]) -> Any:
+            found = s[key] if s.get(key) is not None else defaults(key)
+            return convert(found) if convert else found
+        return value
+    return expect
+
+
+def trl_value(name: str, convert: Any = None) -> Got:
+    """The value TRL reads for ``name`` (SFTConfig, else ModelConfig), enums as values."""
+    def got(r: Read) -> Any:
+        value = getattr(r.sft, name, None)
+        value = getattr(r.model, name) if value is None and hasattr(r.model, name) else value
+        value = getattr(value, "value", value)
+        return convert(value) if convert else value
+    return got
+
+
+def figures(tool: str, outs: list[Outcome]) -> tuple[list[int], set[str]]:
+    """[imported, validated, compiled, equal] and the fields warned, printed as the line the
+    README quotes."""
+    counts = [sum(o.imported for o in outs), sum(o.validated for o in outs),
+              sum(o.compiled for o in outs), sum(o.equal for o in outs)]
+    warned = {f for o in outs for f in o.warned}
+    print(f"{tool} corpus: {counts[0]} imported, {counts[1]} validated, {counts[2]} "
+          f"compiled, {counts[3]} equal (warned, not compared: {sorted(warned)})")
+    return counts, warned

@@ -18,8 +18,17 @@ from ftspec.compiler.importers.base import NotThisTool
 from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
 from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.spec.diagnostics import SpecError
-from helpers.corpus_check import Expect, Got, Outcome, Read, check
-from ruamel.yaml import YAML
+from helpers.corpus_check import (
+    Expect,
+    Got,
+    Outcome,
+    Read,
+    check,
+    figures,
+    from_source,
+    source_of,
+    trl_value,
+)
 
 pytest.importorskip("trl")
 
@@ -30,22 +39,8 @@ TRL_NAME = {"micro_batch_size": "per_device_train_batch_size", "num_epochs": "nu
             "sequence_len": "max_length", "sample_packing": "packing"}
 
 
-def src(key: str, convert: Any = None) -> Expect:
-    def expect(s: dict[str, Any]) -> Any:
-        value = s.get(key)
-        if value is None:
-            value = TRAIN_DEFAULTS.get(TRL_NAME.get(key, key), MODEL_DEFAULTS.get(key))
-        return convert(value) if convert else value
-    return expect
-
-
-def trl(name: str, convert: Any = None) -> Got:
-    def got(r: Read) -> Any:
-        value = getattr(r.sft, name, None)
-        value = getattr(r.model, name) if value is None and hasattr(r.model, name) else value
-        value = getattr(value, "value", value)
-        return convert(value) if convert else value
-    return got
+src = from_source(lambda key: TRAIN_DEFAULTS.get(TRL_NAME.get(key, key), MODEL_DEFAULTS.get(key)))
+trl = trl_value
 
 
 def _optim(name: str) -> tuple[str, bool]:
@@ -141,9 +136,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 @cache
 def outcome(name: str) -> Outcome:
     path = CORPUS / name
-    source = {k: v for k, v in YAML(typ="safe").load(path.read_text()).items()
-              if v is not None}
-    return check(path, import_axolotl, source, FIELDS)
+    return check(path, import_axolotl, source_of(path), FIELDS)
 
 
 def test_corpus_is_there() -> None:
@@ -160,13 +153,8 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    outs = [outcome(name) for name in CONFIGS]
-    figures = [sum(o.imported for o in outs), sum(o.validated for o in outs),
-               sum(o.compiled for o in outs), sum(o.equal for o in outs)]
-    warned = sorted({f for o in outs for f in o.warned})
-    print(f"axolotl corpus: {figures[0]} imported, {figures[1]} validated, "
-          f"{figures[2]} compiled, {figures[3]} equal (warned, not compared: {warned})")
-    assert figures == [len(CONFIGS)] * 4
+    counts, warned = figures("axolotl", [outcome(name) for name in CONFIGS])
+    assert counts == [len(CONFIGS)] * 4
     assert set(warned) <= {"eval_strategy", "load_in_8bit"}
 
 

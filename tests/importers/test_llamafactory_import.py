@@ -23,8 +23,16 @@ from ftspec.compiler.importers.llamafactory_defaults import (
 from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
 from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.spec.diagnostics import SpecError
-from helpers.corpus_check import Expect, Got, Outcome, Read, check
-from ruamel.yaml import YAML
+from helpers.corpus_check import (
+    Expect,
+    Got,
+    Outcome,
+    check,
+    figures,
+    from_source,
+    source_of,
+    trl_value,
+)
 
 pytest.importorskip("trl")
 
@@ -33,23 +41,15 @@ CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
 TRL_NAME = {"cutoff_len": "max_length", "lora_rank": "lora_r", "warmup_ratio": "warmup_steps"}
 
 
-def src(key: str, convert: Any = None) -> Expect:
-    def expect(s: dict[str, Any]) -> Any:
-        value = s.get(key)
-        if value is None:
-            name = TRL_NAME.get(key, key)
-            value = TRAIN_DEFAULTS.get(name, MODEL_DEFAULTS.get(name))
-        return convert(value) if convert else value
-    return expect
 
 
-def trl(name: str, convert: Any = None) -> Got:
-    def got(r: Read) -> Any:
-        value = getattr(r.sft, name, None)
-        value = getattr(r.model, name) if value is None and hasattr(r.model, name) else value
-        value = getattr(value, "value", value)
-        return convert(value) if convert else value
-    return got
+def _default(key: str) -> Any:
+    name = TRL_NAME.get(key, key)
+    return TRAIN_DEFAULTS.get(name, MODEL_DEFAULTS.get(name))
+
+
+src = from_source(_default)
+trl = trl_value
 
 
 def _lora(s: dict[str, Any]) -> bool:
@@ -130,9 +130,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 @cache
 def outcome(name: str) -> Outcome:
     path = CORPUS / name
-    source = {k: v for k, v in YAML(typ="safe").load(path.read_text()).items()
-              if v is not None}
-    return check(path, import_llamafactory, source, FIELDS)
+    return check(path, import_llamafactory, source_of(path), FIELDS)
 
 
 def test_corpus_is_there() -> None:
@@ -149,13 +147,8 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    outs = [outcome(name) for name in CONFIGS]
-    figures = [sum(o.imported for o in outs), sum(o.validated for o in outs),
-               sum(o.compiled for o in outs), sum(o.equal for o in outs)]
-    warned = sorted({f for o in outs for f in o.warned})
-    print(f"llamafactory corpus: {figures[0]} imported, {figures[1]} validated, "
-          f"{figures[2]} compiled, {figures[3]} equal (warned, not compared: {warned})")
-    assert figures == [len(CONFIGS)] * 4
+    counts, warned = figures("llamafactory", [outcome(name) for name in CONFIGS])
+    assert counts == [len(CONFIGS)] * 4
     assert set(warned) <= {"report_to"}
 
 
