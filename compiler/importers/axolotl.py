@@ -21,9 +21,9 @@ from ftspec.compiler.importers.axolotl_defaults import (
     TOOL,
     TRAIN_DEFAULTS,
 )
-from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id, not_this_tool
-from ftspec.compiler.importers.flat import FlatReader, finish, resources
-from ftspec.compiler.importers.trl import SCHEDULERS, _header, _optimizer
+from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
+from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
+from ftspec.compiler.importers.trl import SCHEDULERS, _header, _length_and_batch, _optimizer
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -79,16 +79,7 @@ def check_is_axolotl(doc: SourceDoc) -> None:
 
 def _model(r: Reader) -> None:
     d = r.draft
-    name = str(r.value("model_name_or_path"))
-    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
-    family = family_for_hub_id(name)
-    if family is not None:
-        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
-    else:
-        d.warn(("base_model",), f"{name} is not in ftspec's model catalog: add "
-               "model.architecture (its config.json numbers) for the memory estimate")
-    if r.value("trust_remote_code") is True:
-        d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
+    model_source(r)
     for key, impl in ATTN.items():
         if r.value(key) is True:
             d.put(("model", "attn_implementation"), impl, r.origin(key))
@@ -161,22 +152,7 @@ def _method(r: Reader) -> None:
 
 def _training(r: Reader, world: int) -> None:
     d, t = r.draft, ("training",)
-    steps = r.value("max_steps", r.sft)
-    if isinstance(steps, int) and steps > 0:
-        d.put(t + ("max_steps",), steps, r.origin("max_steps"))
-        d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
-    else:
-        epochs = float(r.value("num_train_epochs", r.sft))
-        whole = int(epochs) if epochs == int(epochs) else int(epochs) + 1
-        if whole != epochs:
-            d.warn((r.key("num_train_epochs") or "",), f"num_epochs {epochs} is not whole: "
-                   f"imported as {whole}")
-        d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
-    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", r.sft)
-    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", r.sft)
-    d.put(t + ("global_batch_size",), mbs * ga * world,
-          f"micro_batch_size x gradient_accumulation_steps x {world} processes")
-    r.put(t + ("learning_rate",), "learning_rate", convert=float)
+    _length_and_batch(r, world)
     _optimizer(r)
     _scheduler(r)
     r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import Imported, SpecDraft
-from ftspec.compiler.importers.trl_reader import Reader
+from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 
 
 class FlatReader(Reader):
@@ -21,6 +21,23 @@ class FlatReader(Reader):
         self.data = {k: v for k, v in draft.source.data.items() if v is not None}
         self.fms = False
         self.tool, self.sft, self.model, self.aliases = tool, sft, model, dict(aliases)
+
+
+def model_source(r: Reader) -> None:
+    """``model.uri`` and its catalog family (a warning at the key when there is none), and
+    ``trust_remote_code``."""
+    d = r.draft
+    name = str(r.value("model_name_or_path"))
+    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
+    family = family_for_hub_id(name)
+    if family is not None:
+        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
+    else:
+        d.warn((r.key("model_name_or_path") or "",), f"{name} is not in ftspec's model "
+               "catalog: add model.architecture (its config.json numbers) for the memory "
+               "estimate")
+    if r.value("trust_remote_code") is True:
+        d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
 
 
 def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.importers import rows
-from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id, not_this_tool
+from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
-from ftspec.compiler.importers.flat import FlatReader, finish, resources
+from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
 from ftspec.compiler.importers.llamafactory_defaults import (
     ALIASES,
     DATASET_SPLITS,
@@ -30,7 +30,7 @@ from ftspec.compiler.importers.llamafactory_defaults import (
     TRAIN_DEFAULTS,
 )
 from ftspec.compiler.importers.trl import _header, _output, _training
-from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.compiler.importers.trl_reader import Reader
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
@@ -89,16 +89,7 @@ def check_is_llamafactory(doc: SourceDoc) -> None:
 
 def _model(r: Reader) -> None:
     d = r.draft
-    name = str(r.value("model_name_or_path"))
-    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
-    family = family_for_hub_id(name)
-    if family is not None:
-        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
-    else:
-        d.warn(("model_name_or_path",), f"{name} is not in ftspec's model catalog: add "
-               "model.architecture (its config.json numbers) for the memory estimate")
-    if r.value("trust_remote_code") is True:
-        d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
+    model_source(r)
     for key in ("flash_attn", "attn"):
         attn = r.value(key)
         if attn in ATTN:

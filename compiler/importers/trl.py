@@ -284,22 +284,7 @@ def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
 
 def _training(r: Reader, world: int) -> None:
     d, t = r.draft, ("training",)
-    steps = r.value("max_steps", r.sft)
-    if isinstance(steps, int) and steps > 0:
-        d.put(t + ("max_steps",), steps, r.origin("max_steps"))
-        d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
-    else:
-        epochs = r.value("num_train_epochs", r.sft)
-        whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1
-        if whole != epochs:
-            d.warn((r.key("num_train_epochs") or "",), f"num_train_epochs {epochs} is not whole: "
-                   f"imported as {whole}")
-        d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
-    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", r.sft)
-    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", r.sft)
-    d.put(t + ("global_batch_size",), mbs * ga * world,
-          f"per_device_train_batch_size x gradient_accumulation_steps x {world} processes")
-    r.put(t + ("learning_rate",), "learning_rate", r.sft)
+    _length_and_batch(r, world)
     _optimizer(r)
     _scheduler(r)
     r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)
@@ -317,6 +302,27 @@ def _training(r: Reader, world: int) -> None:
     d.put(t + ("logging", "report_to"), kept, r.origin("report_to"))
     _evaluation(r)
     _checkpointing(r)
+
+
+def _length_and_batch(r: Reader, world: int) -> None:
+    """Epochs or max_steps, the batch sizes, the learning rate."""
+    d, t = r.draft, ("training",)
+    steps = r.value("max_steps", r.sft)
+    if isinstance(steps, int) and steps > 0:
+        d.put(t + ("max_steps",), steps, r.origin("max_steps"))
+        d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
+    else:
+        epochs = r.value("num_train_epochs", r.sft)
+        whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1
+        if whole != epochs:
+            d.warn((r.key("num_train_epochs") or "",), f"num_train_epochs {epochs} is not whole: "
+                   f"imported as {whole}")
+        d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
+    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", r.sft)
+    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", r.sft)
+    d.put(t + ("global_batch_size",), mbs * ga * world,
+          f"per_device_train_batch_size x gradient_accumulation_steps x {world} processes")
+    r.put(t + ("learning_rate",), "learning_rate", r.sft, convert=float)
 
 
 def _optimizer(r: Reader) -> None:

@@ -133,3 +133,39 @@ def figures(tool: str, outs: list[Outcome]) -> tuple[list[int], set[str]]:
     print(f"{tool} corpus: {counts[0]} imported, {counts[1]} validated, {counts[2]} "
           f"compiled, {counts[3]} equal (warned, not compared: {sorted(warned)})")
     return counts, warned
+
+
+@dataclass
+class Corpus:
+    """One tool's corpus folder (with its SOURCES file) and how its configs are checked."""
+
+    tool: str
+    folder: Path
+    importer: Callable[[Path], Imported]
+    fields: dict[str, tuple[str, Expect, Got]]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    @property
+    def configs(self) -> list[str]:
+        return sorted(p.name for p in self.folder.iterdir() if p.suffix in (".yml", ".yaml"))
+
+    def outcome(self, name: str) -> Outcome:
+        if name not in self.outcomes:
+            path = self.folder / name
+            self.outcomes[name] = check(path, self.importer, source_of(path), self.fields)
+        return self.outcomes[name]
+
+    def assert_sources_named(self, at_least: int) -> None:
+        sources = (self.folder / "SOURCES").read_text()
+        assert len(self.configs) >= at_least
+        assert [n for n in self.configs if n not in sources] == []
+
+    def assert_equal(self, name: str) -> None:
+        out = self.outcome(name)
+        assert (out.imported, out.validated, out.compiled) == (True, True, True), out.errors
+        assert out.diffs == {}
+
+    def assert_figures(self, may_warn: set[str]) -> None:
+        counts, warned = figures(self.tool, [self.outcome(n) for n in self.configs])
+        assert counts == [len(self.configs)] * 4
+        assert warned <= may_warn

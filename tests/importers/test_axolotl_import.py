@@ -7,7 +7,6 @@ warned. Corpus: ``tests/importers/corpus/axolotl`` (sources in its SOURCES file)
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +18,17 @@ from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
 from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.spec.diagnostics import SpecError
 from helpers.corpus_check import (
+    Corpus,
     Expect,
     Got,
-    Outcome,
     Read,
-    check,
-    figures,
     from_source,
-    source_of,
     trl_value,
 )
 
 pytest.importorskip("trl")
 
 CORPUS = Path(__file__).parent / "corpus" / "axolotl"
-CONFIGS = sorted(p.name for p in CORPUS.iterdir() if p.suffix in (".yml", ".yaml"))
 TRL_NAME = {"micro_batch_size": "per_device_train_batch_size", "num_epochs": "num_train_epochs",
             "optimizer": "optim", "lr_scheduler": "lr_scheduler_type",
             "sequence_len": "max_length", "sample_packing": "packing"}
@@ -133,29 +128,20 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 """Hyper-parameter -> (axolotl key, expected from the source, value TRL reads)."""
 
 
-@cache
-def outcome(name: str) -> Outcome:
-    path = CORPUS / name
-    return check(path, import_axolotl, source_of(path), FIELDS)
+CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS)
 
 
 def test_corpus_is_there() -> None:
-    assert len(CONFIGS) >= 6
-    sources = (CORPUS / "SOURCES").read_text()
-    assert all(name in sources for name in CONFIGS)
+    CHECKED.assert_sources_named(at_least=6)
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", CHECKED.configs)
 def test_import_validate_compile_equal(name: str) -> None:
-    out = outcome(name)
-    assert (out.imported, out.validated, out.compiled) == (True, True, True), out.errors
-    assert out.diffs == {}
+    CHECKED.assert_equal(name)
 
 
 def test_corpus_figures() -> None:
-    counts, warned = figures("axolotl", [outcome(name) for name in CONFIGS])
-    assert counts == [len(CONFIGS)] * 4
-    assert set(warned) <= {"eval_strategy", "load_in_8bit"}
+    CHECKED.assert_figures(may_warn={"eval_strategy", "load_in_8bit"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:

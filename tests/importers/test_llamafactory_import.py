@@ -8,7 +8,6 @@ importer warned about at its key is counted as warned. Corpus:
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,16 @@ from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
 from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.spec.diagnostics import SpecError
 from helpers.corpus_check import (
+    Corpus,
     Expect,
     Got,
-    Outcome,
-    check,
-    figures,
     from_source,
-    source_of,
     trl_value,
 )
 
 pytest.importorskip("trl")
 
 CORPUS = Path(__file__).parent / "corpus" / "llamafactory"
-CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
 TRL_NAME = {"cutoff_len": "max_length", "lora_rank": "lora_r", "warmup_ratio": "warmup_steps"}
 
 
@@ -127,29 +122,20 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 """Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads)."""
 
 
-@cache
-def outcome(name: str) -> Outcome:
-    path = CORPUS / name
-    return check(path, import_llamafactory, source_of(path), FIELDS)
+CHECKED = Corpus("llamafactory", CORPUS, import_llamafactory, FIELDS)
 
 
 def test_corpus_is_there() -> None:
-    assert len(CONFIGS) >= 6
-    sources = (CORPUS / "SOURCES").read_text()
-    assert all(name in sources for name in CONFIGS)
+    CHECKED.assert_sources_named(at_least=6)
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", CHECKED.configs)
 def test_import_validate_compile_equal(name: str) -> None:
-    out = outcome(name)
-    assert (out.imported, out.validated, out.compiled) == (True, True, True), out.errors
-    assert out.diffs == {}
+    CHECKED.assert_equal(name)
 
 
 def test_corpus_figures() -> None:
-    counts, warned = figures("llamafactory", [outcome(name) for name in CONFIGS])
-    assert counts == [len(CONFIGS)] * 4
-    assert set(warned) <= {"report_to"}
+    CHECKED.assert_figures(may_warn={"report_to"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:
