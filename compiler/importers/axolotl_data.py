@@ -13,6 +13,7 @@ from ftspec.compiler.importers.axolotl_defaults import (
     FSDP_WRAP,
 )
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
+from ftspec.compiler.importers.flat import put_data
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 
 ENTRY_KEYS = {"path", "type", "split", "name", "field_messages", "message_property_mappings",
@@ -65,36 +66,13 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def data(r: Reader) -> None:
-    d = r.draft
     sets = r.value("datasets")
     entries = [e for i, ds in enumerate(sets) if isinstance(ds, dict)
                for e in [_entry(r, i, ds)] if e is not None]
-    at = r.origin("datasets")
     if r.value("train_on_inputs", r.sft) is True:
         for entry in entries:
             entry["train_on_input"] = True
-    if len(entries) == 1:
-        d.put(("data", "train"), entries[0], at)
-    elif entries:
-        share = round(1 / len(entries), 6)
-        for entry in entries:
-            entry["proportion"] = share
-        entries[-1]["proportion"] = round(1 - share * (len(entries) - 1), 6)
-        d.put(("data", "mixture", "datasets"), entries, at)
-        d.warn(("datasets",), f"{len(entries)} datasets: axolotl concatenates and shuffles "
-               "them; imported as a mixture of equal proportions: set each proportion to "
-               "its share of the rows")
-    r.put(("data", "max_seq_len"), "max_length", r.sft)
-    r.put(("data", "packed"), "packing", r.sft)
-    val = r.value("val_set_size", r.sft)
-    if isinstance(val, float) and 0 < val < 1:
-        d.put(("data", "validation_split_ratio"), val, r.origin("val_set_size"))
-    elif val not in (0, 0.0, None):
-        d.warn(("val_set_size",), f"val_set_size {val} (a row count) has no spec field: "
-               "data.validation_split_ratio takes a ratio")
-    workers = r.value("dataloader_num_workers")
-    if isinstance(workers, int):
-        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+    put_data(r, entries, "datasets", "axolotl concatenates and shuffles them", "val_set_size")
 
 
 def distributed(r: Reader) -> None:

@@ -40,6 +40,35 @@ def model_source(r: Reader) -> None:
         d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
 
 
+def put_data(r: Reader, entries: list[dict[str, Any]], src: str, mixing: str,
+             val_key: str) -> None:
+    """``data``: one dataset as ``train``, several as a mixture of equal proportions (with a
+    warning: the tools concatenate, ``mixing`` says how); sequence length, packing, the
+    validation split ratio (``val_key``), loader workers."""
+    d, at = r.draft, r.origin(src)
+    if len(entries) == 1:
+        d.put(("data", "train"), entries[0], at)
+    elif entries:
+        share = round(1 / len(entries), 6)
+        for entry in entries:
+            entry["proportion"] = share
+        entries[-1]["proportion"] = round(1 - share * (len(entries) - 1), 6)
+        d.put(("data", "mixture", "datasets"), entries, at)
+        d.warn((src,), f"{len(entries)} datasets: {mixing}; imported as a mixture of equal "
+               "proportions: set each dataset's proportion to its share of the rows")
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)
+    val = r.value(val_key, r.sft)
+    if isinstance(val, float) and 0 < val < 1:
+        d.put(("data", "validation_split_ratio"), val, r.origin(val_key))
+    elif val not in (None, 0, 0.0):
+        d.warn((val_key,), f"{val_key} {val} (a row count) has no spec field: "
+               "data.validation_split_ratio takes a ratio")
+    workers = r.value("dataloader_num_workers")
+    if isinstance(workers, int):
+        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+
+
 def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,
               accelerator: str) -> int:
     """``resources`` from the command line (``config``: "an axolotl config", ...)."""

@@ -18,7 +18,13 @@ from typing import Any
 from ftspec.compiler.importers import rows
 from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
-from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
+from ftspec.compiler.importers.flat import (
+    FlatReader,
+    finish,
+    model_source,
+    put_data,
+    resources,
+)
 from ftspec.compiler.importers.llamafactory_defaults import (
     ALIASES,
     DATASET_SPLITS,
@@ -112,7 +118,6 @@ def _data(r: Reader) -> None:
     d = r.draft
     r.value("stage")
     names = [n.strip() for n in str(r.value("dataset")).split(",") if n.strip()]
-    at = r.origin("dataset")
     template = r.value("template")
     entries: list[dict[str, Any]] = []
     for name in names:
@@ -137,34 +142,14 @@ def _data(r: Reader) -> None:
     if r.value("train_on_prompt") is True:
         for entry in entries:
             entry["train_on_input"] = True
-    if len(entries) == 1:
-        d.put(("data", "train"), entries[0], at)
-    else:
-        share = round(1 / len(entries), 6)
-        for entry in entries[:-1]:
-            entry["proportion"] = share
-        entries[-1]["proportion"] = round(1 - share * (len(entries) - 1), 6)
-        d.put(("data", "mixture", "datasets"), entries, at)
-        d.warn(("dataset",), f"{len(entries)} datasets: LLaMA-Factory concatenates them "
-               f"(mix_strategy concat); imported as a mixture of equal proportions: set "
-               "each dataset's proportion to its share of the rows")
     if template is not None:
         d.warn(("template",), f"template {template}: LLaMA-Factory's own prompt template has "
                "no spec field; the tokenizer's chat template renders chat rows")
-    r.put(("data", "max_seq_len"), "max_length", r.sft)
-    r.put(("data", "packed"), "packing", r.sft)
-    val = r.value("val_size")
-    if isinstance(val, (int, float)) and 0 < val < 1:
-        d.put(("data", "validation_split_ratio"), val, r.origin("val_size"))
-    elif val not in (None, 0, 0.0):
-        d.warn(("val_size",), f"val_size {val} (a row count) has no spec field: "
-               "data.validation_split_ratio takes a ratio")
+    put_data(r, entries, "dataset", "LLaMA-Factory concatenates them (mix_strategy concat)",
+             "val_size")
     if r.has("eval_dataset"):
         d.warn(("eval_dataset",), "eval_dataset names dataset_info.json entries: set "
                "data.validation by hand")
-    workers = r.value("dataloader_num_workers")
-    if isinstance(workers, int):
-        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
 
 
 def _method(r: Reader) -> None:
