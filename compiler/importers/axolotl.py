@@ -1,7 +1,8 @@
 """``ftspec import axolotl CONFIG``: an axolotl train YAML (SFT) as a spec (launcher accelerate).
 
-axolotl is not installed here: it pins its own transformers, TRL and PEFT releases, which
-conflict with the TRL 1.16 ftspec's accelerate target is tested against. So the YAML is read
+axolotl is not installed here: axolotl 0.19.0 pins transformers 5.16.1, TRL 1.9.0 and PEFT
+0.20.0 exactly, which conflict with the transformers 5.23 / TRL 1.16 ftspec's accelerate
+target is tested against (checked with ``pip download --no-deps``). So the YAML is read
 as data, the way axolotl's pydantic schema reads it; the defaults it applies are written out
 from ``axolotl_defaults`` (which names the version). Keys are read through the TRL
 importer's :class:`Reader` under their TRL names, so its optimizer table applies unchanged.
@@ -180,7 +181,7 @@ def _training(r: Reader, world: int) -> None:
           f"{TOOL} default (no wandb_project / use_tensorboard / mlflow_tracking_uri)")
     _cadence(r, "evaluation", "eval_steps", "evals_per_epoch", "eval_strategy")
     _cadence(r, "checkpointing", "save_steps", "saves_per_epoch", "save_strategy")
-    r.put(t + ("checkpointing", "total_limit"), "save_total_limit")
+    r.put(t + ("checkpointing", "total_limit"), "save_total_limit", r.sft)
     if r.draft.get(t + ("evaluation", "strategy")) != "no":
         r.put(t + ("evaluation", "batch_size"), "per_device_eval_batch_size")
 
@@ -224,12 +225,7 @@ def _cadence(r: Reader, part: str, steps_key: str, per_epoch_key: str,
             d.warn((per_epoch_key,), f"{per_epoch_key} {per_epoch}: axolotl runs it every "
                    f"1/{per_epoch} of an epoch's steps; the spec counts steps or epochs: "
                    "imported as once per epoch")
-    elif part == "checkpointing":
-        d.put(at + ("strategy",), "steps", f"{TOOL} default (no save_steps / saves_per_epoch: "
-              "transformers' save_strategy steps)")
-        d.put(at + ("steps",), 500, f"{TOOL} default (transformers' save_steps)")
     else:
-        d.put(at + ("strategy",), "epoch", f"{TOOL}: no {steps_key} / {per_epoch_key} "
-              "(once per epoch assumed)")
-        d.warn((per_epoch_key,), f"no {steps_key} or {per_epoch_key}: imported as once per "
-               "epoch")
+        default = "epoch" if part == "checkpointing" else "no"
+        d.put(at + ("strategy",), default, f"{TOOL} default (no {steps_key} / "
+              f"{per_epoch_key} / {strategy_key}: axolotl's trainer builder)")

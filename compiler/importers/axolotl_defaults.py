@@ -1,17 +1,18 @@
 """axolotl's implicit defaults for ``axolotl train CONFIG``, as data.
 
-Read from axolotl's pydantic config schema, ``src/axolotl/utils/schemas/training.py``
-(commit 94c00c1d041b), ``config.py`` (``AxolotlInputConfig``, same period: sequence_len 512,
-val_set_size 0.0, bf16 auto) and ``peft.py`` (commit f5ff7a9cf14e), and from transformers'
-``TrainingArguments`` where axolotl leaves a key None (max_grad_norm, Adam's betas and
-epsilon, seed). Keys are written under the TRL names ``trl_reader.Reader`` reads.
+Read from the axolotl 0.19.0 wheel (``pip download --no-deps axolotl==0.19.0``; it pins
+transformers 5.16.1): the pydantic schema ``axolotl/utils/schemas/{config,training,peft}.py``,
+the trainer builder ``axolotl/core/builders/base.py`` (warmup, logging, save / eval strategy,
+save_total_limit) and ``axolotl/loaders/model.py`` (the 4-bit BitsAndBytesConfig); where
+axolotl passes None, transformers' ``TrainingArguments`` default applies (max_grad_norm, Adam's
+betas and epsilon, seed). Keys are written under the TRL names ``trl_reader.Reader`` reads.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-TOOL = "axolotl 0.10 (schemas 94c00c1d) / transformers 4.52"
+TOOL = "axolotl 0.19.0 / transformers 5.16.1"
 
 TRAIN_DEFAULTS: dict[str, Any] = {
     "per_device_train_batch_size": 1,
@@ -33,11 +34,13 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "val_set_size": 0.0,
     "train_on_inputs": False,
     "bf16": "auto",
+    "save_total_limit": 4,
 }
 """``HyperparametersConfig`` and ``AxolotlInputConfig`` (micro_batch_size 1,
 gradient_accumulation_steps 1, num_epochs 1.0, optimizer adamw_torch_fused, lr_scheduler
 cosine, weight_decay 0.0, sequence_len 512, sample_packing off, gradient_checkpointing off);
-max_grad_norm, betas, epsilon and seed are transformers' (axolotl passes None through)."""
+max_grad_norm, betas, epsilon and seed are transformers' (axolotl passes None through);
+save_total_limit 4 is the trainer builder's when the config sets none."""
 
 MODEL_DEFAULTS: dict[str, Any] = {
     "lora_dropout": 0.0,

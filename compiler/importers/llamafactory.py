@@ -1,8 +1,9 @@
 """``ftspec import llamafactory CONFIG``: a LLaMA-Factory train YAML (stage sft) as a spec.
 
-LLaMA-Factory is not installed here (its pins on transformers and TRL conflict with the TRL
-ftspec targets), so the YAML is read as data, as ``llamafactory-cli`` reads it: one flat
-mapping of ``ModelArguments``, ``DataArguments``, ``FinetuningArguments`` and transformers'
+LLaMA-Factory is not installed here (0.9.5 requires TRL <= 0.24, transformers <= 5.6 and
+accelerate <= 1.11, against TRL 1.16 / transformers 5.23 / accelerate 1.15 that ftspec's
+accelerate target is tested with; checked with ``pip download --no-deps``), so the YAML is
+read as data, as ``llamafactory-cli`` reads it: one flat mapping of ``ModelArguments``, ``DataArguments``, ``FinetuningArguments`` and transformers'
 ``TrainingArguments``. The training keys are transformers' own, so the TRL importer's
 training mapping is reused through a :class:`Reader` with LLaMA-Factory's key names and
 defaults (``llamafactory_defaults``, which names the version). Datasets are names in

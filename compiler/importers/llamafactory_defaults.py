@@ -1,9 +1,10 @@
 """LLaMA-Factory's implicit defaults for ``llamafactory-cli train CONFIG`` (stage sft), as data.
 
-Read from ``src/llamafactory/hparams/finetuning_args.py`` (commit f9ced615c39d),
-``data_args.py`` (commit 072bfe29d3b1) and ``model_args.py`` of hiyouga/LLaMA-Factory, and
-from the ``transformers.TrainingArguments`` (4.52, the newest release LLaMA-Factory 0.9.3
-accepts) its ``Seq2SeqTrainingArguments`` inherit. Keys are written under the TRL names
+Read from the llamafactory 0.9.5 wheel (``pip download --no-deps llamafactory==0.9.5``):
+``llamafactory/hparams/{finetuning,data,model}_args.py`` and ``parser.py`` (packing only in
+stage pt), and from the ``transformers.TrainingArguments`` its ``Seq2SeqTrainingArguments``
+inherit, in transformers 4.57.1 (the newest 4.x LLaMA-Factory 0.9.5 accepts; its examples'
+``warmup_ratio`` is a 4.x key), with torch 2.8 or later (``optim`` adamw_torch_fused there). Keys are written under the TRL names
 ``trl_reader.Reader`` reads, so the TRL importer's training mapping applies unchanged.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TOOL = "LLaMA-Factory 0.9.3 (hparams f9ced615) / transformers 4.52"
+TOOL = "LLaMA-Factory 0.9.5 / transformers 4.57.1"
 
 TRAIN_DEFAULTS: dict[str, Any] = {
     "learning_rate": 5e-05,
@@ -26,7 +27,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "adam_beta2": 0.999,
     "adam_epsilon": 1e-08,
     "max_grad_norm": 1.0,
-    "optim": "adamw_torch",
+    "optim": "adamw_torch_fused",
     "seed": 42,
     "gradient_checkpointing": True,
     "logging_steps": 500,
@@ -39,8 +40,8 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "max_length": 2048,
     "packing": False,
 }
-"""transformers 4.52 ``TrainingArguments`` (``optim`` adamw_torch, ``report_to`` all: every
-installed integration), except ``gradient_checkpointing``: LLaMA-Factory turns it on unless
+"""transformers 4.57.1 ``TrainingArguments`` (``optim`` adamw_torch_fused on torch >= 2.8,
+``report_to`` all: every installed integration), except ``gradient_checkpointing``: LLaMA-Factory turns it on unless
 ``disable_gradient_checkpointing``; ``max_length`` is ``cutoff_len`` (2048), ``packing`` is
 off outside stage pt."""
 

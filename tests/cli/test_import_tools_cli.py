@@ -33,7 +33,7 @@ def test_axolotl_writes_a_valid_spec(capsys: pytest.CaptureFixture[str]) -> None
     assert "rank: 32 # from qlora-1b.yml:24" in text
     assert "bits: 4 # from qlora-1b.yml:6" in text
     assert "max_seq_len: 2048 # from qlora-1b.yml:19 (sequence_len, read as max_length)" in text
-    assert "double_quant: true # axolotl 0.10 (schemas 94c00c1d)" in text
+    assert "double_quant: true # axolotl 0.19.0 / transformers 5.16.1 default" in text
     assert "qlora-1b.yml:57:1: warning: loss_watchdog_threshold:" in err
     code, out, err = run(capsys, "validate", "spec.yaml")
     assert code == 0, out + err
@@ -43,7 +43,7 @@ def test_llamafactory_prints_the_spec(capsys: pytest.CaptureFixture[str]) -> Non
     shutil.copy(CORPUS / "llamafactory" / "llama3_lora_sft.yaml", "llama3_lora_sft.yaml")
     code, out, err = run(capsys, "import", "llamafactory", "llama3_lora_sft.yaml")
     assert code == 0, err
-    assert "alpha: 16 # LLaMA-Factory 0.9.3 (hparams f9ced615) / transformers 4.52 default " \
+    assert "alpha: 16 # LLaMA-Factory 0.9.5 / transformers 4.57.1 default " \
         "(lora_alpha: lora_rank x 2)" in out
     assert "validation_split_ratio: 0.1 # from llama3_lora_sft.yaml:36" in out
     assert "llama3_lora_sft.yaml:12:1: warning: template: template llama3:" in err

@@ -53,13 +53,15 @@ def _targets(s: dict[str, Any]) -> set[str] | None:
 def _eval(s: dict[str, Any]) -> str:
     if not s.get("val_set_size"):
         return "no"
-    return "steps" if isinstance(s.get("eval_steps"), int) else "epoch"
+    if isinstance(s.get("eval_steps"), int):
+        return "steps"
+    return "epoch" if s.get("evals_per_epoch") else "no"
 
 
 def _save(s: dict[str, Any]) -> tuple[str, int | None]:
     if isinstance(s.get("save_steps"), int):
         return "steps", s["save_steps"]
-    return ("epoch", None) if s.get("saves_per_epoch") else ("steps", 500)
+    return "epoch", None
 
 
 def _train(r: Read) -> dict[str, Any]:
@@ -116,6 +118,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "save": ("saves_per_epoch", _save, lambda r: (
         r.sft.save_strategy.value, r.sft.save_steps if r.sft.save_strategy.value == "steps"
         else None)),
+    "save_total_limit": ("save_total_limit", src("save_total_limit"), trl("save_total_limit")),
     "validation_split_ratio": ("val_set_size", lambda s: s.get("val_set_size") or None,
                                lambda r: r.prepare.get("validation_split_ratio")),
     "train_on_input": ("train_on_inputs", lambda s: s.get("train_on_inputs") is True,
