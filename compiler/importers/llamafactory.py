@@ -97,12 +97,11 @@ def check_is_llamafactory(doc: SourceDoc) -> None:
 def _model(r: Reader) -> None:
     d = r.draft
     model_source(r)
-    for key in ("flash_attn", "attn"):
-        attn = r.value(key)
-        if attn in ATTN:
-            d.put(("model", "attn_implementation"), ATTN[attn], r.origin(key))
-        elif attn not in (None, "auto"):
-            d.warn((key,), f"{key} {attn} has no spec attention implementation")
+    attn = r.value("flash_attn")
+    if attn in ATTN:
+        d.put(("model", "attn_implementation"), ATTN[attn], r.origin("flash_attn"))
+    elif attn not in (None, "auto"):
+        d.warn(("flash_attn",), f"flash_attn {attn} has no spec attention implementation")
     if r.value("fp16") is True:
         d.put(("model", "dtype"), "fp16", r.origin("fp16"))
     elif r.value("bf16") is True or r.value("pure_bf16") is True:
@@ -173,7 +172,7 @@ def _method(r: Reader) -> None:
                "to 4 bits only (qlora): imported as lora on an unquantized base")
     if spec_kind == "qlora":
         method = r.value("quantization_method", r.model)
-        if method != "bitsandbytes":
+        if method not in ("bnb", "bitsandbytes"):
             d.warn((r.key("quantization_method") or "quantization_bit",),
                    f"quantization_method {method}: the spec quantizes with bitsandbytes")
         q = ("method", "quantization")

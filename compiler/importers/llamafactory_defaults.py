@@ -52,7 +52,7 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "lora_target": "all",
     "bnb_4bit_quant_type": "nf4",
     "use_bnb_nested_quant": True,
-    "quantization_method": "bitsandbytes",
+    "quantization_method": "bnb",
     "use_dora": False,
     "stage": "sft",
 }
