@@ -69,9 +69,9 @@ def data(r: Reader) -> None:
     sets = r.value("datasets")
     entries = [e for i, ds in enumerate(sets) if isinstance(ds, dict)
                for e in [_entry(r, i, ds)] if e is not None]
-    if r.value("train_on_inputs", r.sft) is True:
-        for entry in entries:
-            entry["train_on_input"] = True
+    train_on_input = r.value("train_on_inputs", r.sft) is True
+    for entry in entries:
+        entry["train_on_input"] = train_on_input  # explicit: a format may default to true
     put_data(r, entries, "datasets", "axolotl concatenates and shuffles them", "val_set_size")
 
 

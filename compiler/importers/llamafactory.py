@@ -139,9 +139,9 @@ def _data(r: Reader) -> None:
         if name in DATASET_SPLITS:
             entry["split"] = DATASET_SPLITS[name]
         entries.append(entry)
-    if r.value("train_on_prompt") is True:
-        for entry in entries:
-            entry["train_on_input"] = True
+    train_on_prompt = r.value("train_on_prompt") is True
+    for entry in entries:
+        entry["train_on_input"] = train_on_prompt  # explicit: a format may default to true
     if template is not None:
         d.warn(("template",), f"template {template}: LLaMA-Factory's own prompt template has "
                "no spec field; the tokenizer's chat template renders chat rows")

@@ -114,6 +114,8 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                   [s["report_to"]], lambda r: [x for x in r.sft.report_to if x != "none"]),
     "validation_split_ratio": ("val_size", lambda s: s.get("val_size") or None,
                                lambda r: r.prepare.get("validation_split_ratio")),
+    "train_on_input": ("train_on_prompt", lambda s: s.get("train_on_prompt") is True,
+                       lambda r: all(t.get("train_on_input", False) for t in r.prepare["train"])),
     "datasets": ("dataset[].uri", _sources, lambda r: [t["source"] for t in
                                                      r.prepare["train"]]),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
