@@ -38,7 +38,6 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
     uri, kind = _uri(path), ds.get("type")
     if kind == "alpaca":
         entry = rows.alpaca(uri)
-        d.warn(at + ("type",), rows.ALPACA_WARNING.format(tool="axolotl"))
     elif kind == "chat_template":
         entry = rows.chat(uri, str(ds.get("field_messages", "messages")), "openai")
         mapping = ds.get("message_property_mappings")

@@ -1,9 +1,11 @@
 """Dataset layouts other tools name (Alpaca, ShareGPT, OpenAI messages, plain text) as spec
 ``data`` entries, in one place for the axolotl and LLaMA-Factory importers.
 
-Alpaca rows (instruction, optional input, output) have no spec format of their own yet: they
-are written as ``format: instruct`` with ``instruction`` as the prompt column, and the caller
-warns that the ``input`` column and the tool's prompt template are not rendered.
+``alpaca`` is the spec's Alpaca format: the Alpaca prompt (axolotl's ``type: alpaca``
+renders the same text). LLaMA-Factory renders Alpaca rows as one chat turn through its own
+template instead, which no spec format says: those rows are written as ``format: instruct``
+with ``instruction`` as the prompt column, and the caller warns that the ``input`` column and
+the template are not rendered.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ LLAMA_STYLE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_
                "granite"}
 """Catalog architectures whose decoder blocks are exactly :data:`LINEAR_PROJECTIONS`."""
 
-ALPACA_WARNING = ("Alpaca rows: imported as format instruct with instruction as the prompt; "
-                  "the input column and {tool}'s prompt template are not rendered")
+ALPACA_AS_CHAT_WARNING = ("Alpaca rows: imported as format instruct with instruction as the "
+                          "prompt; the input column and {tool}'s chat template are not "
+                          "rendered")
 
 
 def all_linear(family: str | None) -> list[str] | None:
@@ -31,11 +34,18 @@ def all_linear(family: str | None) -> list[str] | None:
 
 
 def alpaca(uri: str) -> dict[str, Any]:
+    return {"uri": uri, "format": "alpaca"}
+
+
+def alpaca_as_chat_turn(uri: str) -> dict[str, Any]:
     return {"uri": uri, "format": "instruct",
             "column_map": {"input": "instruction", "output": "output"}}
 
 
 def chat(uri: str, column: str, style: str) -> dict[str, Any]:
+    """``style`` sharegpt: the spec's sharegpt format; openai: chat in role/content."""
+    if style == "sharegpt":
+        return {"uri": uri, "format": "sharegpt", "conversation_column": column}
     return {"uri": uri, "format": "chat", "conversation_column": column,
             "conversation_style": style}
 
