@@ -129,8 +129,9 @@ def _data(r: Reader) -> None:
             known = (f"file://data/{name}.json", "alpaca", None)
         uri, layout, column = known
         if layout == "alpaca":
-            entry = rows.alpaca_as_chat_turn(uri)
-            d.warn(("dataset",), rows.ALPACA_AS_CHAT_WARNING.format(tool="LLaMA-Factory") +
+            entry = rows.alpaca_as_chat_turn(uri, d.get(("model", "family")))
+            d.warn(("dataset",), rows.ALPACA_AS_CHAT_WARNING.format(
+                format=entry["format"], tool="LLaMA-Factory") +
                    f" ({name}: LLaMA-Factory renders it as one chat turn)")
         elif layout == "text":
             entry = rows.text(uri, column or "text")

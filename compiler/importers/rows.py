@@ -4,8 +4,9 @@
 ``alpaca`` is the spec's Alpaca format: the Alpaca prompt (axolotl's ``type: alpaca``
 renders the same text). LLaMA-Factory renders Alpaca rows as one chat turn through its own
 template instead, which no spec format says: those rows are written as ``format: instruct``
-with ``instruction`` as the prompt column, and the caller warns that the ``input`` column and
-the template are not rendered.
+(the user / assistant turn through the tokenizer's template, where torchtune has a tokenizer
+for the model) or else ``format: prompt_completion``, with ``instruction`` as the prompt
+column; the caller warns that the ``input`` column and the template are not rendered.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ LLAMA_STYLE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_
                "granite"}
 """Catalog architectures whose decoder blocks are exactly :data:`LINEAR_PROJECTIONS`."""
 
-ALPACA_AS_CHAT_WARNING = ("Alpaca rows: imported as format instruct with instruction as the "
+ALPACA_AS_CHAT_WARNING = ("Alpaca rows: imported as format {format} with instruction as the "
                           "prompt; the input column and {tool}'s chat template are not "
                           "rendered")
 
@@ -37,9 +38,15 @@ def alpaca(uri: str) -> dict[str, Any]:
     return {"uri": uri, "format": "alpaca"}
 
 
-def alpaca_as_chat_turn(uri: str) -> dict[str, Any]:
-    return {"uri": uri, "format": "instruct",
-            "column_map": {"input": "instruction", "output": "output"}}
+def alpaca_as_chat_turn(uri: str, family: str | None) -> dict[str, Any]:
+    from ftspec.spec.catalog.models import MODEL_FAMILIES
+
+    fam = MODEL_FAMILIES.get(family or "")
+    if fam is not None and fam.torchtune is not None:
+        return {"uri": uri, "format": "instruct",
+                "column_map": {"input": "instruction", "output": "output"}}
+    return {"uri": uri, "format": "prompt_completion",
+            "column_map": {"prompt": "instruction", "completion": "output"}}
 
 
 def chat(uri: str, column: str, style: str) -> dict[str, Any]:
