@@ -12,6 +12,7 @@ from typing import Any
 from ftspec.compiler.importers.base import SpecDraft, not_this_tool
 from ftspec.compiler.importers.oumi_defaults import JOB_DEFAULTS, SKYPILOT_ACCELERATORS, TOOL
 from ftspec.compiler.importers.oumi_source import OumiReader
+from ftspec.compiler.importers.trl import resources_from_flags
 from ftspec.spec.loader import load_spec_file
 
 SHARDING = {"FULL_SHARD": "full_shard", "SHARD_GRAD_OP": "shard_grad_op",
@@ -30,15 +31,8 @@ def import_resources(draft: SpecDraft, job: Path | None, nproc: int | None,
     """Fill ``resources``; returns the world size (processes across nodes)."""
     if job is not None:
         return _job(draft, job)
-    gpus = nproc or 1
-    draft.put(("resources", "gpus_per_node"), gpus, "--nproc-per-node" if nproc else
-              "not in an Oumi training config (its job config says): 1 assumed; give --job "
-              "or --nproc-per-node")
-    draft.put(("resources", "accelerator"), accelerator,
-              "not in an Oumi training config: --accelerator")
-    if nnodes and nnodes > 1:
-        draft.put(("resources", "nodes"), nnodes, "--nnodes")
-    return gpus * (nnodes or 1)
+    return resources_from_flags(draft, nproc, nnodes, accelerator, "an Oumi training config",
+                                "its job config says (--job, or --nproc-per-node)")
 
 
 def _job(main: SpecDraft, path: Path) -> int:
