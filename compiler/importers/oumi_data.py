@@ -3,14 +3,13 @@
 Oumi reads a dataset through the class registered under its ``dataset_name``, which turns
 each row into a conversation, renders it with the model's chat template and trains on every
 token (``assistant_only`` off). Its Alpaca class (``yahma/alpaca-cleaned``,
-``tatsu-lab/alpaca``) becomes ``format: alpaca`` when the spec has that format, else
-``instruct`` over the instruction / output columns; chat datasets with a ``messages`` list
-become ``format: chat``. What differs from Oumi's rendering is a warning.
+``tatsu-lab/alpaca``: instruction / input / output columns) becomes ``format: alpaca``; chat
+datasets with a ``messages`` list become ``format: chat``. What differs from Oumi's rendering is a warning.
 """
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
 from ftspec.compiler.importers.oumi_defaults import (
     ALPACA_DATASETS,
@@ -22,7 +21,6 @@ from ftspec.compiler.importers.oumi_defaults import (
 from ftspec.compiler.importers.oumi_source import OumiReader
 from ftspec.compiler.importers.trl_reader import hub_or_file_uri
 from ftspec.spec.diagnostics import KeyPath
-from ftspec.spec.model.data import DatasetFormat
 
 SPLIT_KEYS = ("datasets", "pack", "mixture_strategy", "target_col", "collator_name")
 BNB_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "uint8": "uint8"}
@@ -97,10 +95,6 @@ def _split_keys(r: OumiReader, base: KeyPath, split: dict[str, Any]) -> None:
                          "no spec field: not imported")
 
 
-def _formats() -> tuple[str, ...]:
-    return get_args(DatasetFormat)
-
-
 def _dataset(r: OumiReader, at: KeyPath, dst: KeyPath,
              with_proportion: bool = False) -> dict[str, Any]:
     """The dataset at source path ``at`` as a spec dataset; origins go under ``dst``."""
@@ -143,12 +137,7 @@ def _format(r: OumiReader, at: KeyPath, dst: KeyPath, name: str,
     d = r.draft
     used: set[str] = set()
     if name in ALPACA_DATASETS:
-        if "alpaca" in _formats():
-            fmt: dict[str, Any] = {"format": "alpaca"}
-        else:
-            fmt = {"format": "instruct", "column_map": {"input": "instruction",
-                                                        "output": "output"}}
-        fmt["train_on_input"] = True
+        fmt: dict[str, Any] = {"format": "alpaca", "train_on_input": True}
         d.warn(at + ("dataset_name",), f"{name}: Oumi's AlpacaDataset renders each row as a "
                "system prompt, a user turn (instruction, `### Input:` and the input) and an "
                "assistant turn through the model's chat template, loss on every token; "
