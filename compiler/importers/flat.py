@@ -72,12 +72,10 @@ def put_data(r: Reader, entries: list[dict[str, Any]], src: str, mixing: str,
 def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,
               accelerator: str) -> int:
     """``resources`` from the command line (``config``: "an axolotl config", ...)."""
-    from ftspec.compiler.importers.trl import _resources
+    from ftspec.compiler.importers.trl import resources_from_flags
 
-    world = _resources(r.draft, nproc, nnodes, accelerator)
-    for key in (("resources", "gpus_per_node"), ("resources", "accelerator")):
-        r.draft.origins[key] = r.draft.origins[key].replace("a TRL config", config)
-    return world
+    return resources_from_flags(r.draft, nproc, nnodes, accelerator, config,
+                                "accelerate launch decides (--nproc-per-node)")
 
 
 def finish(command: str, r: Reader, path: Path, launcher: str,

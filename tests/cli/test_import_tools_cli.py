@@ -7,15 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ftspec.cli.main import main
+from helpers.cli_run import run
 
 CORPUS = Path(__file__).parents[1] / "importers" / "corpus"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,6 @@ warned instead (the warning is asserted to exist, at that key's line).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,8 @@ from ftspec.compiler.importers.base import Imported
 from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.loader import parse_yaml
 from ftspec.spec.validate import validate_doc
+
+from helpers.trl_parse import compiled_files, trl_reads
 
 Expect = Callable[[dict[str, Any]], Any]
 """The expected value from the source mapping (defaults filled in)."""
@@ -52,19 +53,6 @@ class Outcome:
         return self.compiled and not self.diffs
 
 
-def trl_reads(text: str) -> tuple[Any, Any, Any]:
-    """What TRL's own parser reads from an ``sft.yaml``."""
-    import trl
-    from ruamel.yaml import YAML
-    from transformers import HfArgumentParser
-
-    raw = dict(YAML(typ="safe").load(text))
-    raw["use_cpu"] = True  # the test machine has no GPU; no hyper-parameter depends on it
-    parser = HfArgumentParser((trl.ScriptArguments, trl.SFTConfig, trl.ModelConfig))
-    script, sft, model = parser.parse_dict(raw, allow_extra_keys=True)
-    return script, sft, model
-
-
 def check(path: Path, importer: Callable[[Path], Imported], source: dict[str, Any],
           fields: dict[str, tuple[str, Expect, Got]]) -> Outcome:
     """``fields``: name -> (source key, expected, got)."""
@@ -80,11 +68,8 @@ def check(path: Path, importer: Callable[[Path], Imported], source: dict[str, An
     if not compiled.ok:
         out.errors += [d.format() for d in compiled.diagnostics if d.is_error]
         return out
-    command = next(a for a in compiled.artifacts if a.kind == "command")
-    assert isinstance(command.obj, dict)
-    files = command.obj["files"]
-    prepare = json.loads(files.get("prepare.json", "{}"))
-    read = Read(*trl_reads(files["sft.yaml"]), prepare)
+    files = compiled_files(imported.text, path.name)
+    read = Read(*trl_reads(files["sft.yaml"])[:3], files["prepare.json"])
     warned_at = {w.path[0] for w in imported.warnings if w.path}
     for name, (key, expect, got) in fields.items():
         if key in warned_at:
