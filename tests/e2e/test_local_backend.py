@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
+from helpers.follow import follow
 from helpers.measure import Measurement, TreeSampler
 from helpers.polling import wait_for
 from helpers.tinyspec import SPEC
@@ -145,6 +147,25 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     gone = ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve")
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert status(workdir, e2e_env)["platform"] == {"exists": False}
+
+
+def test_logs_follow_a_running_job_and_end_with_it(workdir: Path, e2e_env: dict[str, str]
+                                                   ) -> None:
+    """`logs --follow` started while the run starts: the training steps arrive as they are
+    logged, well before the run ends, and the command exits once the run has ended."""
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert not has_step(workdir)  # nothing trained yet: every step line is new to --follow
+    ended = workdir / RUN_DIR / "exit.json"
+    got = follow([FTSPEC, "logs", str(SPEC), "--follow"], workdir, e2e_env, ended.exists)
+    assert got.returncode == 0 and got.ended_at is not None and got.exited_at is not None
+    steps = [(at, int(m.group(1))) for at, line in got.lines
+             if (m := re.search(r"Step (\d+) \| loss:", line))]
+    assert [step for _, step in steps] == list(range(1, 17)), got.lines
+    assert steps[0][0] < got.ended_at - 2.0, "the first step arrived only at the end"
+    assert len(got.before_end("| loss:")) >= 2
+    assert got.lines[-1][1] == "[ftspec] run ended: exit code 0", got.lines[-3:]
+    assert got.exited_at - got.ended_at < 5.0  # it stops polling once the run has ended
 
 
 def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str, str]
