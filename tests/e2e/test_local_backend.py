@@ -196,6 +196,34 @@ def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str
     ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
 
 
+def test_tensorboard_event_files_from_accelerate_and_trl(workdir: Path,
+                                                       e2e_env: dict[str, str]) -> None:
+    """report_to: [tensorboard] on the accelerate launcher -> the trainer's TensorBoard
+    callback writes event files under the output folder that TensorBoard's own reader loads,
+    with the steps and losses the run logged; `output` finds them."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    tb = ("--set", "launcher=accelerate", "--set", "method.lora.output=false",
+          "--set", "training.max_steps=4", "--set", "training.logging.report_to=[tensorboard]")
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait", *tb)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    got = json.loads(ftspec(workdir, e2e_env, "output", str(SPEC), "--json", *tb).stdout)
+    (logdir,) = got["tensorboard"]
+    assert logdir.startswith(str(RUN_DIR / "output/runs/")), logdir  # the trainer's default
+    events = EventAccumulator(str(workdir / logdir), size_guidance={"tensors": 0})  # all
+    events.Reload()
+    assert {"train/loss", "train/learning_rate"} <= set(events.Tags()["tensors"]), events.Tags()
+    loss = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+            for e in events.Tensors("train/loss")]
+    assert [step for step, _ in loss] == [1, 2, 3, 4]
+    st = status(workdir, e2e_env, *tb)
+    # the log prints each value with 4 significant digits (transformers' PrinterCallback)
+    assert [f"{v:.4g}" for _, v in loss] == [f"{x:.4g}" for x in st["metrics"]["curve"]["loss"]]
+    ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
+
+
 def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
         workdir: Path, e2e_env: dict[str, str]) -> None:
     first = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)

@@ -33,11 +33,16 @@ def follow(argv: list[str], cwd: Path, env: dict[str, str], ended: Callable[[], 
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, text=True)
     done = threading.Event()
 
+    failed: list[BaseException] = []
+
     def watch() -> None:
-        while not done.is_set() and out.ended_at is None:
-            if ended():
-                out.ended_at = time.monotonic()
-            time.sleep(0.5)
+        try:
+            while not done.is_set() and out.ended_at is None:
+                if ended():
+                    out.ended_at = time.monotonic()
+                time.sleep(0.5)
+        except BaseException as exc:  # noqa: BLE001 - raised in the test's thread below
+            failed.append(exc)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -53,6 +58,8 @@ def follow(argv: list[str], cwd: Path, env: dict[str, str], ended: Callable[[], 
         killer.cancel()
         done.set()
         watcher.join()
+    if failed:
+        raise failed[0]
     if out.ended_at is None and ended():
         out.ended_at = out.exited_at
     return out
