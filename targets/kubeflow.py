@@ -142,7 +142,8 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
     else:
         if ref is None:
             found.append(_error(("deploy", "kubeflow"),
-                                "the accelerate launcher needs a runtime that runs accelerate",
+                                "the accelerate launcher on kubeflow needs a runtime that "
+                                "runs accelerate; Kubeflow's shipped runtimes run torchtune",
                                 "runtime-required",
                                 hint="set deploy.kubeflow.generate_runtime: true, or name a "
                                 "runtime"))
