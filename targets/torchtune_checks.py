@@ -117,9 +117,14 @@ def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagn
     if chosen and len(chosen) != len(mlp):
         yield _err(path, f"torchtune adapts all MLP projections or none, not only "
                    f"{', '.join(chosen)}", "lora-mlp", hint="set method.lora.mlp: true")
-    if lora.bias != "none" or lora.modules_to_save or lora.init_weights != "default":
-        yield _err(("method", "lora"), "torchtune's LoRA has no bias training, modules_to_save "
-                   "or init_weights options", "lora-options")
+    for field, moved, what in (("bias", lora.bias != "none", "bias training"),
+                               ("modules_to_save", bool(lora.modules_to_save),
+                                "modules_to_save (fully trained extra modules)"),
+                               ("init_weights", lora.init_weights != "default",
+                                "init_weights choice")):
+        if moved:
+            yield _err(("method", "lora", field), f"torchtune's LoRA has no {what}",
+                       "lora-options")
     if lora.output and job.model.torchtune_config and job.model.torchtune_config[0] == "llama3_2":
         yield _err(("method", "lora", "output"), "Llama 3.2 ties its output projection to the "
                    "embeddings; torchtune cannot adapt it", "lora-output-tied")
