@@ -42,9 +42,9 @@ SECTIONS: dict[KeyPath, tuple[str, ...]] = {
     ("entrypoint",): ("accelerate",),
     ("metadata", "labels"): ("kubeflow", "kuberay", "ray"),
     ("metadata", "annotations"): ("kubeflow", "kuberay", "ray"),
-    ("metadata", "namespace"): ("kubeflow", "kuberay", "ray"),
+    ("metadata", "namespace"): ("kubeflow", "kuberay"),
     ("resources", "cpu"): ("kubeflow", "kuberay", "ray"),
-    ("resources", "memory"): ("kubeflow", "kuberay", "ray"),
+    ("resources", "memory"): ("kubeflow", "kuberay"),
 }
 """Section -> the deploy targets / launchers that read it."""
 
@@ -183,6 +183,7 @@ NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
                                   "(and node selection on Kubernetes)",
     ("secrets",): "read by the backend at apply time (environment / Secret references)",
     ("deploy", "local", "env"): "read by the local backend at apply time",
+    ("deploy", "ray", "address"): "read by the ray backend: the Jobs API it submits to",
     ("deploy", "target"): "picks the compile target (and backend) when --target is not given",
     ("model", "family"): "accelerate: the memory estimate and the FSDP layer class "
                          "(torchtune: its recipe config)",

@@ -9,7 +9,8 @@ leaf moved off its default. The outcome is
   section or inside it, or one the target declares for the field (``ABOUT`` in
   ``ftspec.targets.contract``) — or a contract warning on a section holding it says the
   target does not honour it;
-- ``changed``: the artifacts differ (the spec hash, which every change moves, is masked);
+- ``changed``: the artifacts differ (compiled with the spec hash fixed: every change moves
+  it, and targets derive names from it);
 - ``refused``: the context itself is refused by the target (the leaf can never reach it);
 - ``unproven``: the new value made the spec invalid for an unrelated reason, so neither
   of the above can be shown (the generator must vary the leaf otherwise: ``CONTEXTS``);
@@ -23,14 +24,16 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+from ftspec.compiler.dispatch import compile_job
 from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.ir import SPEC_HASH_ANNOTATION
 from ftspec.spec.loader import parse_yaml
 from ftspec.targets.contract import ABOUT, NOT_IN_ARTIFACTS
 
@@ -39,6 +42,7 @@ from helpers.jobs import BASE, merge
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "ftspec.schema.json"
 ITEM = "[]"
+FIXED_HASH = "0" * 16
 
 TARGET_BASES: dict[str, dict[str, Any]] = {
     "torchtune": {"deploy": {"target": "local"}},
@@ -310,9 +314,15 @@ def _run(text: str, target: str) -> Result:
     diags: list[Diagnostic] = list(compiled.diagnostics)
     if compiled.job is None:
         return Result(False, (), _keys(diags))
-    masked = tuple((a.path, a.content.replace(compiled.job.spec_hash, "<hash>"))
-                   for a in compiled.artifacts)
-    return Result(compiled.ok, masked, _keys(diags))
+    if not compiled.ok:
+        return Result(False, (), _keys(diags))
+    # Every change moves the spec hash, and with it what targets derive from it (a Ray
+    # submission id hashes the payload, which carries the hash): compile once more with
+    # the hash fixed, so only what the field itself does can differ.
+    job = replace(compiled.job, spec_hash=FIXED_HASH, annotations={
+        **compiled.job.annotations, SPEC_HASH_ANNOTATION: FIXED_HASH})
+    fixed = tuple((a.path, a.content) for a in compile_job(job, target))
+    return Result(True, fixed, _keys(diags))
 
 
 def _keys(diags: list[Diagnostic]) -> frozenset[tuple[str, str, tuple[str, ...]]]:
