@@ -33,6 +33,12 @@ from ftspec.reconciler.progress import tracker_for
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.platforms import (
+    OVERRIDES_TRAINER,
+    PATCHES_TRAINER,
+    TRAINER_API_VERSION,
+    TRAINER_GROUP,
+)
 
 ABSENT = "absent"
 
@@ -77,14 +83,15 @@ class KubernetesBackend:
         if crd is None:
             self._compile_warnings.append(
                 "could not read the TrainJob CRD (not allowed); rendering for "
-                f"Trainer API {pinned or 'v2.2'}")
-            return replace(base, trainer_version="v2.1" if pinned == "v2.1" else "v2.2")
+                f"Trainer API {pinned or PATCHES_TRAINER}")
+            return replace(base, trainer_version=OVERRIDES_TRAINER
+                           if pinned == OVERRIDES_TRAINER else PATCHES_TRAINER)
         if crd.get("missing"):
             from ftspec.reconciler.kubernetes.errors import missing_crd
 
-            raise missing_crd("trainer.kubeflow.org", "v1alpha1", "TrainJob")
+            raise missing_crd(TRAINER_GROUP, TRAINER_API_VERSION, "TrainJob")
         detected = rendering.trainer_version_from_crd(crd)
-        if pinned and (pinned == "v2.1") != (detected == "v2.1"):
+        if pinned and (pinned == OVERRIDES_TRAINER) != (detected == OVERRIDES_TRAINER):
             self._compile_warnings.append(
                 f"spec pins Trainer API {pinned} but the cluster serves {detected}; "
                 f"rendering for {detected}")
