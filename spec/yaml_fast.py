@@ -44,6 +44,11 @@ FAST_MAX_CHARS = 64 * 1024
 FAST_MAX_DEPTH = 1000
 """Bound on the nesting the C composer may recurse to (a few hundred bytes of stack each)."""
 
+_RESOLVED: dict[tuple[Any, Any, Any], str] = {}
+"""Implicit tags already resolved: the resolver is a pure function of kind, text and
+implicitness (YAML 1.2, no path resolvers), and specs of one plan repeat most scalars."""
+_RESOLVED_MAX = 8192
+
 _UNSURE = re.compile("[\t\r\x85\u2028\u2029\ufeff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f]")
 
 
@@ -70,7 +75,13 @@ def fast_compose(text: str, yaml: Any, max_values: int) -> Any:
 
     class _Parser(CParser):  # type: ignore[misc,unused-ignore]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-            return str(resolver.resolve(kinds[kind], value, implicit))
+            key = (kind, value, implicit)
+            tag = _RESOLVED.get(key)
+            if tag is None:
+                if len(_RESOLVED) >= _RESOLVED_MAX:
+                    _RESOLVED.clear()
+                tag = _RESOLVED[key] = str(resolver.resolve(kinds[kind], value, implicit))
+            return tag
 
         def descend_resolver(self, parent: Any, index: Any) -> None:
             pass  # no path resolvers: tags depend on the scalar alone
@@ -118,6 +129,16 @@ class _Counter:
         self.limit = limit
         self.count = 0
         self.done: dict[int, Any] = {}
+        self.tags: dict[str, Any] = {}
+
+    def tag(self, text: str) -> Any:
+        """One ruamel ``Tag`` per tag text (it caches its decoded form)."""
+        tag = self.tags.get(text)
+        if tag is None:
+            from ruamel.yaml.tag import Tag
+
+            tag = self.tags[text] = Tag(suffix=text)
+        return tag
 
     def convert(self, node: Any) -> Any:
         self.count += 1
@@ -136,17 +157,17 @@ class _Counter:
             if style is None and node.value == "":
                 raise _Unsure  # libyaml places an empty value after its ':', ruamel before
                 # the next token: only the pure path gives the position diagnostics use
-            out = n.ScalarNode(node.tag, node.value, node.start_mark, node.end_mark,
+            out = n.ScalarNode(self.tag(node.tag), node.value, node.start_mark, node.end_mark,
                                style=style)
             self.done[id(node)] = out
             return out
         if kind == "sequence":
-            out = n.SequenceNode(node.tag, [], node.start_mark, node.end_mark,
+            out = n.SequenceNode(self.tag(node.tag), [], node.start_mark, node.end_mark,
                                  flow_style=node.flow_style)
             self.done[id(node)] = out
             out.value = [self.convert(item) for item in node.value]
             return out
-        out = n.MappingNode(node.tag, [], node.start_mark, node.end_mark,
+        out = n.MappingNode(self.tag(node.tag), [], node.start_mark, node.end_mark,
                             flow_style=node.flow_style)
         self.done[id(node)] = out
         out.value = [(self.convert(k), self.convert(v)) for k, v in node.value]
