@@ -16,6 +16,7 @@ import copy
 import importlib.util
 import io
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -207,6 +208,8 @@ def _reads_back_as(text: str) -> bool:
     YAML 1.2 plus the YAML 1.1 words OmegaConf's loader still reads as booleans."""
     if text in ("", "None") or text.strip() != text:
         return False
+    if _PLAIN_NAME.fullmatch(text) and text.lower() not in YAML11_WORDS:
+        return True  # a name or path: no resolver, interpolation or escape applies to it
     try:
         from omegaconf import OmegaConf
     except ImportError:
@@ -220,6 +223,13 @@ def _reads_back_as(text: str) -> bool:
 
 
 YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_/][A-Za-z0-9_./-]*")
+"""Text that reads back as itself without asking OmegaConf (whose import and parser cost
+more than a plan's other work on one spec): it starts with a letter, ``_`` or ``/``, so
+no YAML 1.1 number, timestamp, merge or tag resolver matches it, it holds no ``$`` or
+``\\`` for OmegaConf's grammar, and the YAML 1.1 words are excluded.
+``test_torchtune_cli_values`` checks the rule against OmegaConf."""
 
 
 def literal(text: str) -> str:
