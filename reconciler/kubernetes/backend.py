@@ -23,7 +23,7 @@ from ftspec.reconciler.kubernetes.planner import (
     orphan,
     owner_of,
 )
-from ftspec.reconciler.kubernetes.reads import Reader, raise_first
+from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
 from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
@@ -58,6 +58,8 @@ class KubernetesBackend:
         self._compile_warnings: list[str] = []
         self._docs: dict[str, SourceDoc] = {}
         """spec file -> its loaded document, to locate errors found while applying."""
+        self._early: Early | None = None
+        """Reads started before ``plan`` (``prefetch``), taken by the next plan."""
 
     @property
     def transport(self) -> Transport:
@@ -70,6 +72,10 @@ class KubernetesBackend:
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         """Render TrainJobs for the Trainer API the cluster serves (read from its CRD)."""
         self._compile_warnings = []
+        early = self._early_reads()
+        for scope in sorted({(kind, job.namespace) for job in jobs
+                             for kind in MANAGED_KINDS.get(job.target, ())}):
+            early.owned(*scope)  # listed while the specs compile
         if not any(job.target == "kubeflow" for job in jobs):
             return base
         reader = Reader(self.transport)
@@ -98,12 +104,29 @@ class KubernetesBackend:
         return replace(base, trainer_version=detected)
 
     # ------------------------------------------------------------------ plan
+    def _early_reads(self) -> Early:
+        if self._early is None:
+            self._early = Early(self.transport)
+        return self._early
+
+    def prefetch(self, desired: Desired) -> None:
+        """Start the server-side dry-runs of ``desired``'s objects (``Prefetcher``)."""
+        early = self._early_reads()
+        for obj in rendering.render(desired):
+            early.dry_run(obj)
+
+    def drop_prefetched(self) -> None:
+        if self._early is not None:
+            self._early.close(cancel=True)
+            self._early = None
+
     def plan(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
         try:
             return self._plan(reader, desired, destroy_all=False)
         finally:
             reader.close()
+            self.drop_prefetched()
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
@@ -111,13 +134,16 @@ class KubernetesBackend:
             return self._plan(reader, desired, destroy_all=True)
         finally:
             reader.close()
+            self.drop_prefetched()
 
     def _plan(self, reader: Reader, desired: Sequence[Desired], *, destroy_all: bool) -> Plan:
         warnings: list[str] = [] if destroy_all else list(self._compile_warnings)
         self._docs.update({d.spec_file: d.doc for d in desired if d.doc is not None})
         scopes = sorted({(kind, d.job.namespace) for d in desired
                          for kind in MANAGED_KINDS.get(d.job.target, ())})
-        lists = {scope: reader.submit(reader.owned, *scope) for scope in scopes}
+        early = self._early
+        lists = {scope: (early and early.take_owned(*scope)) or reader.submit(reader.owned, *scope)
+                 for scope in scopes}
         version = next((d.job.trainer_version for d in desired if d.job.target == "kubeflow"),
                        None)
         owned: dict[str, list[dict[str, Any]]] = {}
@@ -152,7 +178,8 @@ class KubernetesBackend:
         for d, obj in rendered:
             addr = address(d.job.target, obj)
             live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
-            dry_futs.append(reader.submit(reader.dry_run, obj))
+            dry_futs.append((early and early.take_dry_run(obj))
+                            or reader.submit(reader.dry_run, obj))
         for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):
             addr = address(d.job.target, obj)
             try:
