@@ -9,12 +9,14 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
+from ftspec.targets.chat_format import torchtune_layout
 from ftspec.targets.paths import DataSource, data_source
 
 INSTRUCT_PROMPT = "{input}"
 INSTRUCT_COMPLETION = "{output}"
 RENDERING = ("format", "column_map", "prompt_template", "completion_template", "prompt_func",
-             "completion_func", "text_field", "conversation_column", "new_system_prompt",
+             "completion_func", "text_field", "conversation_column", "conversation_style",
+             "new_system_prompt",
              "response_template", "train_on_input")
 """Dataset fields that decide how a row becomes text (the rest say where the rows are)."""
 
@@ -40,6 +42,7 @@ def rendering(ds: Dataset) -> dict[str, Any]:
                        ("text_field", ds.text_field),
                        ("conversation_column", ds.conversation_column
                         or ("conversations" if ds.format == "chat" else None)),  # torchtune's
+                       ("conversation_style", ds.conversation_style),
                        ("new_system_prompt", ds.new_system_prompt),
                        ("response_template", ds.response_template)):
         if value is not None:
@@ -80,20 +83,29 @@ def trl_reads(ds: Dataset) -> bool:
     return False
 
 
+def _entry(job: Job, ds: Dataset) -> dict[str, Any]:
+    out = source_object(ds)
+    layout = torchtune_layout(job)
+    if ds.format == "chat" and layout is not None:  # torchtune's tokens, message by message
+        out["chat_layout"] = layout
+        out["max_seq_len"] = job.max_seq_len
+    return out
+
+
 def prepare_sources(job: Job, train: DataSource) -> dict[str, Any]:
     """prepare.json's data keys; ``train`` is where the launcher finds data.train."""
     d = job.spec.data
     out: dict[str, Any] = {}
     if d.mixture is not None:
-        out["train"] = [source_object(ds) for ds in d.mixture.datasets]
+        out["train"] = [_entry(job, ds) for ds in d.mixture.datasets]
         out["mixture_strategy"] = d.mixture.strategy
     else:
         assert d.train is not None
-        entry = source_object(d.train)
+        entry = _entry(job, d.train)
         entry["source"] = _location(train)
         out["train"] = [entry]
     if d.validation is not None:
-        out["validation"] = source_object(d.validation)
+        out["validation"] = _entry(job, d.validation)
     if d.validation_split_ratio is not None:
         out["validation_split_ratio"] = d.validation_split_ratio
     return out
