@@ -17,7 +17,7 @@ from typing import Any
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import IA3, PromptTuning
 from ftspec.targets.accelerate_data import prepare_sources, trl_reads
-from ftspec.targets.chat_format import torchtune_layout
+from ftspec.targets.chat_format import template_kind, torchtune_layout
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
 HF_OPTIMIZERS: dict[str, str] = {
@@ -58,7 +58,7 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
     p = p or default_paths(job)
     if p.tokenizer is not None and tokenizer_dir(p.tokenizer) != p.model_id:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
-    if spec.model.chat_template is not None and "{" in spec.model.chat_template:
+    if template_kind(spec.model.chat_template) == "jinja":
         why.append("model.chat_template: an inline template (TRL's CLI takes a path)")
     return why
 
@@ -124,7 +124,7 @@ def _model(job: Job) -> dict[str, Any]:
         out["trust_remote_code"] = True
     if m.tokenizer.pad_token is not None:
         out["pad_token"] = m.tokenizer.pad_token
-    if m.chat_template is not None and "{" not in m.chat_template:
+    if template_kind(m.chat_template) == "file":
         out["chat_template_path"] = m.chat_template  # a file or a tokenizer folder
     return out
 
@@ -269,7 +269,7 @@ def prepare_plan(job: Job, p: RunPaths) -> dict[str, Any] | None:
         plan["tokenizer"] = tokenizer_dir(p.tokenizer)
     if spec.model.tokenizer.pad_token is not None:
         plan["pad_token"] = spec.model.tokenizer.pad_token
-    if spec.model.chat_template is not None and "{" in spec.model.chat_template:
+    if template_kind(spec.model.chat_template) == "jinja":
         plan["chat_template"] = spec.model.chat_template
     peft = peft_entry(job)
     if peft is not None:
