@@ -136,8 +136,8 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         out["dataloader_num_workers"] = d.num_workers
     if not d.shuffle:
         out["train_sampling_strategy"] = "sequential"
-    if d.packed:
-        out["packing_strategy"] = "bfd"  # padding-free: no attention across examples
+    if d.packed:  # bfd: padding-free, no attention across examples; wrapped: causal over all
+        out["packing_strategy"] = "bfd" if d.packed_attention == "per_example" else "wrapped"
     if needs_preparation(job, p) or d.train is None:
         sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
         if all(s.format == "text" or s.train_on_input for s in sources):

@@ -117,5 +117,12 @@ class DataSpec(SpecModel):
         default=2048, ge=8, description="Tokens per sequence (truncate / pad to this)."
     )
     packed: bool = Field(default=False, description="Pack several examples into each sequence.")
+    packed_attention: Literal["per_example", "across"] = Field(
+        default="per_example",
+        description="With `packed`: per_example = each example attends to itself only "
+        "(positions restart, block-causal: torchtune's PackedDataset, TRL's padding-free "
+        "bfd packing); across = plain causal attention over the whole pack (TRL's wrapped "
+        "packing; torchtune cannot).",
+    )
     shuffle: bool = Field(default=True, description="Shuffle the training data.")
     num_workers: int = Field(default=0, ge=0, description="Data-loader worker processes.")

@@ -43,6 +43,8 @@ _INERT: tuple[Inert, ...] = (
     (("training", "checkpointing", "steps"),
      lambda s: s.training.checkpointing.strategy != "steps",
      "checkpointing.steps is read with checkpointing.strategy: steps only"),
+    (("data", "packed_attention"), lambda s: not s.data.packed,
+     "packed_attention is read with data.packed: true only"),
     (("training", "logging", "steps"),
      lambda s: s.training.logging.strategy != "steps",
      "logging.steps is read with logging.strategy: steps only"),

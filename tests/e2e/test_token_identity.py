@@ -163,6 +163,8 @@ CHAT_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"model.chat_template": "llama2"}),
     "chat inline Jinja template": ({}, {"model.chat_template": GENERATION_TEMPLATE}),
     "chat packed (no attention across examples)": ({}, {"data.packed": True}),
+    "chat packed, attention across examples": (
+        {}, {"data.packed": True, "data.packed_attention": "across"}),
 }
 
 
@@ -235,11 +237,11 @@ def test_chat_rows_same_tokens_or_a_located_refusal(case: str, tiny_assets: Tiny
     for t, errs in refused.items():
         assert all(e.startswith(f"{path}:") for e in errs)  # located: FILE:LINE:COL
     packed = job.spec.data.packed
+    across = job.spec.data.packed_attention == "across"
     if packed:
-        tt_packs, tt_lens = _torchtune_packed(job)
-        tt = _unpacked(tt_packs, tt_lens)
-        trl_rows, trl_lens = _trl_rows_packed(job, tmp_path)
-        trl = _unpacked(trl_rows, trl_lens)
+        tt = _unpacked(*_torchtune_packed(job)) if "torchtune" in runs else []
+        trl_rows, trl_lens = _trl_rows_packed(job, tmp_path, across)
+        trl = trl_rows if across else _unpacked(trl_rows, trl_lens)
     else:
         tt = _torchtune_rows(job) if "torchtune" in runs else []
         trl = _trl_rows(job, tmp_path) if "accelerate" in runs else []
@@ -250,14 +252,19 @@ def test_chat_rows_same_tokens_or_a_located_refusal(case: str, tiny_assets: Tiny
         [only] = runs
         rows = tt or trl
         # the one launcher that runs it trains every assistant turn
-        assert all(sum(mask) > 0 for _, mask in rows) and len(rows) == len(TURNS)
+        assert rows and all(sum(mask) > 0 for _, mask in rows)
+        if not packed:
+            assert len(rows) == len(TURNS)
         verdict = {only: "runs (the only launcher that can)"}
     for t in ("torchtune", "accelerate"):
         line = verdict.get(t) or "refused: " + refused[t][0]
         print(f"MATRIX | {case} | {t} | {line}")
 
 
-def _trl_rows_packed(job: Job, scratch: Path) -> tuple[Rows, list[list[int]]]:
+def _trl_rows_packed(job: Job, scratch: Path, across: bool) -> tuple[Rows, list[list[int]]]:
     rows = _trl_dataset(job, scratch)
+    # bfd keeps each example's length (the collator restarts positions there: transformers
+    # then masks attention per example); wrapped packing keeps none: one causal sequence
+    assert ("seq_lengths" in rows.column_names) != across
     return ([(list(r["input_ids"]), [label != -100 for label in r["labels"]]) for r in rows],
-            [list(r["seq_lengths"]) for r in rows])
+            [list(r["seq_lengths"]) if not across else [] for r in rows])
