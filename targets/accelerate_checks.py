@@ -8,6 +8,7 @@ from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
 from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
+from ftspec.targets.accelerate_data import is_chat
 
 _FINDINGS = Findings("target.accelerate")
 _err = _FINDINGS.error
@@ -100,14 +101,14 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                        "(prompt_template or prompt_func, completion_template or "
                        "completion_func), or neither: then the rows' own prompt / completion "
                        "columns are read", "entrypoint-templates")
-        if ds.format == "instruct":
+        if ds.format == "instruct" and not ds.as_chat:
             yield _warn((*path, "format"), "instruct rows do not become the same token "
                         "ids as under launcher: torchtune (torchtune applies the tokenizer's "
                         "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
                         "each message apart; TRL tokenizes the rendered prompt + completion "
                         "text at once)", "token-identity",
                         hint="format: text trains on the same tokens under both launchers")
-        if ds.format == "chat":
+        if is_chat(ds):
             yield from _chat(job, path)
     yield from _mixed_chat(job)
     es = t.early_stopping
@@ -153,7 +154,7 @@ def _mixed_chat(job: Job) -> Iterator[Diagnostic]:
     m = job.spec.data.mixture
     if m is None:
         return
-    chat = {ds.format == "chat" for ds in m.datasets}
+    chat = {is_chat(ds) for ds in m.datasets}
     if len(chat) > 1:
         yield _err(("data", "mixture", "datasets"), "the accelerate entrypoint hands TRL one "
                    "row shape: chat datasets (messages or token ids) cannot be mixed with "

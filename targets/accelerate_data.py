@@ -14,7 +14,7 @@ from ftspec.targets.paths import DataSource, data_source
 
 INSTRUCT_PROMPT = "{input}"
 INSTRUCT_COMPLETION = "{output}"
-RENDERING = ("format", "column_map", "prompt_template", "completion_template", "prompt_func",
+RENDERING = ("format", "as_chat", "column_map", "prompt_template", "completion_template", "prompt_func",
              "completion_func", "text_field", "conversation_column", "conversation_style",
              "new_system_prompt",
              "response_template", "train_on_input")
@@ -49,7 +49,16 @@ def rendering(ds: Dataset) -> dict[str, Any]:
             out[key] = value
     if ds.train_on_input:
         out["train_on_input"] = True
+    if ds.format == "instruct" and ds.as_chat:  # the row's own input / output columns
+        out["as_chat"] = True
+        for key in ("prompt_template", "completion_template"):
+            out.pop(key, None)
     return out
+
+
+def is_chat(ds: Dataset) -> bool:
+    """Rows rendered as conversations: chat, or instruct rows with as_chat."""
+    return ds.format == "chat" or (ds.format == "instruct" and ds.as_chat)
 
 
 def _location(src: DataSource) -> str:
@@ -86,7 +95,7 @@ def trl_reads(ds: Dataset) -> bool:
 def _entry(job: Job, ds: Dataset) -> dict[str, Any]:
     out = source_object(ds)
     layout = torchtune_layout(job)
-    if ds.format == "chat" and layout is not None:  # torchtune's tokens, message by message
+    if is_chat(ds) and layout is not None:  # torchtune's tokens, message by message
         out["chat_layout"] = layout
         out["max_seq_len"] = job.max_seq_len
     return out

@@ -16,7 +16,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import IA3, PromptTuning
-from ftspec.targets.accelerate_data import prepare_sources, trl_reads
+from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.chat_format import template_kind, torchtune_layout
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
@@ -45,7 +45,7 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
     why: list[str] = []
     if d.mixture is not None:
         why.append("data.mixture: a mixture by proportion")
-    elif d.train is not None and d.train.format == "chat" and torchtune_layout(job):
+    elif d.train is not None and is_chat(d.train) and torchtune_layout(job):
         why.append("data.train: chat tokenized message by message, as torchtune does")
     elif d.train is not None and not trl_reads(d.train):
         why.append(f"data.train: format {d.train.format} rendered from the row's columns")
@@ -142,7 +142,7 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
         if all(s.format == "text" or s.train_on_input for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
-        chats = [s for s in sources if s.format == "chat"]
+        chats = [s for s in sources if is_chat(s)]
         if chats and torchtune_layout(job) is None and not chats[0].train_on_input:
             out["assistant_only_loss"] = True  # messages rows: TRL masks by the template
         return out

@@ -186,6 +186,10 @@ NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
     ("data", "validation", "num_examples"): "documentation only (evaluation size)",
     ("data", "mixture", "datasets", "*", "num_examples"): "steps per epoch in the Job",
     ("model", "params_b"): "the memory estimate",
+    **{(*at, "as_chat"): "torchtune's instruct_dataset always renders rows as messages "
+       "through the tokenizer's prompt template (accelerate: prepare.json)"
+       for at in (("data", "train"), ("data", "validation"), ("data", "mixture", "datasets",
+                                                                "*"))},
     ("resources", "accelerator"): "the memory estimate and the precision checks "
                                   "(and node selection on Kubernetes)",
     ("secrets",): "read by the backend at apply time (environment / Secret references)",

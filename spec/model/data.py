@@ -48,6 +48,13 @@ class Dataset(SpecModel):
     new_system_prompt: str | None = Field(
         default=None, description="Replace or add a system prompt on every example."
     )
+    as_chat: bool = Field(
+        default=False,
+        description="instruct: render each row as a conversation — new_system_prompt as the "
+        "system message, the input column as the user turn, the output column as the "
+        "assistant turn — through the chat template and masked like format: chat (as Oumi "
+        "does; torchtune's instruct_dataset always does this).",
+    )
     conversation_column: str | None = Field(
         default=None, description="chat: column holding the conversation."
     )

@@ -15,6 +15,7 @@ from ftspec.spec.model.base import SpecModel
 from ftspec.spec.rules._diag import warning
 
 _DATASET_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("as_chat", ("instruct",)),
     ("conversation_column", ("chat",)),
     ("conversation_style", ("chat",)),
     ("text_field", ("text",)),

@@ -14,7 +14,8 @@ Matrix (llama2 tiny tokenizer, rows with and without an input, a multi-turn chat
 Chat cases (`test_chat_rows_same_tokens_or_a_located_refusal`, one MATRIX line each with -s):
 multi-turn ShareGPT and OpenAI rows with the tokenizer's template (torchtune's llama2
 layout), the named templates chatml and llama2 (with new_system_prompt and train_on_input)
-and packing give identical ids and masks; an inline Jinja template is refused by torchtune
+packing, and instruct rows rendered as chat with a system prompt (`as_chat`) give
+identical ids and masks; an inline Jinja template is refused by torchtune
 with a located error and runs under accelerate alone, every assistant turn trained.
 """
 
@@ -161,6 +162,8 @@ CHAT_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "chat named llama2, new_system_prompt, train_on_input": (
         {"new_system_prompt": "You are terse.", "train_on_input": True},
         {"model.chat_template": "llama2"}),
+    "instruct rows as chat, new_system_prompt": (
+        {"format": "instruct", "as_chat": True, "new_system_prompt": "You are terse."}, {}),
     "chat inline Jinja template": ({}, {"model.chat_template": GENERATION_TEMPLATE}),
     "chat packed (no attention across examples)": ({}, {"data.packed": True}),
     "chat packed, attention across examples": (
@@ -176,6 +179,9 @@ def _chat_spec(assets: TinyAssets, case: str, tmp: Path) -> Path:
     train_keys, other = CHAT_CASES[case]
     column = train_keys.get("conversation_column", "conversations")
     rows = [{column: _openai(t) if column == "messages" else t} for t in TURNS]
+    if train_keys.get("format") == "instruct":  # the first exchange of each conversation
+        rows = [{"input": next(x["value"] for x in t if x["from"] == "human"),
+                 "output": next(x["value"] for x in t if x["from"] == "gpt")} for t in TURNS]
     train = {"uri": _write(tmp / "chat.jsonl", rows), "format": "chat", **train_keys}
     spec = _spec(assets, train, tmp / "out")
     del spec["model"]["chat_template"]

@@ -37,7 +37,7 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
     if src.format == "text":
         return [(_system_line(src), str(_column(row, src.text_field, where)))
                 for where, row in rows]
-    if src.format == "chat":
+    if src.format == "chat" or src.as_chat:
         return [_chat(row, src, tokenizer, where) for where, row in rows]
     prompt = _builder(src.prompt_func, src.prompt_template, src, "prompt")
     completion = _builder(src.completion_func, src.completion_template, src, "completion")
@@ -97,8 +97,7 @@ class _Fields(dict[str, str]):
 
 def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, str]]:
     """The row's conversation as role/content messages, with the system prompt applied."""
-    raw = _column(row, src.column_map.get(src.conversation_column, src.conversation_column),
-                  where)
+    raw = _turns(row, src, where)
     messages = []
     for turn in raw:
         if "role" in turn:
@@ -119,13 +118,23 @@ def _chat(row: dict[str, Any], src: Source, tokenizer: Any, where: str) -> Examp
     if src.chat_layout is not None:
         from ftspec.targets.entrypoints.hf_sft import chat_tokens
 
-        turns = _column(row, src.column_map.get(src.conversation_column,
-                                                src.conversation_column), where)
-        msgs = chat_tokens.messages(turns, src.conversation_style or "sharegpt",
-                                    src.train_on_input, src.new_system_prompt, where)
+        style = "openai" if src.as_chat else src.conversation_style or "sharegpt"
+        msgs = chat_tokens.messages(_turns(row, src, where), style, src.train_on_input,
+                                    src.new_system_prompt, where)
         laid = chat_tokens.apply_template(src.chat_layout, msgs, where)
         return chat_tokens.tokenize(laid, tokenizer, src.max_seq_len).row()
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         raise SystemExit(f"{where}: chat data needs a tokenizer with a chat template "
                          "(set model.chat_template)")
     return {"messages": messages_of(row, src, where)}
+
+
+def _turns(row: dict[str, Any], src: Source, where: str) -> Any:
+    if not src.as_chat:
+        return _column(row, src.column_map.get(src.conversation_column,
+                                               src.conversation_column), where)
+    # instruct rows as torchtune's InputOutputToMessages reads them
+    return [{"role": "user", "content": _column(row, src.column_map.get("input", "input"),
+                                                where)},
+            {"role": "assistant", "content": _column(row, src.column_map.get("output", "output"),
+                                                     where)}]

@@ -27,6 +27,8 @@ class Source:
     prompt_func: str | None = None
     completion_func: str | None = None
     text_field: str = "text"
+    as_chat: bool = False
+    """instruct: the row as a user / assistant conversation, rendered like chat."""
     conversation_column: str = "messages"
     conversation_style: str | None = None
     """chat: ``sharegpt`` (from/value) or ``openai`` (role/content); None: either, per turn."""
