@@ -63,13 +63,13 @@ def messages(turns: list[dict[str, Any]], style: str, train_on_input: bool,
     if new_system_prompt is not None:
         out.append(Message("system", (new_system_prompt,), True))
     for turn in turns:
+        role: Any = turn.get("role")
+        content: Any = turn.get("content")
         if style == "sharegpt":
             if turn.get("from") not in SHAREGPT_ROLES:
                 raise SystemExit(f"{where}: a ShareGPT turn needs from (system, human, gpt) "
                                  f"and value: {turn}")
             role, content = SHAREGPT_ROLES[turn["from"]], turn.get("value")
-        else:
-            role, content = turn.get("role"), turn.get("content")
         if not isinstance(content, str) or role not in ("system", "user", "assistant"):
             raise SystemExit(f"{where}: a {style} turn needs a system/user/assistant role and "
                              f"text content: {turn}")
