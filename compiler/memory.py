@@ -205,7 +205,7 @@ def _optimizer_state_bytes(spec: FineTuneSpec, param_bytes: float) -> float:
 
 
 def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -> float:
-    s = spec.data.max_seq_len
+    s = spec.data.max_seq_len or model.context_len  # null: as long as the model allows
     b = micro_batch
     h = model.hidden_size
     layers = model.num_layers

@@ -101,8 +101,8 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                        "(prompt_template or prompt_func, completion_template or "
                        "completion_func), or neither: then the rows' own prompt / completion "
                        "columns are read", "entrypoint-templates")
-        if ds.format == "instruct" and not ds.as_chat:
-            yield _warn((*path, "format"), "instruct rows do not become the same token "
+        if ds.format in ("instruct", "alpaca", "prompt_completion") and not is_chat(ds):
+            yield _warn((*path, "format"), f"{ds.format} rows do not become the same token "
                         "ids as under launcher: torchtune (torchtune applies the tokenizer's "
                         "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
                         "each message apart; TRL tokenizes the rendered prompt + completion "
