@@ -12,7 +12,8 @@ Matrix (llama2 tiny tokenizer, rows with and without an input, a multi-turn chat
 | chat     | chat_dataset (sharegpt/openai) | prepare + TRL   | identical (see CHAT_CASES)   |
 
 Chat cases (`test_chat_rows_same_tokens_or_a_located_refusal`, one MATRIX line each with -s):
-multi-turn ShareGPT and OpenAI rows with the tokenizer's template (torchtune's llama2
+multi-turn ShareGPT (`format: chat` and `format: sharegpt`) and OpenAI rows with the
+tokenizer's template (torchtune's llama2
 layout), the named templates chatml and llama2 (with new_system_prompt and train_on_input)
 packing, and instruct rows rendered as chat with a system prompt (`as_chat`) give
 identical ids and masks; an inline Jinja template is refused by torchtune
@@ -156,6 +157,7 @@ GENERATION_TEMPLATE = (
 CHAT_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # case: (data.train keys, other spec keys as dotted paths)
     "chat sharegpt multi-turn, tokenizer's template": ({}, {}),
+    "sharegpt format multi-turn": ({"format": "sharegpt"}, {}),
     "chat openai multi-turn": ({"conversation_column": "messages",
                                 "conversation_style": "openai"}, {}),
     "chat named template chatml": ({}, {"model.chat_template": "chatml"}),
