@@ -217,3 +217,27 @@ def test_chat_in_torchtunes_layout_trains_every_assistant_turn_with_its_eos(
     ids, mask = tt.tokenize_messages(ShareGPTToMessages()({"conversations": CONV})["messages"])
     assert row["input_ids"] == ids
     assert row["assistant_masks"] == [int(not m) for m in mask]
+
+
+@pytest.mark.parametrize(("layout", "max_seq_len"), [("llama2", 20), ("mistral", 256)])
+def test_chat_layout_truncates_and_refuses_as_torchtune_does(
+        tmp_path: Path, tokenizer: Any, tiny: TinyAssets, layout: str, max_seq_len: int) -> None:
+    from torchtune.data import ShareGPTToMessages
+    from torchtune.models.llama2 import llama2_tokenizer
+
+    conv = CONV[1:]  # no system message: the mistral template has none
+    data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": conv}])
+    src = {"source": str(data), "format": "chat", "conversation_column": "conversations",
+           "chat_layout": layout, "max_seq_len": max_seq_len}
+    [row] = hf_sft.build_data(plan(src), tokenizer, 1).train
+    template = {"llama2": "torchtune.models.llama2.Llama2ChatTemplate",
+                "mistral": "torchtune.models.mistral.MistralChatTemplate"}[layout]
+    tt = llama2_tokenizer(str(tiny.tokenizer_path), max_seq_len=max_seq_len,
+                          prompt_template=template)
+    ids, mask = tt.tokenize_messages(ShareGPTToMessages()({"conversations": conv})["messages"])
+    assert (row["input_ids"], row["assistant_masks"]) == (ids, [int(not m) for m in mask])
+    assert len(ids) <= max_seq_len and ids[-1] == tokenizer.eos_token_id
+    if layout == "mistral":  # torchtune's MistralChatTemplate raises on a system message
+        write_jsonl(tmp_path / "c.jsonl", [{"conversations": CONV}])
+        with pytest.raises(SystemExit, match="the mistral template has no system message"):
+            hf_sft.build_data(plan(src), tokenizer, 1)
