@@ -5,8 +5,10 @@ message layout torchtune's tokenizer gives them (which the accelerate entrypoint
 
 - unset: the tokenizer's own template — for torchtune, its tokenizer builder's default prompt
   template (``llama2_tokenizer``: ``Llama2ChatTemplate``; ``mistral_tokenizer``:
-  ``MistralChatTemplate``; Llama 3 / Qwen / Gemma … their own special-token layout); for TRL,
-  the Hugging Face tokenizer's Jinja ``chat_template``.
+  ``MistralChatTemplate``; Llama 3 / Qwen / Gemma … their own special-token layout). Where the
+  accelerate entrypoint reproduces that layout (Llama 2, Mistral) it uses it too, so both
+  launchers train on the same tokens; elsewhere TRL renders the Hugging Face tokenizer's Jinja
+  ``chat_template`` (and ``accelerate_checks`` refuses it where torchtune could run the model).
 - a name in ``NAMED``: torchtune's prompt template class of that name (``tokenizer.
   prompt_template``) and, under accelerate, the same layout tokenized message by message
   (``entrypoints/hf_sft/chat_tokens.py``).
