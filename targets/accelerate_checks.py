@@ -8,6 +8,7 @@ from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
 from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
+from ftspec.targets.accelerate_data import is_chat
 
 _FINDINGS = Findings("target.accelerate")
 _err = _FINDINGS.error
@@ -104,17 +105,16 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                        "(prompt_template or prompt_func, completion_template or "
                        "completion_func), or neither: then the rows' own prompt / completion "
                        "columns are read", "entrypoint-templates")
-        if ds.format in ("instruct", "alpaca", "prompt_completion", "chat", "sharegpt"):
+        if ds.format in ("instruct", "alpaca", "prompt_completion") and not is_chat(ds):
             yield _warn((*path, "format"), f"{ds.format} rows do not become the same token "
                         "ids as under launcher: torchtune (torchtune applies the tokenizer's "
                         "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
                         "each message apart; TRL tokenizes the rendered prompt + completion "
                         "text at once)", "token-identity",
                         hint="format: text trains on the same tokens under both launchers")
-        if ds.format in ("chat", "sharegpt") and spec.model.chat_template is None:
-            yield _warn((*path, "format"), "chat data is rendered with the tokenizer's chat "
-                        "template; the run fails if the tokenizer has none",
-                        "entrypoint-chat-template", hint="set model.chat_template")
+        if is_chat(ds):
+            yield from _chat(job, path, ds.format != "instruct")
+    yield from _mixed_chat(job)
     es = t.early_stopping
     if es is not None and es.metric != "eval_loss":
         yield _err(("training", "early_stopping", "metric"), f"the default entrypoint "
@@ -130,6 +130,41 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
     if t.loss != "cross_entropy":
         yield _warn(("training", "loss"), "the default entrypoint computes the model's "
                     "cross-entropy; chunked_cross_entropy is torchtune's", "entrypoint-loss")
+
+
+def _chat(job: Job, path: tuple[str | int, ...], chat_format: bool) -> Iterator[Diagnostic]:
+    """Chat tokens: torchtune's layout reproduced, or TRL's Jinja path where torchtune cannot
+    run the template; anything else would train on other tokens than launcher: torchtune."""
+    from ftspec.targets.chat_format import template_kind, torchtune_layout, torchtune_runs_chat
+
+    template = job.spec.model.chat_template
+    if torchtune_layout(job) is None and torchtune_runs_chat(job):
+        at = ("model", "chat_template") if template is not None else (
+            (*path, "format") if chat_format else (*path, "as_chat"))
+        yield _err(at, "chat rows would not become the same tokens as under launcher: "
+                   f"torchtune: its {job.model.display} tokenizer lays messages out with its "
+                   "own special tokens, which the accelerate entrypoint does not reproduce "
+                   "(it reproduces torchtune's llama2, mistral and chatml layouts on Llama 2 "
+                   "and Mistral sentencepiece tokenizers)", "token-identity",
+                   hint="give model.chat_template as a Jinja template or file (torchtune "
+                   "refuses those, so TRL's rendering is the only one), or use launcher: "
+                   "torchtune")
+    if template_kind(template) == "own" and torchtune_layout(job) is None:
+        yield _warn((*path, "format"), "chat data is rendered with the tokenizer's chat "
+                    "template; the run fails if the tokenizer has none",
+                    "entrypoint-chat-template", hint="set model.chat_template")
+
+
+def _mixed_chat(job: Job) -> Iterator[Diagnostic]:
+    m = job.spec.data.mixture
+    if m is None:
+        return
+    chat = {is_chat(ds) for ds in m.datasets}
+    if len(chat) > 1:
+        yield _err(("data", "mixture", "datasets"), "the accelerate entrypoint hands TRL one "
+                   "row shape: chat datasets (messages or token ids) cannot be mixed with "
+                   "prompt / completion ones", "mixed-chat",
+                   hint="mix chat with chat only, or render the other data as conversations")
 
 
 def _dataset(job: Job, where: tuple[str | int, ...]) -> Dataset | None:

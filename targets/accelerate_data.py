@@ -9,6 +9,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
+from ftspec.targets.chat_format import torchtune_layout
 from ftspec.targets.paths import DataSource, data_source
 
 INSTRUCT_PROMPT = "{input}"
@@ -18,8 +19,9 @@ DEFAULT_TEMPLATES: dict[str, tuple[str, str]] = {
     "prompt_completion": ("{prompt}", "{completion}"),
 }
 """Format -> the (prompt, completion) templates it renders with unless the spec gives its own."""
-RENDERING = ("format", "column_map", "prompt_template", "completion_template", "prompt_func",
-             "completion_func", "text_field", "conversation_column", "new_system_prompt",
+RENDERING = ("format", "as_chat", "column_map", "prompt_template", "completion_template",
+             "prompt_func", "completion_func", "text_field", "conversation_column",
+             "conversation_style", "new_system_prompt",
              "response_template", "train_on_input")
 """Dataset fields that decide how a row becomes text (the rest say where the rows are)."""
 
@@ -47,13 +49,24 @@ def rendering(ds: Dataset) -> dict[str, Any]:
                        ("conversation_column", ds.conversation_column
                         or ("conversations" if ds.format in ("chat", "sharegpt")
                             else None)),  # torchtune's
+                       ("conversation_style", "sharegpt" if ds.format == "sharegpt"
+                        else ds.conversation_style),
                        ("new_system_prompt", ds.new_system_prompt),
                        ("response_template", ds.response_template)):
         if value is not None:
             out[key] = value
     if ds.trains_on_input:
         out["train_on_input"] = True
+    if ds.format == "instruct" and ds.as_chat:  # the row's own input / output columns
+        out["as_chat"] = True
+        for key in ("prompt_template", "completion_template"):
+            out.pop(key, None)
     return out
+
+
+def is_chat(ds: Dataset) -> bool:
+    """Rows rendered as conversations: chat, or instruct rows with as_chat."""
+    return ds.format in ("chat", "sharegpt") or (ds.format == "instruct" and ds.as_chat)
 
 
 def _location(src: DataSource) -> str:
@@ -84,10 +97,20 @@ def trl_reads(ds: Dataset) -> bool:
     if ds.format == "completion":  # rows with prompt / completion columns
         return keys <= {"format", "train_on_input"}
     if ds.format == "chat":
-        return keys <= {"format", "conversation_column", "train_on_input"} \
+        return keys <= {"format", "conversation_column", "conversation_style",
+                        "train_on_input"} \
             and ds.conversation_column == "messages" and ds.conversation_style == "openai"
     # (no conversation_column: torchtune's default, a ShareGPT "conversations" column)
     return False
+
+
+def _entry(job: Job, ds: Dataset) -> dict[str, Any]:
+    out = source_object(ds)
+    layout = torchtune_layout(job)
+    if is_chat(ds) and layout is not None:  # torchtune's tokens, message by message
+        out["chat_layout"] = layout
+        out["max_seq_len"] = job.max_seq_len
+    return out
 
 
 def prepare_sources(job: Job, train: DataSource) -> dict[str, Any]:
@@ -95,15 +118,15 @@ def prepare_sources(job: Job, train: DataSource) -> dict[str, Any]:
     d = job.spec.data
     out: dict[str, Any] = {}
     if d.mixture is not None:
-        out["train"] = [source_object(ds) for ds in d.mixture.datasets]
+        out["train"] = [_entry(job, ds) for ds in d.mixture.datasets]
         out["mixture_strategy"] = d.mixture.strategy
     else:
         assert d.train is not None
-        entry = source_object(d.train)
+        entry = _entry(job, d.train)
         entry["source"] = _location(train)
         out["train"] = [entry]
     if d.validation is not None:
-        out["validation"] = source_object(d.validation)
+        out["validation"] = _entry(job, d.validation)
     if d.validation_split_ratio is not None:
         out["validation_split_ratio"] = d.validation_split_ratio
     return out

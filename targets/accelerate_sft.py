@@ -16,7 +16,8 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import IA3, PromptTuning
-from ftspec.targets.accelerate_data import prepare_sources, trl_reads
+from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
+from ftspec.targets.chat_format import template_kind, torchtune_layout
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
 HF_OPTIMIZERS: dict[str, str] = {
@@ -44,6 +45,8 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
     why: list[str] = []
     if d.mixture is not None:
         why.append("data.mixture: a mixture by proportion")
+    elif d.train is not None and is_chat(d.train) and torchtune_layout(job):
+        why.append("data.train: chat tokenized message by message, as torchtune does")
     elif d.train is not None and not trl_reads(d.train):
         why.append(f"data.train: format {d.train.format} rendered from the row's columns")
     if d.validation is not None or d.validation_split_ratio is not None:
@@ -55,7 +58,7 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
     p = p or default_paths(job)
     if p.tokenizer is not None and tokenizer_dir(p.tokenizer) != p.model_id:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
-    if spec.model.chat_template is not None and "{" in spec.model.chat_template:
+    if template_kind(spec.model.chat_template) == "jinja":
         why.append("model.chat_template: an inline template (TRL's CLI takes a path)")
     return why
 
@@ -121,7 +124,7 @@ def _model(job: Job) -> dict[str, Any]:
         out["trust_remote_code"] = True
     if m.tokenizer.pad_token is not None:
         out["pad_token"] = m.tokenizer.pad_token
-    if m.chat_template is not None and "{" not in m.chat_template:
+    if template_kind(m.chat_template) == "file":
         out["chat_template_path"] = m.chat_template  # a file or a tokenizer folder
     return out
 
@@ -133,12 +136,15 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         out["dataloader_num_workers"] = d.num_workers
     if not d.shuffle:
         out["train_sampling_strategy"] = "sequential"
-    if d.packed:
-        out["packing_strategy"] = "bfd"  # padding-free: no attention across examples
+    if d.packed:  # bfd: padding-free, no attention across examples; wrapped: causal over all
+        out["packing_strategy"] = "bfd" if d.packed_attention == "per_example" else "wrapped"
     if needs_preparation(job, p) or d.train is None:
         sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
         if all(s.format == "text" or s.trains_on_input for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
+        chats = [s for s in sources if is_chat(s)]
+        if chats and torchtune_layout(job) is None and not chats[0].trains_on_input:
+            out["assistant_only_loss"] = True  # messages rows: TRL masks by the template
         return out
     src = p.train
     if src.hub_name is not None:
@@ -263,7 +269,7 @@ def prepare_plan(job: Job, p: RunPaths) -> dict[str, Any] | None:
         plan["tokenizer"] = tokenizer_dir(p.tokenizer)
     if spec.model.tokenizer.pad_token is not None:
         plan["pad_token"] = spec.model.tokenizer.pad_token
-    if spec.model.chat_template is not None and "{" in spec.model.chat_template:
+    if template_kind(spec.model.chat_template) == "jinja":
         plan["chat_template"] = spec.model.chat_template
     peft = peft_entry(job)
     if peft is not None:

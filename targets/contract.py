@@ -64,6 +64,12 @@ _TT = "torchtune"
 _FSDP_KNOB = "torchtune's recipes shard every decoder layer with FSDP2 and expose no {}"
 _HF_ONLY = "torchtune builds the model from its own builders; {} is a Hugging Face setting"
 
+def _jinja_template(job: Job) -> bool:
+    from ftspec.targets.chat_format import template_kind
+
+    return template_kind(job.spec.model.chat_template) in ("jinja", "file")
+
+
 GAPS: dict[str, tuple[Gap, ...]] = {
     "torchtune": (
         Gap(("distributed", "expert_parallel"), _E, "torchtune 0.6.1 has no expert "
@@ -75,9 +81,10 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("model", "auto_class"), _E, _HF_ONLY.format("auto_class"),
             "torchtune trains causal LMs only"),
         Gap(("method", "task_type"), _E, "torchtune trains causal LMs only"),
-        Gap(("model", "chat_template"), _E, "torchtune formats chats with the tokenizer's "
-            "own prompt template; a Jinja chat_template is not read",
-            "use launcher: accelerate"),
+        Gap(("model", "chat_template"), _E, "torchtune 0.6.1 formats chats with its "
+            "tokenizer's prompt template classes; a Jinja chat template is not read",
+            "name one of torchtune's templates (llama2, mistral, chatml), or use "
+            "launcher: accelerate", when=_jinja_template),
         Gap(("model", "device_map"), _W, _HF_ONLY.format("device_map")),
         Gap(("model", "trust_remote_code"), _W, _HF_ONLY.format("trust_remote_code")),
         Gap(("model", "use_cache"), _W, _HF_ONLY.format("use_cache")),
@@ -179,6 +186,10 @@ NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
     ("data", "validation", "num_examples"): "documentation only (evaluation size)",
     ("data", "mixture", "datasets", "*", "num_examples"): "steps per epoch in the Job",
     ("model", "params_b"): "the memory estimate",
+    **{(*at, "as_chat"): "torchtune's instruct_dataset always renders rows as messages "
+       "through the tokenizer's prompt template (accelerate: prepare.json)"
+       for at in (("data", "train"), ("data", "validation"), ("data", "mixture", "datasets",
+                                                                "*"))},
     ("resources", "accelerator"): "the memory estimate and the precision checks "
                                   "(and node selection on Kubernetes)",
     ("secrets",): "read by the backend at apply time (environment / Secret references)",

@@ -18,6 +18,7 @@ from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 from ftspec.targets import shell
 from ftspec.targets.base import Artifact, Launch, launch_data
+from ftspec.targets.chat_format import NAMED
 from ftspec.targets.paths import RunPaths, default_paths
 from ftspec.targets.torchtune_configs import (
     Override,
@@ -80,6 +81,7 @@ ADDITIONS: dict[str, str] = {
     "model.lora_alpha": "LoRA settings on a custom architecture's builder",
     "model.lora_dropout": "LoRA settings on a custom architecture's builder",
     "tokenizer.special_tokens_path": "llama3 tokenizers: model.tokenizer.special_tokens_uri",
+    "tokenizer.prompt_template": "a named chat template (model.chat_template)",
     "lr_scheduler": "full-finetune configs ship without a schedule; the spec always has one",
     "lr_scheduler.num_cycles": "cosine cycles (scheduler.num_cycles; 0 = constant)",
     "optimizer.betas": "Adam betas",
@@ -335,6 +337,9 @@ def _tokenizer(job: Job, base: dict[str, Any], paths: RunPaths) -> list[Override
             ops.append(Set(f"tokenizer.{key}", rebased))
     if paths.special_tokens is not None:
         ops.append(Set("tokenizer.special_tokens_path", paths.special_tokens))
+    template = job.spec.model.chat_template
+    if template is not None and template in NAMED:
+        ops.append(Set("tokenizer.prompt_template", NAMED[template]))
     return ops
 
 

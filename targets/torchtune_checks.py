@@ -83,6 +83,12 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                 yield _err(("data", "train", field), "torchtune's datasets take a column_map, "
                            "not prompt templates or functions", "dataset-template",
                            hint="use format: instruct with column_map {input: …, output: …}")
+    if data.packed and data.packed_attention == "across":
+        yield _err(("data", "packed_attention"), "torchtune 0.6.1's PackedDataset always "
+                   "keeps packed examples apart (a block-causal mask: flex attention's "
+                   "BlockMask on CUDA, a dense mask elsewhere; positions restart per example)",
+                   "packed-attention", hint="use packed_attention: per_example, or launcher: "
+                   "accelerate (TRL's wrapped packing)")
     if spec.model.dtype == "fp16":
         yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
                    hint="use bf16 (Ampere or newer) or fp32")

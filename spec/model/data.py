@@ -57,6 +57,13 @@ class Dataset(SpecModel):
     new_system_prompt: str | None = Field(
         default=None, description="Replace or add a system prompt on every example."
     )
+    as_chat: bool = Field(
+        default=False,
+        description="instruct: render each row as a conversation — new_system_prompt as the "
+        "system message, the input column as the user turn, the output column as the "
+        "assistant turn — through the chat template and masked like format: chat (as Oumi "
+        "does; torchtune's instruct_dataset always does this).",
+    )
     conversation_column: str | None = Field(
         default=None, description="chat: column holding the conversation."
     )
@@ -136,5 +143,12 @@ class DataSpec(SpecModel):
         "model's context.",
     )
     packed: bool = Field(default=False, description="Pack several examples into each sequence.")
+    packed_attention: Literal["per_example", "across"] = Field(
+        default="per_example",
+        description="With `packed`: per_example = each example attends to itself only "
+        "(positions restart, block-causal: torchtune's PackedDataset, TRL's padding-free "
+        "bfd packing); across = plain causal attention over the whole pack (TRL's wrapped "
+        "packing; torchtune cannot).",
+    )
     shuffle: bool = Field(default=True, description="Shuffle the training data.")
     num_workers: int = Field(default=0, ge=0, description="Data-loader worker processes.")

@@ -119,7 +119,13 @@ class ModelSpec(SpecModel):
         default=None, description="Hugging Face device_map for single-process loading."
     )
     use_cache: bool = Field(default=False, description="Keep the KV cache during training.")
-    chat_template: str | None = Field(default=None, description="Chat template override.")
+    chat_template: str | None = Field(
+        default=None,
+        description="Chat data's template: unset = the tokenizer's own; a name (llama2, "
+        "mistral, chatml: torchtune's prompt template classes, laid out token for token the "
+        "same under accelerate); inline Jinja (contains '{') or a file / tokenizer folder "
+        "(accelerate only: torchtune cannot read Jinja).",
+    )
     tokenizer: Tokenizer = Field(
         default_factory=Tokenizer, description="Tokenizer location and options."
     )

@@ -15,6 +15,7 @@ from ftspec.spec.model.base import SpecModel
 from ftspec.spec.rules._diag import warning
 
 _DATASET_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("as_chat", ("instruct",)),
     ("conversation_column", ("chat", "sharegpt")),
     ("conversation_style", ("chat",)),
     ("text_field", ("text",)),
@@ -43,6 +44,8 @@ _INERT: tuple[Inert, ...] = (
     (("training", "checkpointing", "steps"),
      lambda s: s.training.checkpointing.strategy != "steps",
      "checkpointing.steps is read with checkpointing.strategy: steps only"),
+    (("data", "packed_attention"), lambda s: not s.data.packed,
+     "packed_attention is read with data.packed: true only"),
     (("training", "logging", "steps"),
      lambda s: s.training.logging.strategy != "steps",
      "logging.steps is read with logging.strategy: steps only"),

@@ -77,3 +77,32 @@ def test_nested_keys_are_accelerate_launch_options() -> None:
     dests = {a.dest for a in launch_command_parser()._actions}
     assert FSDP_KEYS <= dests, sorted(FSDP_KEYS - dests)
     assert DEEPSPEED_KEYS <= dests, sorted(DEEPSPEED_KEYS - dests)
+
+
+LLAMA2 = {"uri": "hf://meta-llama/Llama-2-7b-hf", "family": "llama2-7b"}
+CHAT = {"uri": "file://chat.jsonl", "format": "chat"}
+
+
+@pytest.mark.parametrize(("template", "layout", "assistant_only_loss"), [
+    (None, "llama2", None), ("chatml", "chatml", None),
+    ("{% for m in messages %}{{ m['content'] }}{% endfor %}", None, True)])
+def test_chat_artifacts_follow_the_template(template: str | None, layout: str | None,
+                                            assistant_only_loss: bool | None) -> None:
+    """Named / own templates on a Llama 2 tokenizer: torchtune's layout in prepare.json (and
+    the named template as torchtune's prompt_template); Jinja: TRL masks by the template."""
+    import json
+
+    from ftspec.targets import get_target
+
+    model = {**LLAMA2, **({"chat_template": template} if template else {})}
+    spec = {**BASE, "model": model, "data": {"train": CHAT},
+            "resources": {"gpus_per_node": 1, "accelerator": "nvidia-a100-80gb"}}
+    job = build_job(spec_from_data(spec))
+    files = {a.path: a.content for a in get_target("accelerate").compile(job)}
+    [train] = json.loads(files["prepare.json"])["train"]
+    assert train.get("chat_layout") == layout
+    sft = yaml.safe_load(files["sft.yaml"])
+    assert sft.get("assistant_only_loss") == assistant_only_loss
+    if template == "chatml":
+        tt = {a.path: a.obj for a in get_target("torchtune").compile(job)}["config.yaml"]
+        assert tt["tokenizer"]["prompt_template"] == "torchtune.data.ChatMLTemplate"

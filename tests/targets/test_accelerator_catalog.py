@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from ftspec.spec.catalog.accelerators import ACCELERATORS, NODE_LABEL
-from ftspec.targets import ray as ray_target
 from ftspec.targets import get_target
+from ftspec.targets import ray as ray_target
 from ftspec.targets.kuberay import rayjob
 from helpers.jobs import make_job
 

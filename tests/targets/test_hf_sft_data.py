@@ -167,17 +167,77 @@ def test_train_on_input_and_response_template_move_the_split(tmp_path: Path,
     assert "1 training examples lack their response template" in built.notes[1]
 
 
-def test_chat_trains_on_the_last_assistant_turn(tmp_path: Path, tokenizer: Any) -> None:
-    template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+CONV = [{"from": "system", "value": "Be brief."}, {"from": "human", "value": "sun moon"},
+        {"from": "gpt", "value": "moon sun"}, {"from": "human", "value": "again"},
+        {"from": "gpt", "value": "sun moon"}]
+
+
+def test_chat_rows_go_to_trl_as_messages_and_every_assistant_turn_is_trained(
+        tmp_path: Path, tokenizer: Any) -> None:
+    template = ("{% for m in messages %}<{{ m['role'] }}>{% if m['role'] == 'assistant' %}"
+                "{% generation %}{{ m['content'] }}\n{% endgeneration %}{% else %}"
+                "{{ m['content'] }}\n{% endif %}{% endfor %}"
                 "{% if add_generation_prompt %}<assistant>{% endif %}")
     tokenizer.chat_template = template
-    conv = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "sun moon"}]
-    data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": conv}])
+    data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": CONV}])
     a = plan({"source": str(data), "format": "chat", "conversation_column": "conversations",
               "new_system_prompt": "Be kind."})
-    [(prompt, completion)] = hf_sft.load_examples(a, tokenizer)
-    assert prompt == "<system>Be kind.\n<user>hi\n<assistant>"
-    assert completion == "sun moon\n"
+    [row] = hf_sft.build_data(a, tokenizer, 1).train
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "user",
+                                                    "assistant"]
+    assert row["messages"][0]["content"] == "Be kind."
+    # what TRL's assistant_only_loss computes from these rows: both assistant turns
+    out = tokenizer.apply_chat_template(row["messages"], tokenize=True, return_dict=True,
+                                        return_assistant_tokens_mask=True)
+    trained = [t for t, m in zip(out["input_ids"], out["assistant_masks"]) if m]
+    assert tokenizer.decode(trained).split() == ["moon", "sun", "sun", "moon"]
     tokenizer.chat_template = None
     with pytest.raises(SystemExit, match="chat data needs a tokenizer with a chat template"):
         hf_sft.load_examples(a, tokenizer)
+
+
+@pytest.mark.parametrize("layout", ["llama2", "chatml"])
+def test_chat_in_torchtunes_layout_trains_every_assistant_turn_with_its_eos(
+        tmp_path: Path, tokenizer: Any, tiny: TinyAssets, layout: str) -> None:
+    from torchtune.data import ShareGPTToMessages
+    from torchtune.models.llama2 import llama2_tokenizer
+
+    data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": CONV}])
+    a = plan({"source": str(data), "format": "chat", "conversation_column": "conversations",
+              "conversation_style": "sharegpt", "chat_layout": layout, "max_seq_len": 256})
+    [row] = hf_sft.build_data(a, tokenizer, 1).train
+    trained = [t for t, m in zip(row["input_ids"], row["assistant_masks"]) if m]
+    turn = {"llama2": "{}</s>", "chatml": "<|im_start|>assistant\n{}<|im_end|>\n</s>"}[layout]
+    assert tokenizer.decode(trained).replace(" ", "") == turn.format("moonsun") + turn.format(
+        "sunmoon")  # the assistant's own tags are trained too, as torchtune does
+    # torchtune's own tokenizer and message transform give the same ids and mask
+    template = {"llama2": "torchtune.models.llama2.Llama2ChatTemplate",
+                "chatml": "torchtune.data.ChatMLTemplate"}[layout]
+    tt = llama2_tokenizer(str(tiny.tokenizer_path), max_seq_len=256, prompt_template=template)
+    ids, mask = tt.tokenize_messages(ShareGPTToMessages()({"conversations": CONV})["messages"])
+    assert row["input_ids"] == ids
+    assert row["assistant_masks"] == [int(not m) for m in mask]
+
+
+@pytest.mark.parametrize(("layout", "max_seq_len"), [("llama2", 20), ("mistral", 256)])
+def test_chat_layout_truncates_and_refuses_as_torchtune_does(
+        tmp_path: Path, tokenizer: Any, tiny: TinyAssets, layout: str, max_seq_len: int) -> None:
+    from torchtune.data import ShareGPTToMessages
+    from torchtune.models.llama2 import llama2_tokenizer
+
+    conv = CONV[1:]  # no system message: the mistral template has none
+    data = write_jsonl(tmp_path / "c.jsonl", [{"conversations": conv}])
+    src = {"source": str(data), "format": "chat", "conversation_column": "conversations",
+           "chat_layout": layout, "max_seq_len": max_seq_len}
+    [row] = hf_sft.build_data(plan(src), tokenizer, 1).train
+    template = {"llama2": "torchtune.models.llama2.Llama2ChatTemplate",
+                "mistral": "torchtune.models.mistral.MistralChatTemplate"}[layout]
+    tt = llama2_tokenizer(str(tiny.tokenizer_path), max_seq_len=max_seq_len,
+                          prompt_template=template)
+    ids, mask = tt.tokenize_messages(ShareGPTToMessages()({"conversations": conv})["messages"])
+    assert (row["input_ids"], row["assistant_masks"]) == (ids, [int(not m) for m in mask])
+    assert len(ids) <= max_seq_len and ids[-1] == tokenizer.eos_token_id
+    if layout == "mistral":  # torchtune's MistralChatTemplate raises on a system message
+        write_jsonl(tmp_path / "c.jsonl", [{"conversations": CONV}])
+        with pytest.raises(SystemExit, match="the mistral template has no system message"):
+            hf_sft.build_data(plan(src), tokenizer, 1)

@@ -1,7 +1,8 @@
 """prepare.json -> the training and evaluation datasets handed to ``SFTTrainer``.
 
-Every row becomes ``prompt`` / ``completion`` text (``render``); the trainer tokenizes it,
-adds EOS, masks the prompt (``completion_only_loss``) and packs. A source with
+Every row becomes ``prompt`` / ``completion`` text (``render``; chat rows become finished TRL
+rows: token ids with assistant masks, or ``messages``); the trainer tokenizes it, adds
+EOS, masks the prompt (``completion_only_loss``) and packs. A source with
 ``train_on_input`` moves its prompt into the completion (same text, so the same tokens, all
 trained on); a ``response_template`` moves the split to the end of the marker's last
 occurrence (an example without the marker is trained on nothing and counted in the notes).
@@ -84,6 +85,10 @@ def build_data(plan: Plan, tokenizer: Any, seed: int) -> Data:
         tagged, held = split_off(tagged, plan.validation_split_ratio or 0.0, seed)
     train, unmarked = _rows(tagged)
     ev, _ = _rows(held)
+    shapes = {tuple(sorted(r)) for r in train + ev}
+    if len(shapes) > 1:
+        raise SystemExit(f"the sources render to different row shapes {sorted(shapes)}: "
+                         "chat cannot be mixed with other formats")
     notes = [f"train_examples={len(train)} eval_examples={len(ev)}"]
     if unmarked:
         notes.append(f"warning: {unmarked} training examples lack their response template; "
@@ -92,10 +97,14 @@ def build_data(plan: Plan, tokenizer: Any, seed: int) -> Data:
     return Data(train_ds, datasets.Dataset.from_list(ev) if ev else None, notes)
 
 
-def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, str]], int]:
-    rows: list[dict[str, str]] = []
+def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, Any]], int]:
+    rows: list[dict[str, Any]] = []
     unmarked = 0
-    for (prompt, completion), src in tagged:
+    for example, src in tagged:
+        if isinstance(example, dict):  # chat: a finished TRL row
+            rows.append(example)
+            continue
+        prompt, completion = example
         if src.response_template is not None:
             text = prompt + completion
             at = text.rfind(src.response_template)

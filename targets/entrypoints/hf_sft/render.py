@@ -5,7 +5,11 @@
   (``module:function`` taking the row). instruct has Alpaca-style default templates.
 - text: the prompt is empty, the completion is the ``text_field`` column.
 - chat: the conversation column (OpenAI ``role``/``content`` or ShareGPT ``from``/``value``)
-  through the tokenizer's chat template; the completion is the last assistant turn.
+  becomes a finished TRL row, trained on every assistant turn: with a ``chat_layout``,
+  ``input_ids`` + ``assistant_masks`` laid out as torchtune lays them out (``chat_tokens``);
+  without, a ``messages`` row that TRL renders with the chat template and masks itself
+  (``assistant_only_loss``, which needs ``{% generation %}`` markers in the template or one
+  TRL knows how to patch).
 
 ``new_system_prompt`` is the chat system message, or a line before the prompt otherwise.
 """
@@ -18,7 +22,8 @@ from typing import Any
 
 from ftspec.targets.entrypoints.hf_sft.sources import Source
 
-Example = tuple[str, str]
+Example = tuple[str, str] | dict[str, Any]
+"""(prompt, completion) text, or a finished TRL row (chat)."""
 DEFAULT_PROMPT_TEMPLATE = (
     "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n"
 )
@@ -32,7 +37,7 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
     if src.format == "text":
         return [(_system_line(src), str(_column(row, src.text_field, where)))
                 for where, row in rows]
-    if src.format == "chat":
+    if src.format == "chat" or src.as_chat:
         return [_chat(row, src, tokenizer, where) for where, row in rows]
     if src.format == "alpaca":
         from ftspec.targets.entrypoints.hf_sft.alpaca import alpaca_example
@@ -96,8 +101,7 @@ class _Fields(dict[str, str]):
 
 def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, str]]:
     """The row's conversation as role/content messages, with the system prompt applied."""
-    raw = _column(row, src.column_map.get(src.conversation_column, src.conversation_column),
-                  where)
+    raw = _turns(row, src, where)
     messages = []
     for turn in raw:
         if "role" in turn:
@@ -115,13 +119,26 @@ def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, 
 
 
 def _chat(row: dict[str, Any], src: Source, tokenizer: Any, where: str) -> Example:
+    if src.chat_layout is not None:
+        from ftspec.targets.entrypoints.hf_sft import chat_tokens
+
+        style = "openai" if src.as_chat else src.conversation_style or "sharegpt"
+        msgs = chat_tokens.messages(_turns(row, src, where), style, src.train_on_input,
+                                    src.new_system_prompt, where)
+        laid = chat_tokens.apply_template(src.chat_layout, msgs, where)
+        return chat_tokens.tokenize(laid, tokenizer, src.max_seq_len).row()
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         raise SystemExit(f"{where}: chat data needs a tokenizer with a chat template "
                          "(set model.chat_template)")
-    messages = messages_of(row, src, where)
-    full: str = tokenizer.apply_chat_template(messages, tokenize=False)
-    prompt: str = tokenizer.apply_chat_template(messages[:-1], tokenize=False,
-                                                add_generation_prompt=True)
-    if not full.startswith(prompt):  # template renders history differently: train on all
-        return "", full
-    return prompt, full[len(prompt):]
+    return {"messages": messages_of(row, src, where)}
+
+
+def _turns(row: dict[str, Any], src: Source, where: str) -> Any:
+    if not src.as_chat:
+        return _column(row, src.column_map.get(src.conversation_column,
+                                               src.conversation_column), where)
+    # instruct rows as torchtune's InputOutputToMessages reads them
+    return [{"role": "user", "content": _column(row, src.column_map.get("input", "input"),
+                                                where)},
+            {"role": "assistant", "content": _column(row, src.column_map.get("output", "output"),
+                                                     where)}]

@@ -27,7 +27,16 @@ class Source:
     prompt_func: str | None = None
     completion_func: str | None = None
     text_field: str = "text"
+    as_chat: bool = False
+    """instruct: the row as a user / assistant conversation, rendered like chat."""
     conversation_column: str = "messages"
+    conversation_style: str | None = None
+    """chat: ``sharegpt`` (from/value) or ``openai`` (role/content); None: either, per turn."""
+    chat_layout: str | None = None
+    """chat: tokenize as torchtune does with this named template (``chat_tokens``); None:
+    the tokenizer's Jinja chat template, masked by TRL (``assistant_only_loss``)."""
+    max_seq_len: int | None = None
+    """chat_layout: torchtune's truncation length."""
     new_system_prompt: str | None = None
     response_template: str | None = None
     train_on_input: bool = False
