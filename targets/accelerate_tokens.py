@@ -46,6 +46,16 @@ def check(job: Job) -> Iterator[Diagnostic]:
                               "tokenized as torchtune does, these by TRL", "token-identity",
                               hint="use the same format for every dataset, or launcher: "
                               "torchtune")
+    for path, ds in _datasets(job):
+        if ds.format not in TORCHTUNE_TOKENIZED:
+            continue
+        for field in ("prompt_template", "prompt_func", "completion_template",
+                      "completion_func", "response_template"):
+            if getattr(ds, field) is not None:
+                yield _FINDINGS.error((*path, field), f"{ds.format} rows are built by "
+                                      "torchtune's message transform (a column_map), not by "
+                                      "prompt templates or functions", "token-identity",
+                                      hint="use format: completion for templated rows")
     first = next(path for path, ds in _datasets(job) if ds.format in TORCHTUNE_TOKENIZED)
     from ftspec.targets.torchtune import tokenizer_config
 
