@@ -56,6 +56,10 @@ def check(job: Job) -> Iterator[Diagnostic]:
                                       "torchtune's message transform (a column_map), not by "
                                       "prompt templates or functions", "token-identity",
                                       hint="use format: completion for templated rows")
+        if ds.format == "alpaca" and ds.new_system_prompt is not None:
+            yield _FINDINGS.error((*path, "new_system_prompt"), "torchtune's alpaca rows take "
+                                  "no system prompt", "token-identity",
+                                  hint="use format: instruct with column_map, or chat")
     first = next(path for path, ds in _datasets(job) if ds.format in TORCHTUNE_TOKENIZED)
     from ftspec.targets.torchtune import tokenizer_config
 

@@ -3,13 +3,16 @@ torchtune's own dataset builder (as the compiled torchtune config instantiates i
 TRL's SFTTrainer (as the compiled accelerate artifacts feed it), with the same locally
 generated tokenizer. Where they differ, `validate` says so for the accelerate launcher.
 
-Matrix (llama2 tiny tokenizer, rows with and without an input, a multi-turn chat):
+Matrix (llama2 tiny tokenizer; rows with and without an input, train_on_input unset / true /
+false, packing on and off; `pytest -s` prints it):
 
-| format   | torchtune builder              | TRL path        | result                       |
-|----------|--------------------------------|-----------------|------------------------------|
-| text     | text_completion_dataset        | trl sft (CLI)   | identical ids and masks      |
-| instruct | instruct_dataset               | prepare + TRL   | differ -> warning at format  |
-| chat     | chat_dataset (sharegpt)        | prepare + TRL   | differ -> warning at format  |
+| format            | torchtune builder        | accelerate launcher                          |
+|-------------------|--------------------------|----------------------------------------------|
+| text              | text_completion_dataset  | trl sft (CLI): identical ids and masks       |
+| alpaca            | alpaca_dataset           | rows tokenized by torchtune's tokenizer and  |
+| instruct          | instruct_dataset         | message transform: identical ids and masks   |
+| prompt_completion | refused (error at format)| TRL's own prompt-completion rows             |
+| chat              | chat_dataset (sharegpt)  | prepare + TRL: differ -> warning at format   |
 """
 
 from __future__ import annotations
