@@ -69,14 +69,6 @@ def check(job: Job) -> Iterator[Diagnostic]:
                               f"{job.model.display}", "token-identity",
                               hint="use format: prompt_completion (TRL's own prompt-completion "
                               "rows), text or chat")
-        return
-    from ftspec.targets.torchtune_configs import torchtune_installed
-
-    if not torchtune_installed():
-        yield _FINDINGS.error((*first, "format"), "instruct / alpaca rows are tokenized by "
-                              "torchtune's tokenizer, and compiling them needs torchtune's "
-                              "shipped configs: torchtune is not installed", "torchtune-missing",
-                              hint="pip install 'ftspec[torchtune]'")
 
 
 TOKENIZER_FILES = ("path", "merges_file", "special_tokens_path")
@@ -84,7 +76,8 @@ TOKENIZER_FILES = ("path", "merges_file", "special_tokens_path")
 
 
 def prepare_entry(job: Job, p: RunPaths) -> dict[str, Any] | None:
-    """prepare.json's ``torchtune_tokenizer`` (None: TRL tokenizes the rows). Files inside
+    """prepare.json's ``torchtune_tokenizer`` (None: TRL tokenizes the rows); reading the
+    shipped config needs torchtune installed, as compiling for torchtune does. Files inside
     the model's folder are given relative to it under ``model_files``: the accelerate
     launcher has no downloaded model folder when the model is a hub id, so the entrypoint
     fetches them from the hub (``model``) or reads them from the local model folder."""
