@@ -19,8 +19,6 @@ from typing import Any
 
 from ftspec.targets.entrypoints.hf_sft.sources import Source
 
-TOKENIZED_FORMATS = frozenset({"instruct", "alpaca"})
-
 
 def torchtune_tokenizer(entry: dict[str, Any]) -> Any:
     """Instantiate the torchtune tokenizer from prepare.json's ``torchtune_tokenizer``: its
