@@ -9,7 +9,6 @@
 #     checkpointer.checkpoint_dir=/tmp/Llama-3.1-8B-Instruct \
 #     dataset._component_=torchtune.datasets.alpaca_dataset \
 #     dataset.source=yahma/alpaca-cleaned \
-#     dataset.train_on_input=True \
 #     dataset.packed=False \
 #     seed=42 \
 #     shuffle=True \
