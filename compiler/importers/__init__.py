@@ -22,6 +22,8 @@ class ImportOptions:
     nnodes: int | None = None
     """None: what the config's name says (``_multinode``: 2), else 1."""
     accelerator: str = "nvidia-a100-80gb"
+    job: Path | None = None
+    """oumi: the job config (``--job``) whose resources the run gets."""
 
 
 Importer = Callable[[Path, tuple[str, ...], ImportOptions], Imported]
@@ -52,7 +54,34 @@ def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Importe
     return import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
 
 
-IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob}
+def _oumi(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.oumi import import_oumi
+
+    return import_oumi(path, args, job=opts.job, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                       accelerator=opts.accelerator)
+
+
+def _axolotl(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.axolotl import import_axolotl
+    from ftspec.compiler.importers.base import unexpected_args
+
+    unexpected_args("axolotl", args)
+    return import_axolotl(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                          accelerator=opts.accelerator)
+
+
+def _llamafactory(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.base import unexpected_args
+    from ftspec.compiler.importers.llamafactory import import_llamafactory
+
+    unexpected_args("llamafactory", args)
+    return import_llamafactory(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                               accelerator=opts.accelerator)
+
+
+IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob,
+                                  "oumi": _oumi, "axolotl": _axolotl,
+                                  "llamafactory": _llamafactory}
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]
