@@ -31,16 +31,20 @@ def _datasets(job: Job) -> Iterator[tuple[KeyPath, Dataset]]:
 
 
 def torchtune_tokenized(job: Job) -> bool:
-    """The rows go to TRL tokenized by torchtune's tokenizer."""
-    return any(ds.format in TORCHTUNE_TOKENIZED for _, ds in _datasets(job))
+    """The rows go to TRL tokenized by torchtune's tokenizer. A model torchtune has no
+    tokenizer for runs on this launcher only: its instruct / alpaca rows are rendered as
+    prompt / completion text (the Alpaca prompt for alpaca) and tokenized by TRL."""
+    from ftspec.targets.torchtune import tokenizer_config
+
+    return any(ds.format in TORCHTUNE_TOKENIZED for _, ds in _datasets(job)) \
+        and tokenizer_config(job) is not None
 
 
 def check(job: Job) -> Iterator[Diagnostic]:
     """Where instruct / alpaca rows cannot get torchtune's tokens under this launcher."""
-    if not torchtune_tokenized(job):
-        return
+    tokenized = torchtune_tokenized(job)
     others = [(path, ds) for path, ds in _datasets(job) if ds.format not in TORCHTUNE_TOKENIZED]
-    for path, ds in others:
+    for path, ds in others if tokenized else []:
         yield _FINDINGS.error((*path, "format"), f"{ds.format} rows cannot share a run with "
                               "instruct / alpaca rows on the accelerate launcher: those are "
                               "tokenized as torchtune does, these by TRL", "token-identity",
@@ -60,15 +64,6 @@ def check(job: Job) -> Iterator[Diagnostic]:
             yield _FINDINGS.error((*path, "new_system_prompt"), "torchtune's alpaca rows take "
                                   "no system prompt", "token-identity",
                                   hint="use format: instruct with column_map, or chat")
-    first = next(path for path, ds in _datasets(job) if ds.format in TORCHTUNE_TOKENIZED)
-    from ftspec.targets.torchtune import tokenizer_config
-
-    if tokenizer_config(job) is None:
-        yield _FINDINGS.error((*first, "format"), "instruct / alpaca rows are tokenized as "
-                              "torchtune's builders do, and torchtune has no tokenizer for "
-                              f"{job.model.display}", "token-identity",
-                              hint="use format: prompt_completion (TRL's own prompt-completion "
-                              "rows), text or chat")
 
 
 TOKENIZER_FILES = ("path", "merges_file", "special_tokens_path")

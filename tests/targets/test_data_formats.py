@@ -94,8 +94,20 @@ def test_refusals_point_at_the_format() -> None:
     spec["data"] = {**mix, "max_seq_len": 512}
     assert _errors(build_job(spec_from_data(spec))) == [
         ("data.mixture.datasets.1.format", "target.accelerate.token-identity")]
-    spec = spec_data(launcher="accelerate", deploy={"target": "local"}, model={"uri": "hf://HuggingFaceTB/SmolLM-135M",
-                                                   "family": "smollm-135m"})
+    system = dict(ALPACA, new_system_prompt="Be brief.")
+    assert _errors(_job(system, "accelerate")) == [
+        ("data.train.new_system_prompt", "target.accelerate.token-identity")]
+
+
+def test_a_model_torchtune_cannot_tokenize_renders_alpaca_text() -> None:
+    """Only the accelerate launcher runs SmolLM: its alpaca rows are the Alpaca prompt as
+    text, tokenized by TRL (no torchtune tokenizer to match)."""
+    spec = spec_data(launcher="accelerate", deploy={"target": "local"},
+                     model={"uri": "hf://HuggingFaceTB/SmolLM-135M", "family": "smollm-135m"})
     spec["data"] = {"train": ALPACA, "max_seq_len": 512}
-    assert _errors(build_job(spec_from_data(spec))) == [
-        ("data.train.format", "target.accelerate.token-identity")]
+    job = build_job(spec_from_data(spec))
+    assert _errors(job) == []
+    prepare = json.loads(_files(job)["prepare.json"])
+    assert "torchtune_tokenizer" not in prepare
+    assert prepare["train"][0]["format"] == "alpaca"
+    assert _errors(_job(ALPACA)) == []  # (torchtune runs the llama one)

@@ -73,10 +73,19 @@ def test_alpaca_rows_are_torchtunes_tokens(tmp_path: Path, tiny: TinyAssets,
             assert r["input_ids"][-1] == tokenizer.eos_token_id and r["completion_mask"][-1]
 
 
-def test_instruct_rows_need_torchtunes_tokenizer(tmp_path: Path) -> None:
-    data = write_jsonl(tmp_path / "d.jsonl", [{"input": "2 2", "output": "4"}])
-    with pytest.raises(SystemExit, match="torchtune_tokenizer"):
-        hf_sft.load_examples(plan({"source": str(data), "format": "instruct"}))
+def test_without_torchtunes_tokenizer_rows_render_as_text(tmp_path: Path) -> None:
+    """A model torchtune has no tokenizer for: alpaca is the Alpaca prompt as text (the input
+    section only when present), instruct is its input and output."""
+    rows = [{"instruction": "Add.", "input": "2 2", "output": "4"},
+            {"instruction": "Say hi.", "output": "hi"}]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    [(with_input, four), (without, hi)] = hf_sft.load_examples(
+        plan({"source": str(data), "format": "alpaca"}))
+    assert "### Input:\n2 2\n\n### Response:\n" in with_input and four == "4"
+    assert "### Input:" not in without and without.endswith("### Response:\n") and hi == "hi"
+    pairs = hf_sft.load_examples(plan({"source": str(data), "format": "instruct",
+                                       "column_map": {"input": "instruction"}}))
+    assert pairs == [("Add.", "4"), ("Say hi.", "hi")]
 
 
 def test_prompt_and_completion_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,8 +2,10 @@
 
 - completion / prompt_completion: ``prompt_template`` / ``completion_template``
   (``str.format`` placeholders read through ``column_map``) or ``prompt_func`` /
-  ``completion_func`` (``module:function`` taking the row). (instruct / alpaca rows are
-  tokenized by torchtune's own pieces instead: ``torchtune_rows``.)
+  ``completion_func`` (``module:function`` taking the row).
+- instruct / alpaca, for a model torchtune has no tokenizer for (else they are tokenized by
+  torchtune's own pieces: ``torchtune_rows``): ``{input}`` / ``{output}``, or the Alpaca
+  prompt (``alpaca``) and the output.
 - text: the prompt is empty, the completion is the ``text_field`` column.
 - chat: the conversation column (OpenAI ``role``/``content`` or ShareGPT ``from``/``value``)
   through the tokenizer's chat template; the completion is the last assistant turn.
@@ -31,9 +33,10 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
                 for where, row in rows]
     if src.format == "chat":
         return [_chat(row, src, tokenizer, where) for where, row in rows]
-    if src.format in ("instruct", "alpaca"):
-        raise SystemExit(f"{src.source}: {src.format} rows are tokenized by torchtune's "
-                         "tokenizer: prepare.json needs torchtune_tokenizer")
+    if src.format == "alpaca":
+        from ftspec.targets.entrypoints.hf_sft.alpaca import alpaca_example
+
+        return [alpaca_example(row, src.column_map, where) for where, row in rows]
     prompt = _builder(src.prompt_func, src.prompt_template, src, "prompt")
     completion = _builder(src.completion_func, src.completion_template, src, "completion")
     return [(_system_line(src) + prompt(row, where), completion(row, where))
@@ -57,8 +60,10 @@ def _builder(func_ref: str | None, template: str | None, src: Source,
         func = load_function(func_ref)
         return lambda row, where: str(func(row))
     if template is None:
-        raise SystemExit(f"{src.source}: completion data needs a {part}_template "
-                         f"or {part}_func")
+        if src.format != "instruct":
+            raise SystemExit(f"{src.source}: completion data needs a {part}_template "
+                             f"or {part}_func")
+        template = "{input}" if part == "prompt" else "{output}"
     fmt = template
     return lambda row, where: fmt.format_map(_Fields(row, src.column_map, where))
 
