@@ -38,7 +38,10 @@ def _loaders(job: Job) -> Iterator[Diagnostic]:
 
 
 def _check(job: Job) -> Iterator[Diagnostic]:
+    from ftspec.targets import accelerate_tokens
+
     yield from _loaders(job)
+    yield from accelerate_tokens.check(job)
     spec = job.spec
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \
@@ -105,13 +108,6 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                        "(prompt_template or prompt_func, completion_template or "
                        "completion_func), or neither: then the rows' own prompt / completion "
                        "columns are read", "entrypoint-templates")
-        if ds.format in ("instruct", "alpaca", "prompt_completion") and not is_chat(ds):
-            yield _warn((*path, "format"), f"{ds.format} rows do not become the same token "
-                        "ids as under launcher: torchtune (torchtune applies the tokenizer's "
-                        "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
-                        "each message apart; TRL tokenizes the rendered prompt + completion "
-                        "text at once)", "token-identity",
-                        hint="format: text trains on the same tokens under both launchers")
         if is_chat(ds):
             yield from _chat(job, path, ds.format != "instruct")
     yield from _mixed_chat(job)

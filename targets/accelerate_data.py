@@ -12,10 +12,7 @@ from ftspec.spec.model.data import Dataset
 from ftspec.targets.chat_format import torchtune_layout
 from ftspec.targets.paths import DataSource, data_source
 
-INSTRUCT_PROMPT = "{input}"
-INSTRUCT_COMPLETION = "{output}"
 DEFAULT_TEMPLATES: dict[str, tuple[str, str]] = {
-    "instruct": (INSTRUCT_PROMPT, INSTRUCT_COMPLETION),
     "prompt_completion": ("{prompt}", "{completion}"),
 }
 """Format -> the (prompt, completion) templates it renders with unless the spec gives its own."""

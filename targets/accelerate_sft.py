@@ -140,7 +140,11 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         out["packing_strategy"] = "bfd" if d.packed_attention == "per_example" else "wrapped"
     if needs_preparation(job, p) or d.train is None:
         sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
-        if all(s.format == "text" or s.trains_on_input for s in sources):
+        from ftspec.targets.accelerate_tokens import torchtune_tokenized
+
+        if torchtune_tokenized(job):
+            out["completion_only_loss"] = True  # the rows' completion_mask: torchtune's mask
+        elif all(s.format == "text" or s.trains_on_input for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
         chats = [s for s in sources if is_chat(s)]
         if chats and torchtune_layout(job) is None and not chats[0].trains_on_input:
@@ -274,6 +278,11 @@ def prepare_plan(job: Job, p: RunPaths) -> dict[str, Any] | None:
     peft = peft_entry(job)
     if peft is not None:
         plan["peft"] = peft
+    from ftspec.targets.accelerate_tokens import prepare_entry
+
+    tokenizer = prepare_entry(job, p)
+    if tokenizer is not None:
+        plan["torchtune_tokenizer"] = tokenizer
     es = spec.training.early_stopping
     if es is not None:
         plan["early_stopping"] = {"patience": es.patience, "threshold": es.threshold}

@@ -343,6 +343,30 @@ def _tokenizer(job: Job, base: dict[str, Any], paths: RunPaths) -> list[Override
     return ops
 
 
+def tokenizer_config(job: Job) -> str | None:
+    """A shipped config whose tokenizer is the model's: the run's own, else any of the size."""
+    found = base_config(job)
+    if found is not None:
+        return found[0]
+    facts = job.model.torchtune_config
+    if facts is None:
+        return None
+    folder, size = facts
+    return next((f"{folder}/{size}_{kind}" for kind in ("lora_single_device", "lora", "full")
+                 if shipped(f"{folder}/{size}_{kind}")), None)
+
+
+def tokenizer_section(job: Job, paths: RunPaths) -> dict[str, Any]:
+    """The ``tokenizer`` section of the config the torchtune target would write for ``job``
+    (torchtune must be installed: it reads the shipped base config)."""
+    name = tokenizer_config(job)
+    if name is None:
+        raise ValueError(f"no torchtune config for {job.model.display}")
+    base = load_config(name)
+    section: dict[str, Any] = resolve(base, _tokenizer(job, base, paths))["tokenizer"]
+    return section
+
+
 def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     spec = job.spec
     ds = spec.data.train

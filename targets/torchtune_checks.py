@@ -69,7 +69,14 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    "by proportion", "mixture", hint="use data.train, or launcher: accelerate")
     ds = data.train
     if ds is not None:
-        if ds.format not in DATASETS:
+        if ds.format == "prompt_completion":
+            yield _err(("data", "train", "format"), "prompt_completion is TRL's own "
+                       "prompt-completion tokenization (the text tokenized at once, no prompt "
+                       "template); torchtune's builders tokenize each message apart through "
+                       "the tokenizer's prompt template, so the tokens would differ",
+                       "dataset-format", hint="use format: instruct with column_map {input: "
+                       "prompt, output: completion}: torchtune's tokens on both launchers")
+        elif ds.format not in DATASETS:
             yield _err(("data", "train", "format"),
                        f"the torchtune target builds {', '.join(DATASETS)} datasets, not "
                        f"{ds.format}", "dataset-format")

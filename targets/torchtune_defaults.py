@@ -48,8 +48,10 @@ COMPONENT_DEFAULTS: dict[str, dict[str, Any]] = {
     "torchtune.datasets.chat_dataset": dict(_SFT_DATA),
     "torchtune.datasets.text_completion_dataset": {"split": "train", "column": "text",
                                                    "packed": False},
-    "torchtune.datasets.alpaca_dataset": dict(_SFT_DATA),
-    "torchtune.datasets.alpaca_cleaned_dataset": dict(_SFT_DATA),
+    "torchtune.datasets.alpaca_dataset": {**_SFT_DATA, "train_on_input": True,
+                                          "source": "tatsu-lab/alpaca"},
+    "torchtune.datasets.alpaca_cleaned_dataset": {**_SFT_DATA, "train_on_input": True,
+                                                  "source": "yahma/alpaca-cleaned"},
 }
 
 LORA_BUILDER_DEFAULTS: dict[str, Any] = {

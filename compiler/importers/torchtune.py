@@ -47,7 +47,8 @@ NAMED_DATASETS: dict[str, str] = {
 _TT_TO_HF = {v: k for k, v in HF_TO_TORCHTUNE_ATTN.items()}
 _OPTIMIZER_NAMES = {v: k for k, v in OPTIMIZERS.items()}
 _LOSS_NAMES = {v: k for k, v in LOSSES.items()}
-_FORMATS = {v: k for k, v in DATASETS.items()}
+_FORMATS = {v: k for k, v in DATASETS.items() if k != "sharegpt"}  # chat_dataset: chat
+_FORMATS["torchtune.datasets.alpaca_cleaned_dataset"] = "alpaca"
 _SINKS = {v: [k] for k, v in METRIC_LOGGERS.items()} | {STDOUT_LOGGER: []}
 
 
@@ -206,16 +207,7 @@ def _data(draft: SpecDraft) -> None:
                             "(a list of datasets cannot be imported yet)",
                             "give one dataset component")
     component = ds.get("_component_")
-    train = ("data", "train")
-    if component in NAMED_DATASETS:
-        draft.put(train + ("uri",), NAMED_DATASETS[component],
-                  draft.origin_of(("dataset", "_component_")))
-        draft.put(train + ("format",), "instruct", f"{component} builds instruct rows")
-        draft.warn(("dataset", "_component_"), f"{component} applies torchtune's Alpaca "
-                   "prompt template, which data.train cannot say: the torchtune target keeps "
-                   "the builder as raw overrides.torchtune.dataset; other launchers read "
-                   "data.train without that template")
-    elif component in _FORMATS:
+    if component in _FORMATS:
         _generic_dataset(draft, ds, str(component))
     else:
         raise not_this_tool(draft.source, ("dataset", "_component_"),
@@ -251,6 +243,9 @@ def _generic_dataset(draft: SpecDraft, ds: dict[str, Any], component: str) -> No
                   draft.origin_of(("dataset", "data_files")))
     elif isinstance(source, str):
         draft.put(train + ("uri",), f"hf://{source}", draft.origin_of(("dataset", "source")))
+    elif component in NAMED_DATASETS:  # the builder's own hub source
+        draft.put(train + ("uri",), NAMED_DATASETS[component],
+                  draft.origin_of(("dataset", "_component_")))
     for src, dst in (("split", "split"), ("name", "subset"), ("column_map", "column_map"),
                      ("train_on_input", "train_on_input"),
                      ("new_system_prompt", "new_system_prompt"),

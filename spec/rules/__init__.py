@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     data.train_or_mixture,
     data.mixture_proportions,
     data.templates_exclusive,
+    data.packing_needs_length,
     data.evaluation_data,
     data.loader_known,
     training.duration,

@@ -69,6 +69,15 @@ def templates_exclusive(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                         "completion-prompt")
 
 
+def packing_needs_length(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """Packing fills sequences of ``max_seq_len`` tokens: null (no truncation) cannot pack."""
+    d = spec.data
+    if d.packed and d.max_seq_len is None:
+        yield error(("data", "max_seq_len"), "packing fills sequences of max_seq_len tokens; "
+                    "null (no truncation) leaves nothing to fill", "packed-length",
+                    hint="give data.max_seq_len a number, or set data.packed: false")
+
+
 def evaluation_data(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     ev = spec.training.evaluation
     d = spec.data

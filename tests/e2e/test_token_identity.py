@@ -3,26 +3,23 @@ torchtune's own dataset builder (as the compiled torchtune config instantiates i
 TRL's SFTTrainer (as the compiled accelerate artifacts feed it), with the same locally
 generated tokenizer. Where they differ, `validate` says so for the accelerate launcher.
 
-Matrix (llama2 tiny tokenizer, rows with and without an input, a multi-turn chat):
+Matrix (llama2 tiny tokenizer; rows with and without an input, train_on_input unset / true /
+false, packing on and off; `pytest -s` prints it):
 
-| format   | torchtune builder              | TRL path        | result                       |
-|----------|--------------------------------|-----------------|------------------------------|
-| text     | text_completion_dataset        | trl sft (CLI)   | identical ids and masks      |
-| instruct | instruct_dataset               | prepare + TRL   | differ -> warning at format  |
-| chat     | chat_dataset (sharegpt/openai) | prepare + TRL   | identical (see CHAT_CASES)   |
-
-Chat cases (`test_chat_rows_same_tokens_or_a_located_refusal`, one MATRIX line each with -s):
-multi-turn ShareGPT (`format: chat` and `format: sharegpt`) and OpenAI rows with the
-tokenizer's template (torchtune's llama2
-layout), the named templates chatml and llama2 (with new_system_prompt and train_on_input)
-packing, and instruct rows rendered as chat with a system prompt (`as_chat`) give
-identical ids and masks; an inline Jinja template is refused by torchtune
-with a located error and runs under accelerate alone, every assistant turn trained.
+| format            | torchtune builder        | accelerate launcher                          |
+|-------------------|--------------------------|----------------------------------------------|
+| text              | text_completion_dataset  | trl sft (CLI): identical ids and masks       |
+| alpaca            | alpaca_dataset           | rows tokenized by torchtune's tokenizer and  |
+| instruct          | instruct_dataset         | message transform: identical ids and masks   |
+| prompt_completion | refused (error at format)| TRL's own prompt-completion rows             |
+| chat / sharegpt   | chat_dataset             | see test_chat_token_identity.py: identical   |
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +35,10 @@ pytestmark = pytest.mark.e2e
 
 ROWS = [{"instruction": "Reverse the words.", "input": "sun moon", "output": "moon sun"},
         {"instruction": "Say hi.", "input": "", "output": "hi there"}]
+CHAT = [{"conversations": [
+    {"from": "system", "value": "Be brief."}, {"from": "human", "value": "sun moon"},
+    {"from": "gpt", "value": "moon sun"}, {"from": "human", "value": "again"},
+    {"from": "gpt", "value": "sun moon"}]}]
 TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}assistant: {% endif %}")
 Rows = list[tuple[list[int], list[bool]]]
@@ -75,12 +76,6 @@ def _torchtune_rows(job: Job) -> Rows:
 
 
 def _trl_rows(job: Job, scratch: Path) -> Rows:
-    return [(list(r["input_ids"]), [label != -100 for label in r["labels"]])
-            for r in _trl_dataset(job, scratch)]
-
-
-def _trl_dataset(job: Job, scratch: Path) -> Any:
-    """The training rows SFTTrainer built (tokenized, labelled, packed when asked)."""
     import datasets
     from ftspec.targets.entrypoints.hf_sft import (
         Plan,
@@ -113,166 +108,181 @@ def _trl_dataset(job: Job, scratch: Path) -> Any:
                                      split="train")
     trainer = SFTTrainer(model=model_args.model_name_or_path, args=args, train_dataset=rows,
                          processing_class=tokenizer)
-    return trainer.train_dataset
+    out = []
+    for row in trainer.train_dataset:  # what a training step sees: the trainer's collator
+        batch = trainer.data_collator([row])
+        out.append(([int(t) for t in batch["input_ids"][0]],
+                    [int(label) != -100 for label in batch["labels"][0]]))
+    return out
 
 
-@pytest.mark.parametrize("fmt", ["text", "instruct"])
-def test_same_rows_same_tokens_or_a_warning(fmt: str, tiny_assets: TinyAssets,
-                                             tmp_path: Path) -> None:
-    assets = tiny_assets
+def _train(fmt: str, tmp_path: Path, **extra: Any) -> dict[str, Any]:
     if fmt == "text":
-        train = {"uri": _write(tmp_path / "t.jsonl", [
+        rows: list[dict[str, Any]] = [
             {"text": f"{r['instruction']} {r['input']} {r['output']}".replace("  ", " ")}
-            for r in ROWS]), "format": "text"}
+            for r in ROWS]
+    elif fmt == "instruct":
+        rows = [{"input": f"{r['instruction']} {r['input']}".strip(), "output": r["output"]}
+                for r in ROWS]
+    elif fmt == "prompt_completion":
+        rows = [{"prompt": f"{r['instruction']} {r['input']}".strip(),
+                 "completion": " " + r["output"]} for r in ROWS]
+    elif fmt == "alpaca":
+        rows = [*ROWS, {"instruction": "Count.", "output": "one two"}]  # no input column
     else:
-        train = {"uri": _write(tmp_path / "i.jsonl", ROWS), "format": "instruct"}
-    job = build_job(spec_from_data(_spec(assets, train, tmp_path / "out")))
-    tt = _torchtune_rows(job)
-    trl = _trl_rows(job, tmp_path)
-    warned = [d for d in get_target("accelerate").check(job) if d.code.endswith("token-identity")]
-    assert len(tt) == len(trl) > 0
-    if fmt == "text":
-        assert trl == tt  # ids and masks, row by row
-        assert not warned
-    else:
-        assert trl != tt  # the libraries disagree (see the module docstring) ...
-        assert [".".join(map(str, d.path)) for d in warned] == ["data.train.format"]
+        rows = CHAT
+    return {"uri": _write(tmp_path / f"{fmt}.jsonl", rows), "format": fmt, **extra}
 
 
-# --- chat: ShareGPT / OpenAI multi-turn, named and Jinja templates, packing -----------------
-# Each case runs the spec's checks for both launchers (located diagnostics from the YAML file);
-# a launcher without errors renders the rows through its own library; where both run, the
-# ids and masks must be identical. One matrix line per (case, launcher) is printed (-s).
-
-TURNS = [[{"from": "system", "value": "Be brief."}, {"from": "human", "value": "sun moon"},
-          {"from": "gpt", "value": "moon sun"}, {"from": "human", "value": "again "},
-          {"from": "gpt", "value": " sun  moon\n"}],
-         [{"from": "human", "value": "Count: red cat"}, {"from": "gpt", "value": "two"}]]
-OPENAI = {"sharegpt": "openai", "from": "role", "value": "content", "human": "user",
-          "gpt": "assistant", "system": "system"}
-GENERATION_TEMPLATE = (
-    "{% for m in messages %}{{ m['role'] }}: {% if m['role'] == 'assistant' %}{% generation %}"
-    "{{ m['content'] }}\n{% endgeneration %}{% else %}{{ m['content'] }}\n{% endif %}"
-    "{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}")
-CHAT_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    # case: (data.train keys, other spec keys as dotted paths)
-    "chat sharegpt multi-turn, tokenizer's template": ({}, {}),
-    "sharegpt format multi-turn": ({"format": "sharegpt"}, {}),
-    "chat openai multi-turn": ({"conversation_column": "messages",
-                                "conversation_style": "openai"}, {}),
-    "chat named template chatml": ({}, {"model.chat_template": "chatml"}),
-    "chat named llama2, new_system_prompt, train_on_input": (
-        {"new_system_prompt": "You are terse.", "train_on_input": True},
-        {"model.chat_template": "llama2"}),
-    "instruct rows as chat, new_system_prompt": (
-        {"format": "instruct", "as_chat": True, "new_system_prompt": "You are terse."}, {}),
-    "chat inline Jinja template": ({}, {"model.chat_template": GENERATION_TEMPLATE}),
-    "chat packed (no attention across examples)": ({}, {"data.packed": True}),
-    "chat packed, attention across examples": (
-        {}, {"data.packed": True, "data.packed_attention": "across"}),
-}
+def _job(assets: TinyAssets, train: dict[str, Any], tmp_path: Path, launcher: str,
+         packed: bool = False) -> Job:
+    data = _spec(assets, train, tmp_path / "out")
+    data["launcher"] = launcher
+    data["data"]["packed"] = packed
+    return build_job(spec_from_data(data))
 
 
-def _openai(turns: list[dict[str, str]]) -> list[dict[str, str]]:
-    return [{"role": OPENAI[t["from"]], "content": t["value"]} for t in turns]
+def _errors(job: Job) -> list[str]:
+    return [f"{'.'.join(map(str, d.path))}: {d.summary}"
+            for d in get_target(job.launcher).check(job) if d.severity.value == "error"]
 
 
-def _chat_spec(assets: TinyAssets, case: str, tmp: Path) -> Path:
-    train_keys, other = CHAT_CASES[case]
-    column = train_keys.get("conversation_column", "conversations")
-    rows = [{column: _openai(t) if column == "messages" else t} for t in TURNS]
-    if train_keys.get("format") == "instruct":  # the first exchange of each conversation
-        rows = [{"input": next(x["value"] for x in t if x["from"] == "human"),
-                 "output": next(x["value"] for x in t if x["from"] == "gpt")} for t in TURNS]
-    train = {"uri": _write(tmp / "chat.jsonl", rows), "format": "chat", **train_keys}
-    spec = _spec(assets, train, tmp / "out")
-    del spec["model"]["chat_template"]
-    for dotted, value in other.items():
-        *parents, leaf = dotted.split(".")
-        node = spec
-        for key in parents:
-            node = node[key]
-        node[leaf] = value
-    path = tmp / "spec.yaml"
-    with path.open("w") as f:
-        YAML(typ="safe", pure=True).dump(spec, f)
-    return path
+MATRIX: dict[tuple[str, str], str] = {}
+"""(format, launcher) -> pass / refused: reason, printed at the end of the module."""
 
 
-def _errors(path: Path, target: str) -> list[str]:
-    from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
-
-    done = compile_spec(SpecInput(path), "checks", CompileOptions(target=target))
-    return [d.format().splitlines()[0] for d in done.diagnostics if d.is_error]
-
-
-def _unpacked(rows: Rows, lengths: list[list[int]]) -> Rows:
-    """Packed sequences cut back into their examples (padding dropped)."""
-    out: Rows = []
-    for (ids, mask), lens in zip(rows, lengths):
-        at = 0
-        for n in lens:
-            piece = (ids[at:at + n], mask[at:at + n])
-            at += n
-            if any(piece[1]) or any(piece[0]):  # torchtune pads with id 0, label -100
-                out.append(piece)
-    return sorted(out)
+@pytest.fixture(scope="module", autouse=True)
+def _print_matrix() -> Iterator[None]:
+    yield
+    if MATRIX:
+        print("\n| format | launcher | result |\n|---|---|---|")
+        for (fmt, launcher), result in sorted(MATRIX.items()):
+            print(f"| {fmt} | {launcher} | {result} |")
 
 
-def _torchtune_packed(job: Job) -> tuple[Rows, list[list[int]]]:
+def _record(fmt: str, launcher: str, result: str) -> None:
+    previous = MATRIX.get((fmt, launcher))
+    if previous is None or previous == "pass":
+        MATRIX[(fmt, launcher)] = result
+
+
+@pytest.mark.parametrize("train_on_input", [None, True, False])
+@pytest.mark.parametrize("fmt", ["alpaca", "instruct", "text"])
+def test_torchtune_formats_same_tokens_on_both_launchers(
+        fmt: str, train_on_input: bool | None, tiny_assets: TinyAssets, tmp_path: Path) -> None:
+    """torchtune's builder and the accelerate launcher's rows: identical ids and masks, per
+    row (rows with and without an input), for every train_on_input."""
+    extra = {} if train_on_input is None or fmt == "text" else {"train_on_input": train_on_input}
+    train = _train(fmt, tmp_path, **extra)
+    tt_job = _job(tiny_assets, train, tmp_path, "torchtune")
+    trl_job = _job(tiny_assets, train, tmp_path, "accelerate")
+    assert _errors(tt_job) == [] and _errors(trl_job) == []
+    tt = _torchtune_rows(tt_job)
+    trl = _trl_rows(trl_job, tmp_path)
+    assert len(tt) == len(ROWS) + (fmt == "alpaca") and len(trl) == len(tt)
+    assert trl == tt  # ids and masks, row by row
+    trained = [int(sum(mask)) for _, mask in tt]
+    whole = [len(ids) for ids, _ in tt]  # BOS goes with the prompt's mask
+    on_input = train_on_input if train_on_input is not None else fmt == "alpaca"
+    if fmt != "text":  # the prompt is trained on exactly when train_on_input says so
+        assert (trained == whole) == on_input, (trained, whole)
+    if fmt == "alpaca":  # the input section only where the row has an input
+        from transformers import AutoTokenizer
+
+        hf = AutoTokenizer.from_pretrained(str(tiny_assets.model_dir))
+        texts = [hf.decode(ids) for ids, _ in tt]
+        assert ["### Input:" in t for t in texts] == [True, False, False], texts
+    for launcher in ("torchtune", "accelerate"):
+        _record(fmt, launcher, "pass")
+
+
+def test_prompt_completion_is_trl_own_and_refused_by_torchtune(
+        tiny_assets: TinyAssets, tmp_path: Path) -> None:
+    """prompt_completion rows are TRL's native prompt-completion dataset: the accelerate
+    launcher hands them to ``trl sft`` as they are (loss on the completion and EOS); torchtune
+    has no builder that tokenizes them the same way, so it refuses at data.train.format."""
+    train = _train("prompt_completion", tmp_path)
+    trl_job = _job(tiny_assets, train, tmp_path, "accelerate")
+    assert _errors(trl_job) == []
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(tiny_assets.model_dir))
+    rows = [json.loads(line) for line in (tmp_path / "prompt_completion.jsonl").read_text()
+            .splitlines()]
+    expected = []
+    for row in rows:  # TRL's own rule: prompt ids, then the rest of prompt + completion + EOS
+        prompt = hf(row["prompt"])["input_ids"]
+        whole = hf(row["prompt"] + row["completion"])["input_ids"] + [hf.eos_token_id]
+        assert whole[:len(prompt)] == prompt
+        expected.append((whole, [False] * len(prompt) + [True] * (len(whole) - len(prompt))))
+    assert _trl_rows(trl_job, tmp_path) == expected
+    _record("prompt_completion", "accelerate", "pass (TRL's own prompt-completion rows)")
+    errors = _errors(_job(tiny_assets, train, tmp_path, "torchtune"))
+    assert len(errors) == 1 and errors[0].startswith("data.train.format: "), errors
+    _record("prompt_completion", "torchtune", "refused: " + errors[0].split(": ", 1)[1])
+
+
+@pytest.mark.parametrize("fmt", ["alpaca", "instruct"])
+def test_packed_sequences_restart_positions_per_example(
+        fmt: str, tiny_assets: TinyAssets, tmp_path: Path) -> None:
+    """Packing on: both launchers pack the same per-example ids (compared above unpacked),
+    and every packed sequence restarts its position ids at each example (no attention across
+    examples: torchtune's PackedDataset mask, TRL's padding-free position ids)."""
     from omegaconf import OmegaConf
     from torchtune import config
 
-    files = {a.path: a.content for a in get_target("torchtune").compile(job)}
+    train = _train(fmt, tmp_path)
+    unpacked = _torchtune_rows(_job(tiny_assets, train, tmp_path, "torchtune"))
+    tt_job = _job(tiny_assets, train, tmp_path, "torchtune", packed=True)
+    trl_job = _job(tiny_assets, train, tmp_path, "accelerate", packed=True)
+    assert _errors(tt_job) == [] and _errors(trl_job) == []
+    files = {a.path: a.content for a in get_target("torchtune").compile(tt_job)}
     cfg = OmegaConf.create(YAML(typ="safe", pure=True).load(files["config.yaml"]))
-    dataset = config.instantiate(cfg.dataset, config.instantiate(cfg.tokenizer))
-    packs = [dataset[i] for i in range(len(dataset))]
-    for p in packs:  # positions restart in every example (the padding's run on)
-        starts = [0, *p["seq_lens"].cumsum(0)[:-1].tolist()]
-        assert all(int(p["input_pos"][s]) == 0 for s in starts if int(p["tokens"][s]) != 0)
-    return ([(p["tokens"].tolist(), [label != -100 for label in p["labels"].tolist()])
-             for p in packs], [p["seq_lens"].tolist() for p in packs])
+    packs = config.instantiate(cfg.dataset, config.instantiate(cfg.tokenizer))
+    real = sorted(ids for ids, _ in unpacked)
+    tt_examples = []
+    for pack in (packs[i] for i in range(len(packs))):
+        tokens, pos = [int(t) for t in pack["tokens"]], [int(p) for p in pack["input_pos"]]
+        lengths = [int(n) for n in pack["seq_lens"]]
+        at = 0
+        for n in lengths:
+            if tokens[at:at + n] in real:  # (the pack's tail is padding)
+                assert pos[at:at + n] == list(range(n))  # positions restart per example
+                tt_examples.append(tokens[at:at + n])
+            at += n
+    assert sorted(tt_examples) == real
+    trl_examples = _trl_packed(trl_job, tmp_path)
+    assert sorted(trl_examples) == real
+    for launcher in ("torchtune", "accelerate"):
+        _record(f"{fmt} (packed)", launcher, "pass")
 
 
-@pytest.mark.parametrize("case", list(CHAT_CASES))
-def test_chat_rows_same_tokens_or_a_located_refusal(case: str, tiny_assets: TinyAssets,
-                                                     tmp_path: Path) -> None:
-    path = _chat_spec(tiny_assets, case, tmp_path)
-    job = build_job(spec_from_data(YAML(typ="safe", pure=True).load(path.read_text())))
-    refused = {t: _errors(path, t) for t in ("torchtune", "accelerate")}
-    runs = [t for t, errs in refused.items() if not errs]
-    assert runs, f"{case}: no launcher runs it: {refused}"
-    for t, errs in refused.items():
-        assert all(e.startswith(f"{path}:") for e in errs)  # located: FILE:LINE:COL
-    packed = job.spec.data.packed
-    across = job.spec.data.packed_attention == "across"
-    if packed:
-        tt = _unpacked(*_torchtune_packed(job)) if "torchtune" in runs else []
-        trl_rows, trl_lens = _trl_rows_packed(job, tmp_path, across)
-        trl = trl_rows if across else _unpacked(trl_rows, trl_lens)
-    else:
-        tt = _torchtune_rows(job) if "torchtune" in runs else []
-        trl = _trl_rows(job, tmp_path) if "accelerate" in runs else []
-    if len(runs) == 2:
-        assert len(tt) == len(TURNS) and trl == tt  # ids and masks, example by example
-        verdict = {t: "pass (ids and masks identical)" for t in runs}
-    else:
-        [only] = runs
-        rows = tt or trl
-        # the one launcher that runs it trains every assistant turn
-        assert rows and all(sum(mask) > 0 for _, mask in rows)
-        if not packed:
-            assert len(rows) == len(TURNS)
-        verdict = {only: "runs (the only launcher that can)"}
-    for t in ("torchtune", "accelerate"):
-        line = verdict.get(t) or "refused: " + refused[t][0]
-        print(f"MATRIX | {case} | {t} | {line}")
+def _trl_packed(job: Job, scratch: Path) -> list[list[int]]:
+    """The examples of TRL's packed rows, split where the collator's position ids restart."""
+    from ftspec.targets.entrypoints.hf_sft import Plan, PrepareArguments, _tokenizer, build_data
+    from trl.scripts.utils import DatasetMixtureConfig, ScriptArguments, TrlParser
+    from trl.trainer.model_config import ModelConfig
+    from trl.trainer.sft_config import SFTConfig
+    from trl.trainer.sft_trainer import SFTTrainer
 
-
-def _trl_rows_packed(job: Job, scratch: Path, across: bool) -> tuple[Rows, list[list[int]]]:
-    rows = _trl_dataset(job, scratch)
-    # bfd keeps each example's length (the collator restarts positions there: transformers
-    # then masks attention per example); wrapped packing keeps none: one causal sequence
-    assert ("seq_lengths" in rows.column_names) != across
-    return ([(list(r["input_ids"]), [label != -100 for label in r["labels"]]) for r in rows],
-            [list(r["seq_lengths"]) if not across else [] for r in rows])
+    files = {a.path: a.content for a in get_target("accelerate").compile(job)}
+    for name, text in files.items():
+        (scratch / name).write_text(text)
+    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig,
+                        PrepareArguments))
+    _, args, model_args, _, prep = parser.parse_args_and_config(
+        args=["--config", str(scratch / "sft.yaml"), "--prepare", str(scratch / "prepare.json")])
+    assert args.packing and args.packing_strategy == "bfd"
+    plan = Plan.from_json(json.loads(Path(prep.prepare).read_text()))
+    tokenizer = _tokenizer(plan, model_args, args)
+    trainer = SFTTrainer(model=model_args.model_name_or_path, args=args,
+                         train_dataset=build_data(plan, tokenizer, 0).train,
+                         processing_class=tokenizer)
+    assert trainer.data_collator.padding_free  # bfd packing: padding-free batches
+    batch = trainer.data_collator(list(trainer.train_dataset))
+    ids, pos = batch["input_ids"][0].tolist(), batch["position_ids"][0].tolist()
+    starts = [i for i, p in enumerate(pos) if p == 0] + [len(pos)]
+    segments = list(itertools.pairwise(starts))
+    for a, b in segments:
+        assert pos[a:b] == list(range(b - a))
+    return [ids[a:b] for a, b in segments]

@@ -47,12 +47,45 @@ def test_completion_templates_read_columns_through_the_map(tmp_path: Path) -> No
     assert hf_sft.load_examples(a) == [("Q: two plus two\nA: ", "four")]
 
 
-def test_instruct_has_alpaca_default_templates(tmp_path: Path) -> None:
-    data = write_jsonl(tmp_path / "d.jsonl",
-                       [{"instruction": "Add.", "input": "2 2", "output": "4"}])
-    [(prompt, completion)] = hf_sft.load_examples(plan({"source": str(data)}))
-    assert prompt.startswith("### Instruction:\nAdd.") and prompt.endswith("### Response:\n")
-    assert completion == "4"
+def _torchtune_tokenizer(tiny: TinyAssets) -> dict[str, Any]:
+    return {"section": {"_component_": "torchtune.models.llama2.llama2_tokenizer",
+                        "max_seq_len": 256},
+            "model": str(tiny.model_dir), "model_files": {"path": tiny.tokenizer_path.name}}
+
+
+def test_alpaca_rows_are_torchtunes_tokens(tmp_path: Path, tiny: TinyAssets,
+                                           tokenizer: Any) -> None:
+    """alpaca rows become input_ids + completion_mask from torchtune's own transform: the
+    input section only where the row has an input, the mask as train_on_input says."""
+    rows = [{"instruction": "Add.", "input": "2 2", "output": "4"},
+            {"instruction": "Say hi.", "input": "", "output": "hi"}]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    for on_input in (False, True):
+        src = {"source": str(data), "format": "alpaca", "train_on_input": on_input}
+        built = hf_sft.build_data(plan(src, torchtune_tokenizer=_torchtune_tokenizer(tiny)),
+                                  None, 0)
+        texts = [tokenizer.decode(r["input_ids"]) for r in built.train]
+        assert ["### Input:" in t for t in texts] == [True, False]
+        assert all("### Response:" in t for t in texts)
+        for r in built.train:
+            assert len(r["completion_mask"]) == len(r["input_ids"])
+            assert (sum(r["completion_mask"]) == len(r["input_ids"])) is on_input
+            assert r["input_ids"][-1] == tokenizer.eos_token_id and r["completion_mask"][-1]
+
+
+def test_without_torchtunes_tokenizer_rows_render_as_text(tmp_path: Path) -> None:
+    """A model torchtune has no tokenizer for: alpaca is the Alpaca prompt as text (the input
+    section only when present), instruct is its input and output."""
+    rows = [{"instruction": "Add.", "input": "2 2", "output": "4"},
+            {"instruction": "Say hi.", "output": "hi"}]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    [(with_input, four), (without, hi)] = hf_sft.load_examples(
+        plan({"source": str(data), "format": "alpaca"}))
+    assert "### Input:\n2 2\n\n### Response:\n" in with_input and four == "4"
+    assert "### Input:" not in without and without.endswith("### Response:\n") and hi == "hi"
+    pairs = hf_sft.load_examples(plan({"source": str(data), "format": "instruct",
+                                       "column_map": {"input": "instruction"}}))
+    assert pairs == [("Add.", "4"), ("Say hi.", "hi")]
 
 
 def test_prompt_and_completion_functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,13 +173,14 @@ def test_split_off_is_seeded_and_disjoint() -> None:
 
 
 def test_validation_file_and_split_ratio(tmp_path: Path, tokenizer: Any) -> None:
-    rows = [{"instruction": f"i{i}", "input": "", "output": f"o{i}"} for i in range(20)]
+    rows = [{"p": f"i{i}", "c": f"o{i}"} for i in range(20)]
     train = write_jsonl(tmp_path / "t.jsonl", rows)
     val = write_jsonl(tmp_path / "v.jsonl", rows[:3])
-    data = hf_sft.build_data(plan({"source": str(train)}, validation={"source": str(val)}),
-                             tokenizer, 42)
+    fmt = {"format": "completion", "prompt_template": "{p}", "completion_template": "{c}"}
+    data = hf_sft.build_data(plan({"source": str(train), **fmt},
+                                  validation={"source": str(val), **fmt}), tokenizer, 42)
     assert (len(data.train), len(data.eval)) == (20, 3)
-    data = hf_sft.build_data(plan({"source": str(train)}, validation_split_ratio=0.25),
+    data = hf_sft.build_data(plan({"source": str(train), **fmt}, validation_split_ratio=0.25),
                              tokenizer, 42)
     assert (len(data.train), len(data.eval)) == (15, 5)
     assert data.notes[0] == "train_examples=15 eval_examples=5"

@@ -31,6 +31,9 @@ class Plan:
     chat_template: str | None = None
     peft: dict[str, Any] | None = None
     early_stopping: dict[str, Any] | None = None
+    torchtune_tokenizer: dict[str, Any] | None = None
+    """The torchtune tokenizer section: instruct / alpaca rows are tokenized as torchtune
+    does (``torchtune_rows``)."""
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> Plan:
@@ -42,7 +45,8 @@ class Plan:
             validation_split_ratio=obj.get("validation_split_ratio"),
             tokenizer=obj.get("tokenizer"),
             pad_token=obj.get("pad_token"), chat_template=obj.get("chat_template"),
-            peft=obj.get("peft"), early_stopping=obj.get("early_stopping"))
+            peft=obj.get("peft"), early_stopping=obj.get("early_stopping"),
+            torchtune_tokenizer=obj.get("torchtune_tokenizer"))
 
 
 @dataclass
@@ -77,6 +81,8 @@ def _load_tagged(plan: Plan, tokenizer: Any, seed: int) -> list[Tagged]:
 def build_data(plan: Plan, tokenizer: Any, seed: int) -> Data:
     import datasets
 
+    if plan.torchtune_tokenizer is not None:
+        return _tokenized_data(plan, seed)
     tagged = _load_tagged(plan, tokenizer, seed)
     if plan.validation is not None:
         held = [(e, plan.validation) for e in render(read_rows(plan.validation),
@@ -118,3 +124,29 @@ def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, Any]], int]:
             prompt, completion = "", prompt + completion
         rows.append({"prompt": prompt, "completion": completion})
     return rows, unmarked
+
+
+def _tokenized_data(plan: Plan, seed: int) -> Data:
+    """Every source tokenized by torchtune's own builder pieces (``torchtune_rows``)."""
+    import datasets
+    from ftspec.targets.entrypoints.hf_sft.torchtune_rows import (
+        tokenized_rows,
+        torchtune_tokenizer,
+    )
+
+    assert plan.torchtune_tokenizer is not None
+    tokenizer = torchtune_tokenizer(plan.torchtune_tokenizer)
+    parts = [tokenized_rows(read_rows(s), s, tokenizer) for s in plan.train]
+    for s, part in zip(plan.train, parts):
+        if not part:
+            raise SystemExit(f"{s.source}: no examples")
+    train = parts[0] if len(parts) == 1 else interleave(
+        parts, [float(s.proportion or 0) for s in plan.train], plan.mixture_strategy, seed)
+    if plan.validation is not None:
+        held = tokenized_rows(read_rows(plan.validation), plan.validation, tokenizer)
+    else:
+        train, held = split_off(train, plan.validation_split_ratio or 0.0, seed)
+    notes = [f"train_examples={len(train)} eval_examples={len(held)}",
+             "rows tokenized by torchtune's tokenizer and message transform"]
+    return Data(datasets.Dataset.from_list(train),
+                datasets.Dataset.from_list(held) if held else None, notes)

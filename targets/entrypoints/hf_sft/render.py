@@ -1,8 +1,11 @@
 """Rows -> (prompt, completion) text pairs, by the source's format.
 
-- instruct / completion: ``prompt_template`` / ``completion_template`` (``str.format``
-  placeholders read through ``column_map``) or ``prompt_func`` / ``completion_func``
-  (``module:function`` taking the row). instruct has Alpaca-style default templates.
+- completion / prompt_completion: ``prompt_template`` / ``completion_template``
+  (``str.format`` placeholders read through ``column_map``) or ``prompt_func`` /
+  ``completion_func`` (``module:function`` taking the row).
+- instruct / alpaca, for a model torchtune has no tokenizer for (else they are tokenized by
+  torchtune's own pieces: ``torchtune_rows``): ``{input}`` / ``{output}``, or the Alpaca
+  prompt (``alpaca``) and the output.
 - text: the prompt is empty, the completion is the ``text_field`` column.
 - chat: the conversation column (OpenAI ``role``/``content`` or ShareGPT ``from``/``value``)
   becomes a finished TRL row, trained on every assistant turn: with a ``chat_layout``,
@@ -24,10 +27,6 @@ from ftspec.targets.entrypoints.hf_sft.sources import Source
 
 Example = tuple[str, str] | dict[str, Any]
 """(prompt, completion) text, or a finished TRL row (chat)."""
-DEFAULT_PROMPT_TEMPLATE = (
-    "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n"
-)
-DEFAULT_COMPLETION_TEMPLATE = "{output}"
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant",
                   "assistant": "assistant", "system": "system"}
 
@@ -69,7 +68,7 @@ def _builder(func_ref: str | None, template: str | None, src: Source,
         if src.format != "instruct":
             raise SystemExit(f"{src.source}: completion data needs a {part}_template "
                              f"or {part}_func")
-        template = DEFAULT_PROMPT_TEMPLATE if part == "prompt" else DEFAULT_COMPLETION_TEMPLATE
+        template = "{input}" if part == "prompt" else "{output}"
     fmt = template
     return lambda row, where: fmt.format_map(_Fields(row, src.column_map, where))
 
