@@ -43,6 +43,7 @@ def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = No
     _header(draft, path)
     _model(r)
     data(r)
+    _chat_template(r)
     _method(r)
     world = resources(r, "an axolotl config", nproc, nnodes, accelerator)
     _training(r, world)
@@ -55,6 +56,21 @@ def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = No
         draft.put(("output", "save_adapter_only"), True, "axolotl saves the adapter only")
     return finish("axolotl", r, path, "axolotl trains with a transformers Trainer under "
                   "accelerate launch; TRL's SFTTrainer is the nearest")
+
+
+def _chat_template(r: FlatReader) -> None:
+    """axolotl renders chat rows with the Hugging Face tokenizer's Jinja template (its named
+    templates are Jinja too), the whole conversation at once: the spec says so by naming the
+    tokenizer as ``model.chat_template`` (TRL's ``chat_template_path``), not by leaving it
+    unset, which would mean torchtune's per-message layout."""
+    data = r.draft.data.get("data", {})
+    sets = [data.get("train")] + list((data.get("mixture") or {}).get("datasets", []))
+    if not any(isinstance(ds, dict) and ds.get("format") in ("chat", "sharegpt") for ds in sets):
+        return
+    tokenizer = r.value("tokenizer_config") or r.value("base_model")
+    r.draft.put(("model", "chat_template"), str(tokenizer), (
+        r.origin("tokenizer_config") if r.has("tokenizer_config") else r.origin("base_model"))
+        + " (axolotl renders chat rows with this tokenizer's chat template)")
 
 
 def check_is_axolotl(doc: SourceDoc) -> None:

@@ -223,13 +223,11 @@ def _data(draft: SpecDraft) -> None:
     max_len = tok.get("max_seq_len") if isinstance(tok, dict) else None
     if isinstance(max_len, int):
         draft.take(("tokenizer", "max_seq_len"), ("data", "max_seq_len"))
+    elif isinstance(tok, dict) and "max_seq_len" in tok:
+        draft.take(("tokenizer", "max_seq_len"), ("data", "max_seq_len"))  # null: no truncation
     else:
-        family = MODEL_FAMILIES[draft.data["model"]["family"]]
-        draft.put(("data", "max_seq_len"), family.max_seq_len,
-                  "the model's context: no tokenizer.max_seq_len (no truncation)")
-        draft.warn(("tokenizer", "max_seq_len"), "null or absent (no truncation) has no spec "
-                   "value; data.max_seq_len is the model's context and the torchtune target "
-                   "keeps torchtune's value through raw overrides.torchtune")
+        draft.put(("data", "max_seq_len"), None, "no tokenizer.max_seq_len: the tokenizer "
+                  "builder's default, no truncation")
 
 
 def _generic_dataset(draft: SpecDraft, ds: dict[str, Any], component: str) -> None:

@@ -2,8 +2,7 @@
 
 The mapping in ``importers.torchtune`` covers every key the spec models. What is left —
 a component the spec has no name for (a dataset builder with its own template, an unknown
-optimizer), a value the spec cannot hold (``tokenizer.max_seq_len: null``), a key of the
-base config the user changed (profiler, metric logger) — goes to ``overrides.torchtune``
+optimizer), a key of the base config the user changed (profiler, metric logger) — goes to ``overrides.torchtune``
 with a warning at its source line. A key the compiled config has and the source lacks
 cannot be removed through the spec: that is a warning too. Never a silent drop.
 """

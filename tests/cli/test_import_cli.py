@@ -37,9 +37,10 @@ def test_import_writes_a_valid_spec_with_origins(capsys: pytest.CaptureFixture[s
     assert "rank: 64 # from 1B_lora_single_device.yaml:25" in text
     assert "betas: [0.9, 0.999] # torchtune 0.6.1 default (torch.optim.AdamW betas)" in text
     assert "global_batch_size: 16 # batch_size x gradient_accumulation_steps x 1" in text
+    # tokenizer.max_seq_len: null is the spec's own "no truncation" now
+    assert "max_seq_len: null # from 1B_lora_single_device.yaml:33" in text, text
     # Each thing the spec cannot say is a warning at its source line.
-    assert "1B_lora_single_device.yaml:33:3: warning: tokenizer.max_seq_len:" in err
-    assert "1B_lora_single_device.yaml:49:3: warning: dataset._component_:" in err
+    assert "1B_lora_single_device.yaml:48:1: warning: dataset: no spec field gives" in err
     code, out, err = run(capsys, "validate", "spec.yaml")
     assert code == 0, out + err
 
