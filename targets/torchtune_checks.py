@@ -69,6 +69,11 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                 yield _err(("data", "train", field), "torchtune's datasets take a column_map, "
                            "not prompt templates or functions", "dataset-template",
                            hint="use format: instruct with column_map {input: …, output: …}")
+    if spec.model.precision == "mixed" and spec.model.dtype != "fp16":
+        yield _err(("model", "precision"), "torchtune's recipes train in pure precision: "
+                   "weights and optimizer state live in `dtype`, with no fp32 master copy "
+                   "or autocast", "precision-mixed",
+                   hint="use precision: pure, or launcher: accelerate for mixed precision")
     if spec.model.dtype == "fp16":
         yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
                    hint="use bf16 (Ampere or newer) or fp32")
