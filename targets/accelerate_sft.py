@@ -168,7 +168,10 @@ def _precision(job: Job) -> dict[str, Any]:
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.bits == 4:
         load = BNB_DTYPES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype
-    return {"bf16": mixed and dtype == "bf16", "fp16": mixed and dtype == "fp16", "dtype": load}
+    out = {"bf16": mixed and dtype == "bf16", "fp16": mixed and dtype == "fp16", "dtype": load}
+    if mixed and job.device == "cpu":
+        out["use_cpu"] = True  # TrainingArguments refuses bf16 autocast without a GPU unless told
+    return out
 
 
 def _optimizer(job: Job) -> dict[str, Any]:
