@@ -69,13 +69,25 @@ def test_corpus_is_there() -> None:
 SFT_FIELDS = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
               "num_train_epochs", "max_steps", "lr_scheduler_type", "warmup_steps",
               "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
-              "optim", "seed", "max_length", "packing", "bf16", "fp16",
+              "optim", "seed", "max_length", "packing",
               "gradient_checkpointing", "logging_steps", "logging_strategy", "eval_strategy",
               "per_device_eval_batch_size", "save_strategy", "save_total_limit")
 MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_target_modules", "load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type",
                 "use_bnb_nested_quant", "use_dora")
 """Hyper-parameters compared as TRL reads them from the source and from the compiled config."""
+
+
+def stored(sft: Any, model: Any) -> tuple[str, str]:
+    """(dtype the weights and optimizer state live in, dtype the matmuls run in) of a run.
+
+    Compared instead of the ``bf16``/``fp16`` flags: a source with 16-bit weights under
+    autocast of the same dtype compiles to pure precision without autocast, which stores
+    and multiplies the same dtypes ("auto" is the corpus checkpoints' bf16).
+    """
+    autocast = "bfloat16" if sft.bf16 else "float16" if sft.fp16 else None
+    loaded = "bfloat16" if model.dtype == "auto" else model.dtype
+    return loaded, autocast if autocast is not None and loaded == "float32" else loaded
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -94,6 +106,8 @@ def test_import_validate_compile_equal(name: str) -> None:
             if sft.save_steps != got_sft.save_steps else {}
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
               if getattr(model, f) != getattr(got_model, f)}
+    if stored(sft, model) != stored(got_sft, got_model):
+        diffs["precision"] = (stored(sft, model), stored(got_sft, got_model))
     assert diffs == {}
     mixer = raw.get("dataset_mixer")
     name_ = next(iter(mixer)) if mixer else script.dataset_name
@@ -129,6 +143,9 @@ def test_fms_json_import_validate_compile_equal(name: str) -> None:
         {**raw, "use_cpu": True, "output_dir": raw.get("output_dir", "out")},
         allow_extra_keys=True)
     assert got_model.model_name_or_path == raw["model_name_or_path"]
+    # fms loads the weights in torch_dtype (its default bfloat16) under TrainingArguments' flags
+    fms_model = dataclasses.replace(got_model, dtype=raw.get("torch_dtype", "bfloat16"))
+    assert stored(got, got_model) == stored(ta, fms_model)
     (train,) = prepare["train"]
     assert train["source"] == "./" + raw["training_data_path"]
     assert train["text_field"] == raw["dataset_text_field"]
