@@ -50,4 +50,4 @@ def import_precision(r: Reader) -> None:
                      "train stably; imported as mixed fp16")
     r.draft.put(("model", "dtype"), dtype, at if autocast is None else flag)
     if dtype != "fp16":  # fp16's default is mixed, the only mode it may have
-        r.draft.put(("model", "precision"), mode, f"{at} with {flag}")
+        r.draft.put(("model", "precision"), mode, f"{at}; {flag}")

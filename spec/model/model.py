@@ -110,7 +110,8 @@ class ModelSpec(SpecModel):
     precision: PrecisionMode | None = Field(
         default=None,
         description="How `dtype` is kept. pure: weights, gradients and optimizer state in "
-        "`dtype` (torchtune, and Oumi/axolotl/fms-hf-tuning loading `torch_dtype: bfloat16`). "
+        "`dtype`, no autocast (torchtune; Oumi/fms-hf-tuning loading `torch_dtype: bfloat16`; "
+        "on TRL, PEFT keeps LoRA adapters in fp32). "
         "mixed: fp32 master weights and optimizer state, `dtype` compute under autocast "
         "(accelerate/TRL only). Default: mixed for fp16 (pure fp16 has no loss scaling), "
         "pure otherwise.",
