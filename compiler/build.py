@@ -57,7 +57,7 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
             ("llama2", "7B") if a.base == "llama2" else ("llama3_2", "1B"),
             torchtune_builder=CUSTOM_BASES[a.base] if a.base else None, custom=True,
             head_dim=f.attn_head_dim, tied_embeddings=f.tied_embeddings,
-            num_experts=f.num_experts, gated_mlp=f.gated_mlp,
+            num_experts=f.num_experts, gated_mlp=f.gated_mlp, context_len=f.max_seq_len,
         )
     assert m.family is not None  # guaranteed by the rules
     f = MODEL_FAMILIES[m.family]
@@ -68,6 +68,7 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
         hf_layer_cls=f.hf_layer_cls, torchtune_config=f.torchtune,
         torchtune_builder=f.torchtune_builder, head_dim=f.attn_head_dim,
         tied_embeddings=f.tied_embeddings, num_experts=f.num_experts, gated_mlp=f.gated_mlp,
+        context_len=f.max_seq_len,
     )
 
 
@@ -134,7 +135,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         device="cuda" if r.total_gpus > 0 else "cpu", strategy=strategy,
         micro_batch_size=t.micro_batch_size, gradient_accumulation_steps=accum,
         global_batch_size=t.global_batch_size, max_seq_len=spec.data.max_seq_len,
-        tokens_per_step=t.global_batch_size * spec.data.max_seq_len,
+        tokens_per_step=t.global_batch_size * (spec.data.max_seq_len or facts.context_len),
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
         model=facts, lora_modules=lora_modules, memory=memory,
         labels=labels, annotations=annotations,

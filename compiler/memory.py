@@ -251,7 +251,7 @@ def logits_bytes_per_element(spec: FineTuneSpec) -> float:
 
 
 def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -> float:
-    s = spec.data.max_seq_len
+    s = spec.data.max_seq_len or model.context_len  # null: as long as the model allows
     b = micro_batch
     h = model.hidden_size
     layers = model.num_layers

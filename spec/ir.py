@@ -44,6 +44,8 @@ class ModelFacts:
     """Mixture-of-experts: experts per MoE layer (0: dense); intermediate_size is per expert."""
     gated_mlp: bool = True
     """gate/up/down projections (3 matrices) or up/down only (2)."""
+    context_len: int = 0
+    """The longest sequence the model supports (prices ``data.max_seq_len: null``)."""
 
     @property
     def attn_head_dim(self) -> int:
@@ -96,9 +98,10 @@ class Job:
     micro_batch_size: int
     gradient_accumulation_steps: int
     global_batch_size: int
-    max_seq_len: int
+    max_seq_len: int | None
+    """``data.max_seq_len``; None: no truncation."""
     tokens_per_step: int
-    """Upper bound: global batch x max_seq_len (padding or packing fills it)."""
+    """Upper bound: global batch x max_seq_len (the model's context when None)."""
     steps_per_epoch: int | None
     total_steps: int | None
     warmup_steps: int | None

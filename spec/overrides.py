@@ -53,6 +53,11 @@ def parse_set(expr: str, index: int) -> tuple[KeyPath, Any, Span]:
         raise SpecError([Diagnostic(
             Severity.ERROR, f"this --set looks like it holds {what}; credentials may not "
             "appear in a spec (text hidden)", span=Span(file, 1, 1), code="override.secret")])
+    if any("\ud800" <= ch <= "\udfff" for ch in expr):
+        # bytes that are not UTF-8 reach argv as lone surrogates (surrogateescape)
+        raise SpecError([Diagnostic(
+            Severity.ERROR, "this --set is not valid UTF-8 text", span=Span(file, 1, 1),
+            code="override.encoding", hint="pass the value as UTF-8")])
     if not sep or not key.strip():
         raise SpecError([Diagnostic(
             Severity.ERROR, f"expected KEY.PATH=VALUE, got {_shown(expr)}", span=Span(file, 1, 1),

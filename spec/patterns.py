@@ -15,6 +15,11 @@ MODULE = r"^[A-Za-z_][\w.]*$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 HTTP_URL = r"^https?://.+$"
 QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|M|G|T)?$"
+LABEL_KEY = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+"""A Kubernetes label or annotation key: an optional DNS-subdomain prefix and ``/``, then a
+name of at most 63 characters."""
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 
 EXPLAINED: dict[str, tuple[str, str]] = {
     # pattern: (what is expected, an example)
@@ -34,4 +39,9 @@ EXPLAINED: dict[str, tuple[str, str]] = {
     ENV_NAME: ("an environment variable name", "HF_TOKEN"),
     HTTP_URL: ("an http:// or https:// URL", "http://127.0.0.1:8265"),
     QUANTITY: ("a Kubernetes quantity", "8, 500m or 64Gi"),
+    LABEL_KEY: (("a Kubernetes label key: an optional DNS prefix and '/', then at most 63 "
+                 "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+                "team or example.com/team"),
+    LABEL_VALUE: (("a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
+                   "starting and ending with a letter or digit (or empty)"), "nlp"),
 }

@@ -106,6 +106,9 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
     if validator in ("anyOf", "oneOf"):
         yield from _branch_errors(error, doc)
         return
+    if "propertyNames" in error.relative_schema_path and isinstance(instance, str):
+        yield _key_error(error, doc, path + (instance,))
+        return
     if validator == "additionalProperties":
         known = list(schema.get("properties", {}))
         where = format_path(path) or "the top level"
@@ -176,6 +179,19 @@ def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
         return
     message = error.message if not (path and path[0] in SECRET_ROOTS) else "invalid value"
     yield _diag(doc, path, message, f"schema.{validator}")
+
+
+def _key_error(error: Any, doc: SourceDoc, path: KeyPath) -> Diagnostic:
+    """A mapping key of the wrong form, located at the key itself."""
+    shown = f"key {_describe(path[-1], path)}"
+    explained = EXPLAINED.get(error.validator_value) if error.validator == "pattern" else None
+    if explained is not None:
+        return _diag(doc, path, f"{shown} is not {explained[0]}", "schema.key", key=True,
+                     hint=f"for example {explained[1]}")
+    if error.validator == "maxLength":
+        return _diag(doc, path, f"{shown} is longer than {error.validator_value} characters",
+                     "schema.key", key=True)
+    return _diag(doc, path, f"{shown} does not have the required form", "schema.key", key=True)
 
 
 def _add_hint(name: str, prop: dict[str, Any]) -> str:

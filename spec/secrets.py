@@ -108,14 +108,35 @@ def find_secret(value: str, path: tuple[Any, ...] = (), previous: str | None = N
     return None
 
 
+_NAMED_VALUE = re.compile(
+    r"""(?P<name>[A-Za-z][\w.-]*)["']?\s*[=:]\s*["']?(?=(?P<value>[^\s"',;&)}\]]+))""")
+"""``password=…``, ``"api_key": "…"``, ``HF_TOKEN: …``: a value given its name in text (the
+value is looked ahead at, so ``error: password=…`` finds ``password`` after ``error``)."""
+
+
+def _redact_named_values(text: str) -> str:
+    out, done = [], 0
+    for match in _NAMED_VALUE.finditer(text):
+        start, end = match.span("value")
+        if start < done or not secret_named(match.group("name")):
+            continue
+        value = match.group("value")
+        if _TOKEN_SHAPED.fullmatch(value) and value != REDACTED:
+            out += [text[done:start], REDACTED]
+            done = end
+    return "".join(out) + text[done:]
+
+
 def redact(text: str) -> str:
     """``text`` with every credential-shaped part replaced by ``<redacted>``.
 
     Without context, 40 hex digits are redacted too unless a commit word
-    (``revision``, ``commit``, ``sha`` …) stands right before them.
+    (``revision``, ``commit``, ``sha`` …) stands right before them; a value after a
+    credential's name (``password=…``, ``"api_key": "…"``) is redacted whatever its shape.
     """
     for _what, pattern in PATTERNS:
         text = pattern.sub(REDACTED, text)
+    text = _redact_named_values(text)
 
     def hex40(match: re.Match[str]) -> str:
         before = text[max(0, match.start() - 24): match.start()].lower()

@@ -66,7 +66,7 @@ def validate_doc(doc: SourceDoc, schema: SchemaMode = "always") -> Validated:
     from ftspec.spec.rules.secrets import literal_secrets
 
     diags = Diagnostics()
-    secret_findings = [_place(d, doc) for d in literal_secrets(doc.data)]
+    secret_findings = [_place(d, doc) for d in literal_secrets(doc.data, doc.key_spans)]
     diags.extend(secret_findings)
     if schema == "on-error" and not diags.has_errors:
         spec = _strict_model(doc.data)

@@ -100,14 +100,14 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                        "(prompt_template or prompt_func, completion_template or "
                        "completion_func), or neither: then the rows' own prompt / completion "
                        "columns are read", "entrypoint-templates")
-        if ds.format in ("instruct", "chat"):
+        if ds.format in ("instruct", "alpaca", "prompt_completion", "chat", "sharegpt"):
             yield _warn((*path, "format"), f"{ds.format} rows do not become the same token "
                         "ids as under launcher: torchtune (torchtune applies the tokenizer's "
                         "prompt template, e.g. Llama2ChatTemplate's [INST] tags, and tokenizes "
                         "each message apart; TRL tokenizes the rendered prompt + completion "
                         "text at once)", "token-identity",
                         hint="format: text trains on the same tokens under both launchers")
-        if ds.format == "chat" and spec.model.chat_template is None:
+        if ds.format in ("chat", "sharegpt") and spec.model.chat_template is None:
             yield _warn((*path, "format"), "chat data is rendered with the tokenizer's chat "
                         "template; the run fails if the tokenizer has none",
                         "entrypoint-chat-template", hint="set model.chat_template")

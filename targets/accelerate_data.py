@@ -13,6 +13,11 @@ from ftspec.targets.paths import DataSource, data_source
 
 INSTRUCT_PROMPT = "{input}"
 INSTRUCT_COMPLETION = "{output}"
+DEFAULT_TEMPLATES: dict[str, tuple[str, str]] = {
+    "instruct": (INSTRUCT_PROMPT, INSTRUCT_COMPLETION),
+    "prompt_completion": ("{prompt}", "{completion}"),
+}
+"""Format -> the (prompt, completion) templates it renders with unless the spec gives its own."""
 RENDERING = ("format", "column_map", "prompt_template", "completion_template", "prompt_func",
              "completion_func", "text_field", "conversation_column", "new_system_prompt",
              "response_template", "train_on_input")
@@ -21,30 +26,32 @@ RENDERING = ("format", "column_map", "prompt_template", "completion_template", "
 
 def _templates(ds: Dataset) -> tuple[str | None, str | None]:
     prompt, completion = ds.prompt_template, ds.completion_template
-    if ds.format == "instruct":
+    if ds.format in DEFAULT_TEMPLATES:
+        default_prompt, default_completion = DEFAULT_TEMPLATES[ds.format]
         if prompt is None and ds.prompt_func is None:
-            prompt = INSTRUCT_PROMPT
+            prompt = default_prompt
         if completion is None and ds.completion_func is None:
-            completion = INSTRUCT_COMPLETION
+            completion = default_completion
     return prompt, completion
 
 
 def rendering(ds: Dataset) -> dict[str, Any]:
     """The entrypoint's source keys for how ``ds`` renders (defaults left out)."""
     prompt, completion = _templates(ds)
-    out: dict[str, Any] = {"format": ds.format}
+    out: dict[str, Any] = {"format": "chat" if ds.format == "sharegpt" else ds.format}
     if ds.column_map:
         out["column_map"] = dict(sorted(ds.column_map.items()))
     for key, value in (("prompt_template", prompt), ("completion_template", completion),
                        ("prompt_func", ds.prompt_func), ("completion_func", ds.completion_func),
                        ("text_field", ds.text_field),
                        ("conversation_column", ds.conversation_column
-                        or ("conversations" if ds.format == "chat" else None)),  # torchtune's
+                        or ("conversations" if ds.format in ("chat", "sharegpt")
+                            else None)),  # torchtune's
                        ("new_system_prompt", ds.new_system_prompt),
                        ("response_template", ds.response_template)):
         if value is not None:
             out[key] = value
-    if ds.train_on_input:
+    if ds.trains_on_input:
         out["train_on_input"] = True
     return out
 
@@ -71,6 +78,9 @@ def trl_reads(ds: Dataset) -> bool:
     keys = set(rendering(ds))
     if ds.format == "text":
         return keys <= {"format", "text_field"}
+    if ds.format == "prompt_completion":  # TRL's own prompt-completion rows
+        return keys <= {"format", "prompt_template", "completion_template", "train_on_input"} \
+            and not ds.column_map and ds.prompt_template is None
     if ds.format == "completion":  # rows with prompt / completion columns
         return keys <= {"format", "train_on_input"}
     if ds.format == "chat":

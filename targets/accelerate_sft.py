@@ -137,7 +137,7 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         out["packing_strategy"] = "bfd"  # padding-free: no attention across examples
     if needs_preparation(job, p) or d.train is None:
         sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
-        if all(s.format == "text" or s.train_on_input for s in sources):
+        if all(s.format == "text" or s.trains_on_input for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
         return out
     src = p.train
@@ -151,10 +151,10 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
                             "split": "train"}]
     if d.train.format == "text" and d.train.text_field not in (None, "text"):
         out["dataset_text_field"] = d.train.text_field
-    if d.train.format == "completion":
-        out["completion_only_loss"] = not d.train.train_on_input
+    if d.train.format in ("completion", "prompt_completion"):
+        out["completion_only_loss"] = not d.train.trains_on_input
     if d.train.format == "chat":  # loss on every assistant turn
-        out["assistant_only_loss"] = not d.train.train_on_input
+        out["assistant_only_loss"] = not d.train.trains_on_input
     return out
 
 

@@ -57,7 +57,9 @@ LOSSES = {
 }
 DATASETS = {
     "instruct": "torchtune.datasets.instruct_dataset",
+    "alpaca": "torchtune.datasets.alpaca_dataset",
     "chat": "torchtune.datasets.chat_dataset",
+    "sharegpt": "torchtune.datasets.chat_dataset",
     "text": "torchtune.datasets.text_completion_dataset",
 }
 
@@ -345,16 +347,17 @@ def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     out["split"] = literal(ds.split)
     if ds.subset:
         out["name"] = literal(ds.subset)
-    if ds.format == "instruct":
+    if ds.format in ("instruct", "alpaca"):
         if ds.column_map:
             out["column_map"] = {k: literal(v) for k, v in ds.column_map.items()}
-        out["train_on_input"] = ds.train_on_input
-        if ds.new_system_prompt is not None:
+        out["train_on_input"] = ds.trains_on_input
+        if ds.new_system_prompt is not None and ds.format == "instruct":
             out["new_system_prompt"] = literal(ds.new_system_prompt)
-    elif ds.format == "chat":
+    elif ds.format in ("chat", "sharegpt"):
         out["conversation_column"] = literal(ds.conversation_column or "conversations")
-        out["conversation_style"] = ds.conversation_style or "sharegpt"
-        out["train_on_input"] = ds.train_on_input
+        out["conversation_style"] = ("sharegpt" if ds.format == "sharegpt"
+                                     else ds.conversation_style or "sharegpt")
+        out["train_on_input"] = ds.trains_on_input
         if ds.new_system_prompt is not None:
             out["new_system_prompt"] = literal(ds.new_system_prompt)
     elif ds.format == "text":

@@ -27,6 +27,7 @@ def check(job: Job) -> list[Diagnostic]:
 
 def _check(job: Job) -> Iterator[Diagnostic]:
     from ftspec.targets.torchtune import (
+        DATASETS,
         HF_TO_TORCHTUNE_ATTN,
         MLP_MODULES,
         OPTIMIZERS,
@@ -59,10 +60,14 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    "by proportion", "mixture", hint="use data.train, or launcher: accelerate")
     ds = data.train
     if ds is not None:
-        if ds.format not in ("instruct", "chat", "text"):
+        if ds.format not in DATASETS:
             yield _err(("data", "train", "format"),
-                       f"the torchtune target builds instruct, chat and text datasets, not "
+                       f"the torchtune target builds {', '.join(DATASETS)} datasets, not "
                        f"{ds.format}", "dataset-format")
+        if ds.format == "alpaca" and ds.new_system_prompt is not None:
+            yield _err(("data", "train", "new_system_prompt"), "torchtune's alpaca_dataset "
+                       "takes no system prompt", "alpaca-system-prompt",
+                       hint="use format: instruct with column_map, or chat")
         for field in ("prompt_template", "prompt_func", "completion_template",
                       "completion_func", "response_template"):
             if getattr(ds, field) is not None:

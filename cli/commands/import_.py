@@ -22,6 +22,8 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
               help="Nodes the config runs on (default 1; 2 for torchtune's *_multinode).")
 @click.option("--accelerator", type=click.Choice(ACCELERATOR_NAMES), default="nvidia-a100-80gb",
               show_default=True, help="GPU model (configs do not name one).")
+@click.option("--job", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="oumi: the job config (oumi launch's) whose resources the run gets.")
 @click.option("--live", metavar="NAMESPACE/NAME",
               help="trainjob: read the TrainJob from the cluster and adopt it (needs -o).")
 @click.option("--kubeconfig", default=None, type=click.Path(),
@@ -30,10 +32,11 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
 def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | None,
             nproc_per_node: int | None, nnodes: int | None, accelerator: str,
-            live: str | None, kubeconfig: str | None, context: str | None,
+            job: Path | None, live: str | None, kubeconfig: str | None, context: str | None,
             as_json: bool) -> int:
     """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
-    (torchtune: as `tune run` takes them, ~KEY removes a key). `ftspec import trainjob
+    (torchtune: as `tune run` takes them, ~KEY removes a key; oumi: dotted keys as `oumi
+    train` takes them, e.g. training.max_steps=20). `ftspec import trainjob
     --live NAMESPACE/NAME -o SPEC` reads a live TrainJob instead and adopts it: `ftspec
     plan SPEC` then has nothing to change."""
     from ftspec.compiler.importers import IMPORTERS, ImportOptions
@@ -43,7 +46,7 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
         from ftspec.cli.commands.import_live import import_live
 
         return import_live(tool, file, live, out, accelerator, kubeconfig, context, as_json)
-    opts = ImportOptions(nproc_per_node, nnodes, accelerator)
+    opts = ImportOptions(nproc_per_node, nnodes, accelerator, job)
     try:
         result = IMPORTERS[tool](file, args, opts)
     except SpecError as exc:

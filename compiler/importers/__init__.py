@@ -22,6 +22,8 @@ class ImportOptions:
     nnodes: int | None = None
     """None: what the config's name says (``_multinode``: 2), else 1."""
     accelerator: str = "nvidia-a100-80gb"
+    job: Path | None = None
+    """oumi: the job config (``--job``) whose resources the run gets."""
 
 
 Importer = Callable[[Path, tuple[str, ...], ImportOptions], Imported]
@@ -52,7 +54,15 @@ def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Importe
     return import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
 
 
-IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob}
+def _oumi(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.oumi import import_oumi
+
+    return import_oumi(path, args, job=opts.job, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                       accelerator=opts.accelerator)
+
+
+IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob,
+                                  "oumi": _oumi}
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]

@@ -256,11 +256,19 @@ def _method(r: Reader) -> None:
 
 def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
+    return resources_from_flags(draft, nproc, nnodes, accelerator, "a TRL config",
+                                "accelerate launch decides (--nproc-per-node)")
+
+
+def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None,
+                         accelerator: str, config: str, who: str) -> int:
+    """``resources`` from ``--nproc-per-node`` / ``--nnodes`` / ``--accelerator`` for a
+    config that names no topology (``who`` says what decides it); returns the world size."""
     gpus = nproc or 1
     draft.put(("resources", "gpus_per_node"), gpus, "--nproc-per-node" if nproc else
-              "not in a TRL config: accelerate launch decides (--nproc-per-node); 1 assumed")
+              f"not in {config}: {who}; 1 assumed")
     draft.put(("resources", "accelerator"), accelerator,
-              "not in a TRL config: the machine decides (--accelerator)")
+              f"not in {config}: the machine decides (--accelerator)")
     if nnodes and nnodes > 1:
         draft.put(("resources", "nodes"), nnodes, "--nnodes")
     return gpus * (nnodes or 1)

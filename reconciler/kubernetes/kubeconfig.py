@@ -46,16 +46,22 @@ def kubeconfig_files(explicit: str | None) -> list[Path]:
 
 MAX_KUBECONFIG_BYTES = 4 << 20
 MAX_TOKEN_FILE_BYTES = 64 << 10
+MAX_PEM_FILE_BYTES = 1 << 20
 
 
-def _read(path: Path, limit: int, what: str) -> str:
+def _read_bytes(path: Path, limit: int, what: str) -> bytes:
     from ftspec.spec.bounded import InputRefused, read_bounded
 
     try:
-        return read_bounded(path, limit, what).decode("utf-8")
+        return read_bounded(path, limit, what)
     except InputRefused as exc:
         raise BackendError(f"{path}: {exc.message}", hint="check --kubeconfig / KUBECONFIG"
                            ) from None
+
+
+def _read(path: Path, limit: int, what: str) -> str:
+    try:
+        return _read_bytes(path, limit, what).decode("utf-8")
     except UnicodeDecodeError:
         raise BackendError(f"{what} {path} is not UTF-8 text") from None
 
@@ -102,10 +108,15 @@ def _load(files: list[Path]) -> dict[str, Any]:
 class _KeyMaterial:
     """TLS files the HTTP client needs as paths: in one private folder (mode 0700, made by
     ``tempfile.mkdtemp``), each file created exclusively with mode 0600, the folder removed
-    when the command ends (``atexit``). Never a shared, predictable name in /tmp."""
+    when the command ends — at exit, and on SIGTERM / SIGHUP before the signal takes its
+    course. Never a shared, predictable name in /tmp. Files named in the kubeconfig are
+    copied here too (read bounded), so OpenSSL never opens a FIFO or a device."""
+
+    SIGNALS = ("SIGTERM", "SIGHUP")
 
     def __init__(self) -> None:
         self.folder: Path | None = None
+        self._previous: dict[int, Any] = {}
 
     def write(self, raw: bytes, suffix: str) -> str:
         import atexit
@@ -113,6 +124,7 @@ class _KeyMaterial:
         if self.folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="ftspec-tls-"))
             atexit.register(self.remove)
+            self._trap_signals()
         index = len(list(self.folder.iterdir()))
         path = self.folder / f"{index}{suffix}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -126,6 +138,33 @@ class _KeyMaterial:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+
+    def _trap_signals(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may set handlers; atexit still cleans up
+        for name in self.SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None or signum in self._previous:
+                continue
+            previous = signal.getsignal(signum)
+            if previous is signal.SIG_IGN:
+                continue
+            self._previous[signum] = previous
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        import signal
+
+        self.remove()
+        previous = self._previous.pop(signum, signal.SIG_DFL)
+        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            os.kill(os.getpid(), signum)  # the default action, now that the keys are gone
 
 
 KEY_MATERIAL = _KeyMaterial()
@@ -143,7 +182,9 @@ def _materialize(data_b64: Any, file: Any, base: Path, suffix: str, what: str) -
         return KEY_MATERIAL.write(raw, suffix)
     if file:
         path = Path(str(file)).expanduser()
-        return str(path if path.is_absolute() else base / path)
+        raw = _read_bytes(path if path.is_absolute() else base / path, MAX_PEM_FILE_BYTES,
+                          what.removesuffix("-data") + " file")
+        return KEY_MATERIAL.write(raw, suffix)
     return None
 
 

@@ -55,26 +55,39 @@ class _Urllib3Sender:
 
 
 class _OfficialSender:
-    def __init__(self, conn: Connection) -> None:
-        from kubernetes import config  # heavy: only for exec/auth-provider kubeconfigs
+    """``exec`` / ``auth-provider`` users: the official client works out the credentials
+    (runs the plugin, refreshes an expiring token before each request); the request itself
+    goes through the same urllib3 pool as any other, so the client's REST layer (whose
+    signatures change between releases) is never called."""
 
-        self._client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=conn.config_files[0] if conn.config_files else None,
-            context=conn.context)
+    def __init__(self, conn: Connection) -> None:
+        from dataclasses import replace
+
+        from kubernetes import client, config  # heavy: only for exec/auth-provider users
+
+        self._config = client.Configuration()
+        try:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=conn.config_files[0] if conn.config_files else None,
+                context=conn.context, client_configuration=self._config,
+                persist_config=False)
+        except Exception as exc:  # noqa: BLE001 - the client raises anything on bad input
+            # never str(exc): the client's messages may quote the kubeconfig's secrets
+            raise BackendError(
+                f"kubeconfig user of context {conn.context!r} cannot be used "
+                f"({type(exc).__name__} from the kubernetes client's exec/auth-provider "
+                "support)", hint="check the user's exec / auth-provider entry") from None
+        cfg = self._config
+        self._pool = _Urllib3Sender(replace(
+            conn, token=None, ca_file=conn.ca_file or cfg.ssl_ca_cert,
+            cert_file=conn.cert_file or cfg.cert_file, key_file=conn.key_file or cfg.key_file))
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
                  timeout: float) -> tuple[int, bytes]:
-        from kubernetes.client.exceptions import ApiException
-
-        self._client.update_params_for_auth(headers, [], ["BearerToken"])
-        try:
-            resp = self._client.rest_client.request(
-                method, url, headers=headers, body=body, _preload_content=False,
-                _request_timeout=timeout)
-        except ApiException as exc:
-            return int(exc.status or 0), (exc.body or b"") if isinstance(exc.body, bytes) \
-                else str(exc.body or "").encode()
-        return resp.status, resp.data
+        auth = self._config.get_api_key_with_prefix(  # refreshes an expiring token first
+            "BearerToken", alias="authorization")  # (older clients used "authorization")
+        return self._pool(method, url, body, {**headers, "Authorization": auth} if auth
+                          else headers, timeout)
 
 
 class Transport:

@@ -9,7 +9,11 @@ from ftspec.spec.catalog.loaders import LoaderName
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
 from pydantic import Field
 
-DatasetFormat = Literal["instruct", "chat", "text", "completion", "multimodal"]
+DatasetFormat = Literal["instruct", "alpaca", "chat", "sharegpt", "text", "completion",
+                        "prompt_completion", "multimodal"]
+FORMAT_TRAINS_ON_INPUT: dict[str, bool] = {"alpaca": True}
+"""``train_on_input: null`` means the format's own default: torchtune's ``alpaca_dataset``
+trains on the prompt, every other builder (and TRL's completion-only loss) does not."""
 
 
 class Dataset(SpecModel):
@@ -21,8 +25,11 @@ class Dataset(SpecModel):
     )
     format: DatasetFormat = Field(
         default="instruct",
-        description="instruct: prompt/response columns; chat: conversations; text: raw "
-        "text; completion: prompt/completion templates; multimodal: text plus images.",
+        description="instruct: input/output columns (through column_map); alpaca: "
+        "instruction/input/output with the Alpaca prompt (the input section only when the row "
+        "has one); chat: conversations; sharegpt: chat in ShareGPT from/value turns; text: raw "
+        "text; completion: prompt/completion templates; prompt_completion: the rows' own "
+        "prompt/completion columns; multimodal: text plus images.",
     )
     split: str = Field(default="train", description="Split to read.")
     subset: str | None = Field(default=None, description="Dataset configuration / subset name.")
@@ -42,8 +49,10 @@ class Dataset(SpecModel):
         default_factory=dict,
         description="Expected column -> dataset column, e.g. {input: instruction, output: output}.",
     )
-    train_on_input: bool = Field(
-        default=False, description="Compute loss on the prompt tokens too."
+    train_on_input: bool | None = Field(
+        default=None,
+        description="Compute loss on the prompt tokens too. Unset: the format's default "
+        "(alpaca: true, as torchtune's alpaca_dataset; every other format: false).",
     )
     new_system_prompt: str | None = Field(
         default=None, description="Replace or add a system prompt on every example."
@@ -88,6 +97,13 @@ class Dataset(SpecModel):
         description="Share of this dataset in a mixture; all proportions must sum to 1.",
     )
 
+    @property
+    def trains_on_input(self) -> bool:
+        """``train_on_input`` with the format's default applied."""
+        if self.train_on_input is not None:
+            return self.train_on_input
+        return FORMAT_TRAINS_ON_INPUT.get(self.format, False)
+
 
 class Mixture(SpecModel):
     strategy: Literal["first_exhausted", "all_exhausted"] = Field(
@@ -113,8 +129,11 @@ class DataSpec(SpecModel):
         lt=1,
         description="Carve validation data out of `train` by this ratio instead.",
     )
-    max_seq_len: int = Field(
-        default=2048, ge=8, description="Tokens per sequence (truncate / pad to this)."
+    max_seq_len: int | None = Field(
+        default=2048, ge=8,
+        description="Tokens per sequence (truncate / pad to this); null: no truncation "
+        "(torchtune tokenizer.max_seq_len: null, TRL max_length: null), priced at the "
+        "model's context.",
     )
     packed: bool = Field(default=False, description="Pack several examples into each sequence.")
     shuffle: bool = Field(default=True, description="Shuffle the training data.")

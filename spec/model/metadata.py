@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from ftspec.spec import patterns
 from ftspec.spec.model.base import SpecModel
-from pydantic import Field
+from pydantic import Field, StringConstraints, WithJsonSchema
+
+_KEY = {"type": "string", "pattern": patterns.LABEL_KEY, "maxLength": 317}
+_LABEL_VALUE = {"type": "string", "pattern": patterns.LABEL_VALUE, "maxLength": 63}
+LabelKey = Annotated[str, StringConstraints(pattern=patterns.LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(pattern=patterns.LABEL_VALUE, max_length=63)]
+# JSON Schema checks keys through propertyNames (pydantic would write patternProperties,
+# which lets any other key through the schema stage).
+Labels = Annotated[dict[LabelKey, LabelValue], WithJsonSchema(
+    {"type": "object", "propertyNames": _KEY, "additionalProperties": _LABEL_VALUE})]
+Annotations = Annotated[dict[LabelKey, str], WithJsonSchema(
+    {"type": "object", "propertyNames": _KEY, "additionalProperties": {"type": "string"}})]
 
 
 class Metadata(SpecModel):
@@ -29,12 +42,12 @@ class Metadata(SpecModel):
         "defaults to the spec file's name without extension. Renaming metadata.name keeps "
         "it, so plan deletes the objects of the old name.",
     )
-    labels: dict[str, str] = Field(
+    labels: Labels = Field(
         default_factory=dict,
         description="Labels copied onto every object ftspec creates (ownership labels are "
         "added by ftspec and may not be set here).",
     )
-    annotations: dict[str, str] = Field(
+    annotations: Annotations = Field(
         default_factory=dict, description="Annotations copied onto every object ftspec creates."
     )
     description: str | None = Field(default=None, description="Free text for humans.")

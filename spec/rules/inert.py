@@ -15,7 +15,7 @@ from ftspec.spec.model.base import SpecModel
 from ftspec.spec.rules._diag import warning
 
 _DATASET_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("conversation_column", ("chat",)),
+    ("conversation_column", ("chat", "sharegpt")),
     ("conversation_style", ("chat",)),
     ("text_field", ("text",)),
     ("image_dir", ("multimodal",)),

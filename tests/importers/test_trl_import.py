@@ -15,13 +15,11 @@ import pytest
 from ftspec.compiler.importers.base import NotThisTool
 from ftspec.compiler.importers.trl import import_trl
 from ftspec.compiler.importers.trl_defaults import (
-    LEGACY_KEYS,
     MODEL_DEFAULTS,
     SCRIPT_DEFAULTS,
     SFT_DEFAULTS,
 )
-from ftspec.compiler.pipeline import CompileOptions, compile_spec
-from ftspec.spec.loader import parse_yaml
+from helpers.trl_parse import compiled_files, trl_reads
 
 CORPUS = Path(__file__).parent / "corpus" / "trl"
 CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
@@ -33,31 +31,8 @@ trl = pytest.importorskip("trl")
 
 def _compiled(imported_text: str, name: str) -> tuple[str, dict[str, Any]]:
     """The compiled accelerate job's TRL config (sft.yaml) and its data plan (prepare.json)."""
-    import json
-
-    compiled = compile_spec(parse_yaml(imported_text, f"{name}.ftspec.yaml"), "artifacts",
-                            CompileOptions(target="accelerate"))
-    assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
-    command = next(a for a in compiled.artifacts if a.kind == "command")
-    assert isinstance(command.obj, dict)
-    files = command.obj["files"]
-    return files["sft.yaml"], json.loads(files.get("prepare.json", "{}"))
-
-
-def _trl_reads(text: str) -> tuple[Any, Any, Any, dict[str, Any]]:
-    """What TRL's own parser reads from a config's text (renamed keys under current names)."""
-    from ruamel.yaml import YAML
-    from transformers import HfArgumentParser
-
-    raw = dict(YAML(typ="safe").load(text))
-    for old, new in LEGACY_KEYS.items():
-        if old in raw and new not in raw:
-            raw[new] = raw.pop(old)
-    raw["use_cpu"] = True  # the test machine has no GPU; no hyper-parameter depends on it
-    raw.pop("tf32", None)  # TrainingArguments rejects it without a GPU (imported as a warning)
-    parser = HfArgumentParser((trl.ScriptArguments, trl.SFTConfig, trl.ModelConfig))
-    script, sft, model = parser.parse_dict(raw, allow_extra_keys=True)
-    return script, sft, model, raw
+    files = compiled_files(imported_text, name)
+    return files["sft.yaml"], files["prepare.json"]
 
 
 def test_corpus_is_there() -> None:
@@ -96,8 +71,8 @@ def test_import_validate_compile_equal(name: str) -> None:
     imported = import_trl(path)
     assert not [w for w in imported.warnings if w.is_error]
     sft_yaml, prepare = _compiled(imported.text, name)
-    script, sft, model, raw = _trl_reads(path.read_text())
-    got_script, got_sft, got_model, _ = _trl_reads(sft_yaml)
+    script, sft, model, raw = trl_reads(path.read_text())
+    got_script, got_sft, got_model, _ = trl_reads(sft_yaml)
 
     diffs = {f: (getattr(sft, f), getattr(got_sft, f)) for f in SFT_FIELDS
              if getattr(sft, f) != getattr(got_sft, f)}
@@ -137,7 +112,7 @@ def test_fms_json_import_validate_compile_equal(name: str) -> None:
     assert name in (FMS / "SOURCES").read_text()
     imported = import_trl(path)
     sft_yaml, prepare = _compiled(imported.text, name)
-    _, got, got_model, _ = _trl_reads(sft_yaml)
+    _, got, got_model, _ = trl_reads(sft_yaml)
     raw = json.loads(path.read_text())
     (ta,) = HfArgumentParser((TrainingArguments,)).parse_dict(
         {**raw, "use_cpu": True, "output_dir": raw.get("output_dir", "out")},

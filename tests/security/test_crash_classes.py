@@ -235,6 +235,15 @@ KUBECONFIGS = {
     "no-server": ("clusters: [{name: k, cluster: {}}]\n"
                   "contexts: [{name: c, context: {cluster: k}}]\nusers: []\n"
                   "current-context: c\n"),
+    "auth-provider-config-not-mapping": (
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        "users: [{name: u, user: {auth-provider: {name: oidc, config: 5}}}]\n"
+        "current-context: c\n"),
+    "exec-not-mapping": (
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        "users: [{name: u, user: {exec: 5}}]\ncurrent-context: c\n"),
     "token-not-string": ("clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
                          "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
                          "users: [{name: u, user: {token: [1, 2]}}]\ncurrent-context: c\n"),
@@ -251,6 +260,61 @@ def test_malformed_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert code == 1, out
     assert "internal error" not in out and "Traceback" not in out, out
     assert "kubeconfig" in out or "token file" in out, out
+
+
+@pytest.mark.parametrize("field", ["certificate-authority", "client-certificate", "client-key"])
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_kubeconfig_key_paths_are_read_bounded(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path, field: str, kind: str) -> None:
+    """A certificate or key path that is a FIFO, a device or a folder is refused at once
+    (it never reaches OpenSSL, which would block on a FIFO), as a permanent error."""
+    target = {"fifo": tmp_path / "pipe", "device": Path("/dev/zero"),
+              "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(target)
+    cluster = {"server": "https://127.0.0.1:6443"}
+    user: dict[str, str] = {"token": "abc"}
+    if field == "certificate-authority":
+        cluster[field] = str(target)
+    else:
+        user.update({"client-certificate": str(target), "client-key": str(target)})
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps({
+        "clusters": [{"name": "k", "cluster": cluster}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "users": [{"name": "u", "user": user}], "current-context": "c"}))
+    spec = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
+    code, out = _run(capsys, "plan", str(spec), "--kubeconfig", str(config))
+    assert code == 1, out
+    assert "internal error" not in out and "Traceback" not in out, out
+    assert str(target) in out and ("pipe" in out or "device" in out or "directory" in out), out
+    assert "try again" not in out, out  # not reported as a transient network failure
+
+
+def test_key_material_is_removed_on_sigterm(tmp_path: Path) -> None:
+    import base64
+    import signal
+
+    key = base64.b64encode(b"key bytes").decode()
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+        f"users: [{{name: u, user: {{client-certificate-data: '{key}', "
+        f"client-key-data: '{key}'}}}}]\ncurrent-context: c\n")
+    probe = (
+        "import os, sys, time\n"
+        "from ftspec.reconciler.kubernetes.kubeconfig import load_connection\n"
+        f"c = load_connection({str(config)!r})\n"
+        "print(os.path.dirname(c.key_file), flush=True)\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    folder = Path(proc.stdout.readline().strip())
+    assert (folder / "1.key").exists()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM  # the signal still ends the process
+    assert not folder.exists()
 
 
 def test_key_material_is_private_exclusive_and_removed(tmp_path: Path) -> None:
@@ -296,3 +360,32 @@ def test_key_material_folder_is_not_shared_between_runs(tmp_path: Path) -> None:
     finally:
         KEY_MATERIAL.remove()
     assert not Path(first).exists()
+
+
+def test_set_value_that_is_not_utf8_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bytes that are not UTF-8 reach argv as lone surrogates; they never reach an artifact."""
+    code, out = _run(capsys, "compile", str(TINY), "--target", "torchtune",
+                     "--set", "data.train.new_system_prompt=a\udcffb")
+    assert code == 1 and "--set[0]:1:1: error: this --set is not valid UTF-8 text" in out, out
+
+
+@pytest.mark.parametrize("where", ["key", "value"])
+def test_label_with_control_characters_is_refused(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path, where: str) -> None:
+    """Labels follow Kubernetes' syntax (a raw ESC or newline would reach the manifests);
+    the bad key is located at the key itself."""
+    pair = '"bad\\e[2J": x' if where == "key" else 'ok: "a\\nb\\e[2J"'
+    spec = _variant(tmp_path, "metadata:\n", f"metadata:\n  labels: {{{pair}}}\n")
+    code, out = _run(capsys, "validate", str(spec))
+    _assert_located(code, out, "Kubernetes label " + where, line=19)
+    assert "\x1b" not in out
+
+
+def test_manifest_text_with_control_characters_stays_parseable() -> None:
+    """A free-text value (an annotation, a prompt) with control characters is written
+    double-quoted with escapes, never as a literal block YAML readers reject."""
+    import yaml
+    from ftspec.targets.render import to_yaml
+
+    for value in ("a\nb\x1b[2J", "x\r\ny", "plain\nlines\n"):
+        assert yaml.safe_load(to_yaml({"k": value}))["k"] == value

@@ -157,3 +157,24 @@ def test_spec_refuses_credentials_in_ray_address(capsys: pytest.CaptureFixture[s
     code, out = _run(capsys, "validate", str(RAY_EXAMPLE), "--set",
                      "deploy.ray.address=http://alice:s3cr3t-Passw0rd@host:8265")
     assert code == 1 and "password in a URL" in out and "s3cr3t" not in out
+
+
+def test_redaction_hides_values_given_by_a_credential_name() -> None:
+    """A crash message or log line that names a credential hides its value, whatever its
+    shape; names that only look alike (max_tokens, eos_token, tokenizer) are left alone."""
+    assert redact("login failed: password=s3cretPassw0rd9 for alice") == \
+        "login failed: password=<redacted> for alice"
+    assert redact('{"api_key": "plainButLong9"}') == '{"api_key": "<redacted>"}'
+    assert redact("WANDB_API_KEY: zzzzzzzz9") == "WANDB_API_KEY: <redacted>"
+    for text in ("max_tokens=12345678", "eos_token: <|end_of_text|>", "tokenizer=/p/tok.model",
+                 "num_tokens=123456789"):
+        assert redact(text) == text
+
+
+def test_a_credential_key_is_located_at_its_own_line(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    spec = _spec(tmp_path, f"{SECRETS['hf']}: 1\n")
+    line = len(spec.read_text().splitlines())
+    code, out = _run(capsys, "validate", str(spec))
+    assert code == 1 and f"spec.yaml:{line}:1: error:" in out, out
+    assert SECRETS["hf"] not in out

@@ -34,6 +34,10 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
                 for where, row in rows]
     if src.format == "chat":
         return [_chat(row, src, tokenizer, where) for where, row in rows]
+    if src.format == "alpaca":
+        from ftspec.targets.entrypoints.hf_sft.alpaca import alpaca_example
+
+        return [alpaca_example(row, src.column_map, where) for where, row in rows]
     prompt = _builder(src.prompt_func, src.prompt_template, src, "prompt")
     completion = _builder(src.completion_func, src.completion_template, src, "completion")
     return [(_system_line(src) + prompt(row, where), completion(row, where))

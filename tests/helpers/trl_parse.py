@@ -1,0 +1,44 @@
+"""What TRL's own argument parser reads from a ``trl sft`` YAML, and a spec's compiled files.
+
+Shared by the importer tests that compare a source config with the compiled ``sft.yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS
+from ftspec.compiler.pipeline import CompileOptions, compile_spec
+from ftspec.spec.loader import parse_yaml
+
+
+def compiled_files(spec_text: str, name: str, target: str = "accelerate") -> dict[str, Any]:
+    """The compiled command artifact's files (``sft.yaml``, ``accelerate.yaml``, ...), with
+    ``prepare.json`` parsed (``{}`` when absent)."""
+    compiled = compile_spec(parse_yaml(spec_text, f"{name}.ftspec.yaml"), "artifacts",
+                            CompileOptions(target=target))
+    assert compiled.ok, [d.format() for d in compiled.diagnostics if d.is_error]
+    command = next(a for a in compiled.artifacts if a.kind == "command")
+    assert isinstance(command.obj, dict)
+    files: dict[str, Any] = dict(command.obj["files"])
+    files["prepare.json"] = json.loads(files.get("prepare.json", "{}"))
+    return files
+
+
+def trl_reads(text: str | dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """TRL's ``ScriptArguments``, ``SFTConfig``, ``ModelConfig`` read from a YAML text (or a
+    mapping), renamed keys under their current names, and the raw mapping."""
+    import trl
+    from ruamel.yaml import YAML
+    from transformers import HfArgumentParser
+
+    raw = dict(YAML(typ="safe").load(text)) if isinstance(text, str) else dict(text)
+    for old, new in LEGACY_KEYS.items():
+        if old in raw and new not in raw:
+            raw[new] = raw.pop(old)
+    raw["use_cpu"] = True  # the test machine has no GPU; no hyper-parameter depends on it
+    raw.pop("tf32", None)  # TrainingArguments rejects it without a GPU (imported as a warning)
+    parser = HfArgumentParser((trl.ScriptArguments, trl.SFTConfig, trl.ModelConfig))
+    script, sft, model = parser.parse_dict(raw, allow_extra_keys=True)
+    return script, sft, model, raw
