@@ -28,7 +28,6 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
@@ -39,7 +38,6 @@ _STEP_LOSS = re.compile(r"(?:^|\s)step=(\d+) loss=" + _NUM + r"(?: lr=" + _NUM +
 _TRAINER_RECORD = re.compile(r"\{'[a-z_]+': [^{}]*\}")
 # numbers as Python prints them, also numpy scalars' repr (``np.float64(0.5)``)
 _TRAINER_VALUE = re.compile(r"'(\w+)': (?:np\.\w+\()?'?" + _NUM)
-_TAIL_READ_BYTES = 256 * 1024
 SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -198,10 +196,12 @@ class Tracker:
         return "falling" if a < b else "rising"
 
     def seconds_per_step(self) -> float | None:
-        timed = self.points[-10:]
-        if len(timed) < 2 or timed[-1].step == timed[0].step:
-            return None
-        return (timed[-1].at - timed[0].at) / (timed[-1].step - timed[0].step)
+        """The pace over the last ten points; over all of them when those came in one read
+        (a poll returns several steps at once); None while no time has passed between them."""
+        for timed in (self.points[-10:], self.points):
+            if len(timed) >= 2 and timed[-1].step > timed[0].step and timed[-1].at > timed[0].at:
+                return (timed[-1].at - timed[0].at) / (timed[-1].step - timed[0].step)
+        return None
 
     def tokens_per_s(self) -> float | None:
         logged = [p.tokens_per_s for p in self.points[-5:] if p.tokens_per_s is not None]
@@ -266,6 +266,26 @@ def track_text(text: str, **settings: Any) -> Tracker:
     tracker = Tracker(**settings)
     tracker.feed(split_lines(text))
     return tracker
+
+
+def status_metrics(tracker: Tracker, *, elapsed_s: float | None, ended: bool
+                   ) -> dict[str, Any]:
+    """What ``status`` shows of a run, on every backend: the tracker's summary, the time
+    elapsed and, while it runs, the time left at the average pace so far. A log read at once
+    gives every step the same clock, so the tracker's own pace does not apply here. Once the
+    run ended there is no time left, and its last loss is the final one."""
+    out = tracker.summary()
+    out.pop("seconds_left", None)
+    if elapsed_s is not None:
+        out["elapsed_s"] = round(max(0.0, elapsed_s), 1)
+    last = tracker.last
+    if ended:
+        if last is not None and last.loss is not None:
+            out["final_loss"] = last.loss
+    elif last is not None and last.step > 0 and tracker.total_steps and elapsed_s is not None:
+        pace = max(0.0, elapsed_s) / last.step
+        out["seconds_left"] = round(pace * max(0, tracker.total_steps - last.step), 1)
+    return out
 
 
 def tracker_settings(job: Any) -> dict[str, Any]:
@@ -334,66 +354,9 @@ def progress_line(event: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def read_tail(path: Path, max_bytes: int = _TAIL_READ_BYTES) -> str:
-    """The end of a log file (text), or '' when it does not exist."""
-    try:
-        with path.open("rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def tail_lines(text: str, n: int) -> list[str]:
-    return clean_lines(text)[-n:] if n > 0 else []
-
-
-class LogFollower:
-    """Reads what was appended to a log since the last call (for live progress)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self._partial = ""
-
-    def read_new(self) -> list[str]:
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except OSError:
-            return []
-        self.offset += len(data)
-        text = self._partial + data.decode("utf-8", errors="replace")
-        # keep an unterminated last line for the next call
-        cut = max(text.rfind("\n"), text.rfind("\r"))
-        self._partial = text[cut + 1:]
-        return split_lines(text[:cut + 1])
-
-
-
 def report(tracker: Tracker, lines: Iterable[str], reporter: Any, address: str) -> None:
     """Feed ``lines``; report one ``progress`` event per new step (every backend's wait)."""
     for line in lines:
         if tracker.feed([line]):
             event = tracker.event()
             reporter.event(progress_line(event), progress=True, address=address, **event)
-
-
-class LogFollowerText:
-    """The same as ``LogFollower`` for APIs that return the whole log each time (Ray's Jobs
-    API, pod logs): the lines added since the last call; an unterminated last line waits."""
-
-    def __init__(self) -> None:
-        self.offset = 0
-
-    def new_lines(self, text: str, final: bool = False) -> list[str]:
-        if len(text) < self.offset:  # the log was rotated or restarted
-            self.offset = 0
-        cut = len(text) if final else max(text.rfind("\n"), text.rfind("\r")) + 1
-        if cut <= self.offset:
-            return []
-        chunk, self.offset = text[self.offset:cut], cut
-        return split_lines(chunk)

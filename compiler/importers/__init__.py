@@ -61,8 +61,27 @@ def _oumi(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
                        accelerator=opts.accelerator)
 
 
+def _axolotl(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.axolotl import import_axolotl
+    from ftspec.compiler.importers.base import unexpected_args
+
+    unexpected_args("axolotl", args)
+    return import_axolotl(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                          accelerator=opts.accelerator)
+
+
+def _llamafactory(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.base import unexpected_args
+    from ftspec.compiler.importers.llamafactory import import_llamafactory
+
+    unexpected_args("llamafactory", args)
+    return import_llamafactory(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
+                               accelerator=opts.accelerator)
+
+
 IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob,
-                                  "oumi": _oumi}
+                                  "oumi": _oumi, "axolotl": _axolotl,
+                                  "llamafactory": _llamafactory}
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]

@@ -112,7 +112,8 @@ def _norm(text: str) -> str:
 
 def family_for_hub_id(model_id: str) -> str | None:
     """The catalog family whose name matches a hub id's last part (``Qwen/Qwen2.5-0.5B``:
-    ``qwen2_5-0.5b``), ignoring an -Instruct/-chat/-hf/-base/-it suffix; None if none does."""
+    ``qwen2_5-0.5b``), ignoring an -Instruct/-chat/-hf/-base/-it suffix and a release tag
+    (``Qwen3-4B-Instruct-2507``); None if none does."""
     from ftspec.spec.catalog.models import MODEL_FAMILIES
 
     names: dict[str, str] = {}
@@ -120,6 +121,9 @@ def family_for_hub_id(model_id: str) -> str | None:
         names.setdefault(_norm(fam.display), key)
         names.setdefault(_norm(key.replace("_", ".")), key)
     last = model_id.rstrip("/").rsplit("/", 1)[-1].lower().removeprefix("meta-")
+    tag = last.rsplit("-", 1)
+    if len(tag) == 2 and len(tag[1]) == 4 and tag[1].isdigit():
+        last = tag[0]
     for suffix in ("",) + _SUFFIXES:
         if last.endswith(suffix):
             found = names.get(_norm(last[:len(last) - len(suffix)]))

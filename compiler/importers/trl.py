@@ -44,7 +44,7 @@ ATTN = {"sdpa", "eager", "flash_attention_2"}
 
 def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
                accelerator: str = "nvidia-a100-80gb") -> Imported:
-    from ftspec.compiler.importers.render import render
+    from ftspec.compiler.importers.flat import finish
 
     doc = load_spec_file(path)
     check_is_trl(doc)
@@ -57,14 +57,7 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     world = _resources(draft, nproc, nnodes, accelerator)
     _training(r, world)
     _output(r)
-    draft.put(("launcher",), "accelerate", "TRL's SFTTrainer runs under accelerate launch")
-    for key in r.data:
-        if key not in r.used:
-            draft.warn((key,), f"{key} has no spec field: not imported")
-    head = (f"Imported by `ftspec import trl` from {path} ({r.tool}).\n"
-            "Comments say where each value came from; the tool's implicit defaults are "
-            "written out.")
-    return Imported("trl", render(draft, head), draft.data, tuple(draft.warnings))
+    return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch")
 
 
 def check_is_trl(doc: SourceDoc) -> None:
@@ -276,22 +269,7 @@ def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None
 
 def _training(r: Reader, world: int) -> None:
     d, t = r.draft, ("training",)
-    steps = r.value("max_steps", r.sft)
-    if isinstance(steps, int) and steps > 0:
-        d.put(t + ("max_steps",), steps, r.origin("max_steps"))
-        d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
-    else:
-        epochs = r.value("num_train_epochs", r.sft)
-        whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1
-        if whole != epochs:
-            d.warn((r.key("num_train_epochs") or "",), f"num_train_epochs {epochs} is not whole: "
-                   f"imported as {whole}")
-        d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
-    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", r.sft)
-    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", r.sft)
-    d.put(t + ("global_batch_size",), mbs * ga * world,
-          f"per_device_train_batch_size x gradient_accumulation_steps x {world} processes")
-    r.put(t + ("learning_rate",), "learning_rate", r.sft)
+    _length_and_batch(r, world)
     _optimizer(r)
     _scheduler(r)
     r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)
@@ -309,6 +287,27 @@ def _training(r: Reader, world: int) -> None:
     d.put(t + ("logging", "report_to"), kept, r.origin("report_to"))
     _evaluation(r)
     _checkpointing(r)
+
+
+def _length_and_batch(r: Reader, world: int) -> None:
+    """Epochs or max_steps, the batch sizes, the learning rate."""
+    d, t = r.draft, ("training",)
+    steps = r.value("max_steps", r.sft)
+    if isinstance(steps, int) and steps > 0:
+        d.put(t + ("max_steps",), steps, r.origin("max_steps"))
+        d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
+    else:
+        epochs = r.value("num_train_epochs", r.sft)
+        whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1
+        if whole != epochs:
+            d.warn((r.key("num_train_epochs") or "",), f"num_train_epochs {epochs} is not whole: "
+                   f"imported as {whole}")
+        d.put(t + ("epochs",), whole, r.origin("num_train_epochs"))
+    mbs = r.put(t + ("micro_batch_size",), "per_device_train_batch_size", r.sft)
+    ga = r.put(t + ("gradient_accumulation_steps",), "gradient_accumulation_steps", r.sft)
+    d.put(t + ("global_batch_size",), mbs * ga * world,
+          f"per_device_train_batch_size x gradient_accumulation_steps x {world} processes")
+    r.put(t + ("learning_rate",), "learning_rate", r.sft, convert=float)
 
 
 def _optimizer(r: Reader) -> None:

@@ -24,12 +24,10 @@ def is_fms(data: dict[str, Any]) -> bool:
                                    "accelerate_launch_args", "use_flash_attn"))
 
 
-
 def hub_or_file_uri(name: str) -> str:
     if name.startswith(("/", "./", "../", "~")):
         return "file://" + name
     return "hf://" + name
-
 
 
 class Reader:
@@ -43,14 +41,15 @@ class Reader:
         self.tool = FMS_TOOL if self.fms else TOOL
         self.sft = FMS_SFT_DEFAULTS if self.fms else SFT_DEFAULTS
         self.model = FMS_MODEL_DEFAULTS if self.fms else MODEL_DEFAULTS
+        self.aliases: dict[str, str] = dict(FMS_KEYS) if self.fms else {}
+        """Another tool's key -> the TRL name it is read as (fms-hf-tuning, axolotl)."""
 
     def key(self, name: str) -> str | None:
         if name in self.data:
             return name
-        if self.fms:
-            for fms, trl_name in FMS_KEYS.items():
-                if trl_name == name and fms in self.data:
-                    return fms
+        for alias, trl_name in self.aliases.items():
+            if trl_name == name and alias in self.data:
+                return alias
         for old, new in LEGACY_KEYS.items():
             if new == name and old in self.data:
                 return old

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
@@ -14,6 +13,7 @@ from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.kubeconfig import load_connection
 from ftspec.reconciler.kubernetes.locate import locate
+from ftspec.reconciler.kubernetes.observe import job_status, metric_lines
 from ftspec.reconciler.kubernetes.planner import (
     ObjectInput,
     OwnershipError,
@@ -25,11 +25,12 @@ from ftspec.reconciler.kubernetes.planner import (
 )
 from ftspec.reconciler.kubernetes.reads import Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
-from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
+from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.logread import LogFollowerText
 from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
-from ftspec.reconciler.outputs import location
-from ftspec.reconciler.progress import LogFollowerText, report, tracker_for
+from ftspec.reconciler.progress import tracker_for
+from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
 
@@ -211,50 +212,42 @@ class KubernetesBackend:
         return [self._status(desired)[0]]
 
     def _status(self, desired: Desired) -> tuple[Status, list[str]]:
-        """The status, with the first pod's log lines it read the training metrics from."""
+        """The status, with the log lines (of one pod) it read the training metrics from."""
         ref = self._job_object(desired)
         addr = address(desired.job.target, ref)
         live = Reader(self.transport).get(ref)
         if live is None:
             return Status(addr, Phase.UNKNOWN,
                           f"{describe(ref)} not found (not applied yet?)"), []
-        phase, message, platform = phase_of(live)
-        lines = self._first_pod_lines(live) if phase is not Phase.PENDING else []
-        tracker = tracker_for(desired.job)
-        tracker.feed(lines)
-        where = {k: v for k, v in location(desired.job).items() if k != "path"}
-        return Status(addr, phase, message, platform, metrics=tracker.summary(),
-                      outputs=where), lines
+        lines = self._pod_lines(live) if phase_of(live)[0] is not Phase.PENDING else []
+        return job_status(desired.job, addr, live, lines), metric_lines(lines)
 
-    def _first_pod_lines(self, live: dict[str, Any]) -> list[str]:
-        """The log of the job's first pod (rank 0 sorts first), or none while unreadable."""
+    def _pod_lines(self, live: dict[str, Any]) -> list[str]:
+        """``[pod] text`` lines of the job's pods, or none while unreadable."""
         from ftspec.reconciler.kubernetes.logs import job_logs
 
         try:
-            lines = list(job_logs(self.transport, live))
+            return list(job_logs(self.transport, live))
         except BackendError:
             return []
-        first = lines[0].split("] ", 1)[0] + "] " if lines else ""
-        return [line[len(first):] for line in lines if line.startswith(first)]
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        last = None
-        tracker = tracker_for(desired.job)
         seen = LogFollowerText()
-        while True:
+        latest: list[Status] = []
+
+        def look() -> Observed:
             status, lines = self._status(desired)
-            if (status.phase, status.message) != last:
-                reporter.event(f"{status.phase.value}: {status.message}", phase=status.phase.value,
-                               address=status.address)
-                last = (status.phase, status.message)
-            report(tracker, seen.new_lines("\n".join(lines) + "\n"), reporter, status.address)
-            if status.phase in TERMINAL:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                return status
-            time.sleep(1.0)
+            latest[:] = [status]
+            return Observed(status.phase, seen.new_lines("\n".join(lines) + "\n"),
+                            status.message)
+
+        return wait_until_done(look, lambda: latest[0], tracker=tracker_for(desired.job),
+                               reporter=reporter, address=self._address(desired),
+                               timeout_s=timeout_s)
+
+    def _address(self, desired: Desired) -> str:
+        return address(desired.job.target, self._job_object(desired))
 
     def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
              selector: str | None = None) -> Iterator[str]:

@@ -17,7 +17,7 @@ from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.kubernetes.resources import KINDS, describe
 from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
-from ftspec.reconciler.progress import LogFollowerText
+from ftspec.reconciler.logread import LogFollowerText
 
 POLL_S = 2.0
 

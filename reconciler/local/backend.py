@@ -26,6 +26,7 @@ from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.state import StateStore
+from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
     Action,
     ApplyResult,
@@ -36,14 +37,8 @@ from ftspec.reconciler.model import (
     Status,
 )
 from ftspec.reconciler.outputs import location, scan
-from ftspec.reconciler.progress import (
-    LogFollower,
-    read_tail,
-    report,
-    tail_lines,
-    tracker_for,
-    tracker_settings,
-)
+from ftspec.reconciler.progress import tracker_for, tracker_settings
+from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
@@ -231,17 +226,15 @@ class LocalBackend:
             raise BackendError(f"no local run recorded for {desired.spec_file}",
                                hint="run `ftspec apply` first")
         follower = LogFollower(self.root / record.log)
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        tracker = tracker_for(desired.job)
-        addr = address(desired.job.spec_id)
-        while True:
-            report(tracker, follower.read_new(), reporter, addr)
-            view = observe(record, self.root)
-            if view.phase in TERMINAL:
-                return self.status(desired)[0]
-            if deadline is not None and time.monotonic() > deadline:
-                return self.status(desired)[0]
-            time.sleep(0.25)
+
+        def look() -> Observed:
+            lines = follower.read_new()
+            return Observed(observe(record, self.root).phase, lines)
+
+        return wait_until_done(look, lambda: self.status(desired)[0],
+                               tracker=tracker_for(desired.job), reporter=reporter,
+                               address=address(desired.job.spec_id), timeout_s=timeout_s,
+                               poll_s=0.25)
 
     def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
              selector: str | None = None) -> Iterator[str]:

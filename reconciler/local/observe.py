@@ -10,10 +10,11 @@ from typing import Any
 from ftspec.reconciler.local import procs
 from ftspec.reconciler.local.state import RunRecord
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, read_json
+from ftspec.reconciler.logread import read_tail, tail_lines
 from ftspec.reconciler.model import Phase
+from ftspec.reconciler.progress import Tracker, status_metrics, track_text
 
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
-from ftspec.reconciler.progress import Tracker, read_tail, tail_lines, track_text
 
 LOG_TAIL_LINES = 20
 
@@ -47,20 +48,9 @@ class RunView:
         }
 
     def metrics(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.progress.summary()
         end = self.ended_at if self.ended_at is not None else time.time()
-        out["elapsed_s"] = round(max(0.0, end - self.record.started_at), 1)
-        if self.phase in TERMINAL:
-            out.pop("seconds_left", None)
-            if self.progress.last is not None and self.progress.last.loss is not None:
-                out["final_loss"] = self.progress.last.loss
-        elif self.progress.last is not None and self.progress.total_steps:
-            # time left from the average pace so far (status has no live clock of its own)
-            done = self.progress.last.step
-            pace = out["elapsed_s"] / done if done else None
-            if pace is not None:
-                out["seconds_left"] = round(pace * max(0, self.progress.total_steps - done), 1)
-        return out
+        return status_metrics(self.progress, elapsed_s=end - self.record.started_at,
+                              ended=self.phase in TERMINAL)
 
 
 def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,

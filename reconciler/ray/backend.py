@@ -22,17 +22,12 @@ from urllib.parse import urlparse
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
+from ftspec.reconciler.logread import LogFollowerText, tail_lines
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
 from ftspec.reconciler.outputs import location, scan
-from ftspec.reconciler.progress import (
-    LogFollowerText,
-    report,
-    tail_lines,
-    track_text,
-    tracker_for,
-    tracker_settings,
-)
+from ftspec.reconciler.progress import status_metrics, track_text, tracker_for, tracker_settings
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
+from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 from ftspec.targets.ray_nodes import node_states
 
@@ -266,14 +261,11 @@ class RayBackend:
         phase = PHASES.get(raw, Phase.UNKNOWN)
         text = self.api(desired).logs(sid)
         progress = track_text(text, **tracker_settings(desired.job))
-        metrics: dict[str, Any] = progress.summary()
         start, end = job.get("start_time"), job.get("end_time")
-        if start:  # Ray reports milliseconds since the epoch
-            metrics["elapsed_s"] = round(((end or time.time() * 1000) - start) / 1000, 1)
-        if phase in (Phase.SUCCEEDED, Phase.FAILED):
-            metrics.pop("seconds_left", None)
-            if progress.last is not None and progress.last.loss is not None:
-                metrics["final_loss"] = progress.last.loss
+        # Ray reports milliseconds since the epoch
+        elapsed = ((end or time.time() * 1000) - start) / 1000 if start else None
+        metrics = status_metrics(progress, elapsed_s=elapsed,
+                                 ended=phase in (Phase.SUCCEEDED, Phase.FAILED))
         message = f"job {sid} {raw}"
         if job.get("message"):
             message += f": {job['message']}"
@@ -301,20 +293,20 @@ class RayBackend:
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        tracker = tracker_for(desired.job)
         seen = LogFollowerText()
-        while True:
+
+        def look() -> Observed:
             job = self._current(desired)
             if job is None:
                 raise BackendError(f"no Ray job of {desired.spec_file}",
                                    hint="run `ftspec apply` first")
             text = self.api(desired).logs(str(job["submission_id"]))
-            report(tracker, seen.new_lines(text), reporter, address(desired.job.spec_id))
-            if job.get("status") in TERMINAL or (
-                    deadline is not None and time.monotonic() > deadline):
-                return self.status(desired)[0]
-            time.sleep(1.0)
+            return Observed(PHASES.get(str(job.get("status")), Phase.UNKNOWN),
+                            seen.new_lines(text))
+
+        return wait_until_done(look, lambda: self.status(desired)[0],
+                               tracker=tracker_for(desired.job), reporter=reporter,
+                               address=address(desired.job.spec_id), timeout_s=timeout_s)
 
     def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
              selector: str | None = None) -> Iterator[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
+from helpers.follow import follow
 from helpers.measure import Measurement, TreeSampler
 from helpers.polling import wait_for
 from helpers.tinyspec import SPEC
@@ -147,6 +149,25 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     assert status(workdir, e2e_env)["platform"] == {"exists": False}
 
 
+def test_logs_follow_a_running_job_and_end_with_it(workdir: Path, e2e_env: dict[str, str]
+                                                   ) -> None:
+    """`logs --follow` started while the run starts: the training steps arrive as they are
+    logged, well before the run ends, and the command exits once the run has ended."""
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert not has_step(workdir)  # nothing trained yet: every step line is new to --follow
+    ended = workdir / RUN_DIR / "exit.json"
+    got = follow([FTSPEC, "logs", str(SPEC), "--follow"], workdir, e2e_env, ended.exists)
+    assert got.returncode == 0 and got.ended_at is not None and got.exited_at is not None
+    steps = [(at, int(m.group(1))) for at, line in got.lines
+             if (m := re.search(r"Step (\d+) \| loss:", line))]
+    assert [step for _, step in steps] == list(range(1, 17)), got.lines
+    assert steps[0][0] < got.ended_at - 2.0, "the first step arrived only at the end"
+    assert len(got.before_end("| loss:")) >= 2
+    assert got.lines[-1][1] == "[ftspec] run ended: exit code 0", got.lines[-3:]
+    assert got.exited_at - got.ended_at < 5.0  # it stops polling once the run has ended
+
+
 def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str, str]
                                                 ) -> None:
     """report_to: [tensorboard] -> torchtune's TensorBoardLogger writes event files that
@@ -172,6 +193,33 @@ def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str
     st = status(workdir, e2e_env, *tb)
     assert [round(v, 4) for _, v in loss] == [round(x, 4) for x in
                                                st["metrics"]["curve"]["loss"]]
+    ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
+
+
+def test_tensorboard_event_files_from_accelerate_and_trl(workdir: Path,
+                                                       e2e_env: dict[str, str]) -> None:
+    """report_to: [tensorboard] on the accelerate launcher -> the trainer's TensorBoard
+    callback writes event files under the output folder that TensorBoard's own reader loads,
+    with the steps and losses the run logged; `output` finds them."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = ("--set", "launcher=accelerate", "--set", "method.lora.output=false",
+          "--set", "training.max_steps=4", "--set", "training.logging.report_to=[tensorboard]")
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait", *tb)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    got = json.loads(ftspec(workdir, e2e_env, "output", str(SPEC), "--json", *tb).stdout)
+    (logdir,) = got["tensorboard"]
+    assert logdir.startswith(str(RUN_DIR / "output/runs/")), logdir  # the trainer's default
+    events = EventAccumulator(str(workdir / logdir), size_guidance={"scalars": 0})  # all
+    events.Reload()
+    # the trainer's callback writes simple scalars ("train/" + the logged key)
+    assert {"train/loss", "train/learning_rate"} <= set(events.Tags()["scalars"]), events.Tags()
+    loss = [(e.step, e.value) for e in events.Scalars("train/loss")]
+    assert [step for step, _ in loss] == [1, 2, 3, 4]
+    st = status(workdir, e2e_env, *tb)
+    # the log prints each value with 4 significant digits (transformers' PrinterCallback)
+    assert [f"{v:.4g}" for _, v in loss] == [f"{x:.4g}" for x in st["metrics"]["curve"]["loss"]]
     ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.follow import follow
 from helpers.measure import Measurement, TreeSampler
 from helpers.polling import wait_for
 from helpers.tinyspec import SPEC
@@ -119,6 +121,43 @@ def test_tiny_torchtune_job_succeeds_through_the_jobs_api(
     assert again.returncode == 0 and owned_ids(ray_head.address) == {sid}  # no duplicate
     logs = ftspec(workdir, e2e_env, "logs", str(SPEC), *ray_sets)
     assert "Loss: " in logs.stdout
+
+
+def test_logs_follow_and_status_of_a_running_job(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    """While the job runs, `status` gives a time left from the pace so far (not 0s) and
+    `logs --follow` shows the steps as they are logged; it exits once the job has ended."""
+    sets = (*ray_sets, "--set", "training.epochs=2")  # 32 steps: time to look mid-run
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *sets)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    (sid,) = owned_ids(ray_head.address)
+
+    running: list[dict[str, Any]] = []  # a status taken mid-run
+
+    def job_ended() -> bool:
+        if not running:
+            st = status(workdir, e2e_env, *sets)
+            if st["phase"] == "Running" and 0 < st["metrics"].get("step", 0) < 32:
+                running.append(st)
+        return jobs(ray_head.address)[sid]["status"] in ("SUCCEEDED", "FAILED", "STOPPED")
+
+    got = follow([FTSPEC, "logs", str(SPEC), "--follow", *sets], workdir, e2e_env,
+                 job_ended)
+    assert got.returncode == 0 and got.ended_at is not None and got.exited_at is not None
+    steps = [(at, int(m.group(1))) for at, line in got.lines
+             if (m := re.search(r"Step (\d+) \| loss:", line))]
+    assert [step for _, step in steps] == list(range(1, 33)), got.lines
+    assert steps[0][0] < got.ended_at - 2.0, "the first step arrived only at the end"
+    assert got.exited_at - got.ended_at < 5.0  # it stops polling once the job has ended
+    (mid,) = running
+    m = mid["metrics"]
+    assert m["elapsed_s"] > 0 and m["seconds_left"] > 0, m  # not "0s left"
+    pace = m["elapsed_s"] / m["step"]
+    slack = 0.05 * (32 - m["step"]) / m["step"] + 0.1  # elapsed_s is rounded to 0.1 s
+    assert abs(m["seconds_left"] - pace * (32 - m["step"])) <= slack, m
+    st = status(workdir, e2e_env, *sets)
+    assert st["phase"] == "Succeeded" and "seconds_left" not in st["metrics"], st["metrics"]
 
 
 def test_replace_stops_the_running_job_and_submits_the_new_one(

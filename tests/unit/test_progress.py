@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+from ftspec.reconciler.logread import LogFollowerText
 from ftspec.reconciler.progress import (
-    LogFollowerText,
     Tracker,
     clean_lines,
     duration,

@@ -1,0 +1,231 @@
+"""``ftspec import axolotl CONFIG``: an axolotl train YAML (SFT) as a spec (launcher accelerate).
+
+axolotl is not installed here: axolotl 0.19.0 pins transformers 5.16.1, TRL 1.9.0 and PEFT
+0.20.0 exactly, which conflict with the transformers 5.23 / TRL 1.16 ftspec's accelerate
+target is tested against (checked with ``pip download --no-deps``). So the YAML is read
+as data, the way axolotl's pydantic schema reads it; the defaults it applies are written out
+from ``axolotl_defaults`` (which names the version). Keys are read through the TRL
+importer's :class:`Reader` under their TRL names, so its optimizer table applies unchanged.
+Preference training (``rl:``) and reward models are refused at their line; every other key
+without a spec field becomes a warning at its line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ftspec.compiler.importers import rows
+from ftspec.compiler.importers.axolotl_data import data, distributed
+from ftspec.compiler.importers.axolotl_defaults import (
+    ALIASES,
+    MODEL_DEFAULTS,
+    TOOL,
+    TRAIN_DEFAULTS,
+)
+from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
+from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
+from ftspec.compiler.importers.trl import SCHEDULERS, _header, _length_and_batch, _optimizer
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
+from ftspec.spec.loader import SourceDoc, load_spec_file
+
+ATTN = {"flash_attention": "flash_attention_2", "sdp_attention": "sdpa",
+        "eager_attention": "eager"}
+NOT_SFT = ("rl", "reward_model", "process_reward_model")
+
+
+def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = None,
+                   accelerator: str = "nvidia-a100-80gb") -> Imported:
+    doc = load_spec_file(path)
+    check_is_axolotl(doc)
+    draft = SpecDraft(doc)
+    r = FlatReader(draft, TOOL, TRAIN_DEFAULTS, MODEL_DEFAULTS, ALIASES)
+    _header(draft, path)
+    _model(r)
+    data(r)
+    _method(r)
+    world = resources(r, "an axolotl config", nproc, nnodes, accelerator)
+    _training(r, world)
+    distributed(r)
+    out = str(r.value("output_dir") or "./outputs")
+    draft.put(("output", "uri"), hub_or_file_uri(out) if out.startswith("/") else
+              "file://" + out, r.origin("output_dir") if r.has("output_dir") else
+              f"{TOOL} default (output_dir ./outputs)")
+    if draft.data["method"]["kind"] != "full":
+        draft.put(("output", "save_adapter_only"), True, "axolotl saves the adapter only")
+    return finish("axolotl", r, path, "axolotl trains with a transformers Trainer under "
+                  "accelerate launch; TRL's SFTTrainer is the nearest")
+
+
+def check_is_axolotl(doc: SourceDoc) -> None:
+    if not isinstance(doc.data, dict):
+        raise not_this_tool(doc, (), "not an axolotl config: the document is not a mapping",
+                            "give the YAML file `axolotl train` reads")
+    first = next(iter(doc.data), None)
+    if "base_model" not in doc.data or not isinstance(doc.data.get("datasets"), list):
+        raise not_this_tool(doc, (first,) if first is not None else (),
+                            "not an axolotl config: no base_model with a datasets list",
+                            "axolotl's config names base_model and datasets: [{path, type}]")
+    for key in NOT_SFT:
+        if doc.data.get(key):
+            raise SpecError([Diagnostic(
+                Severity.ERROR, f"{key}: {doc.data[key]}: `ftspec import axolotl` imports "
+                "supervised fine-tuning only", path=(key,), span=doc.span_of((key,), key=True),
+                code="import.unsupported",
+                hint="preference and reward-model training have no ftspec method")])
+    if doc.data.get("learning_rate") is None:
+        raise not_this_tool(doc, (first,) if first is not None else (), "no learning_rate: "
+                            "axolotl requires one", "set learning_rate in the axolotl config")
+
+
+def _model(r: Reader) -> None:
+    d = r.draft
+    model_source(r)
+    for key, impl in ATTN.items():
+        if r.value(key) is True:
+            d.put(("model", "attn_implementation"), impl, r.origin(key))
+    if r.value("xformers_attention") is True:
+        d.warn(("xformers_attention",), "xformers attention has no spec implementation")
+    bf16, fp16 = r.value("bf16", r.sft), r.value("fp16") is True
+    if fp16:
+        d.put(("model", "dtype"), "fp16", r.origin("fp16"))
+    elif bf16 is False:
+        d.put(("model", "dtype"), "fp32", r.origin("bf16"))
+    else:
+        d.put(("model", "dtype"), "bf16", r.origin("bf16") + (" (auto: bf16 on GPUs that "
+              "have it)" if bf16 == "auto" else ""))
+    if r.value("tf32") is True:
+        d.warn(("tf32",), "tf32 has no spec field: not imported")
+    template = r.value("chat_template")
+    if template not in (None, "tokenizer_default"):
+        d.warn(("chat_template",), f"chat_template {template}: axolotl's named template has "
+               "no spec field; the tokenizer's own chat template renders chat rows")
+    special = r.value("special_tokens") or {}
+    for key, value in special.items():
+        if key == "pad_token":
+            d.put(("model", "tokenizer", "pad_token"), value,
+                  d.origin_of(("special_tokens", key)))
+        else:
+            d.warn(("special_tokens", key), f"special_tokens.{key} has no spec field")
+
+
+def _method(r: Reader) -> None:
+    d = r.draft
+    adapter = r.value("adapter")
+    if adapter is None:
+        d.put(("method", "kind"), "full", f"{TOOL} default (no adapter: full fine-tuning)")
+        return
+    four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
+    dora = r.value("use_dora", r.model) is True
+    if adapter not in ("lora", "qlora"):
+        d.warn(("adapter",), f"adapter {adapter} has no spec method: imported as lora")
+    if eight:
+        d.warn(("load_in_8bit",), "load_in_8bit: an 8-bit base has no spec method (qlora is "
+               "4-bit): imported as lora on an unquantized base")
+    kind = "qlora" if adapter == "qlora" or four else "dora" if dora else "lora"
+    d.put(("method", "kind"), kind, r.origin("adapter"))
+    if kind == "qlora":
+        q = ("method", "quantization")
+        d.put(q + ("bits",), 4, r.origin("load_in_4bit"))
+        r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
+        r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
+        r.put(q + ("storage_dtype",), "bnb_4bit_quant_storage", r.model)
+    lora = ("method", "lora")
+    if r.put(lora + ("rank",), "lora_r") is None or r.put(lora + ("alpha",), "lora_alpha") \
+            is None:
+        d.warn(("adapter",), "lora_r and lora_alpha have no axolotl default: the spec's are "
+               "used")
+    r.put(lora + ("dropout",), "lora_dropout", r.model)
+    modules = r.value("lora_target_modules")
+    if r.value("lora_target_linear") is True:
+        linear = rows.all_linear(d.get(("model", "family")))
+        if linear is None:
+            d.warn(("lora_target_linear",), "lora_target_linear: the model's linear layers "
+                   "are not known to ftspec; the spec's default target_modules are used")
+        else:
+            d.put(lora + ("target_modules",), linear, f"{r.origin('lora_target_linear')} "
+                  "(every linear layer of the decoder)")
+    elif modules:
+        d.put(lora + ("target_modules",), [modules] if isinstance(modules, str) else
+              list(modules), r.origin("lora_target_modules"))
+    r.put(lora + ("modules_to_save",), "lora_modules_to_save")
+
+
+def _training(r: Reader, world: int) -> None:
+    d, t = r.draft, ("training",)
+    _length_and_batch(r, world)
+    _optimizer(r)
+    _scheduler(r)
+    r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)
+    r.put(t + ("seed",), "seed", r.sft)
+    checkpointing = r.value("gradient_checkpointing", r.sft)
+    if isinstance(checkpointing, bool):
+        d.put(t + ("gradient_checkpointing",), checkpointing, r.origin("gradient_checkpointing"))
+    else:
+        d.put(t + ("gradient_checkpointing",), True, r.origin("gradient_checkpointing"))
+        d.warn(("gradient_checkpointing",), f"gradient_checkpointing {checkpointing}: "
+               "imported as plain activation checkpointing")
+    compiled = r.value("torch_compile", r.sft)
+    d.put(t + ("compile",), compiled is True, r.origin("torch_compile"))
+    if compiled == "auto":
+        d.warn(("torch_compile",), "torch_compile auto: imported as off")
+    if r.has("logging_steps"):
+        r.put(t + ("logging", "steps"), "logging_steps")
+    else:
+        d.warn(("logging_steps",), "no logging_steps: axolotl logs every 0.5% of the steps (1 to 10); the "
+               "spec's default is used")
+    sinks = (["wandb"] if r.value("wandb_project") else []) + \
+        (["tensorboard"] if r.value("use_tensorboard") is True else []) + \
+        (["mlflow"] if r.value("mlflow_tracking_uri") else [])
+    d.put(t + ("logging", "report_to"), sinks, r.origin("wandb_project") if sinks else
+          f"{TOOL} default (no wandb_project / use_tensorboard / mlflow_tracking_uri)")
+    _cadence(r, "evaluation", "eval_steps", "evals_per_epoch", "eval_strategy")
+    _cadence(r, "checkpointing", "save_steps", "saves_per_epoch", "save_strategy")
+    r.put(t + ("checkpointing", "total_limit"), "save_total_limit", r.sft)
+    if r.draft.get(t + ("evaluation", "strategy")) != "no":
+        r.put(t + ("evaluation", "batch_size"), "per_device_eval_batch_size")
+
+
+def _scheduler(r: Reader) -> None:
+    d, sched = r.draft, ("training", "scheduler")
+    name = str(r.value("lr_scheduler_type", r.sft))
+    if name in SCHEDULERS:
+        d.put(sched + ("name",), name, r.origin("lr_scheduler_type"))
+    else:
+        d.warn((r.key("lr_scheduler_type") or "",), f"lr_scheduler {name} has no spec schedule")
+    if r.has("warmup_steps") and isinstance(r.data.get("warmup_steps"), int):
+        r.put(sched + ("warmup_steps",), "warmup_steps")
+    elif r.has("warmup_steps"):
+        r.put(sched + ("warmup_ratio",), "warmup_steps")
+    else:
+        d.put(sched + ("warmup_ratio",), 0.03, f"{TOOL} default (3% of the steps)")
+        d.warn(("warmup_steps",), "no warmup_steps / warmup_ratio: axolotl warms up for 3% of the steps, "
+               "at most 100; imported as warmup_ratio 0.03")
+
+
+def _cadence(r: Reader, part: str, steps_key: str, per_epoch_key: str,
+             strategy_key: str) -> None:
+    d, at = r.draft, ("training", part)
+    no_eval = part == "evaluation" and not r.draft.get(("data", "validation_split_ratio"))
+    steps, per_epoch = r.value(steps_key), r.value(per_epoch_key)
+    strategy = r.value(strategy_key)
+    if no_eval:
+        d.put(at + ("strategy",), "no", r.origin("val_set_size") + " (no validation split)")
+        for key in (steps_key, per_epoch_key, strategy_key):
+            if r.has(key):
+                d.warn((key,), f"{key} without a validation split: not imported")
+    elif isinstance(steps, int):
+        d.put(at + ("strategy",), "steps", r.origin(steps_key))
+        d.put(at + ("steps",), steps, r.origin(steps_key))
+    elif strategy in ("no", "epoch"):
+        d.put(at + ("strategy",), strategy, r.origin(strategy_key))
+    elif per_epoch is not None:
+        d.put(at + ("strategy",), "epoch", r.origin(per_epoch_key))
+        if per_epoch != 1:
+            d.warn((per_epoch_key,), f"{per_epoch_key} {per_epoch}: axolotl runs it every "
+                   f"1/{per_epoch} of an epoch's steps; the spec counts steps or epochs: "
+                   "imported as once per epoch")
+    else:
+        default = "epoch" if part == "checkpointing" else "no"
+        d.put(at + ("strategy",), default, f"{TOOL} default (no {steps_key} / "
+              f"{per_epoch_key} / {strategy_key}: axolotl's trainer builder)")

@@ -1,0 +1,114 @@
+"""The data half of ``ftspec import axolotl``: ``datasets`` entries, sequence length, packing,
+the validation split; and the ``fsdp`` / ``fsdp_config`` / ``deepspeed`` keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.compiler.importers import rows
+from ftspec.compiler.importers.axolotl_defaults import (
+    DEEPSPEED,
+    FSDP_SHARDING,
+    FSDP_STATE,
+    FSDP_WRAP,
+)
+from ftspec.compiler.importers.deepspeed_names import put_deepspeed
+from ftspec.compiler.importers.flat import put_data
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+
+ENTRY_KEYS = {"path", "type", "split", "name", "field_messages", "message_property_mappings",
+              "roles", "field"}
+"""``datasets`` entry keys the import reads; any other is a warning at its line."""
+OPENAI_ROLES = {"user": ["user"], "assistant": ["assistant"]}
+
+
+def _uri(path: str) -> str:
+    local = path.startswith(("/", "./", "../", "~")) or path.endswith((".json", ".jsonl",
+                                                                       ".parquet", ".csv"))
+    return hub_or_file_uri(path if not local or path.startswith(("/", ".", "~"))
+                           else "./" + path)
+
+
+def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
+    d, at = r.draft, ("datasets", i)
+    path = ds.get("path")
+    if not isinstance(path, str):
+        d.warn(at, "dataset without a path: not imported")
+        return None
+    uri, kind = _uri(path), ds.get("type")
+    if kind == "alpaca":
+        entry = rows.alpaca(uri)
+    elif kind == "chat_template":
+        entry = rows.chat(uri, str(ds.get("field_messages", "messages")), "openai")
+        mapping = ds.get("message_property_mappings")
+        if mapping not in (None, {"role": "role", "content": "content"}):
+            d.warn(at + ("message_property_mappings",), "message_property_mappings other than "
+                   "role/content: set data.train.column_map by hand")
+        if ds.get("roles") not in (None, OPENAI_ROLES):
+            d.warn(at + ("roles",), "roles other than user/assistant have no spec field")
+    elif isinstance(kind, str) and kind.startswith("sharegpt"):
+        entry = rows.chat(uri, "conversations", "sharegpt")
+    elif kind == "completion":
+        entry = rows.text(uri, str(ds.get("field", "text")))
+    else:
+        d.warn(at + ("type",) if "type" in ds else at, f"dataset type {kind!r}: no spec "
+               "format; imported as text, set data.train.format by hand")
+        entry = rows.text(uri)
+    if isinstance(ds.get("split"), str) and ds["split"] != "train":
+        entry["split"] = ds["split"]
+    if isinstance(ds.get("name"), str):
+        entry["subset"] = ds["name"]
+    for key in ds:
+        if key not in ENTRY_KEYS:
+            d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
+    return entry
+
+
+def data(r: Reader) -> None:
+    sets = r.value("datasets")
+    entries = [e for i, ds in enumerate(sets) if isinstance(ds, dict)
+               for e in [_entry(r, i, ds)] if e is not None]
+    train_on_input = r.value("train_on_inputs", r.sft) is True
+    for entry in entries:
+        entry["train_on_input"] = train_on_input  # explicit: a format may default to true
+    put_data(r, entries, "datasets", "axolotl concatenates and shuffles them", "val_set_size")
+
+
+def distributed(r: Reader) -> None:
+    d = r.draft
+    if r.has("deepspeed"):
+        put_deepspeed(d, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "axolotl")
+    if not r.has("fsdp") and not r.has("fsdp_config"):
+        return
+    modes, cfg = r.value("fsdp") or [], r.value("fsdp_config") or {}
+    at = r.origin("fsdp" if r.has("fsdp") else "fsdp_config")
+    f = ("distributed", "fsdp")
+    d.put(("distributed", "strategy"), "fsdp", at)
+    version = int(cfg.get("fsdp_version", cfg.get("version", 1)))
+    d.put(f + ("version",), version, at + " (fsdp_version; axolotl's default 1)")
+    mapped: dict[str, tuple[str, dict[str, Any] | None]] = {
+        "fsdp_sharding_strategy": ("sharding", FSDP_SHARDING),
+        "fsdp_auto_wrap_policy": ("auto_wrap", FSDP_WRAP),
+        "fsdp_state_dict_type": ("state_dict_type", FSDP_STATE),
+        "fsdp_offload_params": ("cpu_offload", None),
+        "fsdp_transformer_layer_cls_to_wrap": ("transformer_layer_cls", None),
+        "fsdp_use_orig_params": ("use_orig_params", None),
+        "fsdp_sync_module_states": ("sync_module_states", None),
+        "fsdp_cpu_ram_efficient_loading": ("cpu_ram_efficient_loading", None),
+        "fsdp_reshard_after_forward": ("reshard_after_forward", None),
+    }
+    for key, value in cfg.items():
+        where = ("fsdp_config", key)
+        spec_key, table = mapped.get(key, ("", None))
+        value = table.get(str(value)) if table is not None else value
+        if key in ("fsdp_version", "version"):
+            continue
+        if not spec_key or value is None:
+            d.warn(where, f"fsdp_config.{key} has no spec field: not imported")
+            continue
+        d.put(f + (spec_key,), value, d.origin_of(where))
+    if "full_shard" not in modes and modes:
+        d.warn(("fsdp",), f"fsdp {modes}: imported as full_shard (the spec's sharding comes "
+               "from fsdp_config.fsdp_sharding_strategy)")
+    if "offload" in modes:
+        d.put(f + ("cpu_offload",), True, d.origin_of(("fsdp",)))

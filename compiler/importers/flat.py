@@ -1,0 +1,96 @@
+"""What the importers of flat, one-mapping configs share (TRL, axolotl, LLaMA-Factory):
+a :class:`Reader` over another tool's key names and defaults, the launch resources, and the
+end of an import (every key left unread is a warning at its line; the spec is rendered)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+
+
+class FlatReader(Reader):
+    """The TRL reader over another tool's keys (``aliases``: its key -> the TRL name) and
+    defaults; a key whose value is null counts as unset, as the tools' own parsers read it."""
+
+    def __init__(self, draft: SpecDraft, tool: str, sft: dict[str, Any],
+                 model: dict[str, Any], aliases: dict[str, str]) -> None:
+        super().__init__(draft)
+        self.data = {k: v for k, v in draft.source.data.items() if v is not None}
+        self.fms = False
+        self.tool, self.sft, self.model, self.aliases = tool, sft, model, dict(aliases)
+
+
+def model_source(r: Reader) -> None:
+    """``model.uri`` and its catalog family (a warning at the key when there is none), and
+    ``trust_remote_code``."""
+    d = r.draft
+    name = str(r.value("model_name_or_path"))
+    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
+    family = family_for_hub_id(name)
+    if family is not None:
+        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
+    else:
+        d.warn((r.key("model_name_or_path") or "",), f"{name} is not in ftspec's model "
+               "catalog: add model.architecture (its config.json numbers) for the memory "
+               "estimate")
+    if r.value("trust_remote_code") is True:
+        d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
+
+
+def put_data(r: Reader, entries: list[dict[str, Any]], src: str, mixing: str,
+             val_key: str) -> None:
+    """``data``: one dataset as ``train``, several as a mixture of equal proportions (with a
+    warning: the tools concatenate, ``mixing`` says how); sequence length, packing, the
+    validation split ratio (``val_key``), loader workers."""
+    d, at = r.draft, r.origin(src)
+    if len(entries) == 1:
+        d.put(("data", "train"), entries[0], at)
+    elif entries:
+        share = round(1 / len(entries), 6)
+        for entry in entries:
+            entry["proportion"] = share
+        entries[-1]["proportion"] = round(1 - share * (len(entries) - 1), 6)
+        d.put(("data", "mixture", "datasets"), entries, at)
+        d.warn((src,), f"{len(entries)} datasets: {mixing}; imported as a mixture of equal "
+               "proportions: set each dataset's proportion to its share of the rows")
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)
+    val = r.value(val_key, r.sft)
+    if isinstance(val, float) and 0 < val < 1:
+        d.put(("data", "validation_split_ratio"), val, r.origin(val_key))
+    elif val not in (None, 0, 0.0):
+        d.warn((val_key,), f"{val_key} {val} (a row count) has no spec field: "
+               "data.validation_split_ratio takes a ratio")
+    workers = r.value("dataloader_num_workers")
+    if isinstance(workers, int):
+        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+
+
+def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,
+              accelerator: str) -> int:
+    """``resources`` from the command line (``config``: "an axolotl config", ...)."""
+    from ftspec.compiler.importers.trl import resources_from_flags
+
+    return resources_from_flags(r.draft, nproc, nnodes, accelerator, config,
+                                "accelerate launch decides (--nproc-per-node)")
+
+
+def finish(command: str, r: Reader, path: Path, launcher: str,
+           no_effect: tuple[str, ...] = ()) -> Imported:
+    """``launcher: accelerate`` (``launcher``: why), unread keys as warnings, the spec text.
+    ``no_effect``: keys that change no hyper-parameter (their warning says so)."""
+    from ftspec.compiler.importers.render import render
+
+    draft = r.draft
+    draft.put(("launcher",), "accelerate", launcher)
+    for key in draft.source.data:
+        if key not in r.used and key in r.data:
+            why = " (no hyper-parameter)" if key in no_effect else ""
+            draft.warn((key,), f"{key} has no spec field: not imported{why}")
+    head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).\n"
+            "Comments say where each value came from; the tool's implicit defaults are "
+            "written out.")
+    return Imported(command, render(draft, head), draft.data, tuple(draft.warnings))

@@ -1,0 +1,204 @@
+"""``ftspec import llamafactory CONFIG``: a LLaMA-Factory train YAML (stage sft) as a spec.
+
+LLaMA-Factory is not installed here (0.9.5 requires TRL <= 0.24, transformers <= 5.6 and
+accelerate <= 1.11, against TRL 1.16 / transformers 5.23 / accelerate 1.15 that ftspec's
+accelerate target is tested with; checked with ``pip download --no-deps``), so the YAML is
+read as data, as ``llamafactory-cli`` reads it: one flat mapping of ``ModelArguments``, ``DataArguments``, ``FinetuningArguments`` and transformers'
+``TrainingArguments``. The training keys are transformers' own, so the TRL importer's
+training mapping is reused through a :class:`Reader` with LLaMA-Factory's key names and
+defaults (``llamafactory_defaults``, which names the version). Datasets are names in
+LLaMA-Factory's ``dataset_info.json``: the well-known ones map to their files or hub
+repositories, any other is a warning. Stages other than sft are refused at their line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers import rows
+from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
+from ftspec.compiler.importers.deepspeed_names import put_deepspeed
+from ftspec.compiler.importers.flat import (
+    FlatReader,
+    finish,
+    model_source,
+    put_data,
+    resources,
+)
+from ftspec.compiler.importers.llamafactory_defaults import (
+    ALIASES,
+    DATASET_SPLITS,
+    DATASETS,
+    DEEPSPEED,
+    MODEL_DEFAULTS,
+    STAGES,
+    TOOL,
+    TRAIN_DEFAULTS,
+)
+from ftspec.compiler.importers.trl import _header, _output, _training
+from ftspec.compiler.importers.trl_reader import Reader
+from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
+from ftspec.spec.loader import SourceDoc, load_spec_file
+
+ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
+MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
+NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeout",
+             "preprocessing_num_workers", "save_only_model")
+"""Keys that change no hyper-parameter; still warned (the spec has no field for them)."""
+
+
+def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None = None,
+                        accelerator: str = "nvidia-a100-80gb") -> Imported:
+    doc = load_spec_file(path)
+    check_is_llamafactory(doc)
+    draft = SpecDraft(doc)
+    r = FlatReader(draft, TOOL, TRAIN_DEFAULTS, MODEL_DEFAULTS, ALIASES)
+    _header(draft, path)
+    _model(r)
+    _data(r)
+    _method(r)
+    world = resources(r, "a LLaMA-Factory config", nproc, nnodes, accelerator)
+    if "report_to" not in r.data:
+        draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
+                   "integration (report_to all); imported as none")
+    _training(r, world)
+    _output(r)
+    if r.has("deepspeed"):
+        put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")
+    return finish("llamafactory", r, path, "LLaMA-Factory trains with transformers' Trainer "
+                  "under accelerate/torchrun; TRL's SFTTrainer is the nearest", NO_EFFECT)
+
+
+def check_is_llamafactory(doc: SourceDoc) -> None:
+    if not isinstance(doc.data, dict):
+        raise not_this_tool(doc, (), "not a LLaMA-Factory config: the document is not a "
+                            "mapping", "give the YAML file `llamafactory-cli train` reads")
+    first = next(iter(doc.data), None)
+    if "model_name_or_path" not in doc.data or not any(k in doc.data for k in MARKERS):
+        raise not_this_tool(doc, (first,) if first is not None else (),
+                            "not a LLaMA-Factory train config: no model_name_or_path with "
+                            "stage / finetuning_type / template / dataset",
+                            "LLaMA-Factory's train YAML names model_name_or_path and dataset")
+    stage = doc.data.get("stage", "sft")
+    if stage != "sft":
+        known = "a LLaMA-Factory stage" if stage in STAGES else "not a LLaMA-Factory stage"
+        raise SpecError([Diagnostic(
+            Severity.ERROR, f"stage {stage} ({known}): `ftspec import llamafactory` imports "
+            "supervised fine-tuning (stage: sft) only", path=("stage",),
+            span=doc.span_of(("stage",), key=True), code="import.unsupported",
+            hint="pretraining, reward modelling, PPO, DPO and KTO have no ftspec method")])
+    if "dataset" not in doc.data:
+        raise not_this_tool(doc, (first,) if first is not None else (), "no dataset: the "
+                            "config names no training data",
+                            "LLaMA-Factory names the data with dataset (dataset_info.json names)")
+
+
+def _model(r: Reader) -> None:
+    d = r.draft
+    model_source(r)
+    attn = r.value("flash_attn")
+    if attn in ATTN:
+        d.put(("model", "attn_implementation"), ATTN[attn], r.origin("flash_attn"))
+    elif attn not in (None, "auto"):
+        d.warn(("flash_attn",), f"flash_attn {attn} has no spec attention implementation")
+    if r.value("fp16") is True:
+        d.put(("model", "dtype"), "fp16", r.origin("fp16"))
+    elif r.value("bf16") is True or r.value("pure_bf16") is True:
+        d.put(("model", "dtype"), "bf16", r.origin("bf16" if r.has("bf16") else "pure_bf16"))
+    else:
+        d.put(("model", "dtype"), "fp32", f"{TOOL} default (bf16 and fp16 off: fp32)")
+    r.value("do_train")
+    if r.data.get("do_train") is not True:
+        d.warn(("do_train",) if "do_train" in r.data else (), "do_train is not true: "
+               "LLaMA-Factory only trains with do_train: true; imported as a training run")
+
+
+def _data(r: Reader) -> None:
+    d = r.draft
+    r.value("stage")
+    names = [n.strip() for n in str(r.value("dataset")).split(",") if n.strip()]
+    template = r.value("template")
+    entries: list[dict[str, Any]] = []
+    for name in names:
+        known = DATASETS.get(name)
+        if known is None:
+            d.warn(("dataset",), f"dataset {name}: a name in your dataset_info.json, which "
+                   "the import does not read; imported as file://data/" + name +
+                   ".json (alpaca layout): set data.train.uri and format")
+            known = (f"file://data/{name}.json", "alpaca", None)
+        uri, layout, column = known
+        if layout == "alpaca":
+            entry = rows.alpaca_as_chat_turn(uri, d.get(("model", "family")))
+            d.warn(("dataset",), rows.ALPACA_AS_CHAT_WARNING.format(
+                format=entry["format"], tool="LLaMA-Factory") +
+                   f" ({name}: LLaMA-Factory renders it as one chat turn)")
+        elif layout == "text":
+            entry = rows.text(uri, column or "text")
+        else:
+            entry = rows.chat(uri, column or "conversations", layout)
+        if name in DATASET_SPLITS:
+            entry["split"] = DATASET_SPLITS[name]
+        entries.append(entry)
+    train_on_prompt = r.value("train_on_prompt") is True
+    for entry in entries:
+        entry["train_on_input"] = train_on_prompt  # explicit: a format may default to true
+    if template is not None:
+        d.warn(("template",), f"template {template}: LLaMA-Factory's own prompt template has "
+               "no spec field; the tokenizer's chat template renders chat rows")
+    put_data(r, entries, "dataset", "LLaMA-Factory concatenates them (mix_strategy concat)",
+             "val_size")
+    if r.has("eval_dataset"):
+        d.warn(("eval_dataset",), "eval_dataset names dataset_info.json entries: set "
+               "data.validation by hand")
+
+
+def _method(r: Reader) -> None:
+    d = r.draft
+    kind = str(r.value("finetuning_type", r.model))
+    at = r.origin("finetuning_type")
+    if kind == "freeze":
+        d.warn(("finetuning_type",), "finetuning_type freeze (train the last layers only) "
+               "has no spec method: imported as full")
+        kind = "full"
+    if kind == "full":
+        d.put(("method", "kind"), "full", at)
+        return
+    bits = r.value("quantization_bit")
+    dora = r.value("use_dora", r.model) is True
+    spec_kind = "qlora" if bits == 4 else "dora" if dora else "lora"
+    d.put(("method", "kind"), spec_kind, r.origin("quantization_bit") if bits else at)
+    if bits is not None and bits != 4:
+        d.warn(("quantization_bit",), f"quantization_bit {bits}: the spec quantizes the base "
+               "to 4 bits only (qlora): imported as lora on an unquantized base")
+    if spec_kind == "qlora":
+        method = r.value("quantization_method", r.model)
+        if method not in ("bnb", "bitsandbytes"):
+            d.warn((r.key("quantization_method") or "quantization_bit",),
+                   f"quantization_method {method}: the spec quantizes with bitsandbytes")
+        q = ("method", "quantization")
+        d.put(q + ("bits",), bits, r.origin("quantization_bit"))
+        r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
+        r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
+    lora = ("method", "lora")
+    rank = r.put(lora + ("rank",), "lora_r", r.model)
+    if r.put(lora + ("alpha",), "lora_alpha") is None:
+        d.put(lora + ("alpha",), rank * 2, f"{TOOL} default (lora_alpha: lora_rank x 2)")
+    r.put(lora + ("dropout",), "lora_dropout", r.model)
+    target = str(r.value("lora_target", r.model))
+    if target == "all":
+        modules = rows.all_linear(d.get(("model", "family")))
+        if modules is None:
+            d.warn((r.key("lora_target") or "finetuning_type",), "lora_target all: the "
+                   "model's linear layers are not known to ftspec; the spec's default "
+                   "target_modules are used")
+        else:
+            d.put(lora + ("target_modules",), modules, f"{r.origin('lora_target')} (all: "
+                  "every linear layer of the decoder)")
+    else:
+        d.put(lora + ("target_modules",), [m.strip() for m in target.split(",")],
+              r.origin("lora_target"))
+    extra = r.value("additional_target")
+    if isinstance(extra, str):
+        d.put(lora + ("modules_to_save",), [m.strip() for m in extra.split(",")],
+              r.origin("additional_target"))

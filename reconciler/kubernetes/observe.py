@@ -1,0 +1,78 @@
+"""A live job object and its pods' log lines -> ``Status`` (pure: the backend reads, this
+decides what to show).
+
+- progress: from the first pod whose log carries the launcher's metric records (a TrainJob's
+  rank 0 sorts first; a RayJob's driver output is in its submitter pod's log, which
+  ``ray job submit`` tails, while the head pod's log is Ray's own);
+- elapsed: a RayJob's ``status.startTime``/``endTime``; a TrainJob's creation time to the
+  ``Complete``/``Failed`` condition's transition;
+- nodes: a multi-node KubeRay job's driver prints ``[ftspec-node]`` lines per node
+  (``targets.ray_nodes.node_states``); they show in ``platform.nodes``.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
+from ftspec.reconciler.model import Status
+from ftspec.reconciler.outputs import location
+from ftspec.reconciler.progress import parse_line, status_metrics, tracker_for
+from ftspec.spec.ir import Job
+from ftspec.targets.ray_nodes import node_states
+
+
+def _pod_of(line: str) -> str:
+    return line.split("] ", 1)[0] + "] " if line.startswith("[") else ""
+
+
+def metric_lines(lines: list[str]) -> list[str]:
+    """Of ``[pod] text`` lines, the text of the first pod whose log has metric records
+    (else of the first pod)."""
+    pods: dict[str, list[str]] = {}
+    for line in lines:
+        pod = _pod_of(line)
+        pods.setdefault(pod, []).append(line[len(pod):])
+    for texts in pods.values():
+        if any(parse_line(text) is not None for text in texts):
+            return texts
+    return next(iter(pods.values()), [])
+
+
+def _time(value: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def times(live: dict[str, Any]) -> tuple[float | None, float | None]:
+    """When the job started and ended (epoch seconds; None when not known or not yet)."""
+    status = live.get("status") or {}
+    created = _time((live.get("metadata") or {}).get("creationTimestamp"))
+    if live.get("kind") == "RayJob":
+        return _time(status.get("startTime")) or created, _time(status.get("endTime"))
+    ended = [_time(c.get("lastTransitionTime")) for c in status.get("conditions") or []
+             if c.get("type") in ("Complete", "Failed") and str(c.get("status")) == "True"]
+    return created, next((t for t in ended if t is not None), None)
+
+
+def job_status(job: Job, addr: str, live: dict[str, Any], lines: list[str],
+               now: float | None = None) -> Status:
+    """``lines``: ``[pod] text`` log lines of the job's pods (none while it is pending)."""
+    phase, message, platform = phase_of(live)
+    tracker = tracker_for(job)
+    tracker.feed(metric_lines(lines))
+    start, end = times(live)
+    ended = phase in TERMINAL
+    clock = time.time() if now is None else now
+    elapsed = None if start is None or (ended and end is None) else (end or clock) - start
+    metrics = status_metrics(tracker, elapsed_s=elapsed, ended=ended)
+    nodes = node_states("\n".join(lines))
+    if nodes:
+        platform = {**platform, "nodes": nodes}
+    where = {k: v for k, v in location(job).items() if k != "path"}
+    return Status(addr, phase, message, platform, metrics=metrics, outputs=where)
+

@@ -1,0 +1,156 @@
+"""Import -> validate -> compile (accelerate) -> compare, for the corpora of tools whose
+configs are read as data (axolotl, LLaMA-Factory).
+
+The compiled ``sft.yaml`` is read back by TRL's own argument parser (``SFTConfig``,
+``ModelConfig``, ``ScriptArguments``), so a compared value is what TRL would train with. The
+expected value of each hyper-parameter is the source's, or the tool's default where the
+source leaves it out; a comparison whose source key the importer warned about is counted as
+warned instead (the warning is asserted to exist, at that key's line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers.base import Imported
+from ftspec.compiler.pipeline import CompileOptions, compile_spec
+from ftspec.spec.loader import parse_yaml
+from ftspec.spec.validate import validate_doc
+
+from helpers.trl_parse import compiled_files, trl_reads
+
+Expect = Callable[[dict[str, Any]], Any]
+"""The expected value from the source mapping (defaults filled in)."""
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the compiled job trains with: TRL's parse of sft.yaml, and prepare.json."""
+
+    script: Any
+    sft: Any
+    model: Any
+    prepare: dict[str, Any]
+
+
+Got = Callable[[Read], Any]
+
+
+@dataclass
+class Outcome:
+    imported: bool = False
+    validated: bool = False
+    compiled: bool = False
+    diffs: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    warned: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return self.compiled and not self.diffs
+
+
+def check(path: Path, importer: Callable[[Path], Imported], source: dict[str, Any],
+          fields: dict[str, tuple[str, Expect, Got]]) -> Outcome:
+    """``fields``: name -> (source key, expected, got)."""
+    out = Outcome()
+    imported = importer(path)
+    out.imported = not any(w.is_error for w in imported.warnings)
+    doc = parse_yaml(imported.text, f"{path.name}.ftspec.yaml")
+    validated = validate_doc(doc)
+    out.validated = validated.ok
+    out.errors = [d.format() for d in validated.diagnostics.items if d.is_error]
+    compiled = compile_spec(doc, "artifacts", CompileOptions(target="accelerate"))
+    out.compiled = compiled.ok
+    if not compiled.ok:
+        out.errors += [d.format() for d in compiled.diagnostics if d.is_error]
+        return out
+    files = compiled_files(imported.text, path.name)
+    read = Read(*trl_reads(files["sft.yaml"])[:3], files["prepare.json"])
+    warned_at = {w.path[0] for w in imported.warnings if w.path}
+    for name, (key, expect, got) in fields.items():
+        if key in warned_at:
+            out.warned.append(name)
+            continue
+        want, have = expect(source), got(read)
+        if want != have:
+            out.diffs[name] = (want, have)
+    return out
+
+
+def source_of(path: Path) -> dict[str, Any]:
+    """The config as its tool reads it: a flat mapping, null values unset."""
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe").load(path.read_text())
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def from_source(defaults: Callable[[str], Any]) -> Callable[..., Expect]:
+    """``expect(key, convert)``: the source's value at ``key``, else ``defaults(key)``."""
+    def expect(key: str, convert: Any = None) -> Expect:
+        def value(s: dict[str, Any]) -> Any:
+            found = s[key] if s.get(key) is not None else defaults(key)
+            return convert(found) if convert else found
+        return value
+    return expect
+
+
+def trl_value(name: str, convert: Any = None) -> Got:
+    """The value TRL reads for ``name`` (SFTConfig, else ModelConfig), enums as values."""
+    def got(r: Read) -> Any:
+        value = getattr(r.sft, name, None)
+        value = getattr(r.model, name) if value is None and hasattr(r.model, name) else value
+        value = getattr(value, "value", value)
+        return convert(value) if convert else value
+    return got
+
+
+def figures(tool: str, outs: list[Outcome]) -> tuple[list[int], set[str]]:
+    """[imported, validated, compiled, equal] and the fields warned, printed as the line the
+    README quotes."""
+    counts = [sum(o.imported for o in outs), sum(o.validated for o in outs),
+              sum(o.compiled for o in outs), sum(o.equal for o in outs)]
+    warned = {f for o in outs for f in o.warned}
+    print(f"{tool} corpus: {counts[0]} imported, {counts[1]} validated, {counts[2]} "
+          f"compiled, {counts[3]} equal (warned, not compared: {sorted(warned)})")
+    return counts, warned
+
+
+@dataclass
+class Corpus:
+    """One tool's corpus folder (with its SOURCES file) and how its configs are checked."""
+
+    tool: str
+    folder: Path
+    importer: Callable[[Path], Imported]
+    fields: dict[str, tuple[str, Expect, Got]]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    @property
+    def configs(self) -> list[str]:
+        return sorted(p.name for p in self.folder.iterdir() if p.suffix in (".yml", ".yaml"))
+
+    def outcome(self, name: str) -> Outcome:
+        if name not in self.outcomes:
+            path = self.folder / name
+            self.outcomes[name] = check(path, self.importer, source_of(path), self.fields)
+        return self.outcomes[name]
+
+    def assert_sources_named(self, at_least: int) -> None:
+        sources = (self.folder / "SOURCES").read_text()
+        assert len(self.configs) >= at_least
+        assert [n for n in self.configs if n not in sources] == []
+
+    def assert_equal(self, name: str) -> None:
+        out = self.outcome(name)
+        assert (out.imported, out.validated, out.compiled) == (True, True, True), out.errors
+        assert out.diffs == {}
+
+    def assert_figures(self, may_warn: set[str]) -> None:
+        counts, warned = figures(self.tool, [self.outcome(n) for n in self.configs])
+        assert counts == [len(self.configs)] * 4
+        assert warned <= may_warn

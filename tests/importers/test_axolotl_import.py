@@ -1,0 +1,176 @@
+"""``ftspec import axolotl``: every corpus config imports, validates and compiles with
+``--target accelerate``, and each hyper-parameter TRL reads from the compiled config equals
+the source's effective value (the source's, else axolotl's default from
+``axolotl_defaults``); a comparison the importer warned about at its key is counted as
+warned. Corpus: ``tests/importers/corpus/axolotl`` (sources in its SOURCES file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ftspec.compiler.importers.axolotl import import_axolotl
+from ftspec.compiler.importers.axolotl_defaults import MODEL_DEFAULTS, TRAIN_DEFAULTS
+from ftspec.compiler.importers.base import NotThisTool
+from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
+from ftspec.compiler.importers.trl import OPTIMIZERS
+from ftspec.spec.diagnostics import SpecError
+from helpers.corpus_check import (
+    Corpus,
+    Expect,
+    Got,
+    Read,
+    from_source,
+    trl_value,
+)
+
+pytest.importorskip("trl")
+
+CORPUS = Path(__file__).parent / "corpus" / "axolotl"
+TRL_NAME = {"micro_batch_size": "per_device_train_batch_size", "num_epochs": "num_train_epochs",
+            "optimizer": "optim", "lr_scheduler": "lr_scheduler_type",
+            "sequence_len": "max_length", "sample_packing": "packing"}
+
+
+src = from_source(lambda key: TRAIN_DEFAULTS.get(TRL_NAME.get(key, key), MODEL_DEFAULTS.get(key)))
+trl = trl_value
+
+
+def _optim(name: str) -> tuple[str, bool]:
+    return OPTIMIZERS[str(name)]
+
+
+def _targets(s: dict[str, Any]) -> set[str] | None:
+    if s.get("adapter") is None:
+        return None
+    if s.get("lora_target_linear"):
+        return set(LINEAR_PROJECTIONS)
+    return set(s.get("lora_target_modules") or [])
+
+
+def _eval(s: dict[str, Any]) -> str:
+    if not s.get("val_set_size"):
+        return "no"
+    if isinstance(s.get("eval_steps"), int):
+        return "steps"
+    return "epoch" if s.get("evals_per_epoch") else "no"
+
+
+def _save(s: dict[str, Any]) -> tuple[str, int | None]:
+    if isinstance(s.get("save_steps"), int):
+        return "steps", s["save_steps"]
+    return "epoch", None
+
+
+def _train(r: Read) -> dict[str, Any]:
+    if "train" in r.prepare:
+        (train,) = r.prepare["train"]
+        return dict(train)
+    return {"source": "hf://" + r.script.dataset_name}
+
+
+FIELDS: dict[str, tuple[str, Expect, Got]] = {
+    "per_device_train_batch_size": ("micro_batch_size", src("micro_batch_size"),
+                                    trl("per_device_train_batch_size")),
+    "gradient_accumulation_steps": ("gradient_accumulation_steps",
+                                    src("gradient_accumulation_steps"),
+                                    trl("gradient_accumulation_steps")),
+    "num_train_epochs": ("num_epochs", src("num_epochs", float), trl("num_train_epochs")),
+    "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
+    "optim": ("optimizer", src("optimizer", _optim), trl("optim", _optim)),
+    "lr_scheduler_type": ("lr_scheduler", src("lr_scheduler"), trl("lr_scheduler_type")),
+    "warmup_steps": ("warmup_steps", src("warmup_steps"), trl("warmup_steps")),
+    "weight_decay": ("weight_decay", src("weight_decay"), trl("weight_decay")),
+    "adam_beta1": ("adam_beta1", src("adam_beta1"), trl("adam_beta1")),
+    "adam_beta2": ("adam_beta2", src("adam_beta2"), trl("adam_beta2")),
+    "adam_epsilon": ("adam_epsilon", src("adam_epsilon"), trl("adam_epsilon")),
+    "max_grad_norm": ("max_grad_norm", src("max_grad_norm"), trl("max_grad_norm")),
+    "seed": ("seed", src("seed"), trl("seed")),
+    "max_length": ("sequence_len", src("sequence_len"), trl("max_length")),
+    "packing": ("sample_packing", src("sample_packing"), trl("packing")),
+    "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
+                               trl("gradient_checkpointing")),
+    "bf16": ("bf16", lambda s: s.get("bf16", "auto") in ("auto", True) and not s.get("fp16"),
+             trl("bf16")),
+    "fp16": ("fp16", lambda s: s.get("fp16") is True, trl("fp16")),
+    "logging_steps": ("logging_steps", src("logging_steps"), trl("logging_steps")),
+    "use_peft": ("adapter", lambda s: s.get("adapter") is not None, trl("use_peft")),
+    "lora_r": ("lora_r", lambda s: s.get("lora_r") if s.get("adapter") else None,
+               lambda r: r.model.lora_r if r.model.use_peft else None),
+    "lora_alpha": ("lora_alpha", lambda s: s.get("lora_alpha") if s.get("adapter") else None,
+                   lambda r: r.model.lora_alpha if r.model.use_peft else None),
+    "lora_dropout": ("lora_dropout", lambda s: src("lora_dropout")(s) if s.get("adapter")
+                     else None, lambda r: r.model.lora_dropout if r.model.use_peft else None),
+    "lora_target_modules": ("lora_target_modules", _targets, lambda r: set(
+        r.model.lora_target_modules) if r.model.use_peft else None),
+    "load_in_4bit": ("load_in_4bit", lambda s: s.get("load_in_4bit") is True,
+                     trl("load_in_4bit")),
+    "load_in_8bit": ("load_in_8bit", lambda s: s.get("load_in_8bit") is True,
+                     trl("load_in_8bit")),
+    "report_to": ("wandb_project", lambda s: ["wandb"] if s.get("wandb_project") else [],
+                  lambda r: [x for x in r.sft.report_to if x != "none"]),
+    "eval_strategy": ("evals_per_epoch", _eval, trl("eval_strategy")),
+    "eval_steps": ("eval_steps", lambda s: s["eval_steps"] if _eval(s) == "steps" else None,
+                   lambda r: r.sft.eval_steps if r.sft.eval_strategy.value == "steps"
+                   else None),
+    "save": ("saves_per_epoch", _save, lambda r: (
+        r.sft.save_strategy.value, r.sft.save_steps if r.sft.save_strategy.value == "steps"
+        else None)),
+    "save_total_limit": ("save_total_limit", src("save_total_limit"), trl("save_total_limit")),
+    "validation_split_ratio": ("val_set_size", lambda s: s.get("val_set_size") or None,
+                               lambda r: r.prepare.get("validation_split_ratio")),
+    "train_on_input": ("train_on_inputs", lambda s: s.get("train_on_inputs") is True,
+                       lambda r: _train(r).get("train_on_input", False)),
+    "dataset": ("datasets[].path", lambda s: "hf://" + s["datasets"][0]["path"],
+                lambda r: _train(r)["source"]),
+    "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
+                   lambda r: Path(r.sft.output_dir)),
+}
+"""Hyper-parameter -> (axolotl key, expected from the source, value TRL reads)."""
+
+
+CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS)
+
+
+def test_corpus_is_there() -> None:
+    CHECKED.assert_sources_named(at_least=6)
+
+
+@pytest.mark.parametrize("name", CHECKED.configs)
+def test_import_validate_compile_equal(name: str) -> None:
+    CHECKED.assert_equal(name)
+
+
+def test_corpus_figures() -> None:
+    CHECKED.assert_figures(may_warn={"eval_strategy", "load_in_8bit"})
+
+
+def test_unexpressed_keys_are_located_warnings() -> None:
+    imported = import_axolotl(CORPUS / "mistral-qlora.yml")
+    by_key = {w.path[0]: w for w in imported.warnings if w.path}
+    assert {"strict", "is_mistral_derived_model", "eval_table_size", "group_by_length",
+            "special_tokens"} <= set(by_key)
+    span = by_key["group_by_length"].span
+    assert span is not None and span.line == 53
+
+
+def test_not_an_axolotl_config(tmp_path: Path) -> None:
+    other = tmp_path / "trl.yaml"
+    other.write_text("model_name_or_path: Qwen/Qwen2-0.5B\ndataset_name: x/y\n")
+    with pytest.raises(NotThisTool) as info:
+        import_axolotl(other)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (1, 1)
+
+
+def test_preference_training_is_refused_at_its_line(tmp_path: Path) -> None:
+    dpo = tmp_path / "dpo.yml"
+    dpo.write_text("base_model: Qwen/Qwen2-0.5B\nlearning_rate: 1e-5\nrl: dpo\n"
+                   "datasets:\n  - path: a/b\n    type: chatml.intel\n")
+    with pytest.raises(SpecError) as info:
+        import_axolotl(dpo)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and diag.span.line == 3
+    assert "supervised fine-tuning only" in diag.summary

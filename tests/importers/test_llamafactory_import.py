@@ -1,0 +1,169 @@
+"""``ftspec import llamafactory``: every corpus config (LLaMA-Factory's own SFT examples)
+imports, validates and compiles with ``--target accelerate``, and each hyper-parameter TRL
+reads from the compiled config equals the source's effective value (the source's, else
+LLaMA-Factory's / transformers' default from ``llamafactory_defaults``); a comparison the
+importer warned about at its key is counted as warned. Corpus:
+``tests/importers/corpus/llamafactory`` (sources in its SOURCES file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ftspec.compiler.importers.base import NotThisTool
+from ftspec.compiler.importers.llamafactory import import_llamafactory
+from ftspec.compiler.importers.llamafactory_defaults import (
+    DATASETS,
+    MODEL_DEFAULTS,
+    TRAIN_DEFAULTS,
+)
+from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
+from ftspec.compiler.importers.trl import OPTIMIZERS
+from ftspec.spec.diagnostics import SpecError
+from helpers.corpus_check import (
+    Corpus,
+    Expect,
+    Got,
+    from_source,
+    trl_value,
+)
+
+pytest.importorskip("trl")
+
+CORPUS = Path(__file__).parent / "corpus" / "llamafactory"
+TRL_NAME = {"cutoff_len": "max_length", "lora_rank": "lora_r", "warmup_ratio": "warmup_steps"}
+
+
+
+
+def _default(key: str) -> Any:
+    name = TRL_NAME.get(key, key)
+    return TRAIN_DEFAULTS.get(name, MODEL_DEFAULTS.get(name))
+
+
+src = from_source(_default)
+trl = trl_value
+
+
+def _lora(s: dict[str, Any]) -> bool:
+    return s.get("finetuning_type", "lora") == "lora"
+
+
+def _peft(name: str) -> Got:
+    return lambda r: getattr(r.model, name) if r.model.use_peft else None
+
+
+def _targets(s: dict[str, Any]) -> set[str] | None:
+    if not _lora(s):
+        return None
+    target = str(s.get("lora_target", "all"))
+    return set(LINEAR_PROJECTIONS) if target == "all" else set(target.split(","))
+
+
+def _sources(s: dict[str, Any]) -> list[str]:
+    names = [n.strip() for n in str(s["dataset"]).split(",")]
+    return [DATASETS[n][0].replace("file://", "") if n in DATASETS else f"data/{n}.json"
+            for n in names]
+
+
+def _evaluating(s: dict[str, Any]) -> bool:
+    return str(s.get("eval_strategy", "no")) != "no"
+
+
+FIELDS: dict[str, tuple[str, Expect, Got]] = {
+    name: (name, src(name), trl(name)) for name in (
+        "per_device_train_batch_size", "gradient_accumulation_steps", "lr_scheduler_type",
+        "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "seed",
+        "gradient_checkpointing", "logging_steps", "save_steps", "eval_strategy")
+} | {
+    "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
+    "num_train_epochs": ("num_train_epochs", src("num_train_epochs", float),
+                         trl("num_train_epochs")),
+    "warmup": ("warmup_ratio", src("warmup_ratio"), trl("warmup_steps")),
+    "optim": ("optim", src("optim", lambda v: OPTIMIZERS[v]), trl("optim", OPTIMIZERS.get)),
+    "max_length": ("cutoff_len", src("cutoff_len"), trl("max_length")),
+    "packing": ("packing", src("packing"), trl("packing")),
+    "bf16": ("bf16", lambda s: s.get("bf16") is True, trl("bf16")),
+    "fp16": ("fp16", lambda s: s.get("fp16") is True, trl("fp16")),
+    "eval_steps": ("eval_steps", lambda s: s.get("eval_steps") if _evaluating(s) else None,
+                   lambda r: r.sft.eval_steps if r.sft.eval_strategy.value != "no" else None),
+    "per_device_eval_batch_size": ("per_device_eval_batch_size", lambda s: s.get(
+        "per_device_eval_batch_size") if _evaluating(s) else None, lambda r:
+        r.sft.per_device_eval_batch_size if r.sft.eval_strategy.value != "no" else None),
+    "use_peft": ("finetuning_type", _lora, trl("use_peft")),
+    "lora_r": ("lora_rank", lambda s: src("lora_rank")(s) if _lora(s) else None,
+               _peft("lora_r")),
+    "lora_alpha": ("lora_alpha", lambda s: s.get("lora_alpha", 2 * src("lora_rank")(s))
+                   if _lora(s) else None, _peft("lora_alpha")),
+    "lora_dropout": ("lora_dropout", lambda s: src("lora_dropout")(s) if _lora(s) else None,
+                     _peft("lora_dropout")),
+    "lora_target_modules": ("lora_target", _targets, lambda r: set(
+        r.model.lora_target_modules) if r.model.use_peft else None),
+    "load_in_4bit": ("quantization_bit", lambda s: s.get("quantization_bit") == 4,
+                     trl("load_in_4bit")),
+    "bnb_4bit": ("quantization_type", lambda s: (
+        s.get("quantization_type", "nf4"), s.get("double_quantization", True))
+        if s.get("quantization_bit") == 4 else None, lambda r: (
+        r.model.bnb_4bit_quant_type, r.model.use_bnb_nested_quant)
+        if r.model.load_in_4bit else None),
+    "trust_remote_code": ("trust_remote_code", lambda s: s.get("trust_remote_code") is True,
+                          trl("trust_remote_code")),
+    "report_to": ("report_to", lambda s: [] if s.get("report_to") == "none" else
+                  [s["report_to"]], lambda r: [x for x in r.sft.report_to if x != "none"]),
+    "validation_split_ratio": ("val_size", lambda s: s.get("val_size") or None,
+                               lambda r: r.prepare.get("validation_split_ratio")),
+    "train_on_input": ("train_on_prompt", lambda s: s.get("train_on_prompt") is True,
+                       lambda r: all(t.get("train_on_input", False) for t in r.prepare["train"])),
+    "datasets": ("dataset[].uri", _sources, lambda r: [t["source"] for t in
+                                                     r.prepare["train"]]),
+    "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
+                   lambda r: Path(r.sft.output_dir)),
+}
+"""Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads)."""
+
+
+CHECKED = Corpus("llamafactory", CORPUS, import_llamafactory, FIELDS)
+
+
+def test_corpus_is_there() -> None:
+    CHECKED.assert_sources_named(at_least=6)
+
+
+@pytest.mark.parametrize("name", CHECKED.configs)
+def test_import_validate_compile_equal(name: str) -> None:
+    CHECKED.assert_equal(name)
+
+
+def test_corpus_figures() -> None:
+    CHECKED.assert_figures(may_warn={"report_to"})
+
+
+def test_unexpressed_keys_are_located_warnings() -> None:
+    imported = import_llamafactory(CORPUS / "qwen2_5_full_sft.yaml")
+    by_key = {w.path[0]: w for w in imported.warnings if w.path}
+    assert {"rope_scaling", "enable_liger_kernel", "deepspeed", "template", "dataset"} <= \
+        set(by_key)
+    span = by_key["rope_scaling"].span
+    assert span is not None and span.line == 15
+
+
+def test_other_stages_are_refused_at_their_line(tmp_path: Path) -> None:
+    dpo = tmp_path / "llama3_lora_dpo.yaml"
+    dpo.write_text("model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\n\n"
+                   "stage: dpo\ndataset: dpo_en_demo\n")
+    with pytest.raises(SpecError) as info:
+        import_llamafactory(dpo)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (3, 1)
+    assert diag.summary.startswith("stage dpo")
+
+
+def test_not_a_llamafactory_config(tmp_path: Path) -> None:
+    other = tmp_path / "axolotl.yml"
+    other.write_text("base_model: Qwen/Qwen2-0.5B\ndatasets:\n  - path: a/b\n")
+    with pytest.raises(NotThisTool) as info:
+        import_llamafactory(other)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (1, 1)
