@@ -24,7 +24,7 @@ from ftspec.compiler.importers.oumi_defaults import (
 )
 from ftspec.spec.loader import parse_yaml
 from ftspec.spec.validate import validate_doc
-from helpers.trl_parse import compiled_files, trl_reads
+from helpers.trl_parse import compiled_files, stored_and_computed, trl_reads
 from ruamel.yaml import YAML
 
 CORPUS = Path(__file__).parent / "corpus" / "oumi"
@@ -149,8 +149,7 @@ def _ftspec_effective(files: dict[str, Any], imported: Any, fsdp_keys: list[str]
         "activation_checkpointing": bool(sft.gradient_checkpointing
                                          or fsdp_cfg.get("fsdp_activation_checkpointing")),
         "max_length": sft.max_length,
-        "precision": (model.dtype, "bfloat16" if sft.bf16 else "float16" if sft.fp16
-                      else model.dtype),
+        "precision": stored_and_computed(sft, model),
         "model_name_or_path": model.model_name_or_path,
         "trust_remote_code": sft.trust_remote_code,
         "attn_implementation": model.attn_implementation,

@@ -19,7 +19,7 @@ from ftspec.compiler.importers.trl_defaults import (
     SCRIPT_DEFAULTS,
     SFT_DEFAULTS,
 )
-from helpers.trl_parse import compiled_files, trl_reads
+from helpers.trl_parse import compiled_files, stored_and_computed, trl_reads
 
 CORPUS = Path(__file__).parent / "corpus" / "trl"
 CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
@@ -53,18 +53,6 @@ MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_
 """Hyper-parameters compared as TRL reads them from the source and from the compiled config."""
 
 
-def stored(sft: Any, model: Any) -> tuple[str, str]:
-    """(dtype the weights and optimizer state live in, dtype the matmuls run in) of a run.
-
-    Compared instead of the ``bf16``/``fp16`` flags: a source with 16-bit weights under
-    autocast of the same dtype compiles to pure precision without autocast, which stores
-    and multiplies the same dtypes ("auto" is the corpus checkpoints' bf16).
-    """
-    autocast = "bfloat16" if sft.bf16 else "float16" if sft.fp16 else None
-    loaded = "bfloat16" if model.dtype == "auto" else model.dtype
-    return loaded, autocast if autocast is not None and loaded == "float32" else loaded
-
-
 @pytest.mark.parametrize("name", CONFIGS)
 def test_import_validate_compile_equal(name: str) -> None:
     path = CORPUS / name
@@ -81,8 +69,8 @@ def test_import_validate_compile_equal(name: str) -> None:
             if sft.save_steps != got_sft.save_steps else {}
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
               if getattr(model, f) != getattr(got_model, f)}
-    if stored(sft, model) != stored(got_sft, got_model):
-        diffs["precision"] = (stored(sft, model), stored(got_sft, got_model))
+    if stored_and_computed(sft, model) != stored_and_computed(got_sft, got_model):
+        diffs["precision"] = (stored_and_computed(sft, model), stored_and_computed(got_sft, got_model))
     assert diffs == {}
     mixer = raw.get("dataset_mixer")
     name_ = next(iter(mixer)) if mixer else script.dataset_name
@@ -120,7 +108,7 @@ def test_fms_json_import_validate_compile_equal(name: str) -> None:
     assert got_model.model_name_or_path == raw["model_name_or_path"]
     # fms loads the weights in torch_dtype (its default bfloat16) under TrainingArguments' flags
     fms_model = dataclasses.replace(got_model, dtype=raw.get("torch_dtype", "bfloat16"))
-    assert stored(got, got_model) == stored(ta, fms_model)
+    assert stored_and_computed(got, got_model) == stored_and_computed(ta, fms_model)
     (train,) = prepare["train"]
     assert train["source"] == "./" + raw["training_data_path"]
     assert train["text_field"] == raw["dataset_text_field"]
