@@ -23,7 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-TARGETS = ["torchtune", "accelerate", "kubeflow", "kuberay", "ray"]
+from ftspec.targets import TARGET_NAMES
+
+TARGETS = list(TARGET_NAMES)
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ from ftspec.spec.ir import (
     ModelFacts,
 )
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.deploy import NEWEST_TRAINER
+from ftspec.spec.platforms import NEWEST_TRAINER
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 

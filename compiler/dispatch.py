@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
+from ftspec.spec.platforms import PLATFORMS
 from ftspec.targets import get_target
 from ftspec.targets.base import Artifact
 
-DEPLOY_TARGETS: dict[str, str] = {
-    "kubeflow": "kubeflow",
-    "kuberay": "kuberay",
-    "ray": "ray",
-}
-"""deploy.target -> compile target; ``local`` runs the launcher's own artifacts."""
-
 
 def default_target(job: Job) -> str:
-    """The compile target `apply` needs for ``deploy.target``."""
-    return DEPLOY_TARGETS.get(job.target, job.launcher)
+    """The compile target `apply` needs for ``deploy.target`` (``local`` runs the
+    launcher's own artifacts)."""
+    return PLATFORMS[job.target].compile_target or job.launcher
 
 
 def check_job(job: Job, target: str) -> list[Diagnostic]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.model import ApplyResult, Plan, Status
@@ -52,6 +52,19 @@ class BackendError(Exception):
 
 class StalePlanError(BackendError):
     """A saved plan whose inputs changed since it was made."""
+
+
+@runtime_checkable
+class Prefetcher(Protocol):
+    """A backend that can start a spec's live reads while the next spec compiles."""
+
+    def prefetch(self, desired: Desired) -> None:
+        """Start the reads ``plan`` will need for ``desired`` (no writes, no waiting)."""
+        ...
+
+    def drop_prefetched(self) -> None:
+        """Forget reads that will not be used (compiling failed): queued ones are cancelled."""
+        ...
 
 
 class Backend(Protocol):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ftspec.reconciler.backend import Backend, BackendError
+from ftspec.spec.platforms import PLATFORMS
 
 
 @dataclass(frozen=True)
@@ -16,30 +17,30 @@ class BackendOptions:
     force_conflicts: bool = False
 
 
-# deploy.target -> (backend name, module, factory function name)
-BACKENDS: dict[str, tuple[str, str, str]] = {
-    "kubeflow": ("kubernetes", "ftspec.reconciler.kubernetes.backend", "make_backend"),
-    "kuberay": ("kubernetes", "ftspec.reconciler.kubernetes.backend", "make_backend"),
-    "ray": ("ray", "ftspec.reconciler.ray.backend", "make_backend"),
-    "local": ("local", "ftspec.reconciler.local.backend", "make_backend"),
+BACKENDS: dict[str, str] = {
+    "kubernetes": "ftspec.reconciler.kubernetes.backend",
+    "ray": "ftspec.reconciler.ray.backend",
+    "local": "ftspec.reconciler.local.backend",
 }
+"""Backend name -> its module (which defines ``make_backend``); which ``deploy.target``
+uses which backend is ``ftspec.spec.platforms.PLATFORMS``."""
 
 
 def backend_name(target: str) -> str:
     try:
-        return BACKENDS[target][0]
+        return PLATFORMS[target].backend
     except KeyError:
-        raise BackendError(f"unknown deploy.target {target!r}; one of: {', '.join(BACKENDS)}"
-                           ) from None
+        raise BackendError(f"unknown deploy.target {target!r}; one of: "
+                           f"{', '.join(PLATFORMS)}") from None
 
 
 def get_backend(name_or_target: str, options: BackendOptions) -> Backend:
     """A backend by its name (``kubernetes``) or by a ``deploy.target`` value."""
-    entry = BACKENDS.get(name_or_target) or next(
-        (e for e in BACKENDS.values() if e[0] == name_or_target), None)
-    if entry is None:
+    platform = PLATFORMS.get(name_or_target)
+    name = platform.backend if platform is not None else name_or_target
+    if name not in BACKENDS:
         raise BackendError(f"unknown backend {name_or_target!r}")
-    name, module_name, factory_name = entry
+    module_name, factory_name = BACKENDS[name], "make_backend"
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

@@ -6,7 +6,8 @@ The live commands (plan, apply, destroy, status, logs) all start here:
 2. the specs' deploy targets pick one backend;
 3. unless only the job's identity is needed (destroy, status, logs), the backend says what
    to compile for (``compile_options``: the Trainer API the cluster serves) and the same
-   ``Compiled`` values continue to their artifacts.
+   ``Compiled`` values continue to their artifacts; a backend that can (``Prefetcher``)
+   starts each spec's live reads as soon as it is compiled, so reading overlaps compiling.
 
 Nothing here prints: diagnostics come back placed, for the CLI to render.
 """
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
-from ftspec.reconciler.backend import Backend, BackendError, Desired
+from ftspec.reconciler.backend import Backend, BackendError, Desired, Prefetcher
 from ftspec.reconciler.backends import BackendOptions, backend_name, get_backend
 from ftspec.spec.diagnostics import Diagnostic
 
@@ -53,10 +54,23 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
     backend = get_backend(names.pop(), options)
     if identity_only:
         return Prepared(backend, tuple(_desired(c) for c in first))
-    opts = backend.compile_options(jobs, base)
-    done = [compile_spec(c, "artifacts", opts) for c in first]
+    early = backend if isinstance(backend, Prefetcher) else None
+    done = []
+    try:
+        opts = backend.compile_options(jobs, base)
+        for each in first:  # a spec's live reads start while the next one compiles
+            compiled = compile_spec(each, "artifacts", opts)
+            done.append(compiled)
+            if early is not None and compiled.ok:
+                early.prefetch(_desired(compiled))
+    except BaseException:
+        if early is not None:
+            early.drop_prefetched()
+        raise
     errors = tuple(d for c in done for d in c.errors)
     if errors:
+        if early is not None:
+            early.drop_prefetched()
         return Prepared(backend, (), errors)
     return Prepared(backend, tuple(_desired(c) for c in done))
 

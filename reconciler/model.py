@@ -6,7 +6,8 @@ cannot disagree.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
@@ -77,10 +78,27 @@ class Plan:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data: dict[str, Any] = _plain(self)
         for change in data["changes"]:
             change["action"] = change["action"].value
         return data
+
+
+_ATOMS = (str, int, float, bool, type(None), Enum)
+
+
+def _plain(value: Any) -> Any:
+    """What ``dataclasses.asdict`` gives for plan data (dataclasses to dicts, containers
+    copied), without its deep copy of every string and number: those are immutable."""
+    if isinstance(value, _ATOMS):
+        return value
+    if type(value) is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_plain(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.deploy import NEWEST_TRAINER
+from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
 
 OWNER_LABEL = "app.kubernetes.io/managed-by"
 OWNER_VALUE = "ftspec"
@@ -85,8 +85,8 @@ class Job:
     """sha256 (hex, 16 chars) of the canonical spec: changes whenever the spec does."""
     name: str
     namespace: str
-    launcher: Literal["torchtune", "accelerate"]
-    target: Literal["local", "kubeflow", "kuberay", "ray"]
+    launcher: Launcher
+    target: DeployTarget
     nodes: int
     procs_per_node: int
     world_size: int

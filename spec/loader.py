@@ -120,6 +120,9 @@ def parse_yaml(text: str, file: str) -> SourceDoc:
         _check_tabs(text, file)
     if "%" in text:
         _check_directives(text, file)
+    fast = _parse_fast(text, file)
+    if fast is not None:
+        return fast
     yaml = new_yaml(MAX_NODES)
     try:
         docs = list(yaml.compose_all(text))
@@ -159,6 +162,29 @@ def parse_yaml(text: str, file: str) -> SourceDoc:
             code="load.shape",
             hint="a spec is a mapping that starts with `apiVersion: ftspec.dev/v1alpha1`",
         )
+    builder.value_spans[()] = Span(file, 1, 1)
+    return SourceDoc(file, data, builder.key_spans, builder.value_spans, text)
+
+
+def _parse_fast(text: str, file: str) -> SourceDoc | None:
+    """The document through libyaml (``yaml_fast``), or None when only the exact pure path
+    may answer: whatever it cannot take without doubt, and every error, goes there."""
+    from ftspec.spec.yaml_fast import fast_compose
+    from ftspec.spec.yaml_nodes import NodeBuilder, expanded_size, new_yaml
+
+    yaml = new_yaml(MAX_NODES)
+    root = fast_compose(text, yaml, MAX_NODES)
+    if root is None:
+        return None
+    builder = NodeBuilder(file, yaml)
+    try:
+        if expanded_size(root, {}, MAX_NODES) > MAX_NODES:
+            return None
+        data = builder.convert(root, ())
+    except Exception:  # noqa: BLE001 (the pure path reports it, located)
+        return None
+    if not isinstance(data, dict):
+        return None
     builder.value_spans[()] = Span(file, 1, 1)
     return SourceDoc(file, data, builder.key_spans, builder.value_spans, text)
 

@@ -113,10 +113,10 @@ class NodeBuilder:
         surrogates, integers past 64 bits and non-finite numbers are located errors."""
         import math
 
-        tag = str(node.tag).rsplit(":", 1)[-1]
         try:
             value = self.constructor.construct_object(node, deep=True)
         except (ValueError, KeyError, TypeError, OverflowError, IndexError):
+            tag = str(node.tag).rsplit(":", 1)[-1]
             raise self._error(node, f"the value does not fit its tag !!{tag} (value hidden)",
                               "load.tag", hint="remove the tag, or write a value of that "
                               "type") from None

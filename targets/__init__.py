@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib
 
+from ftspec.spec.platforms import COMPILE_TARGETS, LAUNCHERS
 from ftspec.targets.base import Target
 
-TARGET_NAMES: tuple[str, ...] = ("torchtune", "accelerate", "kubeflow", "kuberay", "ray")
-LAUNCHERS: tuple[str, ...] = ("torchtune", "accelerate")
+__all__ = ["LAUNCHERS", "TARGET_NAMES", "get_target", "registry"]
+
+TARGET_NAMES: tuple[str, ...] = COMPILE_TARGETS
 
 
 def get_target(name: str) -> Target:

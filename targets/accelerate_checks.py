@@ -68,10 +68,14 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     t = spec.training
     hint = "set entrypoint.module or entrypoint.script to your own training program"
-    if spec.model.auto_class != "AutoModelForCausalLM" or spec.method.task_type != "CAUSAL_LM":
+    if spec.model.auto_class != "AutoModelForCausalLM":
         yield _err(("model", "auto_class"), "the default entrypoint trains causal language "
-                   f"models (AutoModelForCausalLM, CAUSAL_LM), not {spec.model.auto_class} / "
-                   f"{spec.method.task_type}", "entrypoint-model", hint=hint)
+                   f"models (AutoModelForCausalLM), not {spec.model.auto_class}",
+                   "entrypoint-model", hint=hint)
+    if spec.method.task_type != "CAUSAL_LM":
+        yield _err(("method", "task_type"), "the default entrypoint trains causal language "
+                   f"models (task_type CAUSAL_LM), not {spec.method.task_type}",
+                   "entrypoint-model", hint=hint)
     lora = spec.method.lora
     if lora is not None and lora.output and spec.method.kind in ("lora", "dora", "qlora"):
         yield _err(("method", "lora", "output"), "TRL's SFTTrainer refuses a LoRA adapter on "

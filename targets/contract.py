@@ -42,9 +42,9 @@ SECTIONS: dict[KeyPath, tuple[str, ...]] = {
     ("entrypoint",): ("accelerate",),
     ("metadata", "labels"): ("kubeflow", "kuberay", "ray"),
     ("metadata", "annotations"): ("kubeflow", "kuberay", "ray"),
-    ("metadata", "namespace"): ("kubeflow", "kuberay", "ray"),
+    ("metadata", "namespace"): ("kubeflow", "kuberay"),
     ("resources", "cpu"): ("kubeflow", "kuberay", "ray"),
-    ("resources", "memory"): ("kubeflow", "kuberay", "ray"),
+    ("resources", "memory"): ("kubeflow", "kuberay"),
 }
 """Section -> the deploy targets / launchers that read it."""
 
@@ -183,11 +183,18 @@ NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
                                   "(and node selection on Kubernetes)",
     ("secrets",): "read by the backend at apply time (environment / Secret references)",
     ("deploy", "local", "env"): "read by the local backend at apply time",
+    ("deploy", "ray", "address"): "read by the ray backend: the Jobs API it submits to",
     ("deploy", "target"): "picks the compile target (and backend) when --target is not given",
     ("model", "family"): "accelerate: the memory estimate and the FSDP layer class "
                          "(torchtune: its recipe config)",
 }
 """Fields honoured without changing the compiled files, and where they are used."""
+
+
+ABOUT: dict[str, tuple[KeyPath, ...]] = {}
+"""Diagnostic code -> the fields it is about besides the key it is located at (a check that
+points at the field to change, while the field that moved is another). The field-contract
+test counts such a diagnostic as the answer for these fields too."""
 
 
 def _fsdp_version(job: Job) -> int:
@@ -228,9 +235,14 @@ def _findings(job: Job, target: str) -> Iterator[Diagnostic]:
                 _W, f"{'.'.join(map(str, path))} is for {' / '.join(owners)}; the {target} "
                 f"target ignores it", path=path, code="contract.other-target",
                 hint=f"remove it, or compile for {owners[0]}")
+    if target in GAPS and target != job.launcher:
+        yield Diagnostic(
+            _E, f"the spec's launcher is {job.launcher}; the {target} target would run "
+            f"{target} instead", path=("launcher",), code="contract.launcher",
+            hint=f"compile for {job.launcher}, or set launcher: {target}")
     launcher = target if target in GAPS else job.launcher
     for gap in GAPS.get(launcher, ()):
         if not off_default(spec, gap.path) or (gap.when is not None and not gap.when(job)):
             continue
-        yield Diagnostic(gap.severity, f"{'.'.join(map(str, gap.path))}: {gap.reason}",
-                         path=gap.path, hint=gap.hint, code=f"contract.{launcher}")
+        yield Diagnostic(gap.severity, gap.reason, path=gap.path, hint=gap.hint,
+                         code=f"contract.{launcher}")

@@ -21,7 +21,13 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
-from ftspec.spec.model.deploy import NEWEST_TRAINER, TRAINER_VERSIONS
+from ftspec.spec.platforms import (
+    NEWEST_TRAINER,
+    PATCHES_TRAINER,
+    TRAINER_API,
+    TRAINER_GROUP,
+    TRAINER_VERSIONS,
+)
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.base import Artifact, Launch
@@ -39,8 +45,8 @@ from ftspec.targets.kube import (
 from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.render import to_yaml
 
-API = "trainer.kubeflow.org/v1alpha1"
-API_GROUP = "trainer.kubeflow.org"
+API = TRAINER_API
+API_GROUP = TRAINER_GROUP
 NEWEST = NEWEST_TRAINER
 PATCH_MANAGER = "ftspec.dev/ftspec"
 """runtimePatches entry owned by ftspec (managers must be domain-prefixed paths)."""
@@ -57,7 +63,7 @@ def resolve_version(job: Job, version: str | None = None) -> str:
 
 def uses_patches(version: str) -> bool:
     """v2.2 and newer: runtimePatches (and activeDeadlineSeconds)."""
-    return TRAINER_VERSIONS.index(version) >= 1
+    return TRAINER_VERSIONS.index(version) >= TRAINER_VERSIONS.index(PATCHES_TRAINER)
 
 
 def runtime_ref(job: Job) -> dict[str, str] | None:
@@ -142,7 +148,8 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
     else:
         if ref is None:
             found.append(_error(("deploy", "kubeflow"),
-                                "the accelerate launcher needs a runtime that runs accelerate",
+                                "the accelerate launcher on kubeflow needs a runtime that "
+                                "runs accelerate; Kubeflow's shipped runtimes run torchtune",
                                 "runtime-required",
                                 hint="set deploy.kubeflow.generate_runtime: true, or name a "
                                 "runtime"))

@@ -12,16 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.spec.ir import Job
+from ftspec.spec.platforms import TRAINER_API, TRAINER_GROUP
 from ftspec.targets import shell
 from ftspec.targets.base import Launch
 from ftspec.targets.embed import relocate, set_flags
 from ftspec.targets.kube import object_meta, pod_placement, pvc_volumes
 
-API = "trainer.kubeflow.org/v1alpha1"
+API = TRAINER_API
 FILES_MOUNT = "/etc/ftspec"
 FILES_VOLUME = "ftspec-files"
-TRAINER_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+TRAINER_STEP_LABEL = f"{TRAINER_GROUP}/trainjob-ancestor-step"
+FRAMEWORK_LABEL = f"{TRAINER_GROUP}/framework"
 NODE_ENV_FLAGS = {
     "--machine_rank": "$(PET_NODE_RANK)",
     "--main_process_ip": "$(PET_MASTER_ADDR)",

@@ -162,6 +162,13 @@ def check(job: Job) -> list[Diagnostic]:
             f"(this one has {len(job.name)}); KubeRay would fail it as ValidationFailed",
             path=("metadata", "name"), code="kuberay.name-length"))
     kr = job.spec.deploy.kuberay
+    shared = job.spec.deploy.scheduling.image
+    if kr.image and shared and shared != kr.image:
+        found.append(Diagnostic(
+            Severity.WARNING, f"deploy.kuberay.image ({kr.image}) is the RayCluster's image; "
+            f"deploy.scheduling.image ({shared}) is not used", path=("deploy", "scheduling",
+                                                                      "image"),
+            hint="remove one of the two", code="kuberay.image-shadowed"))
     if kr.ttl_seconds_after_finished > 0 and not kr.shutdown_after_job_finishes:
         found.append(Diagnostic(
             Severity.ERROR, "ttl_seconds_after_finished needs shutdown_after_job_finishes: "

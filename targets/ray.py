@@ -50,7 +50,9 @@ def submission(job: Job) -> dict[str, Any]:
         "entrypoint": built["entrypoint"],
         "submission_id": built["submission_id"],
         "runtime_env": built["runtime_env"],
-        "metadata": metadata(job),
+        # the spec's labels and annotations ride in the job's metadata (Ray's string
+        # map); ftspec's ownership marks win over a same-named key
+        "metadata": {**job.labels, **job.annotations, **metadata(job)},
     }
     if job.gpus_per_node and job.nodes == 1:
         body["entrypoint_num_gpus"] = job.gpus_per_node
@@ -77,6 +79,12 @@ def check(job: Job) -> list[Diagnostic]:
                 path=("secrets", key, "secretRef"),
                 hint=f"give the variable that holds it on the Ray nodes: "
                      f"secrets: {{{key}: {{env: VAR}}}}", code="ray.secret-env"))
+    if job.nodes == 1 and job.spec.resources.cpu:
+        found.append(Diagnostic(
+            Severity.WARNING, "a one-node Ray job asks for deploy.ray.entrypoint_num_cpus; "
+            "resources.cpu sizes each node's bundle of a multi-node run only",
+            path=("resources", "cpu"), hint="set deploy.ray.entrypoint_num_cpus",
+            code="ray.cpu-single-node"))
     for path, uri in (((("model", "uri"), job.spec.model.uri),)
                       + tuple(((("data", "train", "uri"), job.spec.data.train.uri),)
                               if job.spec.data.train else ())):

@@ -44,9 +44,18 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    hint="use method.kind full, lora, qlora or dora, or launcher: accelerate")
         return
     if job.model.torchtune_config is None:
-        yield _err(("model", "family"), f"torchtune ships no config for {job.model.display}",
-                   "family", hint=_alternative(job))
+        if spec.model.architecture is not None:
+            yield _err(("model", "architecture"), "torchtune builds custom dimensions only "
+                       "on a llama2 or llama3_2 base (model.architecture.base)", "architecture",
+                       hint=_alternative(job))
+        else:
+            yield _err(("model", "family"), f"torchtune ships no config for "
+                       f"{job.model.display}", "family", hint=_alternative(job))
         return
+    if spec.distributed.strategy == "deepspeed":
+        yield _err(("distributed", "strategy"), "torchtune does not support DeepSpeed (it "
+                   "shards with FSDP2)", "deepspeed", hint="use strategy: fsdp, or "
+                   "launcher: accelerate")
     yield from _builder_shape(job)
     if base_config(job) is None:
         tried = ", ".join(n for n, _ in config_candidates(job))
@@ -118,9 +127,14 @@ def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagn
     if chosen and len(chosen) != len(mlp):
         yield _err(path, f"torchtune adapts all MLP projections or none, not only "
                    f"{', '.join(chosen)}", "lora-mlp", hint="set method.lora.mlp: true")
-    if lora.bias != "none" or lora.modules_to_save or lora.init_weights != "default":
-        yield _err(("method", "lora"), "torchtune's LoRA has no bias training, modules_to_save "
-                   "or init_weights options", "lora-options")
+    for field, moved, what in (("bias", lora.bias != "none", "bias training"),
+                               ("modules_to_save", bool(lora.modules_to_save),
+                                "modules_to_save (fully trained extra modules)"),
+                               ("init_weights", lora.init_weights != "default",
+                                "init_weights choice")):
+        if moved:
+            yield _err(("method", "lora", field), f"torchtune's LoRA has no {what}",
+                       "lora-options")
     if lora.output and job.model.torchtune_config and job.model.torchtune_config[0] == "llama3_2":
         yield _err(("method", "lora", "output"), "Llama 3.2 ties its output projection to the "
                    "embeddings; torchtune cannot adapt it", "lora-output-tied")
@@ -130,7 +144,7 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     if job.world_size == 1:
         return
-    if job.strategy != "fsdp":
+    if job.strategy != "fsdp" and spec.distributed.strategy != "deepspeed":
         yield _err(("distributed", "strategy"), f"torchtune's distributed recipes shard with "
                    f"FSDP2; strategy {job.strategy} is not available", "strategy",
                    hint="use strategy: fsdp (or auto)")
@@ -141,7 +155,8 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
     if fsdp is not None and fsdp.sharding not in ("full_shard", "shard_grad_op"):
         yield _err(("distributed", "fsdp", "sharding"), f"torchtune 0.6.1's recipes support "
                    f"full_shard and shard_grad_op, not {fsdp.sharding}", "fsdp-sharding")
-    if job.nodes > 1 and spec.method.kind != "full":
+    if job.nodes > 1 and spec.method.kind != "full" and job.target != "kubeflow":
+        # On kubeflow the runtime refuses it: the kubeflow target's error says so.
         yield _warn(("resources", "nodes"), f"torchtune 0.6.1 documents multi-node training "
                     f"for full fine-tuning only; LoRA on {job.nodes} nodes is untested upstream "
                     "(Kubeflow's torchtune runtimes refuse it)", "lora-multinode",
@@ -176,7 +191,9 @@ def _ignored(job: Job) -> Iterator[Diagnostic]:
 def _alternative(job: Job) -> str:
     from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
 
-    family = MODEL_FAMILIES.get(job.spec.model.family or "")
+    arch = job.spec.model.architecture
+    family = arch.as_family() if arch is not None else MODEL_FAMILIES.get(
+        job.spec.model.family or "")
     return torchtune_alternative(family) if family else "use launcher: accelerate"
 
 

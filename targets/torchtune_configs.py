@@ -16,6 +16,7 @@ import copy
 import importlib.util
 import io
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -70,8 +71,24 @@ def torchtune_installed() -> bool:
 
 @lru_cache(maxsize=64)
 def _parsed(path: Path, mtime_ns: int, size: int) -> Any:
-    """One parse per file version and process (a plan over 50 specs reads one config)."""
-    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    """One parse per file version and process (a plan over 50 specs reads one config):
+    through the spec loader (YAML 1.2 as ruamel reads it, its libyaml fast path; the
+    shipped configs read the same both ways: ``test_torchtune_config_reads``), or ruamel
+    itself for a file the spec loader refuses (a duplicate key, a timestamp)."""
+    from ftspec.spec.diagnostics import SpecError
+    from ftspec.spec.loader import parse_yaml
+
+    text = path.read_text(encoding="utf-8")
+    if "!!timestamp" not in text and not _DATE.search(text):
+        try:
+            return parse_yaml(text, str(path)).data
+        except SpecError:
+            pass
+    return YAML(typ="safe", pure=True).load(text)
+
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}")
+"""Text ruamel would read as a timestamp, which the spec loader keeps as a string."""
 
 
 def load_config(name: str) -> dict[str, Any]:
@@ -207,6 +224,8 @@ def _reads_back_as(text: str) -> bool:
     YAML 1.2 plus the YAML 1.1 words OmegaConf's loader still reads as booleans."""
     if text in ("", "None") or text.strip() != text:
         return False
+    if _PLAIN_NAME.fullmatch(text) and text.lower() not in YAML11_WORDS:
+        return True  # a name or path: no resolver, interpolation or escape applies to it
     try:
         from omegaconf import OmegaConf
     except ImportError:
@@ -220,6 +239,13 @@ def _reads_back_as(text: str) -> bool:
 
 
 YAML11_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"})
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_/][A-Za-z0-9_./-]*")
+"""Text that reads back as itself without asking OmegaConf (whose import and parser cost
+more than a plan's other work on one spec): it starts with a letter, ``_`` or ``/``, so
+no YAML 1.1 number, timestamp, merge or tag resolver matches it, it holds no ``$`` or
+``\\`` for OmegaConf's grammar, and the YAML 1.1 words are excluded.
+``test_torchtune_cli_values`` checks the rule against OmegaConf."""
 
 
 def literal(text: str) -> str:

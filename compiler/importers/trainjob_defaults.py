@@ -19,7 +19,7 @@ from typing import Any
 
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
 from ftspec.spec.ir import OWNER_LABEL, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
-from ftspec.spec.model.deploy import NEWEST_TRAINER
+from ftspec.spec.platforms import NEWEST_TRAINER
 
 TRAINER_API = NEWEST_TRAINER
 TOOL = f"Kubeflow Trainer {TRAINER_API} TrainJob CRD"

@@ -15,8 +15,9 @@ from typing import Any
 from ftspec.compiler.importers.base import not_this_tool
 from ftspec.spec.diagnostics import Diagnostic, Severity, Span, SpecError
 from ftspec.spec.loader import SourceDoc, parse_yaml, read_spec_text
+from ftspec.spec.platforms import TRAINER_API
 
-API = "trainer.kubeflow.org/v1alpha1"
+API = TRAINER_API
 _SEPARATOR = re.compile(r"^---(\s|$)")
 _KIND = re.compile(r"^kind:\s*['\"]?TrainJob['\"]?\s*(#.*)?$")
 

@@ -23,7 +23,7 @@ from ftspec.reconciler.kubernetes.planner import (
     orphan,
     owner_of,
 )
-from ftspec.reconciler.kubernetes.reads import Reader, raise_first
+from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
 from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
@@ -33,6 +33,12 @@ from ftspec.reconciler.progress import tracker_for
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.platforms import (
+    OVERRIDES_TRAINER,
+    PATCHES_TRAINER,
+    TRAINER_API_VERSION,
+    TRAINER_GROUP,
+)
 
 ABSENT = "absent"
 
@@ -52,6 +58,8 @@ class KubernetesBackend:
         self._compile_warnings: list[str] = []
         self._docs: dict[str, SourceDoc] = {}
         """spec file -> its loaded document, to locate errors found while applying."""
+        self._early: Early | None = None
+        """Reads started before ``plan`` (``prefetch``), taken by the next plan."""
 
     @property
     def transport(self) -> Transport:
@@ -64,6 +72,10 @@ class KubernetesBackend:
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         """Render TrainJobs for the Trainer API the cluster serves (read from its CRD)."""
         self._compile_warnings = []
+        early = self._early_reads()
+        for scope in sorted({(kind, job.namespace) for job in jobs
+                             for kind in MANAGED_KINDS.get(job.target, ())}):
+            early.owned(*scope)  # listed while the specs compile
         if not any(job.target == "kubeflow" for job in jobs):
             return base
         reader = Reader(self.transport)
@@ -77,26 +89,44 @@ class KubernetesBackend:
         if crd is None:
             self._compile_warnings.append(
                 "could not read the TrainJob CRD (not allowed); rendering for "
-                f"Trainer API {pinned or 'v2.2'}")
-            return replace(base, trainer_version="v2.1" if pinned == "v2.1" else "v2.2")
+                f"Trainer API {pinned or PATCHES_TRAINER}")
+            return replace(base, trainer_version=OVERRIDES_TRAINER
+                           if pinned == OVERRIDES_TRAINER else PATCHES_TRAINER)
         if crd.get("missing"):
             from ftspec.reconciler.kubernetes.errors import missing_crd
 
-            raise missing_crd("trainer.kubeflow.org", "v1alpha1", "TrainJob")
+            raise missing_crd(TRAINER_GROUP, TRAINER_API_VERSION, "TrainJob")
         detected = rendering.trainer_version_from_crd(crd)
-        if pinned and (pinned == "v2.1") != (detected == "v2.1"):
+        if pinned and (pinned == OVERRIDES_TRAINER) != (detected == OVERRIDES_TRAINER):
             self._compile_warnings.append(
                 f"spec pins Trainer API {pinned} but the cluster serves {detected}; "
                 f"rendering for {detected}")
         return replace(base, trainer_version=detected)
 
     # ------------------------------------------------------------------ plan
+    def _early_reads(self) -> Early:
+        if self._early is None:
+            self._early = Early(self.transport)
+        return self._early
+
+    def prefetch(self, desired: Desired) -> None:
+        """Start the server-side dry-runs of ``desired``'s objects (``Prefetcher``)."""
+        early = self._early_reads()
+        for obj in rendering.render(desired):
+            early.dry_run(obj)
+
+    def drop_prefetched(self) -> None:
+        if self._early is not None:
+            self._early.close(cancel=True)
+            self._early = None
+
     def plan(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
         try:
             return self._plan(reader, desired, destroy_all=False)
         finally:
             reader.close()
+            self.drop_prefetched()
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
@@ -104,13 +134,16 @@ class KubernetesBackend:
             return self._plan(reader, desired, destroy_all=True)
         finally:
             reader.close()
+            self.drop_prefetched()
 
     def _plan(self, reader: Reader, desired: Sequence[Desired], *, destroy_all: bool) -> Plan:
         warnings: list[str] = [] if destroy_all else list(self._compile_warnings)
         self._docs.update({d.spec_file: d.doc for d in desired if d.doc is not None})
         scopes = sorted({(kind, d.job.namespace) for d in desired
                          for kind in MANAGED_KINDS.get(d.job.target, ())})
-        lists = {scope: reader.submit(reader.owned, *scope) for scope in scopes}
+        early = self._early
+        lists = {scope: (early and early.take_owned(*scope)) or reader.submit(reader.owned, *scope)
+                 for scope in scopes}
         version = next((d.job.trainer_version for d in desired if d.job.target == "kubeflow"),
                        None)
         owned: dict[str, list[dict[str, Any]]] = {}
@@ -145,7 +178,8 @@ class KubernetesBackend:
         for d, obj in rendered:
             addr = address(d.job.target, obj)
             live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
-            dry_futs.append(reader.submit(reader.dry_run, obj))
+            dry_futs.append((early and early.take_dry_run(obj))
+                            or reader.submit(reader.dry_run, obj))
         for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):
             addr = address(d.job.target, obj)
             try:

@@ -23,20 +23,24 @@ IGNORED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", APPLI
 
 
 def essence(obj: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
-    out.pop("status", None)
-    meta = out.get("metadata") or {}
-    for key in SERVER_METADATA:
-        meta.pop(key, None)
-    annotations = meta.get("annotations")
-    if isinstance(annotations, dict):
-        for key in IGNORED_ANNOTATIONS:
-            annotations.pop(key, None)
-        if not annotations:
-            meta.pop("annotations", None)
-    if not meta.get("labels"):
-        meta.pop("labels", None)
-    return out
+    """A deep copy of ``obj`` without status, server metadata and bookkeeping annotations
+    (dropped before copying: ``managedFields`` is most of a live object)."""
+    out = {key: value for key, value in obj.items() if key != "status"}
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        meta = out["metadata"] = {key: value for key, value in meta.items()
+                                  if key not in SERVER_METADATA}
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations = {key: value for key, value in annotations.items()
+                           if key not in IGNORED_ANNOTATIONS}
+            if annotations:
+                meta["annotations"] = annotations
+            else:
+                meta.pop("annotations", None)
+        if not meta.get("labels"):
+            meta.pop("labels", None)
+    return copy.deepcopy(out)
 
 
 def canonical(obj: Any) -> str:

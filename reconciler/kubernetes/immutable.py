@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ftspec.spec.platforms import OVERRIDES_TRAINER
+
 _POD = ("spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[]"
         ".template.spec.template.spec.")
 
@@ -31,7 +33,7 @@ TRAINING_RUNTIME: tuple[str, ...] = tuple(
 
 def immutable_fields(kind: str, trainer_version: str | None = None) -> tuple[str, ...]:
     if kind == "TrainJob":
-        return TRAINJOB_V21 if trainer_version == "v2.1" else TRAINJOB_V22
+        return TRAINJOB_V21 if trainer_version == OVERRIDES_TRAINER else TRAINJOB_V22
     if kind == "RayJob":
         return RAYJOB
     if kind in ("TrainingRuntime", "ClusterTrainingRuntime"):

@@ -1,4 +1,7 @@
-"""Live reads for a plan, in parallel on one transport: CRD, owned objects, GETs, dry-runs."""
+"""Live reads for a plan, in parallel on one transport: CRD, owned objects, GETs, dry-runs.
+
+``Early`` holds reads started before the plan asks for them (while later specs still
+compile); the plan takes each at most once and starts whatever is missing itself."""
 
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ class Reader:
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         return self.pool.submit(fn, *args)
 
-    def close(self) -> None:
-        self.pool.shutdown(wait=False)
+    def close(self, *, cancel: bool = False) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=cancel)
 
     def crd(self, name: str) -> dict[str, Any] | None:
         """The CRD, or None when the user may not read CRDs."""
@@ -88,3 +91,35 @@ def raise_first(errors: list[BaseException]) -> None:
             raise err
     if errors:
         raise errors[0]
+
+
+class Early:
+    """Reads started ahead of the plan, by key: ``("list", kind, namespace)`` for the owned
+    objects of a scope, ``("dry-run", <the object as canonical JSON>)`` for a dry-run."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.reader = Reader(transport)
+        self.futures: dict[tuple[str, ...], Future[Any]] = {}
+
+    def owned(self, kind: str, namespace: str) -> None:
+        key = ("list", kind, namespace)
+        if key not in self.futures:
+            self.futures[key] = self.reader.submit(self.reader.owned, kind, namespace)
+
+    def dry_run(self, obj: dict[str, Any]) -> None:
+        key = ("dry-run", _canonical(obj))
+        if key not in self.futures:
+            self.futures[key] = self.reader.submit(self.reader.dry_run, obj)
+
+    def take_owned(self, kind: str, namespace: str) -> Future[list[dict[str, Any]]] | None:
+        return self.futures.pop(("list", kind, namespace), None)
+
+    def take_dry_run(self, obj: dict[str, Any]) -> Future[dict[str, Any] | None] | None:
+        return self.futures.pop(("dry-run", _canonical(obj)), None)
+
+    def close(self, *, cancel: bool = False) -> None:
+        self.reader.close(cancel=cancel)
+
+
+def _canonical(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

@@ -8,8 +8,9 @@ from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.reconciler.kubernetes.resources import JOB_KIND
+from ftspec.spec.platforms import OVERRIDES_TRAINER, PATCHES_TRAINER, TRAINER_GROUP
 
-TRAINJOB_CRD = "trainjobs.trainer.kubeflow.org"
+TRAINJOB_CRD = f"trainjobs.{TRAINER_GROUP}"
 
 
 def trainer_version_from_crd(crd: dict[str, Any]) -> str:
@@ -18,10 +19,10 @@ def trainer_version_from_crd(crd: dict[str, Any]) -> str:
         props = (((version.get("schema") or {}).get("openAPIV3Schema") or {})
                  .get("properties", {}).get("spec", {}).get("properties", {}))
         if "runtimePatches" in props:
-            return "v2.2"
+            return PATCHES_TRAINER
         if "podTemplateOverrides" in props:
-            return "v2.1"
-    return "v2.2"
+            return OVERRIDES_TRAINER
+    return PATCHES_TRAINER
 
 
 def _manifests(desired: Desired) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.spec.platforms import TRAINER_API_VERSION, TRAINER_GROUP
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,9 @@ class Resource:
 
 
 KINDS: dict[str, Resource] = {
-    "TrainJob": Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
-    "TrainingRuntime": Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes"),
-    "ClusterTrainingRuntime": Resource("trainer.kubeflow.org", "v1alpha1",
+    "TrainJob": Resource(TRAINER_GROUP, TRAINER_API_VERSION, "trainjobs"),
+    "TrainingRuntime": Resource(TRAINER_GROUP, TRAINER_API_VERSION, "trainingruntimes"),
+    "ClusterTrainingRuntime": Resource(TRAINER_GROUP, TRAINER_API_VERSION,
                                        "clustertrainingruntimes", namespaced=False),
     "RayJob": Resource("ray.io", "v1", "rayjobs"),
     "ConfigMap": Resource("", "v1", "configmaps"),

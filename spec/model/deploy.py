@@ -6,9 +6,8 @@ from typing import Literal
 
 from ftspec.spec import patterns
 from ftspec.spec.model.base import SpecModel
+from ftspec.spec.platforms import DeployTarget, TrainerVersion
 from pydantic import Field
-
-TargetName = Literal["local", "kubeflow", "kuberay", "ray"]
 
 
 class RuntimeRef(SpecModel):
@@ -47,19 +46,13 @@ class Scheduling(SpecModel):
     service_account: str | None = Field(default=None, description="Pod service account.")
 
 
-TRAINER_VERSIONS: tuple[str, ...] = ("v2.1", "v2.2", "v2.3")
-"""Kubeflow Trainer API generations ftspec renders for, oldest first (the one list: the
-``trainer_version`` field below, the kubeflow target and the reconciler read it)."""
-NEWEST_TRAINER = TRAINER_VERSIONS[-1]
-
-
 class Kubeflow(SpecModel):
     runtime: RuntimeRef | None = Field(
         default=None,
         description="Runtime the TrainJob references; defaults to the torchtune "
         "ClusterTrainingRuntime for the model family, or the generated runtime.",
     )
-    trainer_version: Literal["auto", "v2.1", "v2.2", "v2.3"] = Field(
+    trainer_version: Literal["auto", TrainerVersion] = Field(
         default="auto",
         description="Kubeflow Trainer API generation: v2.1 uses podTemplateOverrides, v2.2+ "
         "runtimePatches. auto = newest for compile, detected from the live CRD for plan.",
@@ -170,7 +163,7 @@ class Local(SpecModel):
 
 
 class Deploy(SpecModel):
-    target: TargetName = Field(
+    target: DeployTarget = Field(
         default="local",
         description="Where `apply` sends the job: local (this machine), kubeflow (TrainJob), "
         "kuberay (RayJob) or ray (Ray Jobs API of an existing cluster).",

@@ -14,6 +14,7 @@ from ftspec.spec.model.method import Method
 from ftspec.spec.model.model import ModelSpec
 from ftspec.spec.model.resources import Resources
 from ftspec.spec.model.training import Training
+from ftspec.spec.platforms import Launcher
 from pydantic import Field
 
 API_VERSION = "ftspec.dev/v1alpha1"
@@ -94,7 +95,7 @@ class FineTuneSpec(SpecModel):
     )
     resources: Resources = Field(default_factory=Resources, description="Nodes and devices.")
     output: Output | None = Field(default=None, description="Where results are written.")
-    launcher: Literal["torchtune", "accelerate"] = Field(
+    launcher: Launcher = Field(
         default="torchtune", description="What runs the training: torchtune or accelerate."
     )
     entrypoint: Entrypoint = Field(

@@ -46,7 +46,6 @@ RULES: tuple[Rule, ...] = (
     training.step_strategies,
     combos.family_or_architecture,
     combos.strategy_settings,
-    combos.launcher_supports_spec,
     combos.target_supports_spec,
     inert.inert_settings,
 )

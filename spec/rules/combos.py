@@ -1,16 +1,15 @@
-"""Combinations that cannot work: method x launcher x target x strategy."""
+"""Combinations that cannot work: method x strategy x where the job runs.
+
+What a launcher or a deploy target cannot run lives with that target (``targets/``), in
+one place; ``validate`` runs those checks through the one compile path."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.catalog.models import MODEL_FAMILIES, torchtune_alternative
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import LORA_FAMILY
 from ftspec.spec.rules._diag import error, warning
-
-TORCHTUNE_METHODS = frozenset({"full", "lora", "qlora", "dora"})
 
 
 def family_or_architecture(spec: FineTuneSpec) -> Iterator[Diagnostic]:
@@ -52,35 +51,6 @@ def strategy_settings(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                       "hybrid-single-node", hint="say full_shard (or shard_grad_op)")
 
 
-def launcher_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
-    if spec.launcher != "torchtune":
-        return
-    kind = spec.method.kind
-    if kind not in TORCHTUNE_METHODS:
-        yield error(("method", "kind"),
-                    f"the torchtune launcher has no recipe for {kind}",
-                    "launcher-method", hint="use launcher: accelerate")
-    if spec.distributed.strategy == "deepspeed":
-        yield error(("distributed", "strategy"),
-                    "the torchtune launcher does not support DeepSpeed (it shards with FSDP2)",
-                    "launcher-deepspeed", hint="use strategy: fsdp, or launcher: accelerate")
-    family = MODEL_FAMILIES.get(spec.model.family or "")
-    if family is not None and family.torchtune is None:
-        yield error(("model", "family"),
-                    f"torchtune ships no config for {family.display}",
-                    "launcher-family", hint=torchtune_alternative(family))
-    a = spec.model.architecture
-    if a is not None and a.base is None:
-        yield error(("model", "architecture"),
-                    "torchtune builds custom dimensions only on a llama2 or llama3_2 base "
-                    "(model.architecture.base)", "launcher-architecture",
-                    hint=torchtune_alternative(a.as_family()))
-    if spec.overrides.accelerate or spec.overrides.training_args:
-        yield warning(("overrides",),
-                      "overrides for accelerate are ignored by the torchtune launcher",
-                      "overrides-unused")
-
-
 def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     target = spec.deploy.target
     r = spec.resources
@@ -102,23 +72,3 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     "s3://" if target == "ray" else "use hf://, s3:// or pvc://")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
                         "remote-file-uri", hint=hint)
-    if target == "kubeflow":
-        kf = spec.deploy.kubeflow
-        if (spec.launcher == "torchtune" and spec.method.kind in LORA_FAMILY and r.nodes > 1
-                and not kf.generate_runtime):
-            yield error(("resources", "nodes"),
-                        "Kubeflow's torchtune runtimes run LoRA on one node only "
-                        f"(nodes is {r.nodes})",
-                        "kubeflow-lora-nodes", hint="use nodes: 1, or method.kind: full")
-        if spec.launcher == "accelerate" and not kf.generate_runtime and kf.runtime is None:
-            yield error(("deploy", "target"),
-                        "the accelerate launcher on kubeflow needs a runtime that runs "
-                        "accelerate; Kubeflow's shipped runtimes run torchtune",
-                        "kubeflow-accelerate-runtime",
-                        hint="set deploy.kubeflow.generate_runtime: true, or name a runtime")
-        if kf.active_deadline_seconds is not None and kf.trainer_version == "v2.1":
-            yield error(("deploy", "kubeflow", "active_deadline_seconds"),
-                        "activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer",
-                        "kubeflow-deadline-version")
-
-

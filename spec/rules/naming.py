@@ -10,13 +10,13 @@ from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.rules._diag import error
 
 RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-MAX_NAME = {"kubeflow": 63, "kuberay": 47, "ray": 63, "local": 63}
-"""TrainJob names are RFC 1035 labels (<= 63); KubeRay rejects RayJob names over 47."""
+MAX_LABEL = 63
+"""An RFC 1035 label has at most 63 characters. A target with a tighter limit (KubeRay's
+47 for a RayJob) checks it itself (``targets/``)."""
 
 
 def name_is_valid_for_target(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     name = spec.metadata.name
-    target = spec.deploy.target
     path = ("metadata", "name")
     if not RFC1035.match(name):
         suggestion = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
@@ -28,10 +28,9 @@ def name_is_valid_for_target(spec: FineTuneSpec) -> Iterator[Diagnostic]:
             "name-format",
             hint=f'try "{suggestion}"' if suggestion and RFC1035.match(suggestion) else None,
         )
-    limit = MAX_NAME[target]
-    if len(name) > limit:
+    if len(name) > MAX_LABEL:
         yield error(
             path,
-            f"name is {len(name)} characters; deploy.target {target} allows at most {limit}",
+            f"name is {len(name)} characters; an RFC 1035 label has at most {MAX_LABEL}",
             "name-length",
         )

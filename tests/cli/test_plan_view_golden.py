@@ -102,6 +102,15 @@ CASES: dict[str, Plan] = {
     "local-delete": Plan("local", (
         Change("local.run.tiny-local", Action.DELETE, _local_run("h1"), None,
                reason="stops the run if active and forgets it"),)),
+    "local-drift": Plan("local", (
+        # reconciler/local/backend.py: same spec hash, the last run failed and ftspec did
+        # not stop it (the record has no stop request), so the REPLACE is drift.
+        Change("local.run.tiny-local", Action.REPLACE,
+               {"spec_id": "tiny-local", "spec_hash": "h1", "spec_file": "tiny-local.yaml",
+                "argv": ["tune", "run", "lora_finetune_single_device", "--config",
+                         "config.yaml"], "phase": "Failed", "pid": 4242, "exit_code": 1},
+               _local_run("h1"), drift=True,
+               reason="the last run failed: exit code 1; apply runs it again"),)),
     "local-noop": Plan("local", (
         Change("local.run.tiny-local", Action.NOOP, _local_run("h1"), _local_run("h1")),)),
 }

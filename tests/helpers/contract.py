@@ -5,10 +5,15 @@ compiles cleanly for that target is compiled twice: as is (with the leaf's *cont
 optional section or list item it lives in, filled with its required fields) and with the
 leaf moved off its default. The outcome is
 
-- ``changed``: the artifacts differ (the spec hash, which every change moves, is masked);
-- ``diagnosed``: a new error anywhere, or a new warning located at the field (or the
-  section holding it), says the target does not honour it;
+- ``diagnosed``: a new diagnostic *about the leaf* — located at the field, at its parent
+  section or inside it, or one the target declares for the field (``ABOUT`` in
+  ``ftspec.targets.contract``) — or a contract warning on a section holding it says the
+  target does not honour it;
+- ``changed``: the artifacts differ (compiled with the spec hash fixed: every change moves
+  it, and targets derive names from it);
 - ``refused``: the context itself is refused by the target (the leaf can never reach it);
+- ``unproven``: the new value made the spec invalid for an unrelated reason, so neither
+  of the above can be shown (the generator must vary the leaf otherwise: ``CONTEXTS``);
 - ``silent``: none of these — the field is dropped without a word.
 
 Pure: validation, checks and compile only (no subprocess, no network).
@@ -19,22 +24,25 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+from ftspec.compiler.dispatch import compile_job
 from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.ir import SPEC_HASH_ANNOTATION
 from ftspec.spec.loader import parse_yaml
-from ftspec.targets.contract import NOT_IN_ARTIFACTS
+from ftspec.targets.contract import ABOUT, NOT_IN_ARTIFACTS
 
 from helpers.jobs import BASE, merge
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schemas" / "ftspec.schema.json"
 ITEM = "[]"
+FIXED_HASH = "0" * 16
 
 TARGET_BASES: dict[str, dict[str, Any]] = {
     "torchtune": {"deploy": {"target": "local"}},
@@ -67,11 +75,19 @@ CONTEXTS: dict[tuple[str, ...], dict[str, Any]] = {
         "base": "llama3_2", "vocab_size": 128256, "num_layers": 16, "num_heads": 32,
         "num_kv_heads": 8, "embed_dim": 2048, "intermediate_dim": 8192, "max_seq_len": 4096}}},
     ("output",): {"output": {"uri": "pvc://outputs/run"}},
+    ("launcher",): {"deploy": {"kubeflow": {"runtime": {"name": "acme-trainer"}}}},
+    ("resources", "nodes"): {"training": {"global_batch_size": 16}},
+    ("deploy", "kuberay", "shutdown_after_job_finishes"): {"deploy": {"kuberay": {
+        "ttl_seconds_after_finished": 0}}},
+    ("method", "prompt_tuning", "init"): {"method": {"prompt_tuning": {
+        "init_text": "Classify the sentiment:"}}},
     ("training", "early_stopping"): {"data": {"validation": {"uri": "hf://org/val"}},
                                      "training": {"evaluation": {"strategy": "epoch"},
                                                   "early_stopping": {}}},
 }
-"""The smallest valid setting of an optional section, so its leaves can be varied."""
+"""The smallest valid setting of an optional section, so its leaves can be varied; and what
+a leaf's new value needs beside it to keep the spec valid (more nodes: a global batch the
+larger world divides), set in both compiles so only the leaf differs."""
 
 VALUES: dict[tuple[str, ...], Any] = {
     ("apiVersion",): None, ("kind",): None,  # fixed by the format: not variable
@@ -91,7 +107,8 @@ VALUES: dict[tuple[str, ...], Any] = {
     ("data", "mixture", "datasets", ITEM, "prompt_func"): "mymod:prompt",
     ("data", "mixture", "datasets", ITEM, "completion_func"): "mymod:completion",
     ("deploy", "ray", "address"): "http://10.0.0.1:8265",
-    ("deploy", "kubeflow", "runtime", "name"): "torchtune-llama3.2-3b",
+    ("deploy", "kubeflow", "runtime", "name"): "acme-llama3.2-1b",
+    ("method", "kind"): "dora",  # keeps the base's LoRA settings valid
     ("deploy", "scheduling", "tolerations", ITEM, "key"): "other",
     ("deploy", "scheduling", "tolerations", ITEM, "value"): None,  # needs operator Equal
     ("distributed", "fsdp", "transformer_layer_cls"): "LlamaAttention",
@@ -299,9 +316,15 @@ def _run(text: str, target: str) -> Result:
     diags: list[Diagnostic] = list(compiled.diagnostics)
     if compiled.job is None:
         return Result(False, (), _keys(diags))
-    masked = tuple((a.path, a.content.replace(compiled.job.spec_hash, "<hash>"))
-                   for a in compiled.artifacts)
-    return Result(compiled.ok, masked, _keys(diags))
+    if not compiled.ok:
+        return Result(False, (), _keys(diags))
+    # Every change moves the spec hash, and with it what targets derive from it (a Ray
+    # submission id hashes the payload, which carries the hash): compile once more with
+    # the hash fixed, so only what the field itself does can differ.
+    job = replace(compiled.job, spec_hash=FIXED_HASH, annotations={
+        **compiled.job.annotations, SPEC_HASH_ANNOTATION: FIXED_HASH})
+    fixed = tuple((a.path, a.content) for a in compile_job(job, target))
+    return Result(True, fixed, _keys(diags))
 
 
 def _keys(diags: list[Diagnostic]) -> frozenset[tuple[str, str, tuple[str, ...]]]:
@@ -309,11 +332,19 @@ def _keys(diags: list[Diagnostic]) -> frozenset[tuple[str, str, tuple[str, ...]]
                      for d in diags)
 
 
-def _related(diag_path: tuple[str, ...], leaf: tuple[str, ...]) -> bool:
+def _about(code: str, diag_path: tuple[str, ...], leaf: tuple[str, ...]) -> bool:
+    """A diagnostic about ``leaf``: at the field, at its parent (a section of at least two
+    keys: ``resources`` alone says nothing about one field), inside it, or declared for
+    it by the target (``ABOUT``; a section of ``SECTIONS`` for every field in it)."""
     bare = tuple(p for p in leaf if p != ITEM)
     d = tuple(p for p in diag_path if not p.isdigit())
-    n = min(len(d), len(bare))
-    return n >= 1 and d[:n] == bare[:n]
+    if d[: len(bare)] == bare and d:
+        return True  # the field itself or a key inside it
+    if len(d) >= 2 and d == bare[:-1]:
+        return True
+    if code == "contract.other-target" and d and bare[: len(d)] == d:
+        return True  # the section the leaf lives in, declared in SECTIONS
+    return any(tuple(p) == bare for p in ABOUT.get(code, ()))
 
 
 def _section_of(code: str, diag_path: tuple[str, ...], leaf: tuple[str, ...]) -> bool:
@@ -337,10 +368,13 @@ def outcome(target: str, leaf: Leaf) -> tuple[str, str]:
     after = run(after_doc, target)
     section = [(c, p) for s, c, p in before.diagnostics if _section_of(c, p, leaf.path)]
     new = after.diagnostics - before.diagnostics
-    errors = [(c, p) for s, c, p in new if s == "error"]
+    errors = [(c, p) for s, c, p in new if s == "error" and _about(c, p, leaf.path)]
     if errors:
         return "diagnosed", "error " + ", ".join(f"{c}@{'.'.join(p)}" for c, p in errors)
-    warnings = [(c, p) for s, c, p in new if s == "warning" and _related(p, leaf.path)]
+    if not after.ok:
+        return "unproven", "unrelated error " + ", ".join(
+            f"{c}@{'.'.join(p)}" for s, c, p in sorted(new) if s == "error")
+    warnings = [(c, p) for s, c, p in new if s == "warning" and _about(c, p, leaf.path)]
     if after.artifacts != before.artifacts:
         return "changed", ""
     if section:
@@ -376,8 +410,8 @@ def figures() -> dict[str, Any]:
     for target, leaf in matrix():
         result, detail = outcome(target, leaf)
         counts[result] += 1
-        if result == "silent":
-            silent.append(f"{target} {'.'.join(leaf.path)} = {detail}")
+        if result in ("silent", "unproven"):
+            silent.append(f"{result}: {target} {'.'.join(leaf.path)} = {detail}")
     return {"leaves": len(leaves()), "targets": len(TARGET_BASES), "outcomes": dict(counts),
             "silent": silent}
 

@@ -68,3 +68,24 @@ def test_values_no_command_line_can_carry_are_refused(prompt: str) -> None:
 
 def test_flow_collections_quote_separators() -> None:
     assert format_value({"input": "a, b", "output": "[x]"}) == "{input: 'a, b', output: '[x]'}"
+
+
+NAMES = ["llama3_2/1B_lora", "alpaca", "tatsu-lab/alpaca", "train", "_x", "a.b.c", "Yes",
+         "NULL", "True", "y", "n", "N", "off", "OFF", "inf", "nan", "e10", "x1e5", "a-", "a..b",
+         "torchtune.models.llama3_2.lora_llama3_2_1b", "/abs/path", "Y", "none", "NaN", "x:y",
+         "ONE", "Off1", "q_proj", "bf16", "cuda", "fsdp", "_", "a/b-c.d_e", "/", "//x", "/-x"]
+
+
+@pytest.mark.parametrize("text", NAMES)
+def test_plain_names_are_decided_as_omegaconf_decides(text: str) -> None:
+    """The shortcut for names and paths agrees with OmegaConf's own reading."""
+    from ftspec.targets import torchtune_configs as tc
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.to_container(OmegaConf.from_dotlist([f"v={text}"]), resolve=False)
+    by_omegaconf = isinstance(conf, dict) and conf.get("v") == text
+    shortcut = tc._PLAIN_NAME.fullmatch(text) is not None and text.lower() not in tc.YAML11_WORDS
+    if shortcut:
+        assert by_omegaconf, text
+    tc._reads_back_as.cache_clear()
+    assert tc._reads_back_as(text) == by_omegaconf, text

@@ -159,3 +159,35 @@ def test_render_plan_terraform_style() -> None:
     assert "unchanged attributes hidden" in text
     assert "Plan: 1 to add, 0 to change, 1 to destroy." in text
     assert "--out" in text
+
+
+def test_essence_leaves_its_input_alone_and_shares_nothing() -> None:
+    live = live_of(trainjob())
+    before = json.loads(json.dumps(live))
+    out = essence(live)
+    assert live == before
+    out["spec"]["x"] = 1
+    out["metadata"]["labels"]["new"] = "y"
+    assert live == before
+    assert essence({"metadata": {"labels": {}, "annotations": {
+        "ftspec.dev/applied-digest": "d"}}, "status": {}}) == {"metadata": {}}
+    assert essence({"metadata": None, "spec": {}}) == {"metadata": None, "spec": {}}
+
+
+def test_plan_json_is_asdict_without_sharing() -> None:
+    from dataclasses import asdict
+
+    from ftspec.reconciler.model import Change, FieldChange
+
+    live = live_of(trainjob())
+    change = Change("kubeflow.TrainJob.ml/a", Action.UPDATE, essence(live), live,
+                    reason="drift", fields=(FieldChange("spec.x", [1, (2, 3)], {"a": None}),),
+                    ml_changes=("lr 1 -> 2",), drift=True, spec_file="a.yaml")
+    plan = Plan("kubernetes", (change,), {"a": "rv:1"}, {"a.yaml": "h"}, ("w",))
+    data = plan.to_json()
+    expected = asdict(plan)
+    expected["changes"][0]["action"] = "update"
+    assert data == expected
+    assert [type(v) for v in data["changes"][0]["fields"][0]["before"]] == [int, tuple]
+    data["changes"][0]["after"]["metadata"]["name"] = "changed"
+    assert live["metadata"]["name"] != "changed"

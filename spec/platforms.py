@@ -1,0 +1,57 @@
+"""Where a job runs and what ftspec talks to there: each fact once.
+
+The spec layer imports nothing of ours, so the names the spec model, the IR, the compiler's
+dispatch, the targets and the reconciler share live here and are read everywhere: the
+deploy targets with their compile target and backend, the launchers, the Kubeflow Trainer
+API (its group/version and the generations ftspec renders for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+DeployTarget = Literal["local", "kubeflow", "kuberay", "ray"]
+"""``deploy.target`` values."""
+DEPLOY_TARGETS: tuple[str, ...] = get_args(DeployTarget)
+
+Launcher = Literal["torchtune", "accelerate"]
+"""``launcher`` values; each is also a compile target (its own command and config)."""
+LAUNCHERS: tuple[str, ...] = get_args(Launcher)
+
+
+@dataclass(frozen=True)
+class Platform:
+    target: str
+    """The ``deploy.target`` value."""
+    compile_target: str | None
+    """The compile target ``apply`` needs; None: the launcher's own artifacts."""
+    backend: str
+    """The reconciler backend that applies it."""
+
+
+PLATFORMS: dict[str, Platform] = {p.target: p for p in (
+    Platform("local", None, "local"),
+    Platform("kubeflow", "kubeflow", "kubernetes"),
+    Platform("kuberay", "kuberay", "kubernetes"),
+    Platform("ray", "ray", "ray"),
+)}
+assert tuple(PLATFORMS) == DEPLOY_TARGETS
+
+COMPILE_TARGETS: tuple[str, ...] = LAUNCHERS + tuple(
+    p.compile_target for p in PLATFORMS.values() if p.compile_target is not None)
+"""``ftspec compile --target`` values = module names under ``ftspec.targets``."""
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_API_VERSION = "v1alpha1"
+TRAINER_API = f"{TRAINER_GROUP}/{TRAINER_API_VERSION}"
+"""apiVersion of TrainJob, TrainingRuntime and ClusterTrainingRuntime."""
+
+TrainerVersion = Literal["v2.1", "v2.2", "v2.3"]
+"""Kubeflow Trainer releases ftspec renders for, oldest first."""
+TRAINER_VERSIONS: tuple[str, ...] = get_args(TrainerVersion)
+NEWEST_TRAINER = TRAINER_VERSIONS[-1]
+OVERRIDES_TRAINER = TRAINER_VERSIONS[0]
+"""The last generation with ``podTemplateOverrides`` (v2.1)."""
+PATCHES_TRAINER = TRAINER_VERSIONS[1]
+"""The first generation with ``runtimePatches`` (v2.2); later ones render the same way."""
