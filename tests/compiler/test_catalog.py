@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ftspec.compiler.build import model_facts
+from ftspec.compiler.pipeline import compile_spec
 from ftspec.compiler.memory import lora_trainable_params
 from ftspec.spec.catalog.models import MODEL_FAMILIES, nearest_torchtune, param_count
 from ftspec.spec.loader import SourceDoc
@@ -44,8 +45,9 @@ def _spec(family: str, launcher: str = "torchtune") -> dict[str, object]:
 
 
 def test_torchtune_error_names_the_nearest_model() -> None:
-    result = validate_doc(SourceDoc("spec.yaml", _spec("qwen3-8b")))
-    assert [d.hint for d in result.diagnostics.errors] == [
+    """The torchtune target's own check, as ``validate`` runs it (the ``checks`` stage)."""
+    result = compile_spec(SourceDoc("spec.yaml", _spec("qwen3-8b")), "checks")
+    assert [d.hint for d in result.diagnostics if d.is_error] == [
         ("use launcher: accelerate (it trains any causal LM), or the nearest model torchtune "
         "ships: model.family qwen2_5-7b (Qwen2.5 7B)")]
 
@@ -99,7 +101,7 @@ def test_any_model_without_a_layer_class_leaves_wrapping_to_the_model() -> None:
 
 
 def test_torchtune_refuses_custom_numbers_without_a_base_and_names_the_nearest() -> None:
-    result = validate_doc(SourceDoc("spec.yaml", _custom("torchtune")))
-    errors = result.diagnostics.errors
-    assert [d.code for d in errors] == ["rule.launcher-architecture"]
+    result = compile_spec(SourceDoc("spec.yaml", _custom("torchtune")), "checks")
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert [d.code for d in errors] == ["target.torchtune.architecture"]
     assert errors[0].hint is not None and "model.family llama3_1-8b" in errors[0].hint
