@@ -39,6 +39,7 @@ def explain_data(job: Job) -> dict[str, Any]:
             "max_steps": job.spec.training.max_steps,
             "max_steps_per_epoch": job.spec.training.max_steps_per_epoch,
             "precision": job.spec.model.dtype,
+            "precision_mode": job.spec.model.precision_mode,
             "optimizer": job.spec.training.optimizer.name,
             "scheduler": job.spec.training.scheduler.name,
             "lora": _lora(job),

@@ -1,26 +1,34 @@
 """Peak GPU memory per device: weights, gradients, optimizer state, activations.
 
-A first-order model in the spirit of the usual back-of-envelope estimates:
-- weights: parameters x bytes per parameter (2 for bf16/fp16, 4 for fp32, bits/8 plus
-  quantization constants for 4/8-bit bases: ~0.52 bytes for NF4 with double quantization,
-  Dettmers et al. 2023, "QLoRA", sec. 3), divided by the shard count when FSDP full_shard or
-  ZeRO-3 shard them; LoRA/DoRA adapters added in fp32;
-- gradients: trainable parameters x parameter bytes, sharded by FSDP or ZeRO >= 2;
-- optimizer: trainable parameters x state bytes. torchtune trains in pure bf16/fp32, so
-  AdamW's two moments share the parameters' dtype; accelerate's mixed precision keeps fp32
-  moments plus an fp32 master copy of fully trained weights (2 + 2 + 8 + 4 = 16 bytes per
-  parameter, Rajbhandari et al. 2020, "ZeRO", sec. 3.1). Sharded by FSDP or ZeRO >= 1
-  (the ZeRO paper's stages 1/2/3 = optimizer / + gradients / + parameters); zero on the
-  device when offloaded (FSDP cpu_offload offloads parameters too: only the layers being
+A first-order model in the spirit of the usual back-of-envelope estimates, priced by what
+each launcher really allocates under ``model.precision``:
+- weights: parameters x the bytes they load in: ``dtype`` under pure precision (2 for
+  bf16/fp16, 4 for fp32), 4 under mixed (TRL loads fp32 master weights; autocast also caches
+  a ``dtype`` copy of every trainable weight for the forward: + 2 per trainable parameter);
+  bits/8 plus quantization constants for 4/8-bit bases (~0.52 bytes for NF4 with double
+  quantization, Dettmers et al. 2023, "QLoRA", sec. 3). Divided by the shard count when FSDP
+  full_shard or ZeRO-3 shard them;
+- trainable parameters keep their own dtype: a full fine-tune trains the loaded weights;
+  adapters are in ``dtype`` on torchtune (its recipes check it), in fp32 on TRL (PEFT's
+  ``autocast_adapter_dtype``; ZeRO-3 keeps the base dtype) and in bf16 on TRL over a
+  quantized base (SFTTrainer casts them, as the QLoRA paper does);
+- gradients: trainable parameters x their bytes, sharded by FSDP or ZeRO >= 2;
+- optimizer: trainable parameters x state tensors x their bytes: torch optimizers keep
+  state like the parameter (pure bf16 AdamW: 2 x 2 bytes; mixed: 2 x 4), 8-bit optimizers
+  1 byte per moment, bitsandbytes' 32-bit ones 4. So a full fine-tune costs 2 + 2 + 4 = 8
+  bytes per parameter in pure bf16, 4 + 2 + 4 + 8 = 18 in mixed (ZeRO's 16, Rajbhandari et
+  al. 2020, sec. 3.1, keeps 16-bit gradients; autocast does not). Sharded by FSDP or
+  ZeRO >= 1 (the ZeRO paper's stages 1/2/3 = optimizer / + gradients / + parameters); zero on
+  the device when offloaded (FSDP cpu_offload offloads parameters too: only the layers being
   gathered stay);
 - activations: per layer ~34 x s x b x h bytes in 16-bit with fused attention
   (Korthikanti et al. 2022, "Reducing Activation Recomputation", eq. 1 without the
   5as/h attention-score term); with checkpointing only each layer's input (2 x s x b x h)
-  plus one live layer; with offloading one live layer; plus the fp32 logits
-  (b x s x vocab x 4, an eighth with chunked cross-entropy);
+  plus one live layer; with offloading one live layer; plus the logits (see
+  ``logits_bytes_per_element``);
 - overhead: CUDA context, NCCL buffers and allocator slack, 1 GiB.
 Sanity anchors (tests/compiler/test_memory.py): Llama-3.1-8B full AdamW under mixed
-precision needs ~16 bytes/param (~120 GiB) and does not fit one 80 GB GPU but does with
+precision needs ~18 bytes/param (~135 GiB) and does not fit one 80 GB GPU but does with
 FSDP over 8; QLoRA of an 8B model fits a 24 GB card (the QLoRA paper's single-GPU setup).
 """
 
@@ -43,6 +51,13 @@ _STATE_COPIES = {
 }
 """Optimizer state tensors per trainable parameter (adafactor: factored, ~rows + cols)."""
 _STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
+"""bitsandbytes' 8-bit Adam: two 1-byte moments per parameter, whatever the parameter's dtype."""
+_STATE_FP32 = frozenset({"paged_adamw_32bit"})
+"""bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
+_ADAPTERS = ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3")
+_QUANTIZED = ("qlora", "gptq_lora")
+CHUNKS = 8
+"""torchtune's ``CEWithChunkedOutputLoss`` default ``num_output_chunks``."""
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
@@ -91,7 +106,9 @@ def estimate_memory(
     params = model.params_b * 1e9
     kind = spec.method.kind
     notes: list[str] = []
-    param_bytes = _DTYPE_BYTES[spec.model.dtype]
+    compute_bytes = _DTYPE_BYTES[spec.model.dtype]
+    mixed = spec.model.precision_mode == "mixed"
+    load_bytes = 4.0 if mixed else compute_bytes
 
     if kind in ("lora", "qlora", "dora", "gptq_lora"):
         rank = spec.method.lora_settings.rank
@@ -106,8 +123,8 @@ def estimate_memory(
     else:
         trainable = params
 
-    weight_bytes = param_bytes
-    if kind in ("qlora", "gptq_lora"):
+    weight_bytes = load_bytes
+    if kind in _QUANTIZED:
         quant = spec.method.quantization
         bits = quant.bits if quant else 4
         weight_bytes = bits / 8 + (0.02 if quant is None or quant.double_quant else 0.06)
@@ -152,15 +169,17 @@ def estimate_memory(
         return (total - expert) / shard + expert / max(shard, ep) if expert \
             else total / shard
 
-    weights = per_device(params, shard_params) * weight_bytes
-    if kind in ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3"):
-        weights += trainable * 4  # adapters are usually kept in fp32
     full = kind == "full"
+    train_bytes = trainable_bytes(spec, load_bytes, strategy)
+    weights = per_device(params, shard_params) * weight_bytes
+    if full and mixed:  # autocast's cast cache: a dtype copy of each trainable weight
+        weights += per_device(params, shard_params) * compute_bytes
+        notes.append(f"fp32 master weights with a {spec.model.dtype} autocast copy")
+    if kind in _ADAPTERS:
+        weights += trainable * train_bytes
     gradients = (per_device(trainable, shard_grads) if full else trainable / shard_grads) \
-        * param_bytes
-    if kind != "full" and spec.launcher == "accelerate":
-        gradients = trainable * 4.0 / shard_grads  # fp32 adapters
-    state = _optimizer_state_bytes(spec, param_bytes)
+        * train_bytes
+    state = _optimizer_state_bytes(spec, train_bytes)
     optimizer = 0.0 if optim_offloaded else \
         (per_device(trainable, shard_optim) if full else trainable / shard_optim) * state
     if params_offloaded:
@@ -186,22 +205,49 @@ def estimate_memory(
     )
 
 
-def _optimizer_state_bytes(spec: FineTuneSpec, param_bytes: float) -> float:
-    """Bytes of optimizer state per trainable parameter.
+def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> float:
+    """Bytes per trainable parameter: what its tensor, gradient and state dtype is."""
+    kind = spec.method.kind
+    if kind not in _ADAPTERS:
+        return load_bytes  # the loaded weights train
+    if spec.launcher == "torchtune":
+        return _DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)
+    if kind in _QUANTIZED:
+        return 2.0  # SFTTrainer casts adapters over a quantized base to bf16
+    ds = spec.distributed.deepspeed
+    zero3 = strategy == "deepspeed" and ds is not None and ds.stage == 3
+    return load_bytes if zero3 else 4.0  # PEFT autocast_adapter_dtype (not under ZeRO-3)
 
-    torchtune trains in pure bf16/fp32: states share the parameters' dtype. accelerate
-    (mixed precision) keeps fp32 states, plus an fp32 master copy of full-fine-tuned weights.
-    """
+
+def _optimizer_state_bytes(spec: FineTuneSpec, train_bytes: float) -> float:
+    """Bytes of optimizer state per trainable parameter (torch optimizers: the parameter's
+    dtype; bitsandbytes' 8-bit and 32-bit optimizers: their own)."""
     o = spec.training.optimizer
     if o.name in _STATE_BYTES_8BIT:
         return _STATE_BYTES_8BIT[o.name]
     copies = _STATE_COPIES.get(o.name, 0.0)
     if o.name in ("sgd",):
         copies = 1.0 if o.momentum > 0 else 0.0
+    return copies * (4.0 if o.name in _STATE_FP32 else train_bytes)
+
+
+def logits_bytes_per_element(spec: FineTuneSpec) -> float:
+    """Bytes held per logit (b x s x vocab) at the loss's peak.
+
+    transformers' causal-LM loss keeps the model's logits (``dtype``: autocast's lm_head
+    output is 16-bit too), upcasts them (``logits.float()``) and takes the fp32 log-softmax:
+    2 + 4 + 4 in 16-bit, 4 + 4 in fp32 (``float()`` of an fp32 tensor is the tensor).
+    torchtune's decoder upcasts its whole output (the 16-bit one is freed at once) and its
+    cross-entropy takes the log-softmax: 4 + 4. Its ``CEWithChunkedOutputLoss`` keeps the
+    16-bit chunks and upcasts one chunk of ``CHUNKS`` at a time, while every chunk's fp32
+    log-softmax stays saved for backward: 2 + 4 + 4 / 8 in 16-bit, 4 + 4 in fp32.
+    """
+    low = spec.model.dtype != "fp32"
     if spec.launcher == "torchtune":
-        return copies * param_bytes
-    master = 4.0 if spec.model.dtype != "fp32" and spec.method.kind == "full" else 0.0
-    return copies * 4.0 + master
+        if spec.training.loss == "chunked_cross_entropy" and low:
+            return 2.0 + 4.0 + 4.0 / CHUNKS
+        return 8.0
+    return 2.0 + 4.0 + 4.0 if low else 8.0
 
 
 def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -> float:
@@ -218,10 +264,7 @@ def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -
         stored = 2.0 * s * b * h * scale * layers + per_layer_full
     else:
         stored = per_layer_full * layers
-    logits = b * s * model.vocab_size * 4.0
-    if t.loss == "chunked_cross_entropy":
-        logits /= 8
-    return stored + logits
+    return stored + b * s * model.vocab_size * logits_bytes_per_element(spec)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def ml_summary(job: Job) -> dict[str, str]:
         "max steps": str(job.total_steps) if job.total_steps is not None else "-",
         "sequence length": str(job.max_seq_len) if job.max_seq_len is not None
         else f"no truncation (context {job.model.context_len})",
-        "precision": spec.model.dtype,
+        "precision": f"{spec.model.dtype} {spec.model.precision_mode}",
         "optimizer": t.optimizer.name,
         "scheduler": t.scheduler.name,
         "nodes": str(job.nodes),

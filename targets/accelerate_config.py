@@ -64,7 +64,8 @@ def config_dict(job: Job) -> dict[str, Any]:
         "enable_cpu_affinity": False,
         "machine_rank": 0,
         "main_training_function": "main",
-        "mixed_precision": MIXED_PRECISION[spec.model.dtype],
+        "mixed_precision": MIXED_PRECISION[spec.model.dtype]
+        if spec.model.precision_mode == "mixed" else "no",
         "num_machines": job.nodes,
         "num_processes": job.world_size,
         "rdzv_backend": "static",

@@ -169,13 +169,19 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
 
 
 def _precision(job: Job) -> dict[str, Any]:
+    """pure: weights load in ``dtype`` and no autocast runs (as torchtune's recipes train);
+    mixed: fp32 weights (the master copy) and autocast to ``dtype`` (TRL's ``bf16``/``fp16``)."""
     spec = job.spec
     dtype = spec.model.dtype
-    load = "float32"
+    mixed = spec.model.precision_mode == "mixed"
+    load = "float32" if mixed else TORCH_DTYPES[dtype]
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.bits == 4:
         load = BNB_DTYPES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype
-    return {"bf16": dtype == "bf16", "fp16": dtype == "fp16", "dtype": load}
+    out = {"bf16": mixed and dtype == "bf16", "fp16": mixed and dtype == "fp16", "dtype": load}
+    if mixed and job.device == "cpu":
+        out["use_cpu"] = True  # TrainingArguments refuses bf16 autocast without a GPU unless told
+    return out
 
 
 def _optimizer(job: Job) -> dict[str, Any]:

@@ -96,6 +96,11 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    "BlockMask on CUDA, a dense mask elsewhere; positions restart per example)",
                    "packed-attention", hint="use packed_attention: per_example, or launcher: "
                    "accelerate (TRL's wrapped packing)")
+    if spec.model.precision == "mixed" and spec.model.dtype != "fp16":
+        yield _err(("model", "precision"), "torchtune's recipes train in pure precision: "
+                   "weights and optimizer state live in `dtype`, with no fp32 master copy "
+                   "or autocast", "precision-mixed",
+                   hint="use precision: pure, or launcher: accelerate for mixed precision")
     if spec.model.dtype == "fp16":
         yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
                    hint="use bf16 (Ampere or newer) or fp32")

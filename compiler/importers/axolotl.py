@@ -110,6 +110,8 @@ def _model(r: Reader) -> None:
     else:
         d.put(("model", "dtype"), "bf16", r.origin("bf16") + (" (auto: bf16 on GPUs that "
               "have it)" if bf16 == "auto" else ""))
+        d.put(("model", "precision"), "pure", r.origin("bf16") + " (axolotl loads the "
+              "weights in bf16)")
     if r.value("tf32") is True:
         d.warn(("tf32",), "tf32 has no spec field: not imported")
     template = r.value("chat_template")

@@ -106,6 +106,14 @@ def _model(r: Reader) -> None:
         d.put(("model", "dtype"), "fp16", r.origin("fp16"))
     elif r.value("bf16") is True or r.value("pure_bf16") is True:
         d.put(("model", "dtype"), "bf16", r.origin("bf16" if r.has("bf16") else "pure_bf16"))
+        # LLaMA-Factory upcasts trainable weights to fp32 unless pure_bf16: a full fine-tune
+        # is then mixed; LoRA keeps the bf16 base with fp32 adapters, as ftspec's pure does
+        full = str(r.value("finetuning_type", r.model)) in ("full", "freeze")
+        pure = r.value("pure_bf16") is True or not full
+        d.put(("model", "precision"), "pure" if pure else "mixed",
+              r.origin("pure_bf16") if r.has("pure_bf16") else
+              f"{TOOL}: trainable weights upcast to fp32 (no pure_bf16)" if full else
+              f"{TOOL}: bf16 base weights, fp32 adapters")
     else:
         d.put(("model", "dtype"), "fp32", f"{TOOL} default (bf16 and fp16 off: fp32)")
     r.value("do_train")

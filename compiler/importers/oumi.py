@@ -120,18 +120,25 @@ def _model(r: OumiReader, trainer: str) -> None:
 
 
 def _precision(r: OumiReader) -> None:
+    """``torch_dtype_str`` is what the weights load in; ``mixed_precision_dtype`` autocasts
+    over them (Oumi wants float32 weights then): mixed. Without it Oumi trains pure."""
     mixed = str(r.value("training", "mixed_precision_dtype")).upper()
     dtype_str = str(r.value("model", "torch_dtype_str")).lower()
+    at = r.origin("model", "torch_dtype_str")
     if mixed in ("BF16", "FP16"):
         r.put(("model", "dtype"), "training", "mixed_precision_dtype",
               convert=lambda _: mixed.lower())
+        if mixed == "BF16":  # fp16's default is mixed
+            r.draft.put(("model", "precision"), "mixed",
+                        r.origin("training", "mixed_precision_dtype"))
         if DTYPES.get(dtype_str) not in ("fp32", None) and dtype_str != "auto":
             r.warn("model", "torch_dtype_str", "Oumi needs float32 weights for mixed "
-                   "precision; the spec's precision is mixed_precision_dtype")
+                   "precision; the spec's mixed precision keeps float32 weights")
         return
     if dtype_str == "auto":
-        r.draft.put(("model", "dtype"), "bf16", f"{r.origin('model', 'torch_dtype_str')}: "
-                    "the checkpoint's own dtype (bf16 assumed)")
+        r.draft.put(("model", "dtype"), "bf16", f"{at}: the checkpoint's own dtype (bf16 "
+                    "assumed)")
+        r.draft.put(("model", "precision"), "pure", f"{at}, without mixed_precision_dtype")
         r.warn("model", "torch_dtype_str", "torch_dtype_str auto loads the checkpoint's own "
                "dtype: imported as bf16; set model.dtype if the model is stored otherwise")
         return
@@ -139,11 +146,11 @@ def _precision(r: OumiReader) -> None:
         r.warn("model", "torch_dtype_str", f"torch_dtype_str {dtype_str} has no spec dtype")
         return
     r.put(("model", "dtype"), "model", "torch_dtype_str", convert=lambda v: DTYPES[str(v)])
-    if DTYPES[dtype_str] != "fp32":
-        r.warn("model", "torch_dtype_str", f"Oumi loads the weights in {dtype_str} and trains "
-               "without mixed precision (mixed_precision_dtype none: weights and optimizer "
-               f"state in {dtype_str}); the spec's {DTYPES[dtype_str]} is mixed precision over "
-               "float32 weights")
+    if DTYPES[dtype_str] == "fp16":
+        r.warn("model", "torch_dtype_str", "Oumi would train fp16 weights without mixed "
+               "precision, which does not train stably; imported as mixed fp16")
+        return
+    r.draft.put(("model", "precision"), "pure", f"{at}, without mixed_precision_dtype")
 
 
 def _max_seq_len(r: OumiReader, trainer: str, family: str | None) -> None:

@@ -22,8 +22,8 @@ from ftspec.compiler.importers.base import (
 )
 from ftspec.compiler.importers.trl_defaults import (
     SCRIPT_DEFAULTS,
-    TOOL,
 )
+from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
@@ -109,30 +109,7 @@ def _model(r: Reader) -> None:
     if isinstance(tok, str) and tok != r.data["model_name_or_path"]:
         r.draft.put(("model", "tokenizer", "uri"), hub_or_file_uri(tok), r.origin("tokenizer_name_or_path"))
     r.put(("model", "chat_template"), "chat_template")
-    _precision(r)
-
-
-def _precision(r: Reader) -> None:
-    if r.fms and not r.has("bf16") and not r.has("fp16"):
-        dtype = r.value("dtype", r.model)
-        named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(dtype))
-        r.draft.put(("model", "dtype"), named or "bf16", r.origin("dtype") + " (the weights' "
-                    "dtype: fms trains in it)")
-        return
-    fp16 = r.value("fp16", r.sft) is True
-    bf16 = r.value("bf16")
-    if fp16:
-        r.draft.put(("model", "dtype"), "fp16", r.origin("fp16"))
-    elif bf16 is False:
-        r.draft.put(("model", "dtype"), "fp32", r.origin("bf16"))
-    else:
-        r.draft.put(("model", "dtype"), "bf16", r.origin("bf16") if bf16 is not None else
-                    f"{TOOL} default (bf16: True unless fp16)")
-    dtype = r.value("dtype")
-    named = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(dtype))
-    if dtype is not None and dtype != "auto" and named != r.draft.get(("model", "dtype")):
-        r.draft.warn((r.key("dtype") or "",), f"dtype {dtype} (the weights' load dtype) differs "
-                     "from the training precision; the spec has one precision, model.dtype")
+    import_precision(r)
 
 
 def _dataset(r: Reader, name: str, split: str, origin: str, subset: Any) -> dict[str, Any]:

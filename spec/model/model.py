@@ -12,6 +12,7 @@ from pydantic import Field
 FamilyName = Literal[MODEL_FAMILY_NAMES]  # type: ignore[valid-type]
 
 Dtype = Literal["bf16", "fp16", "fp32"]
+PrecisionMode = Literal["pure", "mixed"]
 
 
 class Architecture(SpecModel):
@@ -103,7 +104,17 @@ class ModelSpec(SpecModel):
     )
     dtype: Dtype = Field(
         default="bf16",
-        description="Training precision (torchtune `dtype`, accelerate `mixed_precision`).",
+        description="Training precision: the dtype the model computes in (torchtune `dtype`, "
+        "TRL `bf16`/`fp16`, accelerate `mixed_precision`); see `precision` for what is stored.",
+    )
+    precision: PrecisionMode | None = Field(
+        default=None,
+        description="How `dtype` is kept. pure: weights, gradients and optimizer state in "
+        "`dtype`, no autocast (torchtune; Oumi/fms-hf-tuning loading `torch_dtype: bfloat16`; "
+        "on TRL, PEFT keeps LoRA adapters in fp32). "
+        "mixed: fp32 master weights and optimizer state, `dtype` compute under autocast "
+        "(accelerate/TRL only). Default: mixed for fp16 (pure fp16 has no loss scaling), "
+        "pure otherwise.",
     )
     revision: str | None = Field(default=None, description="Hub revision, tag or commit.")
     auto_class: Literal[
@@ -129,3 +140,10 @@ class ModelSpec(SpecModel):
     tokenizer: Tokenizer = Field(
         default_factory=Tokenizer, description="Tokenizer location and options."
     )
+
+    @property
+    def precision_mode(self) -> PrecisionMode:
+        """``precision`` with its default resolved: mixed for fp16, pure otherwise."""
+        if self.precision is not None:
+            return self.precision
+        return "mixed" if self.dtype == "fp16" else "pure"

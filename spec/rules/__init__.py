@@ -32,6 +32,7 @@ RULES: tuple[Rule, ...] = (
     hardware.gpus_divisible_by_nodes,
     hardware.accelerator_required,
     hardware.bf16_supported,
+    hardware.precision_coherent,
     hardware.expert_parallel,
     hardware.flash_attention_supported,
     method.settings_match_method,

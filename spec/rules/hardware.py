@@ -55,6 +55,26 @@ def bf16_supported(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         )
 
 
+def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """mixed needs a 16-bit compute dtype; pure fp16 cannot train stably.
+
+    Pure fp16 keeps weights and Adam's moments in fp16: updates below fp16's resolution
+    (~1e-3 relative) vanish and the second moment under- and overflows (range 6e-5..65504),
+    and a loss scaler cannot help because there are no fp32 weights to unscale into (PyTorch's
+    GradScaler refuses fp16 gradients). bf16 has fp32's range, so pure bf16 is usable.
+    """
+    m = spec.model
+    if m.precision == "mixed" and m.dtype == "fp32":
+        yield error(("model", "precision"), "mixed precision computes in a 16-bit dtype; "
+                    "model.dtype is fp32, so there is nothing to mix", "precision-mixed-fp32",
+                    hint="use dtype: bf16 with precision: mixed, or drop precision")
+    if m.precision == "pure" and m.dtype == "fp16":
+        yield error(("model", "precision"), "pure fp16 keeps weights and optimizer state in "
+                    "fp16: small updates vanish and there is no fp32 copy to unscale "
+                    "gradients into", "precision-pure-fp16",
+                    hint="use precision: mixed with fp16, or dtype: bf16 for pure 16-bit")
+
+
 def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     ep = spec.distributed.expert_parallel
     if ep == 1:

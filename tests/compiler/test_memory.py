@@ -37,16 +37,83 @@ def job(**over: Any) -> Job:
     return build_job(spec_from_data(data))
 
 
-def test_full_8b_mixed_precision_needs_16_bytes_per_param() -> None:
-    m = job().memory
-    states = m.weights_gib + m.gradients_gib + m.optimizer_gib
-    assert abs(states - 8.03e9 * 16 / GIB) < 0.1  # 2 + 2 + 8 + 4 bytes per parameter
+P8B = 8.03e9
+"""Llama-3.1-8B's parameters (the catalog's figure)."""
+H, LAYERS, VOCAB, SEQ = 4096, 32, 128256, 2048
+
+
+def states_bytes(m: Any) -> float:
+    return (m.weights_gib + m.gradients_gib + m.optimizer_gib) * GIB
+
+
+def test_full_8b_mixed_precision_needs_18_bytes_per_param() -> None:
+    # TRL mixed: fp32 weights 4 + autocast's bf16 copy 2 + fp32 gradients 4 + AdamW's two
+    # fp32 moments 8 = 18 bytes per parameter
+    m = job(model__precision="mixed").memory
+    assert states_bytes(m) == pytest.approx(P8B * (4 + 2 + 4 + 8), abs=0.03 * GIB)
     assert m.fits is False
 
 
+def test_full_8b_pure_bf16_needs_8_bytes_per_param() -> None:
+    # pure bf16 (the default for bf16): weights 2 + gradients 2 + AdamW moments 2 x 2 = 8,
+    # on both launchers: torch's AdamW keeps its state in the parameter's dtype
+    for launcher in ("accelerate", "torchtune"):
+        m = job(launcher=launcher).memory
+        assert m.weights_gib * GIB == pytest.approx(P8B * 2, abs=0.01 * GIB)
+        assert m.gradients_gib * GIB == pytest.approx(P8B * 2, abs=0.01 * GIB)
+        assert m.optimizer_gib * GIB == pytest.approx(P8B * 4, abs=0.01 * GIB)
+    fp32 = job(model__dtype="fp32").memory  # pure fp32: 4 + 4 + 8 = 16
+    assert states_bytes(fp32) == pytest.approx(P8B * 16, abs=0.03 * GIB)
+
+
+def test_lora_prices_the_load_dtype_and_the_adapter_dtype() -> None:
+    # r=8 on q and v: 32 x 8 x ((4096+4096) + (4096+1024)) adapter parameters
+    lora = {"kind": "lora", "lora": {"rank": 8, "target_modules": ["q_proj", "v_proj"]}}
+    n = 32 * 8 * (8192 + 5120)
+    # TRL mixed: frozen base in fp32 (4), adapters, gradients fp32 (4 + 4), AdamW 8
+    mixed = job(method=lora, model__precision="mixed").memory
+    assert mixed.weights_gib * GIB == pytest.approx(P8B * 4 + n * 4, abs=0.01 * GIB)
+    assert mixed.optimizer_gib * GIB == pytest.approx(n * 8, abs=0.01 * GIB)
+    # TRL pure bf16: base 2; PEFT upcasts the adapters to fp32 (autocast_adapter_dtype)
+    pure = job(method=lora).memory
+    assert pure.weights_gib * GIB == pytest.approx(P8B * 2 + n * 4, abs=0.01 * GIB)
+    assert pure.gradients_gib * GIB == pytest.approx(n * 4, abs=0.01 * GIB)
+    # torchtune pure bf16: adapters built in bf16 too: base 2, adapters 2, AdamW 2 x 2
+    tune = job(method=lora, launcher="torchtune").memory
+    assert tune.weights_gib * GIB == pytest.approx(P8B * 2 + n * 2, abs=0.01 * GIB)
+    assert tune.optimizer_gib * GIB == pytest.approx(n * 4, abs=0.01 * GIB)
+
+
+def test_logits_are_priced_as_each_loss_computes_them() -> None:
+    # checkpointed activations of one 2048-token sequence: each layer's input in bf16
+    # (2 x s x h x 32 layers) plus one live layer (34 x s x h), then the logits (s x V):
+    stored = 2 * SEQ * H * LAYERS + 34 * SEQ * H
+    cases = {
+        # transformers: bf16 logits 2 + fp32 upcast 4 + fp32 log-softmax 4
+        ("accelerate", "cross_entropy", "bf16"): 2 + 4 + 4,
+        # torchtune's decoder upcasts (bf16 freed at once): fp32 logits 4 + log-softmax 4
+        ("torchtune", "cross_entropy", "bf16"): 4 + 4,
+        # CEWithChunkedOutputLoss: bf16 chunks 2 + all fp32 log-softmaxes 4 + one chunk's
+        # upcast 4 / 8
+        ("torchtune", "chunked_cross_entropy", "bf16"): 2 + 4 + 4 / 8,
+        # fp32: the upcast is the tensor itself, logits 4 + log-softmax 4
+        ("accelerate", "cross_entropy", "fp32"): 4 + 4,
+    }
+    for (launcher, loss, dtype), per_logit in cases.items():
+        scale = 2 if dtype == "fp32" else 1  # activations in fp32 are twice as big
+        m = job(launcher=launcher, training__loss=loss, model__dtype=dtype).memory
+        expected = stored * scale + SEQ * VOCAB * per_logit
+        assert m.activations_gib * GIB == pytest.approx(expected, abs=0.01 * GIB), (
+            launcher, loss, dtype)
+    # 32k tokens on accelerate: the logits alone are 32768 x 128256 x 10 bytes = 39 GiB
+    long = job(data__max_seq_len=32768).memory
+    assert long.activations_gib > 32768 * VOCAB * 10 / GIB
+
+
 def test_full_8b_fsdp_over_8_gpus_fits_80gb() -> None:
-    m = job(resources__gpus_per_node=8, distributed__strategy="fsdp").memory
-    assert abs(m.weights_gib + m.gradients_gib + m.optimizer_gib - 8.03e9 * 16 / 8 / GIB) < 0.1
+    m = job(resources__gpus_per_node=8, distributed__strategy="fsdp",
+            model__precision="mixed").memory
+    assert states_bytes(m) == pytest.approx(P8B * 18 / 8, abs=0.03 * GIB)
     assert m.fits is True
 
 
@@ -68,7 +135,7 @@ def test_qlora_8b_fits_a_24gb_card_with_checkpointing() -> None:
             training__micro_batch_size=2, training__global_batch_size=8,
             training__loss="chunked_cross_entropy")
     m = j.memory
-    assert m.weights_gib < 5.0  # ~0.52 bytes per parameter + fp32 adapters
+    assert m.weights_gib < 5.0  # ~0.52 bytes per parameter + bf16 adapters
     assert m.fits is True
 
 

@@ -126,6 +126,8 @@ VALUES: dict[tuple[str, ...], Any] = {
     ("model", "architecture", "tied_embeddings"): False,
     ("model", "family"): "llama3_2-3b",
     ("model", "revision"): "refs/pr/7",
+    # the default resolves to pure for the base's bf16: the value off that default is mixed
+    ("model", "precision"): "mixed",
     ("model", "tokenizer", "uri"): "hf://org/tok",
     ("model", "tokenizer", "special_tokens_uri"): "hf://org/tok/special.json",
     ("model", "uri"): "hf://meta-llama/Llama-3.2-1B",

@@ -67,7 +67,7 @@ def read_torchtune(files: dict[str, str]) -> dict[str, Any]:
         "learning_rate": float(cfg["optimizer"]["lr"]),
         "effective_batch": cfg["batch_size"] * cfg["gradient_accumulation_steps"] * world,
         "duration": duration(epochs, None, per_epoch),
-        "precision": cfg["dtype"],
+        "precision": f"{cfg['dtype']} pure",  # torchtune has no autocast: always pure
         "sequence_length": cfg["tokenizer"]["max_seq_len"],
         "lora": lora,
         "optimizer": TT_OPTIMIZERS[cfg["optimizer"]["_component_"]],
@@ -85,8 +85,16 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     f = _flags(argv)
     world = int(f["num_processes"][0]) if "num_processes" in f else cfg["num_processes"]
     assert world == cfg["num_processes"], "command and config disagree on processes"
-    precision = "bf16" if sft.get("bf16") else "fp16" if sft.get("fp16") else "fp32"
-    assert {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}[precision] == cfg["mixed_precision"]
+    # mixed: TRL's bf16/fp16 autocast over fp32 weights (a quantized base loads in bnb's
+    # compute dtype); pure: the weights load in the dtype and nothing autocasts
+    autocast = "bf16" if sft.get("bf16") else "fp16" if sft.get("fp16") else None
+    assert (autocast or "no") == cfg["mixed_precision"], "TRL and accelerate disagree"
+    loaded = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[sft["dtype"]]
+    if autocast is None:
+        precision = f"{loaded} pure"
+    else:
+        assert loaded == "fp32" or sft.get("load_in_4bit"), "mixed precision loads fp32"
+        precision = f"{autocast} mixed"
     lora = None
     if sft.get("use_peft"):  # the LoRA family (lora, dora, qlora)
         lora = {"rank": int(sft["lora_r"]), "alpha": float(sft["lora_alpha"]),
@@ -137,7 +145,7 @@ def from_explain(data: dict[str, Any]) -> dict[str, Any]:
         "learning_rate": d["learning_rate"],
         "effective_batch": d["global_batch_size"],
         "duration": duration(d["epochs"], d["max_steps"], d["max_steps_per_epoch"]),
-        "precision": d["precision"],
+        "precision": f"{d['precision']} {d['precision_mode']}",
         "sequence_length": d["max_seq_len"],
         "lora": None if lora is None else {"rank": lora["rank"], "alpha": float(lora["alpha"]),
                                            "target_modules": lora["target_modules"]},

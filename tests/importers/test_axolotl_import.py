@@ -25,6 +25,7 @@ from helpers.corpus_check import (
     from_source,
     trl_value,
 )
+from helpers.trl_parse import stored_and_computed
 
 pytest.importorskip("trl")
 
@@ -32,6 +33,14 @@ CORPUS = Path(__file__).parent / "corpus" / "axolotl"
 TRL_NAME = {"micro_batch_size": "per_device_train_batch_size", "num_epochs": "num_train_epochs",
             "optimizer": "optim", "lr_scheduler": "lr_scheduler_type",
             "sequence_len": "max_length", "sample_packing": "packing"}
+
+
+def _weights(s: dict[str, Any]) -> str:
+    """The dtype axolotl loads the weights in (its bf16 default is auto: bf16 on GPUs)."""
+    if s.get("fp16"):
+        return "float16"
+    return "bfloat16" if s.get("bf16", "auto") in ("auto", True) else "float32"
+
 
 
 src = from_source(lambda key: TRAIN_DEFAULTS.get(TRL_NAME.get(key, key), MODEL_DEFAULTS.get(key)))
@@ -92,9 +101,9 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "packing": ("sample_packing", src("sample_packing"), trl("packing")),
     "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
                                trl("gradient_checkpointing")),
-    "bf16": ("bf16", lambda s: s.get("bf16", "auto") in ("auto", True) and not s.get("fp16"),
-             trl("bf16")),
-    "fp16": ("fp16", lambda s: s.get("fp16") is True, trl("fp16")),
+    # (weights' dtype, compute dtype): axolotl loads the weights in the dtype it autocasts to
+    "precision": ("bf16", lambda s: (_weights(s), _weights(s)),
+                  lambda r: stored_and_computed(r.sft, r.model)),
     "logging_steps": ("logging_steps", src("logging_steps"), trl("logging_steps")),
     "use_peft": ("adapter", lambda s: s.get("adapter") is not None, trl("use_peft")),
     "lora_r": ("lora_r", lambda s: s.get("lora_r") if s.get("adapter") else None,

@@ -29,11 +29,22 @@ from helpers.corpus_check import (
     from_source,
     trl_value,
 )
+from helpers.trl_parse import stored_and_computed
 
 pytest.importorskip("trl")
 
 CORPUS = Path(__file__).parent / "corpus" / "llamafactory"
 TRL_NAME = {"cutoff_len": "max_length", "lora_rank": "lora_r", "warmup_ratio": "warmup_steps"}
+
+
+def _precision(s: dict[str, Any]) -> tuple[str, str]:
+    if s.get("fp16") is True:
+        return "float32", "float16"
+    if s.get("bf16") is not True and s.get("pure_bf16") is not True:
+        return "float32", "float32"
+    full = s.get("finetuning_type", "lora") in ("full", "freeze")
+    return ("float32" if full and s.get("pure_bf16") is not True else "bfloat16"), "bfloat16"
+
 
 
 
@@ -85,8 +96,9 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "optim": ("optim", src("optim", lambda v: OPTIMIZERS[v]), trl("optim", OPTIMIZERS.get)),
     "max_length": ("cutoff_len", src("cutoff_len"), trl("max_length")),
     "packing": ("packing", src("packing"), trl("packing")),
-    "bf16": ("bf16", lambda s: s.get("bf16") is True, trl("bf16")),
-    "fp16": ("fp16", lambda s: s.get("fp16") is True, trl("fp16")),
+    # (weights' dtype, compute dtype): LLaMA-Factory upcasts trainable weights to fp32 unless
+    # pure_bf16, so a bf16 full fine-tune keeps fp32 weights; LoRA keeps the bf16 base
+    "precision": ("bf16", _precision, lambda r: stored_and_computed(r.sft, r.model)),
     "eval_steps": ("eval_steps", lambda s: s.get("eval_steps") if _evaluating(s) else None,
                    lambda r: r.sft.eval_steps if r.sft.eval_strategy.value != "no" else None),
     "per_device_eval_batch_size": ("per_device_eval_batch_size", lambda s: s.get(

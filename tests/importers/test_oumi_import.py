@@ -24,7 +24,7 @@ from ftspec.compiler.importers.oumi_defaults import (
 )
 from ftspec.spec.loader import parse_yaml
 from ftspec.spec.validate import validate_doc
-from helpers.trl_parse import compiled_files, trl_reads
+from helpers.trl_parse import compiled_files, stored_and_computed, trl_reads
 from ruamel.yaml import YAML
 
 CORPUS = Path(__file__).parent / "corpus" / "oumi"
@@ -33,7 +33,7 @@ JOBS = {"llama3_2-3b_lora-fsdp_train.yaml": "jobs/llama3_2-3b_lora-fsdp_gcp_job.
         "qwen3-14b_lora-train.yaml": "jobs/qwen3-14b_lora-gcp_job.yaml"}
 """Training configs whose recipe folder ships the job config that launches them."""
 SKY_GPUS = {"A100": "nvidia-a100-40gb"}
-PRECISION = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+AUTOCAST = {"BF16": "bfloat16", "FP16": "float16"}
 
 trl = pytest.importorskip("trl")
 
@@ -80,7 +80,9 @@ def _oumi_effective(src: dict[str, Any], job: dict[str, Any] | None) -> dict[str
         "torch_compile": t["compile"],
         "activation_checkpointing": t["enable_gradient_checkpointing"],
         "max_length": m["model_max_length"] or default_max_length,
-        "precision": PRECISION[m["torch_dtype_str"]],
+        # (weights' dtype, compute dtype): Oumi autocasts only with mixed_precision_dtype
+        "precision": (m["torch_dtype_str"], AUTOCAST.get(str(t["mixed_precision_dtype"]).upper(),
+                                                         m["torch_dtype_str"])),
         "model_name_or_path": m["model_name"],
         "trust_remote_code": m["trust_remote_code"],
         "attn_implementation": m["attn_implementation"],
@@ -147,7 +149,7 @@ def _ftspec_effective(files: dict[str, Any], imported: Any, fsdp_keys: list[str]
         "activation_checkpointing": bool(sft.gradient_checkpointing
                                          or fsdp_cfg.get("fsdp_activation_checkpointing")),
         "max_length": sft.max_length,
-        "precision": "bf16" if sft.bf16 else "fp16" if sft.fp16 else "fp32",
+        "precision": stored_and_computed(sft, model),
         "model_name_or_path": model.model_name_or_path,
         "trust_remote_code": sft.trust_remote_code,
         "attn_implementation": model.attn_implementation,

@@ -19,7 +19,7 @@ from ftspec.compiler.importers.trl_defaults import (
     SCRIPT_DEFAULTS,
     SFT_DEFAULTS,
 )
-from helpers.trl_parse import compiled_files, trl_reads
+from helpers.trl_parse import compiled_files, stored_and_computed, trl_reads
 
 CORPUS = Path(__file__).parent / "corpus" / "trl"
 CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
@@ -44,7 +44,7 @@ def test_corpus_is_there() -> None:
 SFT_FIELDS = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
               "num_train_epochs", "max_steps", "lr_scheduler_type", "warmup_steps",
               "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
-              "optim", "seed", "max_length", "packing", "bf16", "fp16",
+              "optim", "seed", "max_length", "packing",
               "gradient_checkpointing", "logging_steps", "logging_strategy", "eval_strategy",
               "per_device_eval_batch_size", "save_strategy", "save_total_limit")
 MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
@@ -69,6 +69,8 @@ def test_import_validate_compile_equal(name: str) -> None:
             if sft.save_steps != got_sft.save_steps else {}
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
               if getattr(model, f) != getattr(got_model, f)}
+    if stored_and_computed(sft, model) != stored_and_computed(got_sft, got_model):
+        diffs["precision"] = (stored_and_computed(sft, model), stored_and_computed(got_sft, got_model))
     assert diffs == {}
     mixer = raw.get("dataset_mixer")
     name_ = next(iter(mixer)) if mixer else script.dataset_name
@@ -104,6 +106,9 @@ def test_fms_json_import_validate_compile_equal(name: str) -> None:
         {**raw, "use_cpu": True, "output_dir": raw.get("output_dir", "out")},
         allow_extra_keys=True)
     assert got_model.model_name_or_path == raw["model_name_or_path"]
+    # fms loads the weights in torch_dtype (its default bfloat16) under TrainingArguments' flags
+    fms_model = dataclasses.replace(got_model, dtype=raw.get("torch_dtype", "bfloat16"))
+    assert stored_and_computed(got, got_model) == stored_and_computed(ta, fms_model)
     (train,) = prepare["train"]
     assert train["source"] == "./" + raw["training_data_path"]
     assert train["text_field"] == raw["dataset_text_field"]

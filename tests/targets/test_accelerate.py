@@ -106,3 +106,25 @@ def test_chat_artifacts_follow_the_template(template: str | None, layout: str | 
     if template == "chatml":
         tt = {a.path: a.obj for a in get_target("torchtune").compile(job)}["config.yaml"]
         assert tt["tokenizer"]["prompt_template"] == "torchtune.data.ChatMLTemplate"
+
+
+@pytest.mark.parametrize(("precision", "loaded", "autocast"),
+                         [("pure", "bfloat16", "no"), ("mixed", "float32", "bf16")])
+def test_precision_as_trl_and_accelerate_read_it(precision: str, loaded: str,
+                                                 autocast: str) -> None:
+    """pure bf16: TRL loads bf16 weights and nothing autocasts; mixed: fp32 weights under
+    bf16 autocast, the same flag in TRL's config and accelerate's (read by their parsers)."""
+    trl = pytest.importorskip("trl")
+    from ftspec.targets import get_target
+    from transformers import HfArgumentParser
+
+    spec = variant("single")
+    spec["model"] = {**BASE["model"], "precision": precision}
+    files = {a.path: a.content for a in get_target("accelerate").compile(
+        build_job(spec_from_data(spec)))}
+    raw = yaml.safe_load(files["sft.yaml"])
+    raw["use_cpu"] = True  # TrainingArguments checks bf16 against this machine's GPU
+    sft, model = HfArgumentParser((trl.SFTConfig, trl.ModelConfig)).parse_dict(
+        raw, allow_extra_keys=True)
+    assert (model.dtype, sft.bf16, sft.fp16) == (loaded, autocast == "bf16", False)
+    assert yaml.safe_load(files["accelerate.yaml"])["mixed_precision"] == autocast

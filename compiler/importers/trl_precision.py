@@ -1,0 +1,53 @@
+"""``model.dtype`` and ``model.precision`` from TRL's / fms-hf-tuning's two precision keys.
+
+TRL and transformers split precision in two: the dtype the weights load in (``dtype``, once
+``torch_dtype``; TRL's ``ModelConfig`` default float32, fms-hf-tuning's bfloat16) and the
+autocast flag (``bf16`` / ``fp16``; SFTConfig's ``bf16`` is True unless ``fp16``,
+transformers' and so fms's is False). The spec says what is stored and what is computed:
+- fp32 weights under autocast: mixed precision in the autocast dtype;
+- no autocast: pure precision in the load dtype;
+- 16-bit weights under autocast of the same dtype: the weights, gradients and optimizer
+  state are 16-bit, so pure; ftspec compiles pure without autocast (as torchtune trains),
+  which changes no stored tensor (a warning says so).
+"""
+
+from __future__ import annotations
+
+from ftspec.compiler.importers.trl_reader import Reader
+
+NAMED = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def import_precision(r: Reader) -> None:
+    fp16 = r.value("fp16", r.sft) is True
+    bf16 = r.value("bf16")
+    if bf16 is None:  # SFTConfig: True unless fp16; transformers' TrainingArguments: False
+        bf16 = not fp16 and not r.fms
+    autocast = "fp16" if fp16 else "bf16" if bf16 is True else None
+    flag = r.origin("fp16") if fp16 else r.origin("bf16") if r.has("bf16") else \
+        f"{r.tool} default (bf16: {bool(bf16)})"
+    raw = str(r.value("dtype", r.model) or "float32")  # TRL's ModelConfig default
+    at = r.origin("dtype")
+    key = (r.key("dtype") or "",) if r.has("dtype") else ()
+    loaded = NAMED.get(raw, autocast or "bf16")
+    if raw not in NAMED:
+        r.draft.warn(key, f"dtype {raw} loads the checkpoint's own dtype; imported as {loaded}",
+                     hint="set model.dtype to the checkpoint's dtype if it differs")
+    if autocast is None:
+        dtype, mode = loaded, "pure"
+    elif loaded == "fp32":
+        dtype, mode = autocast, "mixed"
+    else:
+        dtype, mode = autocast, "pure"
+        r.draft.warn(key, f"{autocast} autocast over {raw} weights: imported as pure "
+                     f"{autocast} (weights and optimizer state in {autocast}), which ftspec "
+                     "runs without autocast, as torchtune does" if loaded == autocast else
+                     f"weights load in {raw} but autocast computes in {autocast}; the spec "
+                     f"has one dtype: imported as pure {autocast}")
+    if dtype == "fp16" and mode == "pure":
+        mode = "mixed"
+        r.draft.warn(key, "pure fp16 (fp16 weights without fp32 master copies) does not "
+                     "train stably; imported as mixed fp16")
+    r.draft.put(("model", "dtype"), dtype, at if autocast is None else flag)
+    if dtype != "fp16":  # fp16's default is mixed, the only mode it may have
+        r.draft.put(("model", "precision"), mode, f"{at}; {flag}")

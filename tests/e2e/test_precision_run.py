@@ -1,0 +1,90 @@
+"""``model.precision`` is what the accelerate/TRL run really keeps: a tiny full fine-tune of
+two steps on CPU, run from the compiled command, saves bf16 weights and bf16 AdamW moments
+under pure bf16, and fp32 weights and moments (the master copy) under mixed bf16. A LoRA run
+in pure bf16 shows what the memory estimate prices for TRL: PEFT keeps the adapters and their
+moments in fp32 over the bf16 base."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ftspec.compiler.build import build_job
+from ftspec.reconciler.local.tiny import TinyAssets
+from ftspec.spec.validate import spec_from_data
+from helpers.tinyspec import compile_to
+
+pytestmark = pytest.mark.e2e
+
+
+def spec(assets: TinyAssets, out: Path, precision: str, method: str = "full") -> dict[str, Any]:
+    return {
+        "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune",
+        "metadata": {"name": f"tiny-{precision}"},
+        "model": {"uri": f"file://{assets.model_dir}", "dtype": "bf16", "precision": precision,
+                  "architecture": {"base": "llama2", **assets.dims}},
+        "data": {"train": {"uri": f"file://{assets.dataset_path}", "format": "completion",
+                           "prompt_template": "{instruction}\n{input}\n",
+                           "completion_template": "{output}"},
+                 "max_seq_len": 64},
+        "method": {"kind": method},
+        "training": {"max_steps": 2, "epochs": None, "global_batch_size": 4,
+                     "micro_batch_size": 4, "learning_rate": 1e-3,
+                     "scheduler": {"name": "constant"}, "logging": {"steps": 1},
+                     "checkpointing": {"strategy": "steps", "steps": 2}},
+        "resources": {"gpus_per_node": 0},
+        "output": {"uri": f"file://{out}"},
+        "launcher": "accelerate", "deploy": {"target": "local"},
+    }
+
+
+def dtypes(path: Path) -> set[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return {str(f.get_slice(k).get_dtype()) for k in f.keys()}  # noqa: SIM118
+
+
+def moment_dtypes(path: Path) -> set[str]:
+    import torch
+
+    state = torch.load(path, map_location="cpu", weights_only=True)["state"]
+    return {str(s[k].dtype) for s in state.values() for k in ("exp_avg", "exp_avg_sq")}
+
+
+def train(tmp_path: Path, env: dict[str, str], job_spec: dict[str, Any]) -> str:
+    files = compile_to(build_job(spec_from_data(job_spec)), "accelerate", tmp_path / "compiled")
+    run = subprocess.run(["sh", str(files["command.sh"])], check=False, cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    return files["sft.yaml"].read_text()
+
+
+@pytest.mark.parametrize(("precision", "stored", "loaded"),
+                         [("pure", "BF16", "torch.bfloat16"),
+                          ("mixed", "F32", "torch.float32")])
+def test_saved_weights_and_optimizer_state_keep_the_precision(
+    tmp_path: Path, tiny_assets: TinyAssets, e2e_env: dict[str, str], precision: str,
+    stored: str, loaded: str,
+) -> None:
+    out = tmp_path / "out"
+    sft = train(tmp_path, e2e_env, spec(tiny_assets, out, precision))
+    assert ("dtype: bfloat16" if precision == "pure" else "dtype: float32") in sft
+    assert dtypes(out / "model.safetensors") == {stored}
+    checkpoint = out / "checkpoint-2"
+    assert dtypes(checkpoint / "model.safetensors") == {stored}
+    assert moment_dtypes(checkpoint / "optimizer.pt") == {loaded}
+    config = json.loads((out / "config.json").read_text())
+    assert config["dtype" if "dtype" in config else "torch_dtype"] == loaded.split(".")[1]
+
+
+def test_pure_bf16_lora_on_trl_keeps_fp32_adapters(
+    tmp_path: Path, tiny_assets: TinyAssets, e2e_env: dict[str, str],
+) -> None:
+    out = tmp_path / "out"
+    train(tmp_path, e2e_env, spec(tiny_assets, out, "pure", method="lora"))
+    assert dtypes(out / "adapter_model.safetensors") == {"F32"}
+    assert moment_dtypes(out / "checkpoint-2" / "optimizer.pt") == {"torch.float32"}
