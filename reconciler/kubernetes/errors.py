@@ -44,6 +44,7 @@ FIELD_TO_SPEC: tuple[tuple[str, str], ...] = (
     ("metadata.name", "metadata.name"),
     ("metadata.namespace", "metadata.namespace"),
     ("metadata.labels", "metadata.labels"),
+    ("metadata.annotations", "metadata.annotations"),
     ("spec.runtimeRef", "deploy.kubeflow.runtime"),
     ("spec.trainer.numNodes", "resources.nodes"),
     ("spec.trainer.numProcPerNode", "resources.gpus_per_node"),

@@ -30,10 +30,12 @@ class Scheduling(SpecModel):
     """Shared-cluster placement, common to the Kubernetes targets."""
 
     queue: str | None = Field(
-        default=None, description="Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."
+        default=None, pattern=patterns.LABEL_VALUE, max_length=63,
+        description="Kueue LocalQueue (label kueue.x-k8s.io/queue-name)."
     )
     priority_class: str | None = Field(
-        default=None, description="Kueue WorkloadPriorityClass / PriorityClass name."
+        default=None, pattern=patterns.LABEL_VALUE, max_length=63,
+        description="Kueue WorkloadPriorityClass / PriorityClass name (a label value)."
     )
     node_selector: dict[str, str] = Field(default_factory=dict, description="Node selector.")
     tolerations: list[Toleration] = Field(default_factory=list, description="Tolerations.")
