@@ -162,7 +162,9 @@ def test_logs_follow_a_running_job_and_end_with_it(workdir: Path, e2e_env: dict[
     steps = [(at, int(m.group(1))) for at, line in got.lines
              if (m := re.search(r"Step (\d+) \| loss:", line))]
     assert [step for _, step in steps] == list(range(1, 17)), got.lines
-    assert steps[0][0] < got.ended_at - 2.0, "the first step arrived only at the end"
+    # streamed, not dumped at the end: the steps came in several reads while the run ran
+    # (the tiny run trains 16 steps in a second or two, so no fixed margin fits every machine)
+    assert steps[0][0] < steps[-1][0] <= got.ended_at, "the steps arrived in one read"
     assert len(got.before_end("| loss:")) >= 2
     assert got.lines[-1][1] == "[ftspec] run ended: exit code 0", got.lines[-3:]
     assert got.exited_at - got.ended_at < 5.0  # it stops polling once the run has ended
