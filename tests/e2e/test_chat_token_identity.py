@@ -24,47 +24,13 @@ from ftspec.reconciler.local.tiny import TinyAssets
 from ftspec.spec.ir import Job
 from ftspec.spec.validate import spec_from_data
 from ftspec.targets import get_target
+from helpers.token_rows import Rows
+from helpers.token_rows import tiny_spec as _spec
+from helpers.token_rows import torchtune_rows as _torchtune_rows
+from helpers.token_rows import write as _write
 from ruamel.yaml import YAML
 
 pytestmark = pytest.mark.e2e
-
-ROWS = [{"instruction": "Reverse the words.", "input": "sun moon", "output": "moon sun"},
-        {"instruction": "Say hi.", "input": "", "output": "hi there"}]
-TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}assistant: {% endif %}")
-Rows = list[tuple[list[int], list[bool]]]
-
-
-def _write(path: Path, rows: list[dict[str, Any]]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return f"file://{path}"
-
-
-def _spec(assets: TinyAssets, train: dict[str, Any], out: Path) -> dict[str, Any]:
-    return {
-        "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune", "metadata": {"name": "tokens"},
-        "model": {"uri": f"file://{assets.model_dir}", "dtype": "fp32",
-                  "chat_template": TEMPLATE,
-                  "tokenizer": {"uri": f"file://{assets.tokenizer_path}"},
-                  "architecture": {"base": "llama2", **{k: v for k, v in assets.dims.items()}}},
-        "data": {"train": train, "max_seq_len": 256, "shuffle": False},
-        "method": {"kind": "lora", "lora": {"rank": 4, "alpha": 8, "dropout": 0.0}},
-        "training": {"max_steps": 1, "epochs": None, "global_batch_size": 2,
-                     "micro_batch_size": 2, "learning_rate": 1e-3, "seed": 0},
-        "resources": {"gpus_per_node": 0}, "output": {"uri": f"file://{out}"},
-        "launcher": "accelerate", "deploy": {"target": "local"}}
-
-
-def _torchtune_rows(job: Job) -> Rows:
-    from omegaconf import OmegaConf
-    from torchtune import config
-
-    files = {a.path: a.content for a in get_target("torchtune").compile(job)}
-    cfg = OmegaConf.create(YAML(typ="safe", pure=True).load(files["config.yaml"]))
-    dataset = config.instantiate(cfg.dataset, config.instantiate(cfg.tokenizer))
-    return [(list(r["tokens"]), [label != -100 for label in r["labels"]])
-            for r in (dataset[i] for i in range(len(dataset)))]
-
 
 def _trl_rows(job: Job, scratch: Path) -> Rows:
     return [(list(r["input_ids"]), [label != -100 for label in r["labels"]])
