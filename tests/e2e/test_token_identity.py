@@ -29,7 +29,7 @@ from ftspec.reconciler.local.tiny import TinyAssets
 from ftspec.spec.ir import Job
 from ftspec.spec.validate import spec_from_data
 from ftspec.targets import get_target
-from helpers.token_rows import ROWS, Rows
+from helpers.token_rows import ROWS, Rows, trl_trainer
 from helpers.token_rows import tiny_spec as _spec
 from helpers.token_rows import torchtune_rows as _torchtune_rows
 from helpers.token_rows import write as _write
@@ -44,38 +44,7 @@ CHAT = [{"conversations": [
 
 
 def _trl_rows(job: Job, scratch: Path) -> Rows:
-    import datasets
-    from ftspec.targets.entrypoints.hf_sft import (
-        Plan,
-        PrepareArguments,
-        _tokenizer,
-        build_data,
-    )
-    from transformers import AutoTokenizer
-    from trl.scripts.utils import DatasetMixtureConfig, ScriptArguments, TrlParser
-    from trl.trainer.model_config import ModelConfig
-    from trl.trainer.sft_config import SFTConfig
-    from trl.trainer.sft_trainer import SFTTrainer
-
-    files = {a.path: a.content for a in get_target("accelerate").compile(job)}
-    for name, text in files.items():
-        (scratch / name).write_text(text)
-    argv = ["--config", str(scratch / "sft.yaml")]
-    if "prepare.json" in files:
-        argv += ["--prepare", str(scratch / "prepare.json")]
-    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig,
-                        PrepareArguments))
-    _, args, model_args, mixture, prep = parser.parse_args_and_config(args=argv)
-    if prep.prepare:  # ftspec's entrypoint: the rows it hands to SFTTrainer
-        plan = Plan.from_json(json.loads(Path(prep.prepare).read_text()))
-        tokenizer = _tokenizer(plan, model_args, args)
-        rows = build_data(plan, tokenizer, 0).train
-    else:  # `trl sft` reads the file itself
-        tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-        rows = datasets.load_dataset("json", data_files=mixture.datasets[0].data_files,
-                                     split="train")
-    trainer = SFTTrainer(model=model_args.model_name_or_path, args=args, train_dataset=rows,
-                         processing_class=tokenizer)
+    trainer = trl_trainer(job, scratch)
     out = []
     for row in trainer.train_dataset:  # what a training step sees: the trainer's collator
         batch = trainer.data_collator([row])

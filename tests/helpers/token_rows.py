@@ -51,3 +51,41 @@ def torchtune_rows(job: Job) -> Rows:
     dataset = config.instantiate(cfg.dataset, config.instantiate(cfg.tokenizer))
     return [(list(r["tokens"]), [label != -100 for label in r["labels"]])
             for r in (dataset[i] for i in range(len(dataset)))]
+
+
+def trl_trainer(job: Job, scratch: Path) -> Any:
+    """The SFTTrainer the compiled accelerate artifacts build (``trl sft`` on sft.yaml, or
+    ftspec's entrypoint handing it prepared rows), before any step."""
+    import datasets
+    from ftspec.targets.entrypoints.hf_sft import (
+        Plan,
+        PrepareArguments,
+        _tokenizer,
+        build_data,
+    )
+    from transformers import AutoTokenizer
+    from trl.scripts.utils import DatasetMixtureConfig, ScriptArguments, TrlParser
+    from trl.trainer.model_config import ModelConfig
+    from trl.trainer.sft_config import SFTConfig
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    files = {a.path: a.content for a in get_target("accelerate").compile(job)}
+    for name, text in files.items():
+        (scratch / name).write_text(text)
+    argv = ["--config", str(scratch / "sft.yaml")]
+    if "prepare.json" in files:
+        argv += ["--prepare", str(scratch / "prepare.json")]
+    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig,
+                        PrepareArguments))
+    _, args, model_args, mixture, prep = parser.parse_args_and_config(args=argv)
+    if prep.prepare:  # ftspec's entrypoint: the rows it hands to SFTTrainer
+        plan = Plan.from_json(json.loads(Path(prep.prepare).read_text()))
+        tokenizer = _tokenizer(plan, model_args, args)
+        rows = build_data(plan, tokenizer, 0).train
+    else:  # `trl sft` reads the file itself
+        tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+        rows = datasets.load_dataset("json", data_files=mixture.datasets[0].data_files,
+                                     split="train")
+    trainer = SFTTrainer(model=model_args.model_name_or_path, args=args, train_dataset=rows,
+                         processing_class=tokenizer)
+    return trainer
