@@ -63,7 +63,7 @@ def test_failed_compile_drops_the_prefetched_reads(specs: list[SpecInput],
     prepared = prepare([*specs, SpecInput(bad, sets=specs[0].sets)], BackendOptions())
     assert not prepared.ok
     assert [d.code for d in prepared.diagnostics if d.is_error], prepared.diagnostics
-    assert any("new_system_prompt" in d.summary for d in prepared.diagnostics)
+    assert any(d.path[-1:] == ("new_system_prompt",) for d in prepared.diagnostics if d.is_error)
     backend: Any = prepared.backend
     assert backend is not None and backend._early is None
     assert backend.transport.round_trips >= 2  # the CRD and the early LIST went out
