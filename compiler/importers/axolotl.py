@@ -24,7 +24,7 @@ from ftspec.compiler.importers.axolotl_defaults import (
 )
 from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
 from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
-from ftspec.compiler.importers.trl import SCHEDULERS, _header, _length_and_batch, _optimizer
+from ftspec.compiler.importers.trl import _header, schedule_name, training_head
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -171,11 +171,7 @@ def _method(r: Reader) -> None:
 
 def _training(r: Reader, world: int) -> None:
     d, t = r.draft, ("training",)
-    _length_and_batch(r, world)
-    _optimizer(r)
-    _scheduler(r)
-    r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)
-    r.put(t + ("seed",), "seed", r.sft)
+    training_head(r, world, _scheduler)
     checkpointing = r.value("gradient_checkpointing", r.sft)
     if isinstance(checkpointing, bool):
         d.put(t + ("gradient_checkpointing",), checkpointing, r.origin("gradient_checkpointing"))
@@ -206,11 +202,7 @@ def _training(r: Reader, world: int) -> None:
 
 def _scheduler(r: Reader) -> None:
     d, sched = r.draft, ("training", "scheduler")
-    name = str(r.value("lr_scheduler_type", r.sft))
-    if name in SCHEDULERS:
-        d.put(sched + ("name",), name, r.origin("lr_scheduler_type"))
-    else:
-        d.warn((r.key("lr_scheduler_type") or "",), f"lr_scheduler {name} has no spec schedule")
+    schedule_name(r, "lr_scheduler")
     if r.has("warmup_steps") and isinstance(r.data.get("warmup_steps"), int):
         r.put(sched + ("warmup_steps",), "warmup_steps")
     elif r.has("warmup_steps"):

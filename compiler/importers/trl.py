@@ -11,6 +11,7 @@ Every key without a spec field becomes a warning at its line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -267,13 +268,22 @@ def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None
     return gpus * (nnodes or 1)
 
 
-def _training(r: Reader, world: int) -> None:
-    d, t = r.draft, ("training",)
+def training_head(r: Reader, world: int, scheduler: Callable[[Reader], None] | None = None
+                  ) -> None:
+    """What the training section of every importer reading TRL's key names starts with:
+    duration and batch, optimizer, schedule (``scheduler``: the tool's own warmup rules),
+    clipping, seed."""
+    t = ("training",)
     _length_and_batch(r, world)
     _optimizer(r)
-    _scheduler(r)
+    (scheduler or _scheduler)(r)
     r.put(t + ("max_grad_norm",), "max_grad_norm", r.sft)
     r.put(t + ("seed",), "seed", r.sft)
+
+
+def _training(r: Reader, world: int) -> None:
+    d, t = r.draft, ("training",)
+    training_head(r, world)
     r.put(t + ("gradient_checkpointing",), "gradient_checkpointing", r.sft)
     r.put(t + ("compile",), "torch_compile", r.sft)
     r.put(t + ("logging", "strategy"), "logging_strategy", r.sft)
@@ -325,14 +335,19 @@ def _optimizer(r: Reader) -> None:
     r.put(opt + ("eps",), "adam_epsilon", r.sft)
 
 
-def _scheduler(r: Reader) -> None:
-    d, sched = r.draft, ("training", "scheduler")
+def schedule_name(r: Reader, word: str = "lr_scheduler_type") -> None:
+    """``lr_scheduler_type`` as the spec's scheduler name, or a warning at its key (``word``:
+    what the source tool calls the key)."""
     name = str(r.value("lr_scheduler_type", r.sft))
     if name in SCHEDULERS:
-        d.put(sched + ("name",), name, r.origin("lr_scheduler_type"))
+        r.draft.put(("training", "scheduler", "name"), name, r.origin("lr_scheduler_type"))
     else:
-        d.warn((r.key("lr_scheduler_type") or "",), f"lr_scheduler_type {name} has no spec "
-               "schedule")
+        r.draft.warn((r.key("lr_scheduler_type") or "",), f"{word} {name} has no spec schedule")
+
+
+def _scheduler(r: Reader) -> None:
+    d, sched = r.draft, ("training", "scheduler")
+    schedule_name(r)
     warm = r.value("warmup_steps", r.sft)
     if isinstance(warm, float) and 0 < warm < 1:
         d.put(sched + ("warmup_ratio",), warm, f"{r.origin('warmup_steps')} (below 1: a ratio)")
