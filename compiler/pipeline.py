@@ -21,10 +21,12 @@ passes that as ``CompileOptions.trainer_version``; ``compile_spec`` accepts an e
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from ftspec.compiler.cache import Slot
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
@@ -68,6 +70,8 @@ class Compiled:
     """Every finding of every stage that ran, placed and sorted."""
     validation: tuple[Diagnostic, ...] = field(default_factory=tuple, repr=False)
     """The findings of loading and validation alone (kept to resume from ``identity``)."""
+    cache: Slot | None = field(default=None, repr=False, compare=False)
+    """Where this result is kept between runs, with the files it was computed from."""
 
     @property
     def ok(self) -> bool:
@@ -113,13 +117,54 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
     """Run ``spec`` through ``stage`` (see the module docstring); never raises for bad input.
 
     ``spec``: a file with its overlays and ``--set`` values, a document already in memory
-    (its ``file`` names it), or an earlier result to carry on from."""
+    (its ``file`` names it), or an earlier result to carry on from. A file's result is
+    kept between runs (``ftspec.compiler.cache``) and reused while nothing it was computed
+    from has changed."""
+    from ftspec.compiler import cache
+
     opts = options or CompileOptions()
+    slot = _slot(spec, stage, opts)
+    if slot is None:
+        return _compile(spec, stage, opts)
+    kept = cache.load(slot)
+    if kept is not None and isinstance(kept[0], Compiled):
+        return kept[0]
+    earlier = spec.cache.deps if isinstance(spec, Compiled) and spec.cache else ()
+    start = time.time_ns()
+    with cache.recording() as opened:
+        result = _compile(spec, stage, opts)
+    deps = cache.deps_of(opened, earlier)
+    result = replace(result, cache=Slot(slot.key, deps))
+    if not cache.changed_since(deps, start):
+        cache.store(slot, result, deps)
+    return result
+
+
+def _slot(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
+          opts: CompileOptions) -> Slot | None:
+    from ftspec.compiler import cache
+
+    if isinstance(spec, SourceDoc):
+        return None
+    if isinstance(spec, Compiled):
+        if spec.cache is None:
+            return None
+        return cache.slot_for("continued", spec.cache.key, stage, opts)
+    if spec.in_memory:
+        return None
+    return cache.slot_for("file", str(spec.path), tuple(str(p) for p in spec.overlays),
+                          spec.sets, stage, opts)
+
+
+def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
+             opts: CompileOptions) -> Compiled:
     if isinstance(spec, Compiled):
         if spec.job is None:
             return spec
         source, doc, found = spec.source, spec.doc, list(spec.validation)
-        model = spec.job.spec
+        job = spec.job  # the trainer version is the one input it may be built with anew
+        if opts.trainer_version not in (None, job.trainer_version):
+            job = replace(job, trainer_version=opts.trainer_version)
     else:
         if isinstance(spec, SourceDoc):
             from ftspec.spec.validate import validate_doc
@@ -131,10 +176,10 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         doc, found = validated.doc, list(validated.diagnostics.items)
         if not validated.ok or validated.spec is None:
             return Compiled(source, doc, None, diagnostics=_sorted(found, doc))
-        model = validated.spec
-    from ftspec.compiler.build import build_job
+        from ftspec.compiler.build import build_job
 
-    job = build_job(model, None if source.in_memory else source.path, opts.trainer_version)
+        job = build_job(validated.spec, None if source.in_memory else source.path,
+                        opts.trainer_version)
     validation = tuple(found)
     if stage == "identity":
         return Compiled(source, doc, job, diagnostics=_sorted(found, doc),

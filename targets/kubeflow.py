@@ -15,12 +15,12 @@ on the live cluster and handed to the one compile path (``ftspec.compiler.pipeli
 
 from __future__ import annotations
 
-import copy
 from functools import partial
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.jsondata import copy_json
 from ftspec.spec.platforms import (
     NEWEST_TRAINER,
     PATCHES_TRAINER,
@@ -177,8 +177,8 @@ def _initializer(job: Job) -> dict[str, Any]:
                 "name": token.secretRef.name, "key": token.secretRef.key}}}]
     out: dict[str, Any] = {}
     if job.spec.data.train is not None:
-        out["dataset"] = {"storageUri": job.spec.data.train.uri, **copy.deepcopy(auth)}
-    out["model"] = {"storageUri": job.spec.model.uri, **copy.deepcopy(auth)}
+        out["dataset"] = {"storageUri": job.spec.data.train.uri, **copy_json(auth)}
+    out["model"] = {"storageUri": job.spec.model.uri, **copy_json(auth)}
     return out
 
 

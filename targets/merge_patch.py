@@ -8,12 +8,12 @@ namespace, ownership labels): the reconciler finds its objects by them.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import OWNER_LABEL, SPEC_ID_LABEL
+from ftspec.spec.jsondata import copy_json
 
 IDENTITY: tuple[tuple[str, ...], ...] = (
     ("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"),
@@ -25,7 +25,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     """``target`` with ``patch`` applied (RFC 7386): mappings merge key by key, ``null``
     removes a key, anything else (lists included) replaces. Neither input is modified."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return copy_json(patch)
     out: dict[str, Any] = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -58,11 +58,11 @@ def merge_diff(before: Any, after: Any) -> Any:
     merge_diff(before, after)) == after``): changed keys, ``None`` for removed ones, lists
     whole. ``after`` must hold no ``None`` values (a merge patch cannot set one)."""
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
-        return copy.deepcopy(after)
+        return copy_json(after)
     out: dict[str, Any] = {}
     for key, value in after.items():
         if key not in before:
-            out[key] = copy.deepcopy(value)
+            out[key] = copy_json(value)
         elif before[key] != value or type(before[key]) is not type(value):
             out[key] = merge_diff(before[key], value)
     for key in before:

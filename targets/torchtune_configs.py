@@ -12,7 +12,6 @@ then the sets merged over the result.
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import io
 import json
@@ -22,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ftspec.spec.jsondata import copy_json
 from ruamel.yaml import YAML
 from ruamel.yaml.representer import SafeRepresenter
 
@@ -98,7 +98,7 @@ def load_config(name: str) -> dict[str, Any]:
     data = _parsed(path, stat.st_mtime_ns, stat.st_size)
     if not isinstance(data, dict):
         raise TypeError(f"torchtune config {name} is not a mapping")
-    return copy.deepcopy(data)
+    return copy_json(data)
 
 
 def get_path(data: dict[str, Any], key: str) -> Any:
@@ -119,7 +119,7 @@ def has_path(data: dict[str, Any], key: str) -> bool:
 
 
 def resolve(base: dict[str, Any], overrides: list[Override]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
+    out = copy_json(base)
     for op in overrides:
         if isinstance(op, Remove):
             *parents, last = op.key.split(".")
@@ -136,7 +136,7 @@ def resolve(base: dict[str, Any], overrides: list[Override]) -> dict[str, Any]:
                 if not isinstance(child, dict):
                     child = node[part] = {}
                 node = child
-            node[last] = copy.deepcopy(op.value)
+            node[last] = copy_json(op.value)
     return out
 
 

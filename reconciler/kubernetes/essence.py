@@ -8,10 +8,11 @@ object with the live object, so defaults appear on both sides.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from typing import Any
+
+from ftspec.spec.jsondata import copy_json
 
 SERVER_METADATA = (
     "managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink",
@@ -40,7 +41,7 @@ def essence(obj: dict[str, Any]) -> dict[str, Any]:
                 meta.pop("annotations", None)
         if not meta.get("labels"):
             meta.pop("labels", None)
-    return copy.deepcopy(out)
+    return copy_json(out)
 
 
 def canonical(obj: Any) -> str:
@@ -61,7 +62,7 @@ def applied_digest(desired: dict[str, Any]) -> str:
 
 def with_applied_digest(desired: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``desired`` carrying its own applied digest annotation."""
-    out = copy.deepcopy(desired)
+    out = copy_json(desired)
     meta = out.setdefault("metadata", {})
     meta.setdefault("annotations", {})[APPLIED_DIGEST_ANNOTATION] = applied_digest(out)
     return out

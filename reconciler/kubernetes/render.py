@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.reconciler.kubernetes.resources import JOB_KIND
+from ftspec.spec.jsondata import copy_json
 from ftspec.spec.platforms import OVERRIDES_TRAINER, PATCHES_TRAINER, TRAINER_GROUP
 
 TRAINJOB_CRD = f"trainjobs.{TRAINER_GROUP}"
@@ -28,7 +28,7 @@ def trainer_version_from_crd(crd: dict[str, Any]) -> str:
 def _manifests(desired: Desired) -> list[dict[str, Any]]:
     """The compiled manifests (already rendered for the cluster's Trainer API: see
     ``KubernetesBackend.compile_options``), copied so decorating them changes no artifact."""
-    objs = [copy.deepcopy(dict(a.obj)) for a in desired.artifacts
+    objs = [copy_json(dict(a.obj)) for a in desired.artifacts
             if a.kind == "manifest" and a.obj is not None]
     if not objs:
         raise BackendError(f"{desired.spec_file}: target {desired.job.target!r} produced no "

@@ -14,6 +14,7 @@ class SpecModel(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
+        defer_build=True,
         populate_by_name=False,
         use_attribute_docstrings=False,
         validate_default=False,

@@ -1,0 +1,270 @@
+"""Compiled specs kept between runs, keyed by everything their compilation read.
+
+``plan`` after ``apply``, a pre-commit ``validate`` over unchanged files, a CI job planning
+fifty specs: most runs compile specs that have not changed since the last run. Loading,
+validating and compiling one costs milliseconds of Python; reading the answer back costs a
+fraction of one. No library keeps results of arbitrary Python functions keyed by the files
+they read, so this module does, in the way build caches do (record the inputs while
+computing, check them all before reuse):
+
+* The **key** names what the result is a function of besides files: the stage and compile
+  options, the spec's path, overlays and ``--set`` values as given, the working folder,
+  the Python running, the ftspec code (every file of its compiling packages: path, size,
+  modification time) and the installed packages (the modification time of each folder on
+  ``sys.path`` inside the Python environment, which changes whenever a distribution is
+  installed, upgraded or removed there).
+* The **entry** lists every file the compilation opened outside that code and those
+  packages (the spec, its overlays, a chat template: recorded with an audit hook on the
+  compiling thread), each with the SHA-256 of its content or ``None`` where it could not
+  be read. An entry is used only when every one of them still hashes the same.
+
+A hit returns a fresh copy (entries are unpickled per use), so callers may keep or change
+what they get. Entries are pickles; they are read only from a folder that this user owns
+and nobody else can write to, each file also owned by this user and private, so nobody
+else can make ftspec unpickle data of theirs. ``FTSPEC_COMPILE_CACHE=off`` turns the cache
+off; the folder is ``$FTSPEC_CACHE_DIR/compiled`` (default ``~/.cache/ftspec/compiled``,
+under ``$XDG_CACHE_HOME`` when set). Any trouble with the cache (unreadable, stale format,
+full disk) is a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+"""Bumped when what an entry holds changes shape."""
+
+MAX_ENTRIES = 2000
+"""Past this many entries, the oldest half is removed when the next one is written."""
+
+CODE_PACKAGES = ("spec", "compiler", "targets", "schemas")
+"""The ftspec packages a compilation runs (the reconciler and CLI only consume it)."""
+
+Deps = tuple[tuple[str, str | None], ...]
+"""Files a compilation opened: (path as opened, SHA-256 of its content or None)."""
+
+
+def enabled() -> bool:
+    return os.environ.get("FTSPEC_COMPILE_CACHE", "").lower() not in ("off", "0", "false",
+                                                                       "no")
+
+
+def folder() -> Path:
+    base = os.environ.get("FTSPEC_CACHE_DIR")
+    if base:
+        return Path(base) / "compiled"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg) if xdg else Path.home() / ".cache"
+    return root / "ftspec" / "compiled"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one compilation's result is kept, and the files it was computed from."""
+
+    key: str
+    deps: Deps = ()
+
+
+def slot_for(*parts: object) -> Slot | None:
+    """The slot for a compilation whose non-file inputs are ``parts`` (None: no cache)."""
+    if not enabled():
+        return None
+    text = repr((FORMAT, _environment(), os.getcwd(), parts))
+    return Slot(hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest())
+
+
+def load(slot: Slot) -> tuple[Any, Deps] | None:
+    """The value kept in ``slot`` and its files, if every file still reads the same."""
+    path = folder() / f"{slot.key}.pickle"
+    try:
+        if not _private(path.parent) or not _private(path):
+            return None
+        deps, value = pickle.loads(path.read_bytes())
+    except Exception:  # noqa: BLE001 (missing, unreadable, stale: all just a miss)
+        return None
+    if any(_digest(name) != digest for name, digest in deps):
+        return None
+    return value, deps
+
+
+def store(slot: Slot, value: Any, deps: Deps) -> None:
+    """Keep ``value`` computed from ``deps`` in ``slot`` (silently not, on any trouble)."""
+    where = folder()
+    try:
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(where):
+            return
+        data = pickle.dumps((deps, value), protocol=pickle.HIGHEST_PROTOCOL)
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(dir=where, prefix=".tmp-")  # created 0600
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(tmp, where / f"{slot.key}.pickle")
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(where)
+    except Exception:  # noqa: BLE001 (a cache that cannot write is only slower)
+        return
+
+
+@contextmanager
+def recording() -> Iterator[list[str]]:
+    """Collect the paths of files this thread opens inside the block (outside the ftspec
+    code and the installed packages, whose fingerprints are in the key)."""
+    opened: list[str] = []
+    _install_hook()
+    _RECORDERS[threading.get_ident()] = opened
+    try:
+        yield opened
+    finally:
+        _RECORDERS.pop(threading.get_ident(), None)
+
+
+def deps_of(paths: list[str], earlier: Deps = ()) -> Deps:
+    """``earlier`` and each newly opened path with the digest of its content now."""
+    seen = {name for name, _ in earlier}
+    out = list(earlier)
+    for name in dict.fromkeys(paths):
+        if name not in seen:
+            out.append((name, _digest(name)))
+    return tuple(out)
+
+
+def changed_since(deps: Deps, start_ns: int) -> bool:
+    """Whether a file may have changed while it was being read: modified after
+    ``start_ns``, or so shortly before that a coarse file-system clock cannot tell."""
+    for name, _ in deps:
+        try:
+            if os.stat(name).st_mtime_ns >= start_ns - RACY_NS:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+RACY_NS = 1_000_000_000
+"""File systems with one-second timestamps round a change made during a run down by up to
+this much."""
+
+_RECORDERS: dict[int, list[str]] = {}
+_HOOKED = False
+_HOOK_LOCK = threading.Lock()
+
+
+def _install_hook() -> None:
+    global _HOOKED
+    with _HOOK_LOCK:
+        if not _HOOKED:
+            sys.addaudithook(_hook)
+            _HOOKED = True
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or not _RECORDERS:
+        return
+    opened = _RECORDERS.get(threading.get_ident())
+    if opened is None or not args:
+        return
+    name = args[0]
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if isinstance(name, str) and not name.startswith(_covered()):
+        opened.append(name)
+
+
+def _digest(name: str) -> str | None:
+    try:
+        with open(name, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+_COVERED: tuple[str, ...] | None = None
+_ENVIRONMENT: tuple[object, ...] | None = None
+
+
+def _covered() -> tuple[str, ...]:
+    """Path prefixes whose files the key already fingerprints: the ftspec code, the
+    installed packages and the standard library."""
+    global _COVERED
+    if _COVERED is None:
+        roots = {str(p) for p in _code_roots()} | set(_package_dirs())
+        _COVERED = tuple(sorted(r.rstrip(os.sep) + os.sep for r in roots))
+    return _COVERED
+
+
+def _package_dirs() -> list[str]:
+    """The folders on ``sys.path`` that belong to this Python or its environment (never
+    the working folder or a script's own folder: those hold the user's files)."""
+    import site
+
+    homes = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        homes.append(site.USER_SITE)
+    prefixes = tuple({os.path.realpath(p) + os.sep for p in homes})
+    return [entry for entry in sys.path
+            if entry and os.path.isdir(entry)
+            and (os.path.realpath(entry) + os.sep).startswith(prefixes)]
+
+
+def _code_roots() -> list[Path]:
+    import importlib
+
+    roots = []
+    for name in CODE_PACKAGES:
+        module = importlib.import_module(f"ftspec.{name}")
+        roots.extend(Path(p) for p in module.__path__)
+    return roots
+
+
+def _environment() -> tuple[object, ...]:
+    """Python, the ftspec code and the installed packages, fingerprinted (once a process)."""
+    global _ENVIRONMENT
+    if _ENVIRONMENT is None:
+        code = []
+        for root in _code_roots():
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+                for name in sorted(filenames):
+                    if name.endswith((".pyc", ".pyo")):
+                        continue
+                    st = os.stat(os.path.join(dirpath, name))
+                    code.append((os.path.join(dirpath, name), st.st_size, st.st_mtime_ns))
+        packages = [(entry, os.stat(entry).st_mtime_ns) for entry in _package_dirs()]
+        digest = hashlib.sha256(repr((code, packages)).encode()).hexdigest()
+        _ENVIRONMENT = (sys.version, sys.executable, digest)
+    return _ENVIRONMENT
+
+
+def _private(path: Path) -> bool:
+    """Owned by this user, and nobody else may write to it (nor read it, if a file)."""
+    st = path.stat()
+    if st.st_uid != os.getuid():
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return not st.st_mode & 0o022
+    return stat.S_ISREG(st.st_mode) and not st.st_mode & 0o077
+
+
+def _prune(where: Path) -> None:
+    entries = list(where.glob("*.pickle"))
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda p: p.stat().st_mtime_ns)
+    for old in entries[: len(entries) // 2]:
+        old.unlink(missing_ok=True)
