@@ -50,6 +50,12 @@ MAX_ENTRIES = 2000
 CODE_PACKAGES = ("spec", "compiler", "targets", "schemas")
 """The ftspec packages a compilation runs (the reconciler and CLI only consume it)."""
 
+MAX_DEP_BYTES = 64 * 1024 * 1024
+"""A compilation that read a larger file is not kept (hashing it would cost more than
+compiling saves)."""
+
+UNKEEPABLE = "unkeepable"
+
 Deps = tuple[tuple[str, str | None], ...]
 """Files a compilation opened: (path as opened, SHA-256 of its content or None)."""
 
@@ -144,16 +150,19 @@ def deps_of(paths: list[str], earlier: Deps = ()) -> Deps:
     return tuple(out)
 
 
-def changed_since(deps: Deps, start_ns: int) -> bool:
-    """Whether a file may have changed while it was being read: modified after
-    ``start_ns``, or so shortly before that a coarse file-system clock cannot tell."""
-    for name, _ in deps:
+def keepable(deps: Deps, start_ns: int) -> bool:
+    """Whether a result computed from ``deps`` may be kept: every file regular and small,
+    and none modified after ``start_ns`` or so shortly before that a coarse file-system
+    clock cannot tell (the content read may not be the content hashed)."""
+    for name, digest in deps:
+        if digest == UNKEEPABLE:
+            return False
         try:
             if os.stat(name).st_mtime_ns >= start_ns - RACY_NS:
-                return True
+                return False
         except OSError:
             continue
-    return False
+    return True
 
 
 RACY_NS = 1_000_000_000
@@ -187,6 +196,14 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 
 def _digest(name: str) -> str | None:
+    """SHA-256 of a regular file's content; None if there is none; ``UNKEEPABLE`` for what
+    must not be read twice or is too large to hash cheaply (a FIFO, a device, /dev/stdin)."""
+    try:
+        st = os.stat(name)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DEP_BYTES:
+        return UNKEEPABLE
     try:
         with open(name, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()

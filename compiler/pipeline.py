@@ -135,7 +135,7 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         result = _compile(spec, stage, opts)
     deps = cache.deps_of(opened, earlier)
     result = replace(result, cache=Slot(slot.key, deps))
-    if not cache.changed_since(deps, start):
+    if cache.keepable(deps, start):
         cache.store(slot, result, deps)
     return result
 

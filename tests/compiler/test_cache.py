@@ -218,3 +218,20 @@ def test_the_cli_answers_the_same_and_sees_edits(tmp_path: Path) -> None:
     third = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert third.returncode == 1
     assert f"{path}:" in third.stdout + third.stderr
+
+
+def test_a_fifo_is_never_read_again_nor_kept(cached: Path, tmp_path: Path) -> None:
+    """A spec path that is a pipe: hashing it would block or consume what the compiler
+    read, so the result is not kept (and nothing waits for a writer)."""
+    import signal
+
+    fifo = tmp_path / "spec.fifo"
+    os.mkfifo(fifo)
+    signal.alarm(20)  # a blocking read would otherwise hang the suite
+    try:
+        result = compile_spec(SpecInput(fifo), "identity")
+    finally:
+        signal.alarm(0)
+    assert result.cache is not None
+    assert dict(result.cache.deps)[str(fifo)] == cache.UNKEEPABLE
+    assert not list(cached.glob("*.pickle"))
