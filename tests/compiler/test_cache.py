@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ftspec.compiler import cache, pipeline
 from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
 
