@@ -88,7 +88,9 @@ def _jinja_template(job: Job) -> bool:
 GAPS: dict[str, tuple[Gap, ...]] = {
     "torchtune": (
         Gap(("distributed", "expert_parallel"), _E, "torchtune 0.6.1 has no expert "
-            "parallelism (the memory estimate in `explain` shows what it would save)"),
+            "parallelism, nor any mixture-of-experts model (the memory estimate in `explain` "
+            "shows what it would save)", "use launcher: accelerate (transformers' expert "
+            "parallelism)"),
         Gap(("model", "revision"), _E, "the torchtune target reads the model files the "
             "download step fetched; it cannot pin a revision",
             "pin the revision in the download (hf://org/repo@rev is not read either), or "
