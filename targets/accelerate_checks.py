@@ -38,9 +38,7 @@ def _loaders(job: Job) -> Iterator[Diagnostic]:
 
 
 def _check(job: Job) -> Iterator[Diagnostic]:
-    from ftspec.targets import accelerate_tokens
-
-    from ftspec.targets import accelerate_ep
+    from ftspec.targets import accelerate_ep, accelerate_tokens
 
     yield from _loaders(job)
     yield from accelerate_tokens.check(job)

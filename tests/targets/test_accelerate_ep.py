@@ -103,3 +103,13 @@ def test_a_clean_expert_parallel_spec_has_no_errors() -> None:
     job = moe(training={"checkpointing": {"strategy": "no"}})
     assert [d.format() for d in check_job(job, "accelerate") if d.severity is Severity.ERROR
             ] == []
+
+
+def test_memory_estimate_is_the_sharding_that_runs() -> None:
+    """EP groups x FSDP2 over all 8 processes: every parameter, experts included, is split
+    8 ways, as full_shard FSDP splits it without expert parallelism."""
+    ep = moe(4).memory
+    fsdp = moe(1, distributed={"strategy": "fsdp"}).memory
+    assert (ep.weights_gib, ep.gradients_gib, ep.optimizer_gib) == \
+        (fsdp.weights_gib, fsdp.gradients_gib, fsdp.optimizer_gib)
+    assert any("expert parallel" in note for note in ep.notes)
