@@ -96,8 +96,10 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     )
     strategy: Literal["none", "ddp", "fsdp", "deepspeed"]
     if spec.distributed.strategy == "auto":
-        # torchtune's distributed recipes always shard with FSDP2
-        multi: Literal["fsdp", "ddp"] = "fsdp" if spec.launcher == "torchtune" else "ddp"
+        # torchtune's distributed recipes always shard with FSDP2; transformers' expert
+        # parallelism shards the dense weights with FSDP2 over the same ranks
+        sharded = spec.launcher == "torchtune" or spec.distributed.expert_parallel > 1
+        multi: Literal["fsdp", "ddp"] = "fsdp" if sharded else "ddp"
         strategy = multi if world > 1 else "none"
     else:
         strategy = spec.distributed.strategy

@@ -38,13 +38,15 @@ def _loaders(job: Job) -> Iterator[Diagnostic]:
 
 
 def _check(job: Job) -> Iterator[Diagnostic]:
-    from ftspec.targets import accelerate_tokens
+    from ftspec.targets import accelerate_ep, accelerate_tokens
 
     yield from _loaders(job)
     yield from accelerate_tokens.check(job)
+    yield from accelerate_ep.check(job)
     spec = job.spec
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \
+            and spec.distributed.expert_parallel == 1 \
             and fsdp.sharding not in ("full_shard", "shard_grad_op"):
         yield _err(("distributed", "fsdp", "sharding"), f"accelerate's FSDP2 config reshards or "
                    f"not (full_shard / shard_grad_op); {fsdp.sharding} needs FSDP1",

@@ -1,7 +1,8 @@
 """The accelerate config file (``accelerate launch --config_file``) for a Job.
 
 ``distributed_type``: ``'NO'`` for one process (quoted: bare NO is YAML 1.1 false), ``FSDP`` /
-``DEEPSPEED`` for those strategies, else ``MULTI_GPU``. CPU jobs set ``use_cpu: true``; several
+``DEEPSPEED`` for those strategies, else ``MULTI_GPU`` (also under expert parallelism, where
+transformers shards the model: ``accelerate_ep``). CPU jobs set ``use_cpu: true``; several
 CPU processes use ``MULTI_GPU`` with ``use_cpu`` and ``ACCELERATE_USE_CPU=true`` in the
 environment (torchrun workers over gloo), because ``MULTI_CPU`` needs an MPI hostfile and
 otherwise starts a single process without a word.
@@ -43,14 +44,21 @@ DEEPSPEED_KEYS = frozenset({
 
 
 def distributed_type(job: Job) -> str:
+    """Under expert parallelism transformers shards the model itself (``accelerate_ep``):
+    accelerate only starts the processes."""
     if job.world_size == 1:
         return "NO"
+    if job.spec.distributed.expert_parallel > 1:
+        return "MULTI_GPU"
     return {"fsdp": "FSDP", "deepspeed": "DEEPSPEED"}.get(job.strategy, "MULTI_GPU")
 
 
 def uses_fsdp_checkpointing(job: Job) -> bool:
-    """Activation checkpointing is FSDP's job under FSDP (not the model's, twice)."""
-    return job.strategy == "fsdp" and job.world_size > 1 and job.spec.training.gradient_checkpointing
+    """Activation checkpointing is accelerate's FSDP's job under FSDP (not the model's,
+    twice); under expert parallelism accelerate does not wrap the model, so it stays the
+    model's."""
+    return (distributed_type(job) == "FSDP" and job.world_size > 1
+            and job.spec.training.gradient_checkpointing)
 
 
 def config_dict(job: Job) -> dict[str, Any]:

@@ -64,6 +64,21 @@ _TT = "torchtune"
 _FSDP_KNOB = "torchtune's recipes shard every decoder layer with FSDP2 and expose no {}"
 _HF_ONLY = "torchtune builds the model from its own builders; {} is a Hugging Face setting"
 
+_EP_FSDP = ("under expert parallelism transformers shards the model while loading it, by the "
+            "model's own FSDP2 plan; accelerate's {} does not apply")
+_EP_FSDP_KNOBS = {
+    "auto_wrap": "wrap policy", "transformer_layer_cls": "wrapped class",
+    "min_num_params": "size-based wrapping", "reshard_after_forward": "resharding switch",
+    "sync_module_states": "weight broadcast (each process loads its own shard)",
+    "cpu_ram_efficient_loading": "loading switch (each process loads its own shard)",
+    "state_dict_type": "checkpoint layout (the Trainer saves the gathered weights)",
+}
+
+
+def _ep(job: Job) -> bool:
+    return job.spec.distributed.expert_parallel > 1
+
+
 def _jinja_template(job: Job) -> bool:
     from ftspec.targets.chat_format import template_kind
 
@@ -73,7 +88,9 @@ def _jinja_template(job: Job) -> bool:
 GAPS: dict[str, tuple[Gap, ...]] = {
     "torchtune": (
         Gap(("distributed", "expert_parallel"), _E, "torchtune 0.6.1 has no expert "
-            "parallelism (the memory estimate in `explain` shows what it would save)"),
+            "parallelism, nor any mixture-of-experts model (the memory estimate in `explain` "
+            "shows what it would save)", "use launcher: accelerate (transformers' expert "
+            "parallelism)"),
         Gap(("model", "revision"), _E, "the torchtune target reads the model files the "
             "download step fetched; it cannot pin a revision",
             "pin the revision in the download (hf://org/repo@rev is not read either), or "
@@ -128,9 +145,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "state dict for its checkpoints"),
     ),
     "accelerate": (
-        Gap(("distributed", "expert_parallel"), _E, "accelerate's FSDP and DeepSpeed "
-            "configs have no expert parallelism for Hugging Face MoE models (the memory "
-            "estimate in `explain` shows what it would save)"),
+        *(Gap(("distributed", "fsdp", key), _W, _EP_FSDP.format(what), when=_ep)
+          for key, what in _EP_FSDP_KNOBS.items()),
         Gap(("distributed", "ddp"), _W, "the accelerate target leaves DDP's settings at "
             "PyTorch's defaults (backend, bucket size, unused parameters, timeout)"),
         Gap(("model", "architecture"), _W, "accelerate loads the model's own config.json "
@@ -145,7 +161,7 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "original parameters", when=lambda job: _fsdp_version(job) == 2),
         Gap(("distributed", "fsdp", "sync_module_states"), _W, "accelerate syncs module "
             "states whenever cpu_ram_efficient_loading is on",
-            when=lambda job: job.spec.distributed.fsdp is not None
+            when=lambda job: not _ep(job) and job.spec.distributed.fsdp is not None
             and job.spec.distributed.fsdp.cpu_ram_efficient_loading),
         Gap(("data", "train", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
             "files and hub datasets", "convert the data to JSON Lines",

@@ -61,7 +61,8 @@ class Ddp(SpecModel):
 class Distributed(SpecModel):
     strategy: Literal["auto", "none", "ddp", "fsdp", "deepspeed"] = Field(
         default="auto",
-        description="auto: none on one device, ddp on several. fsdp/deepspeed shard state.",
+        description="auto: none on one device, ddp on several (fsdp under torchtune or "
+        "expert parallelism). fsdp/deepspeed shard state.",
     )
     fsdp: Fsdp | None = Field(default=None, description="FSDP settings (strategy fsdp).")
     deepspeed: DeepSpeed | None = Field(
@@ -71,6 +72,8 @@ class Distributed(SpecModel):
     expert_parallel: int = Field(
         default=1,
         ge=1,
-        description="Expert-parallel degree for MoE models; the GPU count must be divisible "
-        "by it.",
+        description="Expert-parallel degree for MoE models: each group of this many "
+        "processes splits every MoE layer's experts (accelerate launcher: transformers' "
+        "DistributedConfig ep_size, with FSDP2 over all processes). The process count must "
+        "be divisible by it.",
     )

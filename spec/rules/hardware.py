@@ -76,24 +76,31 @@ def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
 
 
 def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """The model has experts the degree divides, and the training processes split into
+    expert-parallel groups (GPUs, or CPU processes on a CPU run)."""
     ep = spec.distributed.expert_parallel
     if ep == 1:
         return
     path = ("distributed", "expert_parallel")
-    family = MODEL_FAMILIES.get(spec.model.family or "")
+    arch = spec.model.architecture
+    family = MODEL_FAMILIES.get(spec.model.family or "") or (
+        arch.as_family() if arch is not None else None)
     if family is not None and family.num_experts == 0:
-        yield error(path, f"{family.display} is not a mixture-of-experts model", "ep-dense")
+        yield error(path, f"{family.display} is not a mixture-of-experts model", "ep-dense",
+                    hint="set model.architecture.num_experts for a custom MoE model"
+                    if arch is not None and spec.model.family is None else None)
     elif family is not None and family.num_experts % ep:
         yield error(path, f"{family.display} has {family.num_experts} experts per layer, "
                     f"which expert-parallel degree {ep} does not divide", "ep-experts",
                     hint="use a divisor of " + str(family.num_experts))
-    gpus = spec.resources.total_gpus
-    if gpus % ep:
-        yield error(
-            path,
-            f"{gpus} GPUs are not divisible by expert-parallel degree {ep}",
-            "ep-divisible",
-        )
+    r = spec.resources
+    if r.total_gpus and r.total_gpus % ep:
+        yield error(path, f"{r.total_gpus} GPUs are not divisible by expert-parallel "
+                    f"degree {ep}", "ep-divisible")
+    elif r.world_size % ep:
+        yield error(path, f"{r.world_size} training processes are not divisible by "
+                    f"expert-parallel degree {ep}", "ep-divisible",
+                    hint="set resources.processes_per_node" if not r.total_gpus else None)
 
 
 FLASH_ATTENTION_ARCHITECTURES = frozenset({"ampere", "ada", "hopper"})

@@ -23,6 +23,11 @@ from ftspec.spec.rules import (
 )
 from ftspec.spec.rules.secrets import literal_secrets
 
+_MOE_ARCH: dict[str, Any] = {
+    "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "embed_dim": 64,
+    "intermediate_dim": 32, "vocab_size": 320, "max_seq_len": 256, "num_experts": 4}
+"""A custom MoE model (no catalog family)."""
+
 BASE: dict[str, Any] = {
     "apiVersion": "ftspec.dev/v1alpha1",
     "kind": "FineTune",
@@ -112,6 +117,20 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"model.family": "mixtral-8x7b", "distributed": {"expert_parallel": 4}},
      {"model.family": "mixtral-8x7b", "distributed": {"expert_parallel": 3}},
      "rule.ep-divisible", "distributed.expert_parallel"),
+    ("ep-cpu-processes", hardware.expert_parallel,
+     {"model.family": "mixtral-8x7b", "resources.gpus_per_node": 0,
+      "resources.processes_per_node": 2, "distributed": {"expert_parallel": 2}},
+     {"model.family": "mixtral-8x7b", "resources.gpus_per_node": 0,
+      "resources.processes_per_node": 1, "distributed": {"expert_parallel": 2}},
+     "rule.ep-divisible", "distributed.expert_parallel"),
+    ("ep-custom-dense", hardware.expert_parallel,
+     {"model.family": None, "model.architecture": _MOE_ARCH, "distributed": {"expert_parallel": 2}},
+     {"model.family": None, "model.architecture": {**_MOE_ARCH, "num_experts": 0},
+      "distributed": {"expert_parallel": 2}}, "rule.ep-dense", "distributed.expert_parallel"),
+    ("ep-custom-experts", hardware.expert_parallel,
+     {"model.family": None, "model.architecture": _MOE_ARCH, "distributed": {"expert_parallel": 4}},
+     {"model.family": None, "model.architecture": {**_MOE_ARCH, "num_experts": 6},
+      "distributed": {"expert_parallel": 4}}, "rule.ep-experts", "distributed.expert_parallel"),
     ("lora-without-lora", method.settings_match_method, {"method": {"kind": "lora", "lora": {"rank": 4}}},
      {"method": {"kind": "full", "lora": {"rank": 4}}}, "rule.lora-without-lora", "method.lora"),
     ("qlora-quantization", method.settings_match_method,
