@@ -242,7 +242,7 @@ def _package_dirs() -> list[str]:
 def _code_roots() -> list[Path]:
     import importlib
 
-    roots = []
+    roots: list[Path] = []
     for name in CODE_PACKAGES:
         module = importlib.import_module(f"ftspec.{name}")
         roots.extend(Path(p) for p in module.__path__)

@@ -35,8 +35,10 @@ local = mine.to_local()
 full = whole.model.layers[0].mlp.experts.down_proj
 held = [e for e in range(full.shape[0]) for j in range(local.shape[0])
         if bool((local[j] == full[e]).all())]
-print("PROBE " + json.dumps({"rank": int(os.environ["RANK"]), "global": list(mine.shape),
-                             "local": list(local.shape), "experts": held}), flush=True)
+rank = int(os.environ["RANK"])
+with open(f"{sys.argv[2]}/probe-{rank}.json", "w") as out:  # one file a rank: no interleaving
+    json.dump({"rank": rank, "global": list(mine.shape), "local": list(local.shape),
+               "experts": held}, out)
 """
 
 
@@ -94,9 +96,10 @@ def test_compiled_expert_parallel_run_splits_the_experts_and_trains(tmp_path: Pa
     (tmp_path / "probe.py").write_text(PROBE)
     probe = run([sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch",
                  "--config_file", str(run_dir / "accelerate.yaml"), "--num_processes", "2",
-                 str(tmp_path / "probe.py"), str(run_dir / "sft.yaml")], tmp_path, env)
-    shards = sorted((json.loads(line.split("PROBE ", 1)[1]) for line in probe.splitlines()
-                     if "PROBE " in line), key=lambda s: s["rank"])
+                 str(tmp_path / "probe.py"), str(run_dir / "sft.yaml"), str(tmp_path)],
+                tmp_path, env)
+    shards = sorted((json.loads(p.read_text()) for p in tmp_path.glob("probe-*.json")),
+                    key=lambda s: s["rank"])
     assert [s["rank"] for s in shards] == [0, 1], probe[-3000:]
     assert all(s["global"][0] == NUM_EXPERTS and s["local"][0] == 2 for s in shards), shards
     assert sorted(shards[0]["experts"] + shards[1]["experts"]) == list(range(NUM_EXPERTS))
