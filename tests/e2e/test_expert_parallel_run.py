@@ -7,7 +7,6 @@ saves weights-only checkpoints and the gathered model."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from ftspec.compiler.build import build_job
 from ftspec.spec.validate import spec_from_data
 from ftspec.targets import get_target
+from helpers.accelerate_run import accelerate_env
 from helpers.tiny_moe import ARCHITECTURE, NUM_EXPERTS, tiny_moe
 from helpers.trainer_log import train_records
 
@@ -83,14 +83,7 @@ def test_compiled_expert_parallel_run_splits_the_experts_and_trains(tmp_path: Pa
     run_dir.mkdir()
     for artifact in target.compile(job):
         (run_dir / artifact.path).write_text(artifact.content)
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (shim / "accelerate").write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" -m accelerate.commands.accelerate_cli "$@"\n')
-    (shim / "accelerate").chmod(0o755)
-    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HOME": str(tmp_path / "hf_home"), "ACCELERATE_USE_CPU": "true"}
+    env = accelerate_env(tmp_path, ACCELERATE_USE_CPU="true")
 
     # the compiled accelerate.yaml and sft.yaml, loaded as the run loads them
     (tmp_path / "probe.py").write_text(PROBE)

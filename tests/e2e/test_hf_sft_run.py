@@ -5,9 +5,7 @@ preparation entrypoint hands the rows to TRL's SFTTrainer, whose log records are
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from ftspec.compiler.build import build_job
 from ftspec.reconciler.local.tiny import generate_tiny_assets
 from ftspec.spec.validate import spec_from_data
 from ftspec.targets import get_target
+from helpers.accelerate_run import accelerate_env
 from helpers.trainer_log import eval_records, train_records
 
 pytestmark = pytest.mark.e2e
@@ -67,15 +66,7 @@ def test_compiled_accelerate_command_trains_evaluates_and_stops_early(tmp_path: 
     assert "-m ftspec.targets.entrypoints.hf_sft" in command  # a mixture: TRL's CLI cannot
     assert "max_grad_norm: 0.5" in (run_dir / "sft.yaml").read_text()
     assert json.loads((run_dir / "prepare.json").read_text())["train"][1]["proportion"] == 0.25
-    # `accelerate` from this interpreter, so its workers import the ftspec under test
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (shim / "accelerate").write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" -m accelerate.commands.accelerate_cli "$@"\n')
-    (shim / "accelerate").chmod(0o755)
-    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HOME": str(tmp_path / "hf_home")}
+    env = accelerate_env(tmp_path)
     run = subprocess.run(["sh", str(run_dir / "command.sh")], check=False, cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
