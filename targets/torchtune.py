@@ -217,6 +217,12 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         Set("enable_activation_offloading", t.activation_offloading),
         Set("log_every_n_steps", t.logging.steps),
     ]
+    if base.get("optimizer_in_bwd") and (t.max_grad_norm is not None
+                                         or job.gradient_accumulation_steps > 1):
+        # Shipped single-device full configs step the optimizer inside backward, which the
+        # recipe refuses with gradient clipping or accumulation: the spec's clipping and
+        # accumulation win, with the optimizer stepped after backward as usual.
+        top.append(Set("optimizer_in_bwd", False))
     ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
         # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.

@@ -57,3 +57,36 @@ def test_resolved_config_loads_with_torchtune(example: Path, tmp_path: Path) -> 
     for node in OmegaConf.to_container(conf).values():
         if isinstance(node, dict) and "_component_" in node:
             _get_component_from_path(node["_component_"])
+
+
+def _full_1b(training: dict[str, object]) -> dict[str, object]:
+    return {"apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune", "metadata": {"name": "f"},
+            "model": {"uri": "hf://meta-llama/Llama-3.2-1B", "family": "llama3_2-1b",
+                      "dtype": "bf16"},
+            "data": {"train": {"uri": "hf://tatsu-lab/alpaca", "format": "alpaca"}},
+            "method": {"kind": "full"},
+            "training": {"global_batch_size": 4, "micro_batch_size": 4, "learning_rate": 2e-5,
+                         **training},
+            "resources": {"gpus_per_node": 1, "accelerator": "nvidia-h100-80gb"},
+            "output": {"uri": "file:///tmp/out"}, "launcher": "torchtune",
+            "deploy": {"target": "local"}}
+
+
+@pytest.mark.parametrize(("training", "in_bwd", "clip"), [
+    ({}, False, 1.0),                                          # the default clipping
+    ({"max_grad_norm": None}, True, None),                     # the shipped config's way
+    ({"max_grad_norm": None, "gradient_accumulation_steps": 2, "global_batch_size": 8},
+     False, None),
+])
+def test_optimizer_in_backward_only_where_the_recipe_accepts_it(
+        training: dict[str, object], in_bwd: bool, clip: float | None) -> None:
+    """llama3_2/1B_full_single_device steps the optimizer in backward; torchtune's recipe
+    refuses that with clip_grad_norm or gradient accumulation (seen on a GPU run)."""
+    from ftspec.compiler.build import build_job
+    from ftspec.spec.validate import spec_from_data
+
+    run = plan_run(build_job(spec_from_data(_full_1b(training))))
+    assert run.config == "llama3_2/1B_full_single_device"
+    assert load_config(run.config)["optimizer_in_bwd"] is True
+    assert run.resolved["optimizer_in_bwd"] is in_bwd
+    assert run.resolved["clip_grad_norm"] == clip
