@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
@@ -151,11 +151,26 @@ class Tracker:
                 self.final = record.final
             if record.eval_loss is not None:
                 self.eval_loss = record.eval_loss
+            if self._completes_last(record):
+                continue
             point = self._point(record)
             if point is not None:
                 self.points.append(point)
                 new.append(point)
         return new
+
+    def _completes_last(self, record: Record) -> bool:
+        """A second record of the step just seen (torchtune prints its progress bar, then
+        the step's metrics line): fill in what the first one lacked (lr, tokens a second)."""
+        last = self.last
+        if last is None or record.step != last.step:
+            return False
+        self.points[-1] = replace(
+            last, lr=last.lr if last.lr is not None else record.lr,
+            tokens_per_s=last.tokens_per_s if last.tokens_per_s is not None
+            else record.tokens_per_s,
+            tokens=last.tokens if last.tokens is not None else record.tokens)
+        return True
 
     def _point(self, record: Record) -> Point | None:
         if record.loss is None:
@@ -272,10 +287,16 @@ def status_metrics(tracker: Tracker, *, elapsed_s: float | None, ended: bool
                    ) -> dict[str, Any]:
     """What ``status`` shows of a run, on every backend: the tracker's summary, the time
     elapsed and, while it runs, the time left at the average pace so far. A log read at once
-    gives every step the same clock, so the tracker's own pace does not apply here. Once the
-    run ended there is no time left, and its last loss is the final one."""
+    gives every step the same clock, so the tracker's own pace (time left, tokens a second)
+    does not apply here: the rate is the launcher's own figure, else the run's tokens over
+    its runtime (the trainer's ``train_runtime`` once it ended, else the time elapsed). Once
+    the run ended there is no time left, and its last loss is the final one."""
     out = tracker.summary()
     out.pop("seconds_left", None)
+    out.pop("tokens_per_s", None)
+    rate = _average_rate(tracker, elapsed_s)
+    if rate is not None:
+        out["tokens_per_s"] = round(rate, 1)
     if elapsed_s is not None:
         out["elapsed_s"] = round(max(0.0, elapsed_s), 1)
     last = tracker.last
@@ -286,6 +307,20 @@ def status_metrics(tracker: Tracker, *, elapsed_s: float | None, ended: bool
         pace = max(0.0, elapsed_s) / last.step
         out["seconds_left"] = round(pace * max(0, tracker.total_steps - last.step), 1)
     return out
+
+
+def _average_rate(tracker: Tracker, elapsed_s: float | None) -> float | None:
+    logged = [p.tokens_per_s for p in tracker.points[-5:] if p.tokens_per_s is not None]
+    if logged:
+        return sum(logged) / len(logged)
+    last = tracker.last
+    tokens = tracker.tokens_seen()
+    if tokens is None and last is not None and tracker.tokens_per_step:
+        tokens = last.step * tracker.tokens_per_step
+    runtime = (tracker.final or {}).get("train_runtime") or elapsed_s
+    if not tokens or not runtime or runtime <= 0:
+        return None
+    return tokens / runtime
 
 
 def tracker_settings(job: Any) -> dict[str, Any]:

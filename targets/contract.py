@@ -75,6 +75,15 @@ _EP_FSDP_KNOBS = {
 }
 
 
+def _hf_tokenized(job: Job) -> bool:
+    """The accelerate launcher's rows go through the Hugging Face tokenizer (instruct and
+    alpaca rows of a model torchtune has a tokenizer for take torchtune's, special tokens
+    file included: ``accelerate_tokens``)."""
+    from ftspec.targets.accelerate_tokens import torchtune_tokenized
+
+    return not torchtune_tokenized(job)
+
+
 def _ep(job: Job) -> bool:
     return job.spec.distributed.expert_parallel > 1
 
@@ -152,7 +161,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("model", "architecture"), _W, "accelerate loads the model's own config.json "
             "from model.uri; model.architecture only feeds the memory estimate"),
         Gap(("model", "tokenizer", "special_tokens_uri"), _W, "special_tokens_uri is for "
-            "torchtune's Llama 3 tokenizers; the Hugging Face tokenizer has its own"),
+            "torchtune's Llama 3 tokenizers: these rows are tokenized by the Hugging Face "
+            "tokenizer, which has its own", when=_hf_tokenized),
         Gap(("distributed", "fsdp", "backward_prefetch"), _W, "FSDP2 has no backward "
             "prefetch setting", when=lambda job: _fsdp_version(job) == 2),
         Gap(("distributed", "fsdp", "forward_prefetch"), _W, "FSDP2 has no forward "

@@ -57,3 +57,17 @@ def kft_args(job: Any) -> list[str]:
     from ftspec.targets.kubeflow_torchtune import trainer_args
 
     return trainer_args(job)
+
+
+@pytest.mark.parametrize(("fmt", "warned"), [("alpaca", False), ("chat", True)])
+def test_special_tokens_warned_only_where_the_hf_tokenizer_reads_the_rows(
+        fmt: str, warned: bool) -> None:
+    """On the accelerate launcher, alpaca rows of a Llama 3 model are tokenized by
+    torchtune's tokenizer, which reads special_tokens_uri; chat rows go through the Hugging
+    Face tokenizer, which does not."""
+    job = make_job(allow_errors=True, launcher="accelerate",
+                   model={"tokenizer": {"special_tokens_uri": "hf://acme/tok/special.json"}},
+                   data={"train": {"uri": "hf://tatsu-lab/alpaca", "format": fmt}})
+    found = [".".join(map(str, d.path)) for d in check_job(job, "accelerate")
+             if d.severity is Severity.WARNING]
+    assert ("model.tokenizer.special_tokens_uri" in found) is warned, found

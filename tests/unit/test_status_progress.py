@@ -106,3 +106,31 @@ def test_kubernetes_elapsed_ends_with_the_job() -> None:
                                            "lastTransitionTime": "2026-11-23T22:05:00Z"}]}}
     start, end = times(trainjob)
     assert start is not None and end is not None and end - start == 300.0
+
+
+# TRL 1.16's log records of a 4-step run and its end-of-training summary
+TRL_LOG = "".join(
+    f"{{'loss': {6 - i * 0.5}, 'grad_norm': 1.5, 'learning_rate': 0.0002, "
+    f"'num_tokens': {8192.0 * i}, 'mean_token_accuracy': 0.1, 'epoch': {i / 4}}}\n"
+    for i in range(1, 5)) + (
+    "{'train_runtime': 2.048, 'train_samples_per_second': 7.8, 'train_steps_per_second': 1.9, "
+    "'train_loss': 4.75, 'epoch': 1.0}\n")
+
+
+def test_a_log_read_at_once_gives_the_run_rate_not_the_reading_speed() -> None:
+    """Steps read microseconds apart are no pace: the rate is the run's tokens over its
+    runtime (once ended, the trainer's own train_runtime), else over the time elapsed."""
+    tracker = track_text(TRL_LOG, total_steps=4, tokens_per_step=8192)
+    assert [p.step for p in tracker.points] == [1, 2, 3, 4]
+    ended = status_metrics(tracker, elapsed_s=30.0, ended=True)
+    assert ended["tokens_per_s"] == 16000.0  # 32768 tokens in 2.048 s of training
+    running = status_metrics(track_text(TRL_LOG.rsplit("{'train_runtime'", 1)[0],
+                                        total_steps=4, tokens_per_step=8192),
+                             elapsed_s=8.0, ended=False)
+    assert running["tokens_per_s"] == 4096.0  # 32768 tokens in 8 s elapsed
+    unknown = status_metrics(track_text(TRL_LOG.rsplit("{'train_runtime'", 1)[0],
+                                        total_steps=4), elapsed_s=None, ended=False)
+    assert "tokens_per_s" not in unknown
+    logged = status_metrics(track_text(TORCHTUNE_LOG, total_steps=100), elapsed_s=50.0,
+                            ended=False)
+    assert logged["tokens_per_s"] == 410.5  # torchtune's own figure
