@@ -231,7 +231,7 @@ class RayBackend:
                 time.sleep(0.5)
         deleted = api.delete(sid)
         deadline = time.monotonic() + _STOP_TIMEOUT_S
-        while api.get_job(sid) is not None:  # the id is free only once the job is gone
+        while not self._gone(api, sid):  # the id is free only once the job is gone
             if time.monotonic() > deadline:
                 raise BackendError(f"job {sid} was not deleted within {_STOP_TIMEOUT_S:.0f} s",
                                    retryable=True)
@@ -239,6 +239,13 @@ class RayBackend:
             if not deleted:  # Ray refuses while a stopped job is still winding down: ask again
                 deleted = api.delete(sid)
         reporter.event(f"deleted job {sid}", submission_id=sid)
+
+    @staticmethod
+    def _gone(api: JobsApi, sid: str) -> bool:
+        """Gone from the job's own endpoint and from the list: the dashboard answers the two
+        from different tables, and a list read just after a delete may still hold it."""
+        return api.get_job(sid) is None and all(
+            j.get("submission_id") != sid for j in api.list_jobs())
 
     # ------------------------------------------------------------------ observe
 
