@@ -388,7 +388,8 @@ def _layer_backward_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: t
     gradients of its input from the base weight and from the adapter, and their sum, all MLP
     wide: 2 x cI + I x the adapter path's bytes (fp32 for PEFT's upcast adapters)."""
     c = _DTYPE_BYTES[spec.model.dtype]
-    via = adapter_bytes if spec.method.kind in _LORA_KINDS and "down_proj" in lora_modules         else c
+    adapted = spec.method.kind in _LORA_KINDS and "down_proj" in lora_modules
+    via = adapter_bytes if adapted else c
     return model.intermediate_size * (2 * c + via)
 
 
