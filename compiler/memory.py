@@ -1,13 +1,16 @@
-"""Peak GPU memory per device: weights, gradients, optimizer state, activations.
+"""Peak GPU memory per device: weights, gradients, optimizer state, activations, logits.
 
-A first-order model in the spirit of the usual back-of-envelope estimates, priced by what
-each launcher really allocates under ``model.precision``:
+Priced by what each launcher really allocates under ``model.precision``. Written here, not
+taken from a library: none prices a training step per launcher (accelerate's
+``estimate-memory`` counts weights and optimizer state only). Terms:
 - weights: parameters x the bytes they load in: ``dtype`` under pure precision (2 for
   bf16/fp16, 4 for fp32), 4 under mixed (TRL loads fp32 master weights; autocast also caches
   a ``dtype`` copy of every trainable weight for the forward: + 2 per trainable parameter);
   bits/8 plus quantization constants for 4/8-bit bases (~0.52 bytes for NF4 with double
   quantization, Dettmers et al. 2023, "QLoRA", sec. 3). Divided by the shard count when FSDP
-  full_shard or ZeRO-3 shard them;
+  full_shard or ZeRO-3 shard them. Under mixed precision with adapters, autocast casts the
+  frozen fp32 projections at every call and autograd keeps each 16-bit copy for backward:
+  + 2 bytes per layer parameter, every layer (one when checkpointed);
 - trainable parameters keep their own dtype: a full fine-tune trains the loaded weights;
   adapters are in ``dtype`` on torchtune (its recipes check it), in fp32 on TRL (PEFT's
   ``autocast_adapter_dtype``; ZeRO-3 keeps the base dtype) and in bf16 on TRL over a
@@ -21,12 +24,29 @@ each launcher really allocates under ``model.precision``:
   ZeRO >= 1 (the ZeRO paper's stages 1/2/3 = optimizer / + gradients / + parameters); zero on
   the device when offloaded (FSDP cpu_offload offloads parameters too: only the layers being
   gathered stay);
-- activations: per layer ~34 x s x b x h bytes in 16-bit with fused attention
-  (Korthikanti et al. 2022, "Reducing Activation Recomputation", eq. 1 without the
-  5as/h attention-score term); with checkpointing only each layer's input (2 x s x b x h)
-  plus one live layer; with offloading one live layer; plus the logits (see
-  ``logits_bytes_per_element``);
-- overhead: CUDA context, NCCL buffers and allocator slack, 1 GiB.
+- the step's peak (``_peak``): the larger of two moments, priced from what the installed
+  libraries keep alive (transformers 5.23, PEFT 0.18, TRL 1.16, torchtune 0.6.1):
+  - at the loss: every layer's saved tensors (``layer_saved_bytes``: RMSNorm fp32 upcasts,
+    projection inputs, SDPA's q / k / v / output / logsumexp, the gated MLP's gate, SiLU and
+    up outputs, PEFT's fp32 input copies), or under checkpointing each layer's input, plus
+    the loss head (``logits``): torchtune's log-softmax backward, 12 bytes per logit, or
+    its chunked loss' forward (``logits_bytes_per_element``); TRL's fused LM head, which
+    never builds the logits (``_fused_head_bytes``). A full fine-tune's gradients do not
+    exist yet there (both launchers free them after each step) unless they persist:
+    gradient accumulation, DDP's buckets, DeepSpeed's partitions;
+  - at the end of backward: every gradient, one layer's saved tensors (recomputed under
+    checkpointing) and the gradients in flight inside it, on top of the checkpoints;
+  offloaded activations leave no checkpoints on the device;
+- overhead: what a CUDA process holds outside torch's allocator (``CONTEXT_GIB``), NCCL's
+  buffers when several processes train (``NCCL_GIB``, unmeasured), and the allocator's
+  reserve above its allocated peak, ``ALLOCATOR_SLACK`` x the largest tensor at the peak.
+Measured: bench/gpu_memory.py's runs on an H100 (bench/results/gpu_memory-h100-*.md) are
+replayed by tests/compiler/test_memory_measured.py against the driver's figure (what an
+out-of-memory is decided on: torch's reserved memory plus the context), within 5%;
+tests/compiler/test_memory_saved.py checks ``layer_saved_bytes`` against autograd's saved
+tensors in real layers on the CPU. Not measured on a GPU: mixed precision, fp32, QLoRA,
+FSDP / DeepSpeed / DDP, offloading, mixtures of experts (priced as one expert's MLP per
+token), non-Llama layers (Gemma's extra norms, QK-norm, biases), other families' heads.
 Sanity anchors (tests/compiler/test_memory.py): Llama-3.1-8B full AdamW under mixed
 precision needs ~18 bytes/param (~135 GiB) and does not fit one 80 GB GPU but does with
 FSDP over 8; QLoRA of an 8B model fits a 24 GB card (the QLoRA paper's single-GPU setup).
