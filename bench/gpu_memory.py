@@ -1,14 +1,17 @@
 """Benchmark: ftspec's per-GPU memory estimate against what its compiled jobs allocate.
 
     python bench/gpu_memory.py --work DIR [--cases acc-lora,acc-full,tt-lora,tt-full]
-                               [--rows 100] [--batch 4] [--seq 2048] [--json OUT.json] [--tiny]
+                               [--family llama3_2-1b] [--rows 100] [--batch 4] [--seq 2048]
+                               [--json OUT.json] [--tiny]
 
 Needs one CUDA GPU, the launchers (``ftspec[accelerate,torchtune]``) and no network. It
 writes, under ``--work``:
 
-- a model with Llama 3.2 1B's shapes (the ``llama3_2-1b`` catalog family: 16 layers, hidden
-  2048, 32 / 8 heads, MLP 8192, vocabulary 128256, tied embeddings) and random weights,
-  saved by transformers in bf16; nothing is downloaded;
+- a model with the shapes of ``--family`` (a Llama 3.2 catalog family, ``llama3_2-1b`` by
+  default: 16 layers, hidden 2048, 32 / 8 heads, MLP 8192, vocabulary 128256, tied
+  embeddings; ``llama3_2-3b``: 28 layers, hidden 3072, 24 / 8 heads, MLP 8192) and random
+  weights, saved by transformers in bf16; nothing is downloaded (the llama3 tokenizer below
+  fits these families only);
 - a small tokenizer: ftspec's generated llama3 tiktoken file (``ftspec quickstart``'s, 320
   ids) in Meta's ``original/`` layout for torchtune, and the same ranks converted to a
   Hugging Face ``tokenizer.json`` beside it for TRL (both give the same ids). The model keeps
@@ -60,6 +63,8 @@ from typing import Any
 
 FTSPEC = [sys.executable, "-m", "ftspec.cli"]
 FAMILY = "llama3_2-1b"
+FAMILIES = ("llama3_2-1b", "llama3_2-3b")
+"""Families the generated llama3 tokenizer and ``LlamaConfig`` fit."""
 ACCELERATOR = "nvidia-h100-80gb"
 CASES = ("acc-lora", "acc-full", "tt-lora", "tt-full")
 LAUNCHERS = {"acc": "accelerate", "tt": "torchtune"}
@@ -159,7 +164,8 @@ class Assets:
 # --- assets ----------------------------------------------------------------------------------
 
 
-def build_assets(work: Path, *, tiny: bool, rows: int, seq: int) -> Assets:
+def build_assets(work: Path, *, tiny: bool, rows: int, seq: int,
+                 family: str = FAMILY) -> Assets:
     from ftspec.reconciler.local.tiny import generate_tiny_assets
 
     tok = generate_tiny_assets(work / "tokenizer-src", family="llama3_2")
@@ -170,8 +176,12 @@ def build_assets(work: Path, *, tiny: bool, rows: int, seq: int) -> Assets:
     shutil.copy(tok.tokenizer_path, original / "tokenizer.model")
     shutil.copy(tok.special_tokens_path, original / "special_tokens.json")
     _write_hf_tokenizer(original)
-    if not (model_dir / "model.safetensors").is_file():
-        _write_model(model_dir, tiny=tiny)
+    marker = model_dir / "family.txt"  # a --work folder reused for another family
+    wanted = "tiny" if tiny else family
+    if not (model_dir / "model.safetensors").is_file() or \
+            (marker.read_text() if marker.is_file() else FAMILY) != wanted:
+        _write_model(model_dir, tiny=tiny, family=family)
+        marker.write_text(wanted)
     path = work / "rows.jsonl"
     lengths = _write_rows(path, original, rows, seq)
     return Assets(model_dir, path, rows, (min(lengths), max(lengths)))
@@ -194,13 +204,13 @@ def _write_hf_tokenizer(original: Path) -> None:
                             pad_token="<|finetune_right_pad_id|>").save_pretrained(original)
 
 
-def _write_model(model_dir: Path, *, tiny: bool) -> None:
+def _write_model(model_dir: Path, *, tiny: bool, family: str) -> None:
     """Random weights with the catalog family's shapes (transformers' own initialisation)."""
     import torch
     from ftspec.spec.catalog.models import MODEL_FAMILIES
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    f = MODEL_FAMILIES[FAMILY]
+    f = MODEL_FAMILIES[family]
     dims = {"num_hidden_layers": f.num_layers, "hidden_size": f.hidden_size,
             "num_attention_heads": f.num_heads, "num_key_value_heads": f.num_kv_heads,
             "intermediate_size": f.intermediate_size, "vocab_size": f.vocab_size,
@@ -248,8 +258,13 @@ def _write_rows(path: Path, original: Path, count: int, seq: int) -> list[int]:
 # --- specs -----------------------------------------------------------------------------------
 
 
+def report_options(report: dict[str, Any]) -> dict[str, Any]:
+    """The case_spec options a recorded report was run with (older reports: the defaults)."""
+    return {"family": report.get("family", FAMILY)}
+
+
 def case_spec(case: str, assets: Assets, work: Path, *, tiny: bool, batch: int,
-              seq: int) -> dict[str, Any]:
+              seq: int, family: str = FAMILY) -> dict[str, Any]:
     launcher, method, *flags = case.split("-")
     unknown = set(flags) - {"gc", "chunked", "noclip"}
     if unknown or launcher not in LAUNCHERS or method not in ("lora", "full"):
@@ -264,7 +279,7 @@ def case_spec(case: str, assets: Assets, work: Path, *, tiny: bool, batch: int,
     if tiny:
         model["architecture"] = {"base": "llama3_2", **TINY_DIMS}
     else:
-        model["family"] = FAMILY
+        model["family"] = family
     method_spec: dict[str, Any] = {"kind": method}
     if method == "lora":
         method_spec["lora"] = {"rank": 8, "alpha": 16, "dropout": 0.0,
@@ -414,7 +429,7 @@ def _gib(value: float | None, scale: float = 1 << 30) -> float | None:
 def table(results: list[dict[str, Any]]) -> str:
     head = (f"{'case':15s} {'estimate':>9s} {'est-ovh':>8s} {'allocated':>10s} "
             f"{'reserved':>9s} {'driver':>7s} {'err%':>6s} {'tok/s':>8s} {'wall':>6s}")
-    lines = [head, "(GiB; est-ovh = estimate less its 1 GiB overhead; driver = nvidia-smi's "
+    lines = [head, "(GiB; est-ovh = estimate less its overhead term; driver = nvidia-smi's "
              "peak less its figure before the run; err% = (estimate - driver) / driver)"]
     for r in results:
         if "estimate" not in r:
@@ -454,6 +469,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--family", default=FAMILY, choices=FAMILIES)
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seq", type=int, default=2048)
@@ -472,7 +488,8 @@ def main() -> None:
            "PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH"))
                                          if p)}
     started = time.perf_counter()
-    assets = build_assets(work, tiny=args.tiny, rows=args.rows, seq=args.seq)
+    assets = build_assets(work, tiny=args.tiny, rows=args.rows, seq=args.seq,
+                          family=args.family)
     print(f"assets in {time.perf_counter() - started:.0f} s; rows {assets.row_tokens[0]}.."
           f"{assets.row_tokens[1]} tokens before truncation to {args.seq}", flush=True)
     from ruamel.yaml import YAML
@@ -481,7 +498,8 @@ def main() -> None:
     yaml.default_flow_style = False
     report = {**environment(), "command": " ".join([Path(sys.executable).name, *sys.argv]),
               "model": "tiny (--tiny)" if args.tiny else
-              f"{FAMILY} shapes, random bf16 weights made by transformers",
+              f"{args.family} shapes, random bf16 weights made by transformers",
+              "family": args.family,
               "tokenizer": "ftspec's generated llama3 tiktoken (320 ids; the model keeps its "
                            "vocabulary)", "rows": args.rows, "batch": args.batch,
               "seq": args.seq, "row_tokens": assets.row_tokens, "results": []}
@@ -491,7 +509,7 @@ def main() -> None:
         spec_path.parent.mkdir(exist_ok=True)
         with spec_path.open("w") as out:
             yaml.dump(case_spec(case, assets, work, tiny=args.tiny, batch=args.batch,
-                                seq=args.seq), out)
+                                seq=args.seq, family=args.family), out)
         result = run_case(case, spec_path, work, env, args.timeout)
         results.append(result)
         print(table([result]).splitlines()[-1], flush=True)

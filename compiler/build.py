@@ -120,7 +120,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     lora_modules = _lora_modules(spec)
     memory = estimate_memory(
         spec, facts, lora_modules, strategy=strategy, world_size=world,
-        procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size,
+        procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size, accumulation=accum,
     )
     ident = spec_id(spec, source)
     digest = spec_hash(spec)

@@ -28,7 +28,8 @@ def _memory_fit(job: Job) -> Diagnostic | None:
     accelerator = job.spec.resources.accelerator or "the accelerator"
     parts = (
         f"weights {mem.weights_gib:g}, gradients {mem.gradients_gib:g}, optimizer "
-        f"{mem.optimizer_gib:g}, activations {mem.activations_gib:g}, overhead "
+        f"{mem.optimizer_gib:g}, activations {mem.activations_gib:g}, logits "
+        f"{mem.logits_gib:g}, overhead "
         f"{mem.overhead_gib:g} GiB"
     )
     return Diagnostic(

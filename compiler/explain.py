@@ -49,6 +49,7 @@ def explain_data(job: Job) -> dict[str, Any]:
             "gradients_gib": m.gradients_gib,
             "optimizer_gib": m.optimizer_gib,
             "activations_gib": m.activations_gib,
+            "logits_gib": m.logits_gib,
             "overhead_gib": m.overhead_gib,
             "total_gib": round(m.total_gib, 2),
             "trainable_params_b": m.trainable_params_b,

@@ -1,13 +1,16 @@
-"""Peak GPU memory per device: weights, gradients, optimizer state, activations.
+"""Peak GPU memory per device: weights, gradients, optimizer state, activations, logits.
 
-A first-order model in the spirit of the usual back-of-envelope estimates, priced by what
-each launcher really allocates under ``model.precision``:
+Priced by what each launcher really allocates under ``model.precision``. Written here, not
+taken from a library: none prices a training step per launcher (accelerate's
+``estimate-memory`` counts weights and optimizer state only). Terms:
 - weights: parameters x the bytes they load in: ``dtype`` under pure precision (2 for
   bf16/fp16, 4 for fp32), 4 under mixed (TRL loads fp32 master weights; autocast also caches
   a ``dtype`` copy of every trainable weight for the forward: + 2 per trainable parameter);
   bits/8 plus quantization constants for 4/8-bit bases (~0.52 bytes for NF4 with double
   quantization, Dettmers et al. 2023, "QLoRA", sec. 3). Divided by the shard count when FSDP
-  full_shard or ZeRO-3 shard them;
+  full_shard or ZeRO-3 shard them. Under mixed precision with adapters, autocast casts the
+  frozen fp32 projections at every call and autograd keeps each 16-bit copy for backward:
+  + 2 bytes per layer parameter, every layer (one when checkpointed);
 - trainable parameters keep their own dtype: a full fine-tune trains the loaded weights;
   adapters are in ``dtype`` on torchtune (its recipes check it), in fp32 on TRL (PEFT's
   ``autocast_adapter_dtype``; ZeRO-3 keeps the base dtype) and in bf16 on TRL over a
@@ -21,12 +24,29 @@ each launcher really allocates under ``model.precision``:
   ZeRO >= 1 (the ZeRO paper's stages 1/2/3 = optimizer / + gradients / + parameters); zero on
   the device when offloaded (FSDP cpu_offload offloads parameters too: only the layers being
   gathered stay);
-- activations: per layer ~34 x s x b x h bytes in 16-bit with fused attention
-  (Korthikanti et al. 2022, "Reducing Activation Recomputation", eq. 1 without the
-  5as/h attention-score term); with checkpointing only each layer's input (2 x s x b x h)
-  plus one live layer; with offloading one live layer; plus the logits (see
-  ``logits_bytes_per_element``);
-- overhead: CUDA context, NCCL buffers and allocator slack, 1 GiB.
+- the step's peak (``_peak``): the larger of two moments, priced from what the installed
+  libraries keep alive (transformers 5.23, PEFT 0.18, TRL 1.16, torchtune 0.6.1):
+  - at the loss: every layer's saved tensors (``layer_saved_bytes``: RMSNorm fp32 upcasts,
+    projection inputs, SDPA's q / k / v / output / logsumexp, the gated MLP's gate, SiLU and
+    up outputs, PEFT's fp32 input copies), or under checkpointing each layer's input, plus
+    the loss head (``logits``): torchtune's log-softmax backward, 12 bytes per logit, or
+    its chunked loss' forward (``logits_bytes_per_element``); TRL's fused LM head, which
+    never builds the logits (``_fused_head_bytes``). A full fine-tune's gradients do not
+    exist yet there (both launchers free them after each step) unless they persist:
+    gradient accumulation, DDP's buckets, DeepSpeed's partitions;
+  - at the end of backward: every gradient, one layer's saved tensors (recomputed under
+    checkpointing) and the gradients in flight inside it, on top of the checkpoints;
+  offloaded activations leave no checkpoints on the device;
+- overhead: what a CUDA process holds outside torch's allocator (``CONTEXT_GIB``), NCCL's
+  buffers when several processes train (``NCCL_GIB``, unmeasured), and the allocator's
+  reserve above its allocated peak, ``ALLOCATOR_SLACK`` x the largest tensor at the peak.
+Measured: bench/gpu_memory.py's runs on an H100 (bench/results/gpu_memory-h100-*.md) are
+replayed by tests/compiler/test_memory_measured.py against the driver's figure (what an
+out-of-memory is decided on: torch's reserved memory plus the context), within 5%;
+tests/compiler/test_memory_saved.py checks ``layer_saved_bytes`` against autograd's saved
+tensors in real layers on the CPU. Not measured on a GPU: mixed precision, fp32, QLoRA,
+FSDP / DeepSpeed / DDP, offloading, mixtures of experts (priced as one expert's MLP per
+token), non-Llama layers (Gemma's extra norms, QK-norm, biases), other families' heads.
 Sanity anchors (tests/compiler/test_memory.py): Llama-3.1-8B full AdamW under mixed
 precision needs ~18 bytes/param (~135 GiB) and does not fit one 80 GB GPU but does with
 FSDP over 8; QLoRA of an 8B model fits a 24 GB card (the QLoRA paper's single-GPU setup).
@@ -41,8 +61,22 @@ from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
 
 GIB = float(1 << 30)
-CONTEXT_GIB = 1.0
-"""CUDA context, NCCL buffers and allocator fragmentation, roughly."""
+CONTEXT_GIB = 0.75
+"""What a CUDA process holds outside torch's caching allocator (context, loaded kernels):
+the driver's figure less torch's peak reserved was 0.745 GiB in every case measured on an
+H100 (torch 2.11, CUDA 13; bench/results/gpu_memory-h100-2026-11-24.md)."""
+NCCL_GIB = 0.25
+"""NCCL's buffers when several processes train together: not measured, kept from the
+former flat allowance."""
+ALLOCATOR_SLACK = 0.6
+"""torch's caching allocator reserves more than it hands out: cached blocks that do not fit
+the next request. The peak reserved exceeded the peak allocated by 0.37 to 0.77 x the
+largest single tensor alive at the peak (1.5 x for the chunked loss's 0.5 GiB chunks) in
+the H100 measurements; charged at 0.6 x that tensor."""
+TRL_TOKEN_CHUNK = 4096
+"""``trl.kernels.chunked_logprob.TOKEN_CHUNK_SIZE``: tokens per fused-head tile."""
+TRL_VOCAB_CHUNK = 32768
+"""``trl.trainer.utils._CHUNKED_LOGPROB_CHUNK_SIZE``: vocabulary entries per tile."""
 
 _DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 _STATE_COPIES = {
@@ -55,6 +89,7 @@ _STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
 _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 """bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
 _ADAPTERS = ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3")
+_LORA_KINDS = ("lora", "qlora", "dora", "gptq_lora")
 _QUANTIZED = ("qlora", "gptq_lora")
 CHUNKS = 8
 """torchtune's ``CEWithChunkedOutputLoss`` default ``num_output_chunks``."""
@@ -102,6 +137,7 @@ def estimate_memory(
     world_size: int,
     procs_per_node: int,
     micro_batch_size: int,
+    accumulation: int = 1,
 ) -> MemoryEstimate:
     params = model.params_b * 1e9
     kind = spec.method.kind
@@ -186,23 +222,46 @@ def estimate_memory(
         # only the layers being gathered live on the device; gradients go to the CPU
         weights = params * weight_bytes * 2 / model.num_layers
         gradients = 0.0
+    if mixed and kind in _ADAPTERS and kind not in _QUANTIZED and not params_offloaded:
+        # autocast casts frozen weights at every call (its cache keeps trainable leaves
+        # only) and each projection saves its 16-bit copy for the input's gradient: every
+        # layer's under a plain backward, one layer's when checkpointed
+        layer_params = _layer_linear_params(model)
+        copies = 1 if spec.training.gradient_checkpointing else model.num_layers
+        weights += layer_params * copies * compute_bytes / shard_params
+        notes.append(f"autocast's {spec.model.dtype} copies of the frozen projections")
 
-    activations = _activation_bytes(spec, model, micro_batch_size)
-    overhead = CONTEXT_GIB * GIB
+    # gradients that outlive a step's backward: accumulated over micro batches, or kept in
+    # DDP's buckets / DeepSpeed's partitions; else both launchers free them after the step
+    persist = accumulation > 1 or strategy in ("ddp", "deepspeed")
+    peak = _peak(spec, model, lora_modules, micro_batch=micro_batch_size,
+                 adapter_bytes=train_bytes if kind in _ADAPTERS else 0.0,
+                 gradients=gradients, gradients_persist=persist)
+    if peak.phase == "loss" and not persist and gradients:
+        notes.append("peak at the loss, before this step's gradients exist")
+    overhead = CONTEXT_GIB * GIB + (NCCL_GIB * GIB if world_size > 1 else 0.0) \
+        + ALLOCATOR_SLACK * peak.largest
 
     capacity = None
     if spec.resources.accelerator is not None and spec.resources.total_gpus > 0:
         capacity = ACCELERATORS[spec.resources.accelerator].memory_gib
     return MemoryEstimate(
         weights_gib=round(weights / GIB, 2),
-        gradients_gib=round(gradients / GIB, 2),
+        gradients_gib=round(peak.gradients / GIB, 2),
         optimizer_gib=round(optimizer / GIB, 2),
-        activations_gib=round(activations / GIB, 2),
+        activations_gib=round(peak.activations / GIB, 2),
+        logits_gib=round(peak.logits / GIB, 2),
         overhead_gib=round(overhead / GIB, 2),
         trainable_params_b=round(trainable / 1e9, 6),
         capacity_gib=capacity,
         notes=tuple(notes),
     )
+
+
+def _layer_linear_params(model: ModelFacts) -> float:
+    """Parameters of one decoder layer, outside the embedding and the LM head."""
+    embeddings = model.vocab_size * model.hidden_size * (1 if model.tied_embeddings else 2)
+    return max(0.0, model.params_b * 1e9 - embeddings) / model.num_layers
 
 
 def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> float:
@@ -232,39 +291,186 @@ def _optimizer_state_bytes(spec: FineTuneSpec, train_bytes: float) -> float:
 
 
 def logits_bytes_per_element(spec: FineTuneSpec) -> float:
-    """Bytes held per logit (b x s x vocab) at the loss's peak.
+    """Bytes held per logit (b x s x vocab) at the loss's peak, on torchtune (the accelerate
+    launcher never builds the logits: see ``_fused_head_bytes``).
 
-    transformers' causal-LM loss keeps the model's logits (``dtype``: autocast's lm_head
-    output is 16-bit too), upcasts them (``logits.float()``) and takes the fp32 log-softmax:
-    2 + 4 + 4 in 16-bit, 4 + 4 in fp32 (``float()`` of an fp32 tensor is the tensor).
-    torchtune's decoder upcasts its whole output (the 16-bit one is freed at once) and its
-    cross-entropy takes the log-softmax: 4 + 4. Its ``CEWithChunkedOutputLoss`` keeps the
-    16-bit chunks and upcasts one chunk of ``CHUNKS`` at a time, while every chunk's fp32
-    log-softmax stays saved for backward: 2 + 4 + 4 / 8 in 16-bit, 4 + 4 in fp32.
+    torchtune's decoder upcasts its whole output (``output(h).float()``; the 16-bit tensor is
+    freed at once) and the recipe drops the logits once the loss is taken, so the fp32
+    log-softmax that ``F.cross_entropy`` saves is what the forward leaves (4 bytes). Its
+    backward is the peak: ``nll_loss``'s fp32 gradient and ``log_softmax``'s fp32 gradient are
+    made while the saved log-softmax is still alive: 4 + 4 + 4 = 12, in 16 bits and in fp32
+    alike. ``CEWithChunkedOutputLoss`` peaks in the forward instead: every chunk's 16-bit
+    logits are alive until the loss returns, every chunk's fp32 log-softmax is saved, and one
+    chunk of ``CHUNKS`` is upcast at a time: 2 + 4 + 4 / 8 in 16 bits (its backward, one
+    chunk at a time, stays below), 4 + 4 in fp32 (``float()`` of an fp32 chunk is the chunk).
     """
     low = spec.model.dtype != "fp32"
-    if spec.launcher == "torchtune":
-        if spec.training.loss == "chunked_cross_entropy" and low:
-            return 2.0 + 4.0 + 4.0 / CHUNKS
-        return 8.0
-    return 2.0 + 4.0 + 4.0 if low else 8.0
+    if spec.training.loss == "chunked_cross_entropy":
+        return 2.0 + 4.0 + 4.0 / CHUNKS if low else 8.0
+    return 12.0
 
 
-def _activation_bytes(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -> float:
-    s = spec.data.max_seq_len or model.context_len  # null: as long as the model allows
-    b = micro_batch
+def _fused_head_bytes(spec: FineTuneSpec, model: ModelFacts, tokens: float,
+                      head_trained: bool) -> tuple[float, float]:
+    """TRL's fused LM head: (bytes at its backward's peak, its largest single tensor).
+
+    TRL 1.16's ``SFTTrainer`` patches the model with ``trl.trainer.utils.add_fused_lm_head``
+    and its ``compute_loss`` calls it with ``fused_lm_head=True`` whenever no
+    ``compute_loss_func`` or label smoother is set (ftspec's entrypoint sets neither):
+    ``ChunkedLogProbFunction`` (``trl/kernels/chunked_logprob.py``) projects
+    ``TOKEN_CHUNK_SIZE`` (4096) tokens x ``_CHUNKED_LOGPROB_CHUNK_SIZE`` (32768) vocabulary
+    entries at a time into one reused compute-dtype tile, and never builds the logits. Its
+    backward holds that tile, the hidden-state gradient in fp32 (tokens x h x 4), the gathered
+    hidden states it saved (tokens x h x compute bytes) and, when the LM head's weight trains
+    (a full fine-tune; tied to the embedding or not), the weight's gradient accumulated in fp32
+    (V x h x 4) and its cast to the weight's dtype at return.
+    """
     h = model.hidden_size
-    layers = model.num_layers
-    scale = _DTYPE_BYTES[spec.model.dtype] / 2.0
-    per_layer_full = 34.0 * s * b * h * scale
+    compute = _DTYPE_BYTES[spec.model.dtype]
+    tile = min(tokens, TRL_TOKEN_CHUNK) * min(model.vocab_size, TRL_VOCAB_CHUNK) * compute
+    held = tile + tokens * h * (4.0 + compute)
+    largest = tile
+    if head_trained:
+        load = 4.0 if spec.model.precision_mode == "mixed" else compute
+        fp32_grad = model.vocab_size * h * 4.0
+        held += fp32_grad + model.vocab_size * h * load
+        largest = max(largest, fp32_grad)
+    return held, largest
+
+
+def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...],
+                      adapter_bytes: float) -> float:
+    """Bytes autograd keeps per token in one decoder layer between its forward and backward.
+
+    What transformers 5.23's Llama / Qwen layers and torchtune 0.6.1's
+    ``TransformerSelfAttentionLayer`` save (``torch.autograd.graph.saved_tensors_hooks``
+    over a real layer: tests/compiler/test_memory_saved.py), with c the compute dtype's
+    bytes and h, q, kv, I the hidden, query, key/value and MLP widths:
+
+    - the two RMSNorms upcast their input to fp32 and save it (``pow``, ``mul``): 2 x 4h;
+      when their weight trains (full), the normalised input too: in the residual's dtype on
+      transformers (``hidden_states.to(input_dtype)``: c, fp32 under mixed), in fp32 on
+      torchtune (``x_normed``): 2 x 4h there;
+    - trained projections save their input (full): the two norm outputs feed q/k/v and
+      gate/up, one tensor each (2ch; under autocast every projection casts its own copy: 5ch),
+      and down_proj's input (cI); o_proj's input is a view of attention's output;
+    - SDPA (flash / memory-efficient) saves q, k, v, its output and an fp32 logsumexp per
+      head: c(2q + 2kv) + 4 x heads on transformers (grouped-query attention passed to the
+      kernel, ``use_gqa_in_sdpa``), c x 4q on torchtune (it expands k and v to every head);
+    - the gated MLP saves gate's output (SiLU's input), SiLU's output and up's output: 3cI
+      (a plain MLP: the activation's input, cI);
+    - LoRA: each adapted projection's ``lora_A`` saves its input and ``lora_B`` the rank-r
+      middle. PEFT's adapters in fp32 (``autocast_adapter_dtype``) over a 16-bit model cast
+      the input per projection (``_cast_input_dtype``): 4 x width each, q, k and v each their
+      own copy; under autocast each ``lora_A`` saves its own c copy; where adapter and input
+      share a dtype (torchtune, QLoRA) the input is the norm output / down_proj's input,
+      saved once.
+    """
+    h = model.hidden_size
+    heads = model.num_heads
+    q = heads * model.attn_head_dim
+    kv = model.num_kv_heads * model.attn_head_dim
+    inter = model.intermediate_size
+    c = _DTYPE_BYTES[spec.model.dtype]
+    mixed = spec.model.precision_mode == "mixed"
+    tune = spec.launcher == "torchtune"
+    full = spec.method.kind == "full"
+    saved = 2 * 4.0 * h
+    if full:
+        saved += 2 * (4.0 if tune else (4.0 if mixed else c)) * h
+        saved += (5 if mixed else 2) * c * h + c * inter
+    saved += c * 4 * q if tune else c * (2 * q + 2 * kv)
+    saved += 4.0 * heads
+    saved += (3 if model.gated_mlp else 1) * c * inter
+    if spec.method.kind in _LORA_KINDS:
+        rank = spec.method.lora_settings.rank
+        widths = {"q_proj": h, "k_proj": h, "v_proj": h, "o_proj": q,
+                  "gate_proj": h, "up_proj": h, "down_proj": inter}
+        adapted = [m for m in lora_modules if m in widths
+                   and (model.gated_mlp or m != "gate_proj")]
+        if mixed or adapter_bytes != c:  # one cast copy per adapted projection
+            each = c if mixed else adapter_bytes
+            saved += sum(each * (widths[m] + rank) for m in adapted)
+        else:  # the adapter reads the input the model already has: saved once
+            saved += c * rank * len(adapted)
+            if {"q_proj", "k_proj", "v_proj"} & set(adapted):
+                saved += c * h
+            if {"gate_proj", "up_proj"} & set(adapted):
+                saved += c * h
+            if "down_proj" in adapted:
+                saved += c * inter
+    return saved
+
+
+def _layer_backward_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...],
+                          adapter_bytes: float) -> float:
+    """Gradients in flight inside one layer's backward, per token: at down_proj the
+    gradients of its input from the base weight and from the adapter, and their sum, all MLP
+    wide: 2 x cI + I x the adapter path's bytes (fp32 for PEFT's upcast adapters)."""
+    c = _DTYPE_BYTES[spec.model.dtype]
+    adapted = spec.method.kind in _LORA_KINDS and "down_proj" in lora_modules
+    via = adapter_bytes if adapted else c
+    return model.intermediate_size * (2 * c + via)
+
+
+@dataclass(frozen=True)
+class _Peak:
+    activations: float
+    logits: float
+    gradients: float
+    largest: float
+    """The largest single tensor alive then (what the allocator's slack is priced on)."""
+    phase: str
+
+    @property
+    def total(self) -> float:
+        return self.activations + self.logits + self.gradients
+
+
+def _peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...], *,
+          micro_batch: int, adapter_bytes: float, gradients: float,
+          gradients_persist: bool) -> _Peak:
+    """The two moments a step can peak at, and the larger one.
+
+    - the loss: every layer's saved tensors (or, checkpointed, every layer's input) are
+      alive, and the loss head holds its transient (torchtune's log-softmax backward, TRL's
+      fused head). A full fine-tune's gradients do not exist yet: both launchers drop them
+      after each step (``zero_grad(set_to_none=True)``) unless they persist (accumulation,
+      DDP's buckets, DeepSpeed's partitions);
+    - the end of backward: every gradient made, one layer's saved tensors (recomputed under
+      checkpointing) and its backward's gradients in flight, on top of the checkpoints.
+    """
+    s = spec.data.max_seq_len or model.context_len  # null: as long as the model allows
+    tokens = float(micro_batch * s)
+    h = model.hidden_size
+    c = _DTYPE_BYTES[spec.model.dtype]
+    residual = 4.0 if spec.model.precision_mode == "mixed" else c
     t = spec.training
+    layer = layer_saved_bytes(spec, model, lora_modules, adapter_bytes) * tokens
+    backward = _layer_backward_bytes(spec, model, lora_modules, adapter_bytes) * tokens
+    checkpoints = residual * h * tokens * model.num_layers
     if t.activation_offloading:
-        stored = per_layer_full  # one live layer; the rest sits in CPU memory
+        stored = 0.0  # the checkpoints sit in CPU memory
     elif t.gradient_checkpointing:
-        stored = 2.0 * s * b * h * scale * layers + per_layer_full
+        stored = checkpoints
     else:
-        stored = per_layer_full * layers
-    return stored + b * s * model.vocab_size * logits_bytes_per_element(spec)
+        stored = layer * model.num_layers
+    # around the layers: the final norm's fp32 input and the head's input
+    stored += (4.0 + c) * h * tokens
+    full = spec.method.kind == "full"
+    if spec.launcher == "torchtune":
+        logits = tokens * model.vocab_size * logits_bytes_per_element(spec)
+        chunked = spec.training.loss == "chunked_cross_entropy"
+        largest = tokens * model.vocab_size * 4.0 / (CHUNKS if chunked else 1)
+    else:
+        logits, largest = _fused_head_bytes(spec, model, tokens, head_trained=full)
+    at_loss = _Peak(stored, logits, gradients if gradients_persist else 0.0, largest, "loss")
+    end_stored = (checkpoints if t.gradient_checkpointing and not t.activation_offloading
+                  else 0.0) + layer + backward
+    widest = max(c, adapter_bytes if spec.method.kind in _LORA_KINDS else c)
+    at_end = _Peak(end_stored, 0.0, gradients, model.intermediate_size * tokens * widest,
+                   "backward")
+    return at_loss if at_loss.total >= at_end.total else at_end
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,9 @@ class MemoryEstimate:
     gradients_gib: float
     optimizer_gib: float
     activations_gib: float
+    """Tensors the decoder layers keep for backward at the peak (or their checkpoints)."""
+    logits_gib: float
+    """The loss head's tensors at the peak (torchtune's logits; TRL's fused-head tiles)."""
     overhead_gib: float
     trainable_params_b: float
     capacity_gib: float | None
@@ -68,7 +71,7 @@ class MemoryEstimate:
     @property
     def total_gib(self) -> float:
         return (self.weights_gib + self.gradients_gib + self.optimizer_gib
-                + self.activations_gib + self.overhead_gib)
+                + self.activations_gib + self.logits_gib + self.overhead_gib)
 
     @property
     def fits(self) -> bool | None:

@@ -68,7 +68,7 @@ def render(data: dict[str, Any]) -> None:
         rows += [[f"lora {k.replace('_', ' ')}", _cell(v)] for k, v in lora.items()]
     _table(f"{data['name']}: derived values", ["quantity", "value"], rows)
     mem = data["memory"]
-    parts = ["weights", "gradients", "optimizer", "activations", "overhead", "total"]
+    parts = ["weights", "gradients", "optimizer", "activations", "logits", "overhead", "total"]
     mrows = [[p, f"{mem[p + '_gib']:.2f} GiB"] for p in parts]
     mrows.append(["trainable params", f"{mem['trainable_params_b']:g} B of {mem['params_b']:g} B"])
     _table("memory per device (estimate)", ["component", "size"], mrows)

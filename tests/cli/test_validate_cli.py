@@ -113,7 +113,11 @@ def test_set_and_values_overlay(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert out.startswith("--set[0]:1:13: error: model.dtype: torchtune's recipes do not train "
                           "in fp16")
     code, out, _ = run(capsys, "validate", GOOD, "-f", str(overlay), "--set", "model.dtype=fp32")
-    assert (code, out) == (0, f"{GOOD}: valid\n")
+    # valid; the T4's 15 GiB is short of torchtune's cross-entropy over 4 x 2048 tokens x
+    # 128256 logits (12 bytes each at its backward): a warning, not an error
+    assert code == 0
+    assert out.endswith(f"{GOOD}: valid (1 warning)\n")
+    assert "warning: resources: estimated peak memory" in out
     code, out, _ = run(capsys, "validate", GOOD, "--set", "training.learning_rate=2")
     assert out.startswith("--set[0]:1:24: error: training.learning_rate: must be < 1")
 

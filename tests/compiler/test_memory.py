@@ -70,10 +70,18 @@ def test_lora_prices_the_load_dtype_and_the_adapter_dtype() -> None:
     # r=8 on q and v: 32 x 8 x ((4096+4096) + (4096+1024)) adapter parameters
     lora = {"kind": "lora", "lora": {"rank": 8, "target_modules": ["q_proj", "v_proj"]}}
     n = 32 * 8 * (8192 + 5120)
-    # TRL mixed: frozen base in fp32 (4), adapters, gradients fp32 (4 + 4), AdamW 8
+    # TRL mixed: frozen base in fp32 (4), adapters, gradients fp32 (4 + 4), AdamW 8; autocast
+    # casts the frozen projections at every call and saves the bf16 copies: one layer's
+    # (checkpointed), 2 bytes x (params less the untied embedding and head) / 32 layers
     mixed = job(method=lora, model__precision="mixed").memory
-    assert mixed.weights_gib * GIB == pytest.approx(P8B * 4 + n * 4, abs=0.01 * GIB)
+    layer = (P8B - 2 * VOCAB * H) / LAYERS
+    assert mixed.weights_gib * GIB == pytest.approx(P8B * 4 + n * 4 + layer * 2,
+                                                    abs=0.01 * GIB)
     assert mixed.optimizer_gib * GIB == pytest.approx(n * 8, abs=0.01 * GIB)
+    every = job(method=lora, model__precision="mixed",
+                training__gradient_checkpointing=False).memory
+    assert every.weights_gib * GIB == pytest.approx(P8B * 4 + n * 4 + layer * 2 * LAYERS,
+                                                    abs=0.01 * GIB)
     # TRL pure bf16: base 2; PEFT upcasts the adapters to fp32 (autocast_adapter_dtype)
     pure = job(method=lora).memory
     assert pure.weights_gib * GIB == pytest.approx(P8B * 2 + n * 4, abs=0.01 * GIB)
@@ -84,30 +92,79 @@ def test_lora_prices_the_load_dtype_and_the_adapter_dtype() -> None:
     assert tune.optimizer_gib * GIB == pytest.approx(n * 4, abs=0.01 * GIB)
 
 
-def test_logits_are_priced_as_each_loss_computes_them() -> None:
-    # checkpointed activations of one 2048-token sequence: each layer's input in bf16
-    # (2 x s x h x 32 layers) plus one live layer (34 x s x h), then the logits (s x V):
-    stored = 2 * SEQ * H * LAYERS + 34 * SEQ * H
+def test_torchtune_logits_are_priced_as_each_loss_computes_them() -> None:
+    lora = {"kind": "lora", "lora": {"rank": 8, "target_modules": ["q_proj", "v_proj"]}}
     cases = {
-        # transformers: bf16 logits 2 + fp32 upcast 4 + fp32 log-softmax 4
-        ("accelerate", "cross_entropy", "bf16"): 2 + 4 + 4,
-        # torchtune's decoder upcasts (bf16 freed at once): fp32 logits 4 + log-softmax 4
-        ("torchtune", "cross_entropy", "bf16"): 4 + 4,
-        # CEWithChunkedOutputLoss: bf16 chunks 2 + all fp32 log-softmaxes 4 + one chunk's
-        # upcast 4 / 8
-        ("torchtune", "chunked_cross_entropy", "bf16"): 2 + 4 + 4 / 8,
-        # fp32: the upcast is the tensor itself, logits 4 + log-softmax 4
-        ("accelerate", "cross_entropy", "fp32"): 4 + 4,
+        # log-softmax backward: saved fp32 log-softmax 4 + nll's gradient 4 + its own 4
+        ("cross_entropy", "bf16"): 12,
+        ("cross_entropy", "fp32"): 12,
+        # CEWithChunkedOutputLoss' forward: bf16 chunks 2 + every fp32 log-softmax 4 + one
+        # chunk's upcast 4 / 8; in fp32 the chunk is its own upcast
+        ("chunked_cross_entropy", "bf16"): 2 + 4 + 4 / 8,
+        ("chunked_cross_entropy", "fp32"): 4 + 4,
     }
-    for (launcher, loss, dtype), per_logit in cases.items():
-        scale = 2 if dtype == "fp32" else 1  # activations in fp32 are twice as big
-        m = job(launcher=launcher, training__loss=loss, model__dtype=dtype).memory
-        expected = stored * scale + SEQ * VOCAB * per_logit
-        assert m.activations_gib * GIB == pytest.approx(expected, abs=0.01 * GIB), (
-            launcher, loss, dtype)
-    # 32k tokens on accelerate: the logits alone are 32768 x 128256 x 10 bytes = 39 GiB
-    long = job(data__max_seq_len=32768).memory
-    assert long.activations_gib > 32768 * VOCAB * 10 / GIB
+    for (loss, dtype), per_logit in cases.items():
+        m = job(launcher="torchtune", method=lora, training__loss=loss,
+                model__dtype=dtype).memory
+        assert m.logits_gib * GIB == pytest.approx(SEQ * VOCAB * per_logit, abs=0.01 * GIB), (
+            loss, dtype)
+        # checkpointed: the layers keep their inputs (2 or 4 bytes x h) until the loss
+        per_token = 2 if dtype == "bf16" else 4
+        assert m.activations_gib * GIB >= SEQ * H * LAYERS * per_token
+
+
+def test_trl_fused_head_never_builds_the_logits() -> None:
+    # TRL's fused LM head: one 4096-token x 32768-entry bf16 tile, the fp32 hidden-state
+    # gradient and the gathered hidden states (2 x 2048 tokens x 4096 x (4 + 2)), and for a
+    # full fine-tune the head weight's gradient in fp32 and its bf16 cast (128256 x 4096 x
+    # 6); a plain backward so that the loss is the step's peak; no accumulation, so that the
+    # step's gradients do not exist yet there
+    m = job(training__gradient_checkpointing=False, training__global_batch_size=2,
+            training__micro_batch_size=2).memory
+    tile = 4096 * 32768 * 2
+    expected = tile + 2 * SEQ * H * 6 + VOCAB * H * 6
+    assert m.logits_gib * GIB == pytest.approx(expected, abs=0.01 * GIB)
+    assert m.gradients_gib == 0
+    # accumulating over 8 micro batches: the gradients of the earlier ones are alive
+    accumulating = job(training__gradient_checkpointing=False).memory
+    assert accumulating.gradients_gib * GIB == pytest.approx(P8B * 2, abs=0.01 * GIB)
+    # 32k tokens: the bf16 logits alone would be 32768 x 128256 x 2 bytes = 7.8 GiB; the
+    # head holds a tile, per-token vectors and the head's gradient (0.25 + 0.75 + 2.9 GiB)
+    long = job(data__max_seq_len=32768, training__gradient_checkpointing=False).memory
+    assert long.logits_gib * GIB == pytest.approx(
+        tile + 32768 * H * 6 + VOCAB * H * 6, abs=0.01 * GIB)
+    assert long.logits_gib < 32768 * VOCAB * 2 / GIB
+
+
+def test_layer_saved_bytes_hand_computed() -> None:
+    # Llama 3.2 1B (h 2048, q 2048, kv 512, MLP 8192), bf16, bytes per token per layer over h
+    from ftspec.compiler.memory import layer_saved_bytes
+
+    every = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    lora = {"kind": "lora", "lora": {"rank": 8, "target_modules": list(every)}}
+    h, heads = 2048, 32
+    lse = 4 * heads / h
+    cases = {
+        # norms 2 x 4 + their bf16 outputs 2 x 2 + projection inputs 2 x 2 + down 2 x 4
+        # + SDPA q, k, v, out 2 x (1 + 1 + 0.25 + 0.25) + MLP 3 x 2 x 4
+        ("accelerate", "full"): 8 + 4 + 4 + 8 + 5 + 24,
+        # norms 8 + SDPA 5 + MLP 24 + fp32 inputs of q, k, v, o, gate, up (4 x 6) and down
+        # (4 x 4), plus each rank-8 middle in fp32
+        ("accelerate", "lora"): 8 + 5 + 24 + 24 + 16 + 7 * 8 * 4 / h,
+        # norms 2 x (4 + 4) + projection inputs 4 + down 8 + SDPA 4 x 2 (k, v expanded)
+        # + MLP 24
+        ("torchtune", "full"): 16 + 4 + 8 + 8 + 24,
+        # norms 8 + adapters' inputs: two norm outputs 4, down's 8 + SDPA 8 + MLP 24,
+        # plus the bf16 rank-8 middles
+        ("torchtune", "lora"): 8 + 4 + 8 + 8 + 24 + 7 * 8 * 2 / h,
+    }
+    for (launcher, method), per_h in cases.items():
+        j = make_job(allow_errors=True, model={"family": "llama3_2-1b", "dtype": "bf16"},
+                     method=lora if method == "lora" else {"kind": "full", "lora": None},
+                     launcher=launcher, deploy={"target": "local"})
+        adapter = 4.0 if (launcher, method) == ("accelerate", "lora") else 2.0
+        got = layer_saved_bytes(j.spec, j.model, j.lora_modules, adapter)
+        assert got == pytest.approx((per_h + lse) * h), (launcher, method)
 
 
 def test_full_8b_fsdp_over_8_gpus_fits_80gb() -> None:
@@ -149,10 +206,15 @@ def test_lora_trainable_params_hand_computed() -> None:
 
 
 def test_checkpointing_and_offloading_shrink_activations() -> None:
-    full = job(training__gradient_checkpointing=False).memory.activations_gib
-    ckpt = job().memory.activations_gib
-    off = job(training__activation_offloading=True).memory.activations_gib
-    assert full > ckpt > off
+    full = job(training__gradient_checkpointing=False).memory
+    ckpt = job().memory
+    off = job(training__activation_offloading=True, launcher="torchtune").memory
+    assert full.activations_gib > ckpt.activations_gib > off.activations_gib
+    # checkpointed full fine-tune of 8B without accumulation: the peak is the end of
+    # backward, with every gradient made (16 GB) and one layer recomputed
+    end = job(training__global_batch_size=1).memory
+    assert end.gradients_gib * GIB == pytest.approx(P8B * 2, abs=0.01 * GIB)
+    assert end.logits_gib == 0
 
 
 def test_derived_values() -> None:
