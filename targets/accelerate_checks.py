@@ -39,9 +39,11 @@ def _loaders(job: Job) -> Iterator[Diagnostic]:
 
 def _check(job: Job) -> Iterator[Diagnostic]:
     from ftspec.targets import accelerate_ep, accelerate_tokens
+    from ftspec.targets.chat_format import check_system_prompt
 
     yield from _loaders(job)
     yield from accelerate_tokens.check(job)
+    yield from check_system_prompt(job, _FINDINGS)
     yield from accelerate_ep.check(job)
     spec = job.spec
     fsdp = spec.distributed.fsdp

@@ -18,8 +18,10 @@ message layout torchtune's tokenizer gives them (which the accelerate entrypoint
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Literal
 
+from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 
 NAMED: dict[str, str] = {
@@ -65,3 +67,30 @@ def torchtune_runs_chat(job: Job) -> bool:
     """torchtune has a tokenizer for this model and a layout for its template."""
     return job.model.torchtune_builder is not None \
         and template_kind(job.spec.model.chat_template) in ("own", "named")
+
+
+def mistral_layout(job: Job) -> bool:
+    """Chat rows are laid out by torchtune's ``MistralChatTemplate`` (named, or the default
+    of the Mistral tokenizer), on both launchers."""
+    value = job.spec.model.chat_template
+    if value is None:
+        return SENTENCEPIECE_DEFAULTS.get(job.model.torchtune_builder or "") == "mistral"
+    return value == "mistral"
+
+
+def check_system_prompt(job: Job, findings: Findings) -> Iterator[Diagnostic]:
+    """A system prompt the spec gives where the Mistral layout has none: torchtune's
+    template raises on the first row ("System prompts are not supported"), and the
+    accelerate entrypoint lays rows out the same way. (System messages inside the data can
+    only be found when the rows are read.)"""
+    if not mistral_layout(job):
+        return
+    from ftspec.spec.rules.data import datasets
+
+    for path, ds in datasets(job.spec):
+        if ds.new_system_prompt is not None:
+            yield findings.error((*path, "new_system_prompt"), "the Mistral chat layout has "
+                                 "no system message (torchtune's MistralChatTemplate refuses "
+                                 "one at the first row)", "mistral-system",
+                                 hint="remove new_system_prompt, or use chat_template: "
+                                 "llama2 (which places it inside the first [INST])")

@@ -4,9 +4,10 @@ Files: Ray's ``runtime_env`` cannot carry inline file contents (``working_dir`` 
 ``py_modules`` take local folders or remote zip URIs, which a KubeRay submitter pod does not
 have). So the launcher's files travel as base64 JSON in the runtime_env variable
 ``FTSPEC_FILES`` (base64 because Ray expands ``${…}`` in runtime_env variables),
-and the entrypoint starts with a short ``python -c`` that writes them into a per-run folder
-``/tmp/ftspec/<submission id>`` on the node that runs the entrypoint; the launcher's command
-line reads them there (absolute paths). runtime_env variables reach the entrypoint's
+and the entrypoint starts with a short ``python -c`` (``unpack_script``) that writes them into
+a per-run folder ``/tmp/ftspec/<submission id>`` on the node that runs the entrypoint, refusing
+a folder or file someone else prepared there; the launcher's command line reads them there
+(absolute paths). runtime_env variables reach the entrypoint's
 process, so this works with every submission mode and with the plain Jobs API.
 
 torchtune reads a local checkpoint: for an ``hf://`` model the entrypoint first runs
@@ -28,14 +29,11 @@ from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_
 from ftspec.targets import shell
 from ftspec.targets.base import Launch
 from ftspec.targets.embed import relocate
+from ftspec.targets.unpack_script import UNPACK
 
 FILES_ENV = "FTSPEC_FILES"
 RUN_ROOT = "/tmp/ftspec"
 NAME_KEY = "ftspec.dev/name"
-UNPACK = ('import base64,json,os,pathlib;d=pathlib.Path(os.environ["FTSPEC_RUN_DIR"]);'
-          'd.mkdir(parents=True,exist_ok=True);'
-          '[(d/n).write_text(t) for n,t in '
-          'json.loads(base64.b64decode(os.environ["FTSPEC_FILES"])).items()]')
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 

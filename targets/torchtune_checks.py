@@ -57,6 +57,9 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    "shards with FSDP2)", "deepspeed", hint="use strategy: fsdp, or "
                    "launcher: accelerate")
     yield from _builder_shape(job)
+    from ftspec.targets.chat_format import check_system_prompt
+
+    yield from check_system_prompt(job, _FINDINGS)
     if base_config(job) is None:
         tried = ", ".join(n for n, _ in config_candidates(job))
         topology = "one device" if job.world_size == 1 else f"{job.world_size} processes"

@@ -71,3 +71,21 @@ def test_special_tokens_warned_only_where_the_hf_tokenizer_reads_the_rows(
     found = [".".join(map(str, d.path)) for d in check_job(job, "accelerate")
              if d.severity is Severity.WARNING]
     assert ("model.tokenizer.special_tokens_uri" in found) is warned, found
+
+
+@pytest.mark.parametrize("launcher", ["torchtune", "accelerate"])
+@pytest.mark.parametrize(("template", "refused"), [(None, True), ("mistral", True),
+                                                    ("llama2", False)])
+def test_a_system_prompt_under_the_mistral_layout_is_refused_at_validate(
+        launcher: str, template: str | None, refused: bool) -> None:
+    """torchtune's MistralChatTemplate raises on a system message at the first row; a
+    spec-given system prompt is known before any row is read."""
+    job = make_job(allow_errors=True, launcher=launcher, deploy={"target": "local"},
+                   model={"uri": "hf://mistralai/Mistral-7B-Instruct-v0.2",
+                          "family": "mistral-7b", "chat_template": template},
+                   data={"train": {"uri": "hf://tatsu-lab/alpaca", "format": "instruct",
+                                   "new_system_prompt": "You are terse."}})
+    found = [(".".join(map(str, d.path)), d.code) for d in check_job(job, launcher)
+             if d.is_error]
+    hit = ("data.train.new_system_prompt", f"target.{launcher}.mistral-system") in found
+    assert hit is refused, found

@@ -3,18 +3,16 @@ in its own process group, report and stop it. Made a Ray actor by the driver."""
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ftspec.targets.ray_nodes import fill
+from ftspec.targets.unpack_script import UNPACK
 
 WATCH = """
 import os, signal, sys, time
@@ -75,13 +73,11 @@ class NodeRunner:
             return ip, int(sock.getsockname()[1]), node_id
 
     def _unpack(self) -> None:
-        files = os.environ.get("FTSPEC_FILES")
-        if not files:
+        """The launcher's files into the run's folder, as a one-node job writes them."""
+        if not os.environ.get("FTSPEC_FILES"):
             return
-        folder = Path(self.plan["run_dir"])
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in json.loads(base64.b64decode(files)).items():
-            (folder / name).write_text(text)
+        subprocess.run([sys.executable, "-c", UNPACK], check=True,
+                       env={**os.environ, "FTSPEC_RUN_DIR": self.plan["run_dir"]})
 
     def run(self, rank: int, addr: str, port: int) -> int:
         """Run the node's steps; the launcher's exit code (-N: killed by signal N)."""
