@@ -37,11 +37,27 @@ def _loaders(job: Job) -> Iterator[Diagnostic]:
                         hint="remove loader")
 
 
+def _resume(job: Job) -> Iterator[Diagnostic]:
+    """``Trainer.train(resume_from_checkpoint=...)`` reads a folder where the launcher runs;
+    nothing fetches a checkpoint from hf:// or s3:// there (the initializers fetch the model
+    and the data only)."""
+    from ftspec.targets.paths import scheme
+
+    resume = job.spec.training.checkpointing.resume_from
+    if resume is not None and "://" in resume and scheme(resume) not in ("file", "pvc"):
+        yield _err(("training", "checkpointing", "resume_from"), f"the Trainer resumes from "
+                   f"a checkpoint folder where it runs; nothing fetches {scheme(resume)}:// "
+                   "checkpoints", "resume-scheme",
+                   hint="give a file:// or pvc:// URI, or a path on the machine that runs "
+                   "the launcher")
+
+
 def _check(job: Job) -> Iterator[Diagnostic]:
     from ftspec.targets import accelerate_ep, accelerate_tokens
     from ftspec.targets.chat_format import check_system_prompt
 
     yield from _loaders(job)
+    yield from _resume(job)
     yield from accelerate_tokens.check(job)
     yield from check_system_prompt(job, _FINDINGS)
     yield from accelerate_ep.check(job)

@@ -128,4 +128,7 @@ class FineTuneSpec(SpecModel):
             found.append((("data", "validation", "uri"), d.validation.uri))
         if self.output is not None:
             found.append((("output", "uri"), self.output.uri))
+        resume = self.training.checkpointing.resume_from
+        if resume is not None and "://" in resume:  # else a path where the launcher runs
+            found.append((("training", "checkpointing", "resume_from"), resume))
         return [(path, uri) for path, uri in found if uri]

@@ -57,7 +57,9 @@ class Checkpointing(SpecModel):
     strategy: Literal["no", "steps", "epoch"] = Field(default="epoch", description="When to save.")
     steps: int | None = Field(default=None, ge=1, description="Save every N steps (steps).")
     total_limit: int | None = Field(default=None, ge=1, description="Checkpoints kept.")
-    resume_from: str | None = Field(default=None, description="Checkpoint to resume from.")
+    resume_from: str | None = Field(
+        default=None, description="Checkpoint folder to resume from: file://, pvc:// or a path "
+        "on the machine that runs the launcher (restores weights, optimizer, scheduler, RNG).")
 
 
 class EarlyStopping(SpecModel):

@@ -68,7 +68,9 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                               "ray-file-uri",
                               hint="the path must exist there; else use hf:// or s3://")
                 continue
-            hint = ("use an absolute file:///path that exists on the Ray nodes, or hf://, "
-                    "s3://" if target == "ray" else "use hf://, s3:// or pvc://")
+            fetched = "pvc://" if path[-1] == "resume_from" else "hf://, s3:// or pvc://"
+            hint = ("use an absolute file:///path that exists on the Ray nodes"
+                    + (", or hf://, s3://" if path[-1] != "resume_from" else "")
+                    if target == "ray" else f"use {fetched}")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
                         "remote-file-uri", hint=hint)
