@@ -55,24 +55,25 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
     if identity_only:
         return Prepared(backend, tuple(_desired(c) for c in first))
     early = backend if isinstance(backend, Prefetcher) else None
-    done = []
+    done: list[tuple[Compiled, Desired | None]] = []
     try:
         opts = backend.compile_options(jobs, base)
         for each in first:  # a spec's live reads start while the next one compiles
             compiled = compile_spec(each, "artifacts", opts)
-            done.append(compiled)
-            if early is not None and compiled.ok:
-                early.prefetch(_desired(compiled))
+            ready = _desired(compiled) if compiled.ok else None
+            done.append((compiled, ready))
+            if early is not None and ready is not None:
+                early.prefetch(ready)  # the same Desired goes to the plan
     except BaseException:
         if early is not None:
             early.drop_prefetched()
         raise
-    errors = tuple(d for c in done for d in c.errors)
+    errors = tuple(d for c, _ in done for d in c.errors)
     if errors:
         if early is not None:
             early.drop_prefetched()
         return Prepared(backend, (), errors)
-    return Prepared(backend, tuple(_desired(c) for c in done))
+    return Prepared(backend, tuple(ready for _, ready in done if ready is not None))
 
 
 def _desired(compiled: Compiled) -> Desired:

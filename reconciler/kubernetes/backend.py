@@ -60,6 +60,8 @@ class KubernetesBackend:
         """spec file -> its loaded document, to locate errors found while applying."""
         self._early: Early | None = None
         """Reads started before ``plan`` (``prefetch``), taken by the next plan."""
+        self._rendered: dict[int, tuple[Desired, list[dict[str, Any]]]] = {}
+        """id(desired) -> the objects rendered for it (the Desired kept: ids stay unique)."""
 
     @property
     def transport(self) -> Transport:
@@ -112,13 +114,21 @@ class KubernetesBackend:
     def prefetch(self, desired: Desired) -> None:
         """Start the server-side dry-runs of ``desired``'s objects (``Prefetcher``)."""
         early = self._early_reads()
-        for obj in rendering.render(desired):
+        for obj in self._render(desired):
             early.dry_run(obj)
+
+    def _render(self, desired: Desired) -> list[dict[str, Any]]:
+        """``rendering.render`` once per Desired: prefetch and plan share the objects."""
+        kept = self._rendered.get(id(desired))
+        if kept is None:
+            kept = self._rendered[id(desired)] = (desired, rendering.render(desired))
+        return kept[1]
 
     def drop_prefetched(self) -> None:
         if self._early is not None:
             self._early.close(cancel=True)
             self._early = None
+        self._rendered.clear()
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
@@ -169,7 +179,7 @@ class KubernetesBackend:
             return Plan(self.name, tuple(changes), digests, self._specs(desired),
                         tuple(warnings))
 
-        rendered = [(d, obj) for d in desired for obj in rendering.render(d)]
+        rendered = [(d, obj) for d in desired for obj in self._render(d)]
         wanted = {address(d.job.target, obj) for d, obj in rendered}
         by_addr = {address(d.job.target, live): live for d in desired
                    for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", [])}

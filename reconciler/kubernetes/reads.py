@@ -94,32 +94,31 @@ def raise_first(errors: list[BaseException]) -> None:
 
 
 class Early:
-    """Reads started ahead of the plan, by key: ``("list", kind, namespace)`` for the owned
-    objects of a scope, ``("dry-run", <the object as canonical JSON>)`` for a dry-run."""
+    """Reads started ahead of the plan: the owned objects of a scope by ``(kind,
+    namespace)``, a dry-run by the rendered object itself (the plan takes the very objects
+    the prefetch rendered, unchanged: ``KubernetesBackend._render``)."""
 
     def __init__(self, transport: Transport) -> None:
         self.reader = Reader(transport)
-        self.futures: dict[tuple[str, ...], Future[Any]] = {}
+        self.lists: dict[tuple[str, str], Future[list[dict[str, Any]]]] = {}
+        self.dry_runs: dict[int, tuple[dict[str, Any], Future[dict[str, Any] | None]]] = {}
+        """id(object) -> (the object, kept so the id stays its own; its dry-run)."""
 
     def owned(self, kind: str, namespace: str) -> None:
-        key = ("list", kind, namespace)
-        if key not in self.futures:
-            self.futures[key] = self.reader.submit(self.reader.owned, kind, namespace)
+        if (kind, namespace) not in self.lists:
+            self.lists[(kind, namespace)] = self.reader.submit(self.reader.owned, kind,
+                                                               namespace)
 
     def dry_run(self, obj: dict[str, Any]) -> None:
-        key = ("dry-run", _canonical(obj))
-        if key not in self.futures:
-            self.futures[key] = self.reader.submit(self.reader.dry_run, obj)
+        if id(obj) not in self.dry_runs:
+            self.dry_runs[id(obj)] = (obj, self.reader.submit(self.reader.dry_run, obj))
 
     def take_owned(self, kind: str, namespace: str) -> Future[list[dict[str, Any]]] | None:
-        return self.futures.pop(("list", kind, namespace), None)
+        return self.lists.pop((kind, namespace), None)
 
     def take_dry_run(self, obj: dict[str, Any]) -> Future[dict[str, Any] | None] | None:
-        return self.futures.pop(("dry-run", _canonical(obj)), None)
+        kept = self.dry_runs.pop(id(obj), None)
+        return None if kept is None or kept[0] is not obj else kept[1]
 
     def close(self, *, cancel: bool = False) -> None:
         self.reader.close(cancel=cancel)
-
-
-def _canonical(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
