@@ -36,6 +36,8 @@ SPEC_FILE_KEY = "ftspec.dev/spec-file"
 PHASES = {"PENDING": Phase.PENDING, "RUNNING": Phase.RUNNING, "SUCCEEDED": Phase.SUCCEEDED,
           "FAILED": Phase.FAILED, "STOPPED": Phase.FAILED}
 _STOP_TIMEOUT_S = 60.0
+_SETTLE_S = 3.0
+"""How long a deleted job must stay gone before its submission id counts as free."""
 
 
 def address(spec_id: str) -> str:
@@ -229,15 +231,23 @@ class RayBackend:
                     raise BackendError(f"job {sid} did not stop within {_STOP_TIMEOUT_S:.0f} s",
                                        retryable=True)
                 time.sleep(0.5)
-        deleted = api.delete(sid)
+        api.delete(sid)
         deadline = time.monotonic() + _STOP_TIMEOUT_S
-        while not self._gone(api, sid):  # the id is free only once the job is gone
+        gone_since: float | None = None
+        # The id is free only once the job is gone, and stays gone: Ray refuses a delete
+        # while a stopped job winds down, and its job supervisor can write the job's final
+        # record after the status turned terminal, bringing a deleted entry back.
+        while gone_since is None or time.monotonic() - gone_since < _SETTLE_S:
+            if self._gone(api, sid):
+                if gone_since is None:
+                    gone_since = time.monotonic()
+            else:
+                gone_since = None
+                api.delete(sid)
             if time.monotonic() > deadline:
                 raise BackendError(f"job {sid} was not deleted within {_STOP_TIMEOUT_S:.0f} s",
                                    retryable=True)
             time.sleep(0.5)
-            if not deleted:  # Ray refuses while a stopped job is still winding down: ask again
-                deleted = api.delete(sid)
         reporter.event(f"deleted job {sid}", submission_id=sid)
 
     @staticmethod
