@@ -5,16 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ftspec.cli.main import main
 from ftspec.targets.torchtune_configs import configs_dir, torchtune_installed
+from helpers.cli_run import run
 
 pytestmark = pytest.mark.skipif(not torchtune_installed(), reason="torchtune not installed")
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture()

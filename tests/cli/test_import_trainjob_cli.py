@@ -6,15 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ftspec.cli.main import main
+from helpers.cli_run import run
 
 CORPUS = Path(__file__).parents[1] / "importers" / "corpus" / "trainjob"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_import_trainjob_writes_a_spec_that_validates(

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ftspec.cli.main import main
+from helpers.cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -29,12 +29,6 @@ def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("FORCE_COLOR", raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_many_files_in_one_call(capsys: pytest.CaptureFixture[str]) -> None:
