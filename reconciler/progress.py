@@ -218,10 +218,15 @@ class Tracker:
                 return (timed[-1].at - timed[0].at) / (timed[-1].step - timed[0].step)
         return None
 
-    def tokens_per_s(self) -> float | None:
+    def logged_rate(self) -> float | None:
+        """The launcher's own tokens a second, averaged over the last steps (it is jumpy)."""
         logged = [p.tokens_per_s for p in self.points[-5:] if p.tokens_per_s is not None]
-        if logged:  # the launcher's own figure, averaged over the last steps (it is jumpy)
-            return sum(logged) / len(logged)
+        return sum(logged) / len(logged) if logged else None
+
+    def tokens_per_s(self) -> float | None:
+        logged = self.logged_rate()
+        if logged is not None:
+            return logged
         per_step = self.seconds_per_step()
         if per_step and self.tokens_per_step:
             return self.tokens_per_step / per_step
@@ -310,9 +315,9 @@ def status_metrics(tracker: Tracker, *, elapsed_s: float | None, ended: bool
 
 
 def _average_rate(tracker: Tracker, elapsed_s: float | None) -> float | None:
-    logged = [p.tokens_per_s for p in tracker.points[-5:] if p.tokens_per_s is not None]
-    if logged:
-        return sum(logged) / len(logged)
+    logged = tracker.logged_rate()
+    if logged is not None:
+        return logged
     last = tracker.last
     tokens = tracker.tokens_seen()
     if tokens is None and last is not None and tracker.tokens_per_step:
