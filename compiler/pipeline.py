@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from ftspec.compiler import cache
 from ftspec.compiler.cache import Slot
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
@@ -120,8 +121,6 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
     (its ``file`` names it), or an earlier result to carry on from. A file's result is
     kept between runs (``ftspec.compiler.cache``) and reused while nothing it was computed
     from has changed."""
-    from ftspec.compiler import cache
-
     opts = options or CompileOptions()
     slot = _slot(spec, stage, opts)
     if slot is None:
@@ -142,8 +141,6 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
 
 def _slot(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
           opts: CompileOptions) -> Slot | None:
-    from ftspec.compiler import cache
-
     if isinstance(spec, SourceDoc):
         return None
     if isinstance(spec, Compiled):
