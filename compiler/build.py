@@ -6,10 +6,12 @@ import hashlib
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 from ftspec.compiler.memory import estimate_memory
+from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import (
     OWNER_LABEL,
@@ -124,11 +126,13 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     )
     ident = spec_id(spec, source)
     digest = spec_hash(spec)
+    pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \
+        spec.deploy.kubeflow.trainer_version
     labels = dict(spec.metadata.labels)
     labels.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: ident})
     annotations = dict(spec.metadata.annotations)
     annotations[SPEC_HASH_ANNOTATION] = digest
-    return Job(
+    job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,
         name=spec.metadata.name, namespace=spec.metadata.namespace,
         launcher=spec.launcher, target=spec.deploy.target,
@@ -141,13 +145,9 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
         model=facts, lora_modules=lora_modules, memory=memory,
         labels=labels, annotations=annotations,
-        trainer_version=trainer_version or _pinned_trainer(spec),
+        trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
     )
-
-
-def _pinned_trainer(spec: FineTuneSpec) -> str:
-    pinned = spec.deploy.kubeflow.trainer_version
-    return NEWEST_TRAINER if pinned == "auto" else pinned
+    return replace(job, summary=ml_summary(job))
 
 
 def _train_examples(spec: FineTuneSpec) -> int | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.compiler.memory import fit_by_accelerator
-from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import Job
 
@@ -18,7 +17,7 @@ def explain_data(job: Job) -> dict[str, Any]:
     return {
         "name": job.name,
         "spec_id": job.spec_id,
-        "summary": ml_summary(job),
+        "summary": job.summary,
         "derived": {
             "nodes": job.nodes,
             "processes_per_node": job.procs_per_node,

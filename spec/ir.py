@@ -2,20 +2,27 @@
 
 Targets read the Job, never the raw spec arithmetic: batch math, topology, naming and the
 memory estimate live here (built by ``ftspec.compiler.build``) so no target recomputes them.
+
+A pickled Job (the compile cache keeps them between runs) carries its spec as a pickle of
+its own, unpickled on first use: commands that read only the derived values (``plan`` over
+specs that did not change) never import the pydantic models.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+import pickle
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
 
-from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
 
 OWNER_LABEL = "app.kubernetes.io/managed-by"
 OWNER_VALUE = "ftspec"
 SPEC_ID_LABEL = "ftspec.dev/spec-id"
 SPEC_HASH_ANNOTATION = "ftspec.dev/spec-hash"
+
+if TYPE_CHECKING:
+    from ftspec.spec.model import FineTuneSpec
 
 
 @dataclass(frozen=True)
@@ -120,3 +127,30 @@ class Job:
     """The Kubeflow Trainer API generation the kubeflow target renders for: the live
     cluster's when a backend detected it, else ``deploy.kubeflow.trainer_version``
     (``auto`` = newest)."""
+    trainer_pin: str | None = None
+    """``deploy.kubeflow.trainer_version`` unless ``auto``: the version the spec insists on."""
+    summary: dict[str, str] = field(default_factory=dict)
+    """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
+    what platform objects carry and what ``plan`` words its changes with."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "spec"}
+        return _unpickle_job, (pickle.dumps(self.spec, pickle.HIGHEST_PROTOCOL), state)
+
+    def __getattr__(self, name: str) -> Any:
+        """Only reached for ``spec`` of an unpickled Job whose spec was not read yet."""
+        blob = self.__dict__.get("_spec_blob") if name == "spec" else None
+        if blob is None:
+            raise AttributeError(name)
+        spec = pickle.loads(blob)
+        object.__setattr__(self, "spec", spec)
+        object.__delattr__(self, "_spec_blob")
+        return spec
+
+
+def _unpickle_job(spec_blob: bytes, state: dict[str, Any]) -> Job:
+    job = object.__new__(Job)
+    for name, value in state.items():
+        object.__setattr__(job, name, value)
+    object.__setattr__(job, "_spec_blob", spec_blob)
+    return job

@@ -30,7 +30,6 @@ from typing import Any
 from ftspec.spec.catalog.accelerators import accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
-from ftspec.spec.model.deploy import RayNodes, RoCE
 from ftspec.targets.embed import set_flags
 
 DRIVER_MODULE = "ftspec.targets.entrypoints.ray_nodes"
@@ -145,7 +144,8 @@ def _warn(path: tuple[str, ...], summary: str, code: str) -> Diagnostic:
 def _inert_settings(job: Job, target: str) -> list[Diagnostic]:
     """``deploy.ray_nodes`` settings that change nothing for this job."""
     ray_nodes = job.spec.deploy.ray_nodes
-    roce, default = ray_nodes.roce, RoCE()
+    roce = ray_nodes.roce
+    default = type(roce)()
     changed = [name for name in ("resource", "hca", "gid_index", "devices_per_node")
                if getattr(roce, name) != getattr(default, name)]
     found = []
@@ -163,7 +163,7 @@ def _inert_settings(job: Job, target: str) -> list[Diagnostic]:
                            "with nodes: 1 it only asks for the RoCE resource",
                            f"{target}.roce-single-node"))
     for name, what in (("cpus", "sizes"), ("ready_timeout_s", "bounds the wait for")):
-        if getattr(ray_nodes, name) != RayNodes.model_fields[name].default:
+        if getattr(ray_nodes, name) != type(ray_nodes).model_fields[name].default:
             found.append(_warn((name,), f"{name} {what} the node bundles of a multi-node run; "
                                "this job has one node", f"{target}.single-node"))
     return found

@@ -18,15 +18,17 @@ YAML11_SPECIAL = re.compile(
 )
 
 
-_UNPRINTABLE = re.compile("[^\n\t\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-                          "|[\x85\u2028\u2029\ufeff]")
+_UNPRINTABLE = ("[^\n\t\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+                "|[\x85\u2028\u2029\ufeff]")
 """What a literal block cannot hold: control characters (ESC, CR, …), surrogates and the
-characters YAML reads as line breaks. Such text is written double-quoted with escapes."""
+characters YAML reads as line breaks. Such text is written double-quoted with escapes.
+(A pattern, compiled by ``re`` on first use: compiling its ranges costs milliseconds that
+``plan``, which unpickles artifacts but writes no YAML, need not pay.)"""
 
 
 def _str_representer(dumper: Any, data: str) -> Any:
     tag = "tag:yaml.org,2002:str"
-    if "\n" in data and not _UNPRINTABLE.search(data):
+    if "\n" in data and not re.search(_UNPRINTABLE, data):
         return dumper.represent_scalar(tag, data, style="|")
     if YAML11_SPECIAL.match(data):
         return dumper.represent_scalar(tag, data, style="'")

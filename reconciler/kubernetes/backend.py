@@ -13,7 +13,6 @@ from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.kubeconfig import load_connection
 from ftspec.reconciler.kubernetes.locate import locate
-from ftspec.reconciler.kubernetes.observe import job_status, metric_lines
 from ftspec.reconciler.kubernetes.planner import (
     ObjectInput,
     OwnershipError,
@@ -27,10 +26,7 @@ from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
 from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
-from ftspec.reconciler.logread import LogFollowerText
 from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
-from ftspec.reconciler.progress import tracker_for
-from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.platforms import (
@@ -85,9 +81,8 @@ class KubernetesBackend:
             crd = reader.crd(rendering.TRAINJOB_CRD)
         finally:
             reader.close()
-        pinned = next((job.spec.deploy.kubeflow.trainer_version for job in jobs
-                       if job.target == "kubeflow"
-                       and job.spec.deploy.kubeflow.trainer_version != "auto"), None)
+        pinned = next((job.trainer_pin for job in jobs
+                       if job.target == "kubeflow" and job.trainer_pin), None)
         if crd is None:
             self._compile_warnings.append(
                 "could not read the TrainJob CRD (not allowed); rendering for "
@@ -257,6 +252,7 @@ class KubernetesBackend:
 
     def _status(self, desired: Desired) -> tuple[Status, list[str]]:
         """The status, with the log lines (of one pod) it read the training metrics from."""
+        from ftspec.reconciler.kubernetes.observe import job_status, metric_lines
         ref = self._job_object(desired)
         addr = address(desired.job.target, ref)
         live = Reader(self.transport).get(ref)
@@ -277,6 +273,10 @@ class KubernetesBackend:
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
+        from ftspec.reconciler.logread import LogFollowerText
+        from ftspec.reconciler.progress import tracker_for
+        from ftspec.reconciler.waiting import Observed, wait_until_done
+
         seen = LogFollowerText()
         latest: list[Status] = []
 

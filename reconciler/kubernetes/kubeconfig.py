@@ -68,16 +68,19 @@ def _read(path: Path, limit: int, what: str) -> str:
 
 def _parse(path: Path) -> dict[str, Any]:
     """One kubeconfig file as a mapping; any other shape is a BackendError that names the
-    file and line but never quotes its content (it holds credentials)."""
-    from ftspec.spec.diagnostics import SpecError
-    from ftspec.spec.loader import parse_yaml
+    file and line but never quotes its content (it holds credentials).
+
+    Read with PyYAML's pure-Python safe loader: YAML 1.1 like kubectl's own reader (``yes``
+    is true), plain values only, aliases shared rather than expanded, and nesting bounded by
+    Python's recursion limit (libyaml's composer recurses on the C stack)."""
+    import yaml
 
     text = _read(path, MAX_KUBECONFIG_BYTES, "kubeconfig")
     try:
-        data = parse_yaml(text, str(path)).data if text.strip() else {}
-    except SpecError as exc:
-        span = exc.diagnostics[0].span if exc.diagnostics else None
-        at = f" (line {span.line}, column {span.col})" if span else ""
+        data = yaml.load(text, Loader=yaml.SafeLoader) if text.strip() else {}
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise BackendError(f"kubeconfig {path} is not valid YAML{at}",
                            hint="check --kubeconfig / KUBECONFIG") from None
     if not isinstance(data, dict):

@@ -38,7 +38,7 @@ def _manifests(desired: Desired) -> list[dict[str, Any]]:
 
 def render(desired: Desired) -> list[dict[str, Any]]:
     """The objects with ownership labels, namespace and the ML summary annotation."""
-    from ftspec.compiler.summary import SUMMARY_ANNOTATION, ml_summary
+    from ftspec.compiler.summary import SUMMARY_ANNOTATION
 
     job = desired.job
     out = []
@@ -52,6 +52,6 @@ def render(desired: Desired) -> list[dict[str, Any]]:
         for key, value in job.annotations.items():
             annotations.setdefault(key, value)
         if obj.get("kind") == JOB_KIND.get(job.target):
-            annotations[SUMMARY_ANNOTATION] = json.dumps(ml_summary(job), sort_keys=False)
+            annotations[SUMMARY_ANNOTATION] = json.dumps(job.summary, sort_keys=False)
         out.append(obj)
     return out

@@ -1,6 +1,6 @@
 """One HTTP client for the whole run: JSON requests with retry and backoff.
 
-The default transport is urllib3 (already a dependency of the official client) with the
+The default transport is a keep-alive pool on the standard library (``pool.py``) with the
 kubeconfig read by ``kubeconfig.py``: importing the official ``kubernetes`` package costs
 1-2 s here, more than a whole plan. Kubeconfigs with ``exec``/``auth-provider`` users (or
 ``FTSPEC_KUBE_CLIENT=official``) go through the official client's ApiClient instead.
@@ -27,37 +27,23 @@ JSON = "application/json"
 Sender = Callable[[str, str, "bytes | None", dict[str, str], float], "tuple[int, bytes]"]
 
 
-class _Urllib3Sender:
+class _PoolSender:
     def __init__(self, conn: Connection) -> None:
-        import urllib3
+        from ftspec.reconciler.kubernetes.pool import ConnectionPool, tls_context
 
-        kwargs: dict[str, Any] = {"maxsize": 16, "retries": False}
-        if conn.insecure:
-            kwargs["cert_reqs"] = "CERT_NONE"
-            urllib3.disable_warnings()
-        else:
-            kwargs["cert_reqs"] = "CERT_REQUIRED"
-            if conn.ca_file:
-                kwargs["ca_certs"] = conn.ca_file
-        if conn.cert_file:
-            kwargs["cert_file"] = conn.cert_file
-            kwargs["key_file"] = conn.key_file
-        self._pool = urllib3.PoolManager(**kwargs)
+        self._pool = ConnectionPool(tls_context(conn.ca_file, conn.cert_file, conn.key_file,
+                                                conn.insecure))
         self._auth = {"Authorization": f"Bearer {conn.token}"} if conn.token else {}
-        self._urllib3 = urllib3
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
                  timeout: float) -> tuple[int, bytes]:
-        resp = self._pool.request(method, url, body=body, headers={**self._auth, **headers},
-                                  timeout=self._urllib3.Timeout(connect=5.0, read=timeout),
-                                  redirect=False)
-        return resp.status, resp.data
+        return self._pool.request(method, url, body, {**self._auth, **headers}, timeout)
 
 
 class _OfficialSender:
     """``exec`` / ``auth-provider`` users: the official client works out the credentials
     (runs the plugin, refreshes an expiring token before each request); the request itself
-    goes through the same urllib3 pool as any other, so the client's REST layer (whose
+    goes through the same pool as any other, so the client's REST layer (whose
     signatures change between releases) is never called."""
 
     def __init__(self, conn: Connection) -> None:
@@ -78,7 +64,7 @@ class _OfficialSender:
                 f"({type(exc).__name__} from the kubernetes client's exec/auth-provider "
                 "support)", hint="check the user's exec / auth-provider entry") from None
         cfg = self._config
-        self._pool = _Urllib3Sender(replace(
+        self._pool = _PoolSender(replace(
             conn, token=None, ca_file=conn.ca_file or cfg.ssl_ca_cert,
             cert_file=conn.cert_file or cfg.cert_file, key_file=conn.key_file or cfg.key_file))
 
@@ -102,8 +88,8 @@ class Transport:
         self.round_trips = 0
         self._lock = threading.Lock()
         official = os.environ.get("FTSPEC_KUBE_CLIENT") == "official" or conn.needs_official_client
-        self._send: Sender = _OfficialSender(conn) if official else _Urllib3Sender(conn)
-        self.client_name = "kubernetes" if official else "urllib3"
+        self._send: Sender = _OfficialSender(conn) if official else _PoolSender(conn)
+        self.client_name = "kubernetes" if official else "http.client"
 
     def request(self, method: str, path: str, body: Any = None, *,
                 query: Mapping[str, str] | None = None, content_type: str = JSON,
@@ -135,7 +121,7 @@ class Transport:
                 with self._lock:
                     self.round_trips += 1
                 status, data = self._send(method, url, raw, headers, self.timeout)
-            except Exception as exc:  # noqa: BLE001 - urllib3/ssl/socket errors alike
+            except Exception as exc:  # noqa: BLE001 - http/ssl/socket errors alike
                 err: BackendError = unreachable(self.conn.server, _reason(exc))
             else:
                 if status < 400:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.compiler.summary import describe_changes, ml_summary
+from ftspec.compiler.summary import describe_changes
 from ftspec.reconciler.backend import (
     BackendError,
     Desired,
@@ -81,7 +81,7 @@ class LocalBackend:
         launch = prepare(d)
         return {"spec_id": d.job.spec_id, "spec_hash": d.job.spec_hash,
                 "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
-                "summary": ml_summary(d.job), **launch.to_json()}
+                "summary": d.job.summary, **launch.to_json()}
 
     def _change(self, d: Desired) -> Change:
         job = d.job

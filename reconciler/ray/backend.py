@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes, ml_summary
+from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
@@ -63,7 +63,7 @@ def submission(d: Desired) -> dict[str, Any]:
     meta = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
     meta.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: job.spec_id,
                  SPEC_HASH_ANNOTATION: job.spec_hash, SPEC_FILE_KEY: _spec_file(d.spec_file),
-                 SUMMARY_ANNOTATION: json.dumps(ml_summary(job), sort_keys=True)})
+                 SUMMARY_ANNOTATION: json.dumps(job.summary, sort_keys=True)})
     payload["metadata"] = meta
     return payload
 
@@ -141,7 +141,7 @@ class RayBackend:
             reason += f"; {', '.join(active)} is stopped first"
         return Change(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
                       fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),),
-                      ml_changes=describe_changes(old_summary, ml_summary(d.job)))
+                      ml_changes=describe_changes(old_summary, d.job.summary))
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes: list[Change] = []

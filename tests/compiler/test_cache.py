@@ -234,3 +234,55 @@ def test_a_fifo_is_never_read_again_nor_kept(cached: Path, tmp_path: Path) -> No
     assert result.cache is not None
     assert dict(result.cache.deps)[str(fifo)] == cache.UNKEEPABLE
     assert not list(cached.glob("*.pickle"))
+
+
+def test_a_kept_job_reads_its_spec_on_first_use(cached: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Job comes back with every derived value; its spec, unpickled only when read,
+    equals the one compiled, and the Job still compares and copies as a dataclass."""
+    import dataclasses
+
+    spec = SpecInput(_spec(tmp_path))
+    first = compile_spec(spec, "artifacts").job
+    _forbid_compiling(monkeypatch)
+    again = compile_spec(spec, "artifacts").job
+    assert first is not None and again is not None
+    assert "spec" not in vars(again)
+    assert again.summary == first.summary and again.summary["method"] == "lora"
+    assert again.spec == first.spec
+    assert "spec" in vars(again) and "_spec_blob" not in vars(again)
+    assert again == first
+    moved = dataclasses.replace(again, trainer_version="v2.1")
+    assert moved.spec == first.spec and moved.trainer_version == "v2.1"
+
+
+WARM_PLAN_PROBE = """
+import json, sys
+from pathlib import Path
+from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
+from ftspec.reconciler.desired import _desired
+from ftspec.reconciler.kubernetes.render import render
+first = compile_spec(SpecInput(Path(sys.argv[1])), "identity", CompileOptions(schema="on-error"))
+done = compile_spec(first, "artifacts", CompileOptions(schema="on-error", trainer_version="v2.1"))
+objects = render(_desired(done))
+print(json.dumps({"ok": done.ok, "kinds": [o["kind"] for o in objects],
+                  "pydantic": "pydantic" in sys.modules}))
+"""
+
+
+def test_a_warm_plan_does_not_import_the_spec_models(tmp_path: Path) -> None:
+    """What `plan` does with specs unchanged since they were compiled (the compile stages
+    and rendering the objects) comes from the cache without importing pydantic; the first
+    run, which compiles, does import it (so the probe can see the difference)."""
+    import json
+
+    path = _spec(tmp_path)
+    env = {**os.environ, "FTSPEC_COMPILE_CACHE": "on", "FTSPEC_CACHE_DIR": str(tmp_path / "c")}
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", WARM_PLAN_PROBE, str(path)], env=env,
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+    assert runs[0] == {"ok": True, "kinds": ["TrainJob"], "pydantic": True}
+    assert runs[1] == {"ok": True, "kinds": ["TrainJob"], "pydantic": False}

@@ -1,0 +1,120 @@
+"""Keep-alive HTTP(S) connections to the API server, on the standard library's http.client.
+
+Why our own: the transport needs only JSON requests and whole responses over TLS with a CA
+and client certificates, and urllib3 (the usual choice) costs ~45 ms to import here, a
+tenth of a whole 50-spec ``ftspec plan`` (``bench/plan.py``). What it would have given us
+is kept: one TLS context for the run, idle connections reused across threads (at most
+``MAX_IDLE`` per server), a connection the server closed while idle is noticed before use
+and replaced, and a separate connect timeout. No redirects are followed and nothing is
+retried here; ``Transport`` decides about retries.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import ssl
+import threading
+from urllib.parse import urlsplit
+
+CONNECT_TIMEOUT_S = 5.0
+MAX_IDLE = 16
+"""Idle connections kept per server (the plan's reads run on up to 8 threads)."""
+
+
+def tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None,
+                insecure: bool) -> ssl.SSLContext:
+    """Verify the server against ``ca_file`` (else the system's CAs) and its name, unless
+    ``insecure`` (kubeconfig's ``insecure-skip-tls-verify``); present the client
+    certificate when there is one."""
+    context = ssl.create_default_context(cafile=None if insecure else ca_file)
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+class ConnectionPool:
+    def __init__(self, tls: ssl.SSLContext) -> None:
+        self._tls = tls
+        self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+
+    def request(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
+                timeout: float) -> tuple[int, bytes]:
+        """Send one request; the status and the whole body. Socket, TLS and HTTP errors
+        propagate (``OSError``, ``http.client.HTTPException``)."""
+        parts = urlsplit(url)
+        scheme = parts.scheme
+        host = parts.hostname or ""
+        port = parts.port or (443 if scheme == "https" else 80)
+        key = (scheme, host, port)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        conn = self._take(key)
+        if conn is None:
+            conn = self._connect(key)
+        try:
+            assert conn.sock is not None
+            conn.sock.settimeout(timeout)
+            conn.request(method, target, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except BaseException:
+            conn.close()
+            raise
+        if resp.will_close:
+            conn.close()
+        else:
+            self._give(key, conn)
+        return resp.status, data
+
+    def _connect(self, key: tuple[str, str, int]) -> http.client.HTTPConnection:
+        scheme, host, port = key
+        conn: http.client.HTTPConnection
+        if scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S,
+                                               context=self._tls)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S)
+        conn.connect()
+        return conn
+
+    def _take(self, key: tuple[str, str, int]) -> http.client.HTTPConnection | None:
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+            if conn is None:
+                return None
+            if conn.sock is not None and not _dropped(conn.sock):
+                return conn
+            conn.close()
+
+    def _give(self, key: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) < MAX_IDLE:
+                idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            conns = [c for idle in self._idle.values() for c in idle]
+            self._idle.clear()
+        for conn in conns:
+            conn.close()
+
+
+def _dropped(sock: socket.socket) -> bool:
+    """An idle connection is readable only when the server closed it (or broke protocol)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
