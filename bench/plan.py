@@ -8,6 +8,11 @@ live objects, then prints median wall times and the ratios: one `ftspec plan SPE
 specs vs one `kubectl diff --server-side -f DIR` over the same N compiled objects (one
 process each; target <= 1). kubectl is used for the comparison only.
 
+The N specs are taken twice: unchanged since `apply` (ftspec then knows from each object's
+recorded digest and managedFields that the server's dry-run would return it unchanged, and
+skips it: ``reconciler/kubernetes/drift.unchanged_since_applied``), and each with a new
+label (every object changed: both tools dry-run every one).
+
 Each ftspec figure is taken twice: with the compile cache as a user has it after `apply`
 (warm: the specs unchanged since they were compiled; ``ftspec.compiler.cache``) and with
 it off (``FTSPEC_COMPILE_CACHE=off``: every spec loaded, validated and compiled anew, as on
@@ -125,6 +130,24 @@ def main() -> None:
                                       many_kubectl, few)
         many_cold, many_kc2 = _alternate(lambda: _once([*FTSPEC, "plan", *specs], cold_env),
                                          many_kubectl, few)
+
+        # every spec changed (a new label): every object is dry-run by both tools
+        changed, changed_dir, edited = [], work / "changed", work / "edited"
+        changed_dir.mkdir()
+        edited.mkdir()
+        for spec in specs:  # the same file names: a spec's id comes from its file name
+            path = edited / Path(spec).name
+            path.write_text(Path(spec).read_text(encoding="utf-8").replace(
+                "labels: {team: nlp}", "labels: {team: nlp, edited: 'yes'}"))
+            changed.append(str(path))
+        out = subprocess.run([*FTSPEC, "plan", *changed, "--json"], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        for i, change in enumerate(json.loads(out)["changes"]):
+            assert change["action"] == "update", change["action"]
+            (changed_dir / f"trainjob{i:02d}.json").write_text(json.dumps(change["after"]))
+        edit_ft, edit_kc = _alternate(
+            lambda: _once([*FTSPEC, "plan", *changed], env),
+            lambda: _once([*kdiff, str(changed_dir)], env, ok=(0, 1)), few)
     shutil.rmtree(work, ignore_errors=True)
     n = args.specs
     print(f"(ftspec {'without' if args.no_bytecode else 'with'} bytecode cache; "
@@ -135,7 +158,9 @@ def main() -> None:
             (f"{n} specs", "compile cache warm", many_ft, f"kubectl diff -f DIR ({n})", many_kc,
              1),
             (f"{n} specs", "compile cache off ", many_cold, f"kubectl diff -f DIR ({n})",
-             many_kc2, 1)]
+             many_kc2, 1),
+            (f"{n} specs", "every one changed  ", edit_ft, f"kubectl diff -f DIR ({n})",
+             edit_kc, 1)]
     for what, mode, ft, peer, kc, target in rows:
         print(f"{what:9s} ftspec plan, {mode} {ft * 1000:6.0f} ms | {peer:27s} "
               f"{kc * 1000:5.0f} ms | ratio {ft / kc:5.2f} (target <= {target})")

@@ -184,7 +184,7 @@ class KubernetesBackend:
             addr = address(d.job.target, obj)
             live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
             dry_futs.append((early and early.take_dry_run(obj))
-                            or reader.submit(reader.dry_run, obj))
+                            or reader.submit(reader.applied_result, obj, by_addr.get(addr)))
         for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):
             addr = address(d.job.target, obj)
             try:

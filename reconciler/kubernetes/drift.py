@@ -75,3 +75,70 @@ def recorded_digest(live: dict[str, Any]) -> str | None:
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     value = annotations.get(APPLIED_DIGEST_ANNOTATION)
     return value if isinstance(value, str) else None
+
+
+IDENTITY_FIELDS = {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")}
+"""What an applied object names but no manager owns (managedFields never list them)."""
+DIGEST_FIELDS = {("metadata",), ("metadata", "annotations"),
+                 ("metadata", "annotations", APPLIED_DIGEST_ANNOTATION)}
+"""What apply adds to the desired object (``essence.with_applied_digest``)."""
+
+
+def unchanged_since_applied(live: dict[str, Any], desired: dict[str, Any]) -> bool:
+    """Whether applying ``desired`` would leave ``live`` exactly as it is, known from the
+    object alone:
+
+    - ftspec last applied this very object (the recorded digest is its digest);
+    - ftspec is the only manager of its fields, and its one Apply entry owns exactly the
+      fields that apply sends (so a re-apply removes nothing and takes over nothing);
+    - every value ``desired`` sets is still the live value.
+
+    Then the server's dry-run of the apply would return ``live`` unchanged, and the plan
+    need not ask for it. Anything else (another manager, a field someone removed or set
+    under ftspec's name, a value changed) is for the dry-run to tell."""
+    from ftspec.reconciler.kubernetes.essence import applied_digest
+
+    if recorded_digest(live) != applied_digest(desired):
+        return False
+    entries = [e for e in (live.get("metadata") or {}).get("managedFields") or []
+               if e.get("subresource") != "status"]
+    if len(entries) != 1 or entries[0].get("manager") != FIELD_MANAGER \
+            or entries[0].get("operation") != "Apply":
+        return False
+    sent = set(_set_paths(desired)) - IDENTITY_FIELDS | DIGEST_FIELDS
+    if set(_owned_paths(entries[0].get("fieldsV1") or {})) != sent:
+        return False
+    return _holds(desired, live)
+
+
+def _owned_paths(tree: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterable[tuple[str, ...]]:
+    """Mapping fields of a managedFields tree; a list is one field (its items not entered)."""
+    for key, sub in tree.items():
+        if key.startswith("f:"):
+            path = (*prefix, key[2:])
+            yield path
+            if isinstance(sub, dict):
+                yield from _owned_paths(sub, path)
+
+
+def _set_paths(obj: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterable[tuple[str, ...]]:
+    """The same for an object: every mapping key, lists not entered."""
+    for key, value in obj.items():
+        path = (*prefix, key)
+        yield path
+        if isinstance(value, dict):
+            yield from _set_paths(value, path)
+
+
+def _holds(want: Any, have: Any) -> bool:
+    """``have`` has every value of ``want`` (mappings may hold more, server defaults; lists
+    item by item; scalars equal and of the same JSON type)."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            key in have and _holds(value, have[key]) for key, value in want.items())
+    if isinstance(want, list):
+        return isinstance(have, list) and len(want) == len(have) and all(
+            _holds(w, h) for w, h in zip(want, have))
+    if isinstance(want, bool) or isinstance(have, bool):
+        return want is have
+    return type(want) is type(have) and bool(want == have)

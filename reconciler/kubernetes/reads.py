@@ -1,7 +1,11 @@
 """Live reads for a plan, in parallel on one transport: CRD, owned objects, GETs, dry-runs.
 
 ``Early`` holds reads started before the plan asks for them (while later specs still
-compile); the plan takes each at most once and starts whatever is missing itself."""
+compile); the plan takes each at most once and starts whatever is missing itself.
+
+An object that nothing changed since ftspec applied it (``drift.unchanged_since_applied``)
+is not dry-run: the server would answer with the live object, which the plan already has
+from its scope's list. A plan over many unchanged specs thus costs a few lists."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.reconciler.kubernetes.drift import unchanged_since_applied
 from ftspec.reconciler.kubernetes.errors import ApiError, missing_crd
 from ftspec.reconciler.kubernetes.resources import KINDS, describe, object_path, resource_of
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
@@ -85,6 +90,16 @@ class Reader:
             raise
 
 
+    def applied_result(self, obj: dict[str, Any], live: dict[str, Any] | None
+                       ) -> dict[str, Any] | None:
+        """What applying ``obj`` would make of it: ``live`` itself when nothing changed
+        since ftspec applied this very object (``drift.unchanged_since_applied``: the
+        server would answer with it), else the server's dry-run."""
+        if live is not None and unchanged_since_applied(live, obj):
+            return live
+        return self.dry_run(obj)
+
+
 def raise_first(errors: list[BaseException]) -> None:
     for err in errors:
         if isinstance(err, BackendError):
@@ -111,7 +126,23 @@ class Early:
 
     def dry_run(self, obj: dict[str, Any]) -> None:
         if id(obj) not in self.dry_runs:
-            self.dry_runs[id(obj)] = (obj, self.reader.submit(self.reader.dry_run, obj))
+            meta = obj.get("metadata") or {}
+            listed = self.lists.get((str(obj.get("kind")), str(meta.get("namespace"))))
+            self.dry_runs[id(obj)] = (obj, self.reader.submit(self._applied, obj, listed))
+
+    def _applied(self, obj: dict[str, Any], listed: Future[list[dict[str, Any]]] | None
+                 ) -> dict[str, Any] | None:
+        """``Reader.applied_result`` with the live object from its scope's list (the list
+        the plan takes too), once that arrives."""
+        live = None
+        if listed is not None:
+            try:
+                name = (obj.get("metadata") or {}).get("name")
+                live = next((item for item in listed.result()
+                             if (item.get("metadata") or {}).get("name") == name), None)
+            except Exception:  # noqa: BLE001 - the plan reports the list's failure
+                live = None
+        return self.reader.applied_result(obj, live)
 
     def take_owned(self, kind: str, namespace: str) -> Future[list[dict[str, Any]]] | None:
         return self.lists.pop((kind, namespace), None)

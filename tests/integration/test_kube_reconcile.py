@@ -123,6 +123,65 @@ def test_drift_by_other_manager_and_conflict(env: dict[str, Any],
     assert run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode").code == 0
 
 
+@pytest.fixture
+def dry_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the objects the plan asked the server to dry-run."""
+    from ftspec.reconciler.kubernetes.reads import Reader
+
+    seen: list[str] = []
+    real = Reader.dry_run
+
+    def counted(self: Reader, obj: dict[str, Any]) -> dict[str, Any] | None:
+        seen.append(obj["metadata"]["name"])
+        return real(self, obj)
+
+    monkeypatch.setattr(Reader, "dry_run", counted)
+    return seen
+
+
+def test_an_object_unchanged_since_applied_is_not_dry_run(
+        env: dict[str, Any], capsys: pytest.CaptureFixture[str], dry_runs: list[str]) -> None:
+    """The server would answer with the live object: the plan knows it without asking.
+    Whatever may differ is asked: a changed spec, or another manager's edit."""
+    ns, spec, cluster = env["ns"], env["spec"], env["cluster"]
+    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
+    dry_runs.clear()
+    assert run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode").code == 0
+    assert dry_runs == []
+    plan = _plan_json(capsys, spec, ns, "--set", "metadata.labels.team=vision")
+    assert _actions(plan) == {f"kubeflow.TrainJob.{ns}/{NAME}": "update"}
+    assert dry_runs == [NAME]
+    _merge_patch(cluster, ns, NAME, {"metadata": {"labels": {"team": "nlp2"}}}, "someone")
+    dry_runs.clear()
+    (change,) = _plan_json(capsys, spec, ns)["changes"]
+    assert change["action"] == "update" and change["drift"] is True
+    assert dry_runs == [NAME]
+
+
+def test_fields_set_under_ftspecs_name_are_still_found(
+        env: dict[str, Any], capsys: pytest.CaptureFixture[str], dry_runs: list[str]) -> None:
+    """Someone applies ftspec's own object plus a label, as field manager ftspec: the digest
+    and the manager match, yet a re-apply would remove the label. The plan asks the server
+    and shows it."""
+    ns, spec, cluster = env["ns"], env["spec"], env["cluster"]
+    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
+    live = _trainjobs(cluster, ns)[0]
+    meta = live["metadata"]
+    impostor = {"apiVersion": live["apiVersion"], "kind": live["kind"], "spec": live["spec"],
+                "metadata": {"name": meta["name"], "namespace": ns,
+                             "labels": {**meta["labels"], "extra": "1"},
+                             "annotations": meta["annotations"]}}
+    cluster.request("PATCH", f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/"
+                    f"{NAME}?fieldManager=ftspec", json.dumps(impostor).encode(),
+                    content_type="application/apply-patch+yaml")
+    dry_runs.clear()
+    (change,) = _plan_json(capsys, spec, ns)["changes"]
+    assert dry_runs == [NAME]
+    assert change["action"] == "update"
+    assert [(f["path"], f["before"], f["after"]) for f in change["fields"]] == [
+        ("metadata.labels.extra", "1", None)]
+
+
 def test_orphan_prune_after_rename_never_another_spec(env: dict[str, Any],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     ns, spec, cluster, tmp = env["ns"], env["spec"], env["cluster"], env["tmp"]
