@@ -247,6 +247,10 @@ KUBECONFIGS = {
     "token-not-string": ("clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
                          "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
                          "users: [{name: u, user: {token: [1, 2]}}]\ncurrent-context: c\n"),
+    "nested-too-deep": "clusters: " + "[" * 100_000 + "\n",
+    "impossible-date": "current-context: !!timestamp 2024-13-45\n",
+    "python-tag": "clusters: !!python/object/apply:os.system ['true']\n",
+    "unhashable-key": "{[a]: b}\n",
 }
 
 
