@@ -137,15 +137,15 @@ class Job:
         state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "spec"}
         return _unpickle_job, (pickle.dumps(self.spec, pickle.HIGHEST_PROTOCOL), state)
 
-    def __getattr__(self, name: str) -> Any:
-        """Only reached for ``spec`` of an unpickled Job whose spec was not read yet."""
-        blob = self.__dict__.get("_spec_blob") if name == "spec" else None
-        if blob is None:
-            raise AttributeError(name)
-        spec = pickle.loads(blob)
-        object.__setattr__(self, "spec", spec)
-        object.__delattr__(self, "_spec_blob")
-        return spec
+    if not TYPE_CHECKING:  # for mypy, a Job has its fields and nothing else
+
+        def __getattr__(self, name: str) -> Any:
+            """Only reached for ``spec`` of an unpickled Job whose spec was not read yet."""
+            known = self.__dict__
+            blob = known.get("_spec_blob") if name == "spec" else None
+            if blob is None:
+                raise AttributeError(name)
+            return known.setdefault("spec", pickle.loads(blob))  # one value for all threads
 
 
 def _unpickle_job(spec_blob: bytes, state: dict[str, Any]) -> Job:
