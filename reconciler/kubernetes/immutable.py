@@ -9,6 +9,7 @@ a changed path it is a prefix of, or that is a prefix of it (a whole section add
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ftspec.spec.platforms import OVERRIDES_TRAINER
 
@@ -41,13 +42,16 @@ def immutable_fields(kind: str, trainer_version: str | None = None) -> tuple[str
     return ()
 
 
-def _segments(path: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _segments(path: str) -> tuple[str, ...]:
+    """``a.b[3]["c.d"]`` -> ``("a", "b", "[]", "c.d")`` (kept: a plan asks for the same
+    patterns and paths once per changed field of every object)."""
     path = re.sub(r"\[\d+\]", "[]", path)
     path = re.sub(r'\["([^"]*)"\]', r".\1", path)
-    return [s for s in re.split(r"\.|(?=\[\])", path) if s]
+    return tuple(s for s in re.split(r"\.|(?=\[\])", path) if s)
 
 
-def _match(pattern: list[str], path: list[str]) -> bool:
+def _match(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
     for p, s in zip(pattern, path):
         if p != s and p != "*":
             return False
