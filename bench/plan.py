@@ -139,6 +139,8 @@ def main() -> None:
             path = edited / Path(spec).name
             path.write_text(Path(spec).read_text(encoding="utf-8").replace(
                 "labels: {team: nlp}", "labels: {team: nlp, edited: 'yes'}"))
+            past = time.time() - 10  # edited a while ago: a result read within the same
+            os.utime(path, (past, past))  # second is never kept (compiler/cache.py: racy)
             changed.append(str(path))
         out = subprocess.run([*FTSPEC, "plan", *changed, "--json"], env=env, check=True,
                              capture_output=True, text=True).stdout

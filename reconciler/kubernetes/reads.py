@@ -23,7 +23,10 @@ from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE
 
 T = TypeVar("T")
 FIELD_MANAGER = "ftspec"
-POOL_SIZE = 16
+POOL_SIZE = 8
+"""Requests in flight at once: enough to hide a remote server's latency, gentle on a shared
+API server (client-go's default allows bursts of 10). More threads only contend for the
+GIL parsing answers: 16 planned 50 changed specs ~10% slower than 8 here (2 cores)."""
 
 
 class Reader:
