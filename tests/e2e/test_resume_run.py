@@ -2,17 +2,20 @@
 tiny model for 6 steps and checkpoints every 2; run B is the same spec resumed from A's
 checkpoint-2 into a fresh output folder. B must continue A exactly.
 
-Two cases, one per way the accelerate target runs TRL's SFTTrainer and one per form of the
+Three cases, one per way the accelerate target runs TRL's SFTTrainer and one per form of the
 field the compiler maps: full fine-tuning of a ``text`` dataset through TRL's own ``trl sft``
 script, resumed from a ``file://`` URI; LoRA on the Alpaca rows through ftspec's preparation
-entrypoint, resumed from a plain path. Both hand ``resume_from_checkpoint`` to
-``Trainer.train``, which restores the weights (or the adapter), the optimizer, the scheduler,
-the RNG states and the trainer state, and skips the batches already trained on.
+entrypoint, resumed from a plain path; and that LoRA run on two processes (DDP over gloo,
+``processes_per_node: 2``, micro batch 2 on each), whose checkpoint holds one RNG state per
+process. Both entrypoints hand ``resume_from_checkpoint`` to ``Trainer.train``, which
+restores the weights (or the adapter), the optimizer, the scheduler, the RNG states and the
+trainer state, and skips the batches already trained on.
 
-What "exactly" means here, and why it can be asked for: one process on CPU, fp32, no dropout
-(LoRA dropout 0, the tiny Llama has none), a fixed seed. The sampler's order comes from the
-seed, the resumed data loader skips the 2 steps' batches, and the forward and backward passes
-are the same operations on the same tensors — so B's steps 3..6 are bit-for-bit A's: the full
+What "exactly" means here, and why it can be asked for: CPU, fp32, no dropout (LoRA dropout
+0, the tiny Llama has none), a fixed seed; with two processes, gloo's all-reduce of two ranks'
+gradients adds them in one fixed order. The sampler's order comes from the seed, the resumed
+data loader skips the 2 steps' batches, and the forward and backward passes are the same
+operations on the same tensors — so B's steps 3..6 are bit-for-bit A's: the full
 precision losses, gradient norms and learning rates in the trainers' ``trainer_state.json``
 histories are equal, and so are the final weights. No tolerance is needed; a difference would
 be a resume that lost something.
@@ -46,7 +49,7 @@ PEAK_LR = 1e-3
 
 
 def _spec(assets: TinyAssets, data: dict[str, Any], method: str, out: Path,
-          resume_from: str | None) -> dict[str, Any]:
+          resume_from: str | None, processes: int = 1) -> dict[str, Any]:
     lora = {"lora": {"rank": 4, "alpha": 8, "dropout": 0.0}} if method == "lora" else {}
     checkpointing: dict[str, Any] = {"strategy": "steps", "steps": 2}
     if resume_from is not None:
@@ -59,11 +62,11 @@ def _spec(assets: TinyAssets, data: dict[str, Any], method: str, out: Path,
         "data": {"train": data, "max_seq_len": 256},
         "method": {"kind": method, **lora},
         "training": {"max_steps": 6, "epochs": None, "global_batch_size": 4,
-                     "micro_batch_size": 4, "learning_rate": PEAK_LR, "seed": 7,
+                     "micro_batch_size": 4 // processes, "learning_rate": PEAK_LR, "seed": 7,
                      # warm-up to the peak at step 3, then cosine decay: every step's lr differs
                      "scheduler": {"name": "cosine", "warmup_steps": 2},
                      "logging": {"steps": 1}, "checkpointing": checkpointing},
-        "resources": {"gpus_per_node": 0},
+        "resources": {"gpus_per_node": 0, "processes_per_node": processes},
         "output": {"uri": f"file://{out}"},
         "launcher": "accelerate", "deploy": {"target": "local"},
     }
@@ -107,10 +110,12 @@ def _text_rows(assets: TinyAssets, dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("case", ["full-trl-uri", "lora-entrypoint-path"])
+@pytest.mark.parametrize("case", ["full-trl-uri", "lora-entrypoint-path",
+                                  "lora-entrypoint-path-2proc"])
 def test_resumed_run_continues_the_first_exactly(case: str, tiny_assets: TinyAssets,
                                                  tmp_path: Path) -> None:
     method = case.split("-")[0]
+    processes = 2 if case.endswith("2proc") else 1
     if method == "full":
         data = {"uri": f"file://{_text_rows(tiny_assets, tmp_path / 'text.jsonl')}",
                 "format": "text"}
@@ -120,19 +125,22 @@ def test_resumed_run_continues_the_first_exactly(case: str, tiny_assets: TinyAss
     checkpoint_2 = out_a / "checkpoint-2"
     resume = f"file://{checkpoint_2}" if case.endswith("uri") else str(checkpoint_2)
 
-    log_a, sft_a = _launch(_spec(tiny_assets, data, method, out_a, None), tmp_path / "a", tmp_path)
+    log_a, sft_a = _launch(_spec(tiny_assets, data, method, out_a, None, processes),
+                           tmp_path / "a", tmp_path)
     module = "trl.scripts.sft" if method == "full" else "ftspec.targets.entrypoints.hf_sft"
     assert f"-m {module}" in (tmp_path / "a" / "command.sh").read_text()
     assert "resume_from_checkpoint" not in sft_a
     assert {p.name for p in out_a.glob("checkpoint-*")} == {f"checkpoint-{s}" for s in (2, 4, 6)}
     # what Trainer.train(resume_from_checkpoint=...) reads besides the weights
-    assert {"optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"} <= {
+    rng = {"rng_state.pth"} if processes == 1 else {f"rng_state_{r}.pth"  # one per process
+                                                      for r in range(processes)}
+    assert {"optimizer.pt", "scheduler.pt", "trainer_state.json", *rng} <= {
         p.name for p in checkpoint_2.iterdir()}
     a = train_records(log_a)
     assert len(a) == 6, log_a[-3000:]
 
-    log_b, sft_b = _launch(_spec(tiny_assets, data, method, out_b, resume), tmp_path / "b",
-                           tmp_path)
+    log_b, sft_b = _launch(_spec(tiny_assets, data, method, out_b, resume, processes),
+                           tmp_path / "b", tmp_path)
     assert sft_b["resume_from_checkpoint"] == str(checkpoint_2)
     b = train_records(log_b)
 
