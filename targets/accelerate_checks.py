@@ -64,7 +64,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \
-            and spec.distributed.expert_parallel == 1 \
+            and not accelerate_ep.expert_parallel(job) \
             and fsdp.sharding not in ("full_shard", "shard_grad_op"):
         yield _err(("distributed", "fsdp", "sharding"), f"accelerate's FSDP2 config reshards or "
                    f"not (full_shard / shard_grad_op); {fsdp.sharding} needs FSDP1",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.spec.ir import Job
+from ftspec.targets.accelerate_ep import expert_parallel
 
 MAIN_PROCESS_PORT = 29500
 MIXED_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}
@@ -48,7 +49,7 @@ def distributed_type(job: Job) -> str:
     accelerate only starts the processes."""
     if job.world_size == 1:
         return "NO"
-    if job.spec.distributed.expert_parallel > 1:
+    if expert_parallel(job):
         return "MULTI_GPU"
     return {"fsdp": "FSDP", "deepspeed": "DEEPSPEED"}.get(job.strategy, "MULTI_GPU")
 

@@ -17,6 +17,7 @@ from typing import Any
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import IA3, PromptTuning
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
+from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
 from ftspec.targets.chat_format import template_kind, torchtune_layout
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
@@ -69,8 +70,6 @@ def sft_config(job: Job, p: RunPaths) -> dict[str, Any]:
     t = spec.training
     cfg: dict[str, Any] = {"model_name_or_path": p.model_id}
     cfg.update(_model(job))
-    from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
-
     if expert_parallel(job):  # from_pretrained shards the model: ep_size, fsdp_size
         cfg["model_init_kwargs"] = {"distributed_config": distributed_config(job)}
     cfg.update(_data(job, p))
@@ -226,9 +225,8 @@ def _save(job: Job) -> dict[str, Any]:
         out["save_steps"] = t.evaluation.steps or t.logging.steps
     if c.total_limit is not None:
         out["save_total_limit"] = c.total_limit
-    if job.spec.distributed.expert_parallel > 1 and out["save_strategy"] != "no":
+    if expert_parallel(job) and out["save_strategy"] != "no":
         out["save_only_model"] = True  # the Trainer's condition for a model sharded at load
-
     if c.resume_from is not None:
         out["resume_from_checkpoint"] = (local_path(c.resume_from) if "://" in c.resume_from
                                          else c.resume_from)

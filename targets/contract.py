@@ -25,6 +25,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
+from ftspec.targets.accelerate_ep import expert_parallel
 from pydantic import BaseModel
 
 SECTIONS: dict[KeyPath, tuple[str, ...]] = {
@@ -82,10 +83,6 @@ def _hf_tokenized(job: Job) -> bool:
     from ftspec.targets.accelerate_tokens import torchtune_tokenized
 
     return not torchtune_tokenized(job)
-
-
-def _ep(job: Job) -> bool:
-    return job.spec.distributed.expert_parallel > 1
 
 
 def _jinja_template(job: Job) -> bool:
@@ -154,7 +151,7 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "state dict for its checkpoints"),
     ),
     "accelerate": (
-        *(Gap(("distributed", "fsdp", key), _W, _EP_FSDP.format(what), when=_ep)
+        *(Gap(("distributed", "fsdp", key), _W, _EP_FSDP.format(what), when=expert_parallel)
           for key, what in _EP_FSDP_KNOBS.items()),
         Gap(("distributed", "ddp"), _W, "the accelerate target leaves DDP's settings at "
             "PyTorch's defaults (backend, bucket size, unused parameters, timeout)"),
@@ -171,7 +168,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             "original parameters", when=lambda job: _fsdp_version(job) == 2),
         Gap(("distributed", "fsdp", "sync_module_states"), _W, "accelerate syncs module "
             "states whenever cpu_ram_efficient_loading is on",
-            when=lambda job: not _ep(job) and job.spec.distributed.fsdp is not None
+            when=lambda job: not expert_parallel(job)
+            and job.spec.distributed.fsdp is not None
             and job.spec.distributed.fsdp.cpu_ram_efficient_loading),
         Gap(("data", "train", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
             "files and hub datasets", "convert the data to JSON Lines",
