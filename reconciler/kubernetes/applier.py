@@ -9,12 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Reporter, StalePlanError
+from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.essence import with_applied_digest
 from ftspec.reconciler.kubernetes.lease import SpecLease
 from ftspec.reconciler.kubernetes.planner import owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
-from ftspec.reconciler.kubernetes.reads import FIELD_MANAGER, Reader
+from ftspec.reconciler.kubernetes.reads import Reader
 from ftspec.reconciler.kubernetes.resources import describe, object_path
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan

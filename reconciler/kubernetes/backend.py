@@ -253,6 +253,7 @@ class KubernetesBackend:
     def _status(self, desired: Desired) -> tuple[Status, list[str]]:
         """The status, with the log lines (of one pod) it read the training metrics from."""
         from ftspec.reconciler.kubernetes.observe import job_status, metric_lines
+
         ref = self._job_object(desired)
         addr = address(desired.job.target, ref)
         live = Reader(self.transport).get(ref)

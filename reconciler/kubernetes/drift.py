@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ftspec.reconciler.kubernetes.essence import APPLIED_DIGEST_ANNOTATION
+from ftspec.reconciler.kubernetes.essence import APPLIED_DIGEST_ANNOTATION, applied_digest
 
 FIELD_MANAGER = "ftspec"
 
@@ -96,8 +96,6 @@ def unchanged_since_applied(live: dict[str, Any], desired: dict[str, Any]) -> bo
     Then the server's dry-run of the apply would return ``live`` unchanged, and the plan
     need not ask for it. Anything else (another manager, a field someone removed or set
     under ftspec's name, a value changed) is for the dry-run to tell."""
-    from ftspec.reconciler.kubernetes.essence import applied_digest
-
     if recorded_digest(live) != applied_digest(desired):
         return False
     entries = [e for e in (live.get("metadata") or {}).get("managedFields") or []

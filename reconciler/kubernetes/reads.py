@@ -10,19 +10,19 @@ from its scope's list. A plan over many unchanged specs thus costs a few lists."
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ftspec.reconciler.backend import BackendError
-from ftspec.reconciler.kubernetes.drift import unchanged_since_applied
+from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER, unchanged_since_applied
 from ftspec.reconciler.kubernetes.errors import ApiError, missing_crd
 from ftspec.reconciler.kubernetes.resources import KINDS, describe, object_path, resource_of
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE
 
 T = TypeVar("T")
-FIELD_MANAGER = "ftspec"
 POOL_SIZE = 8
 """Requests in flight at once: enough to hide a remote server's latency, gentle on a shared
 API server (client-go's default allows bursts of 10). More threads only contend for the
@@ -92,7 +92,6 @@ class Reader:
                 return {"forbidden": str(exc)}
             raise
 
-
     def applied_result(self, obj: dict[str, Any], live: dict[str, Any] | None
                        ) -> dict[str, Any] | None:
         """What applying ``obj`` would make of it: ``live`` itself when nothing changed
@@ -121,6 +120,8 @@ class Early:
         self.lists: dict[tuple[str, str], Future[list[dict[str, Any]]]] = {}
         self.dry_runs: dict[int, tuple[dict[str, Any], Future[dict[str, Any] | None]]] = {}
         """id(object) -> (the object, kept so the id stays its own; its dry-run)."""
+        self._names: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
 
     def owned(self, kind: str, namespace: str) -> None:
         if (kind, namespace) not in self.lists:
@@ -130,22 +131,33 @@ class Early:
     def dry_run(self, obj: dict[str, Any]) -> None:
         if id(obj) not in self.dry_runs:
             meta = obj.get("metadata") or {}
-            listed = self.lists.get((str(obj.get("kind")), str(meta.get("namespace"))))
-            self.dry_runs[id(obj)] = (obj, self.reader.submit(self._applied, obj, listed))
+            scope = (str(obj.get("kind")), str(meta.get("namespace")))
+            listed = self.lists.get(scope)  # held now: the plan takes it from `lists` later
+            self.dry_runs[id(obj)] = (obj, self.reader.submit(self._applied, obj, scope,
+                                                              listed))
 
-    def _applied(self, obj: dict[str, Any], listed: Future[list[dict[str, Any]]] | None
-                 ) -> dict[str, Any] | None:
+    def _applied(self, obj: dict[str, Any], scope: tuple[str, str],
+                 listed: Future[list[dict[str, Any]]] | None) -> dict[str, Any] | None:
         """``Reader.applied_result`` with the live object from its scope's list (the list
         the plan takes too), once that arrives."""
         live = None
         if listed is not None:
             try:
-                name = (obj.get("metadata") or {}).get("name")
-                live = next((item for item in listed.result()
-                             if (item.get("metadata") or {}).get("name") == name), None)
+                live = self._by_name(scope, listed).get((obj.get("metadata") or {}).get("name"))
             except Exception:  # noqa: BLE001 - the plan reports the list's failure
                 live = None
         return self.reader.applied_result(obj, live)
+
+    def _by_name(self, scope: tuple[str, str], listed: Future[list[dict[str, Any]]]
+                 ) -> dict[Any, dict[str, Any]]:
+        """The scope's listed objects by name, indexed once for all its objects."""
+        with self._lock:
+            index = self._names.get(scope)
+        if index is None:
+            index = {(item.get("metadata") or {}).get("name"): item for item in listed.result()}
+            with self._lock:
+                index = self._names.setdefault(scope, index)
+        return index
 
     def take_owned(self, kind: str, namespace: str) -> Future[list[dict[str, Any]]] | None:
         return self.lists.pop((kind, namespace), None)
