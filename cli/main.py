@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     debug = "-v" in args or "--debug" in args or os.environ.get("FTSPEC_DEBUG") == "1"
     try:
-        result: Any = cli.main(args=args, prog_name="ftspec", standalone_mode=False)
+        result: Any = _run(args)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
@@ -102,3 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a message
         return handle_unexpected(exc, debug)
     return int(result or 0)
+
+
+def _run(args: list[str]) -> Any:
+    """The command; then, once, why the compile cache was off if it was (a folder others
+    may write to: ``ftspec.compiler.cache``)."""
+    try:
+        return cli.main(args=args, prog_name="ftspec", standalone_mode=False)
+    finally:
+        cache = sys.modules.get("ftspec.compiler.cache")
+        warning = cache.take_warning() if cache is not None else None
+        if warning:
+            click.echo(f"warning: {warning}", err=True)

@@ -18,34 +18,53 @@ computing, check them all before reuse):
   compiling thread), each with the SHA-256 of its content or ``None`` where it could not
   be read. An entry is used only when every one of them still hashes the same.
 
-A hit returns a fresh copy (entries are unpickled per use), so callers may keep or change
-what they get. Entries are pickles; they are read only from a folder that this user owns
-and nobody else can write to, each file also owned by this user and private, so nobody
-else can make ftspec unpickle data of theirs. ``FTSPEC_COMPILE_CACHE=off`` turns the cache
-off; the folder is ``$FTSPEC_CACHE_DIR/compiled`` (default ``~/.cache/ftspec/compiled``,
-under ``$XDG_CACHE_HOME`` when set). Any trouble with the cache (unreadable, stale format,
-full disk) is a miss, never an error.
+An entry is data, never code: one line of JSON naming what it belongs to (the format, the
+key and the text the key is the digest of, the files with their digests, the digest of the
+value), then the value as JSON (``ftspec.compiler.cache_codec``), rebuilt into fresh
+objects on every use. It is read only when the entry names this very key and these inputs
+(an entry copied over another's file is a miss) and the value still has its digest
+(a truncated or altered one is a miss).
+
+Nobody else can plant or change an entry: every folder from the cache folder up to the
+user's home (or ``/`` for a folder outside it) must be this user's or root's and writable
+by nobody else (a folder with the sticky bit, such as ``/tmp``, may be writable by all:
+there nobody can rename or remove what is not theirs, and the folder below it must be
+ours). Otherwise the cache is off for the process and says so once
+(:func:`take_warning`). The entry is opened once, without following a link, and checked on
+the open descriptor: a regular file of this user's that nobody else may read or write.
+Folders are created 0700, entries written to a new temporary file (0600) and renamed.
+
+``FTSPEC_COMPILE_CACHE=off`` turns the cache off; the folder is
+``$FTSPEC_CACHE_DIR/compiled`` (default ``~/.cache/ftspec/compiled``, under
+``$XDG_CACHE_HOME`` when set). Any trouble with the cache (unreadable, foreign, corrupt,
+stale format, full disk) is a miss, never an error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
-import pickle
 import stat
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-FORMAT = 1
-"""Bumped when what an entry holds changes shape."""
+FORMAT = 2
+"""Bumped when what an entry holds changes shape (1: pickles, no longer read)."""
+
+SUFFIX = ".json"
 
 MAX_ENTRIES = 2000
 """Past this many entries, the oldest half is removed when the next one is written."""
+
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+"""An entry larger than this is not read (a spec is at most 1 MiB)."""
 
 CODE_PACKAGES = ("spec", "compiler", "targets", "schemas")
 """The ftspec packages a compilation runs (the reconciler and CLI only consume it)."""
@@ -55,6 +74,8 @@ MAX_DEP_BYTES = 64 * 1024 * 1024
 compiling saves)."""
 
 UNKEEPABLE = "unkeepable"
+
+T = TypeVar("T")
 
 Deps = tuple[tuple[str, str | None], ...]
 """Files a compilation opened: (path as opened, SHA-256 of its content or None)."""
@@ -80,6 +101,8 @@ class Slot:
 
     key: str
     deps: Deps = ()
+    inputs: str = field(default="", compare=False, repr=False)
+    """What ``key`` is the digest of (written into the entry, checked when it is read)."""
 
 
 def slot_for(*parts: object) -> Slot | None:
@@ -87,43 +110,58 @@ def slot_for(*parts: object) -> Slot | None:
     if not enabled():
         return None
     text = repr((FORMAT, _environment(), os.getcwd(), parts))
-    return Slot(hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest())
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    return Slot(digest, inputs=text)
 
 
-def load(slot: Slot) -> tuple[Any, Deps] | None:
-    """The value kept in ``slot`` and its files, if every file still reads the same."""
-    path = folder() / f"{slot.key}.pickle"
+def load(slot: Slot, kind: type[T]) -> tuple[T, Deps] | None:
+    """The value of type ``kind`` kept in ``slot`` and its files, if the entry is this
+    slot's and every file still reads the same; None on any trouble."""
+    from ftspec.compiler import cache_codec
+
+    where = _safe_folder(create=False)
+    if where is None:
+        return None
+    raw = _read_private(where / f"{slot.key}{SUFFIX}")
+    if raw is None:
+        return None
+    head, _, body = raw.partition(b"\n")
     try:
-        if not _private(path.parent) or not _private(path):
+        header = json.loads(head)
+        if not (type(header) is dict and header.get("format") == FORMAT
+                and header.get("key") == slot.key and header.get("inputs") == slot.inputs
+                and header.get("value") == hashlib.sha256(body).hexdigest()):
             return None
-        deps, value = pickle.loads(path.read_bytes())
-    except Exception:  # noqa: BLE001 (missing, unreadable, stale: all just a miss)
+        deps = _deps_of_header(header.get("deps"))
+        if deps is None or any(_digest(name) != digest for name, digest in deps):
+            return None
+        value: T = cache_codec.decode(json.loads(body), kind)
+        return value, deps
+    except (ValueError, RecursionError, cache_codec.Unreadable):
         return None
-    if any(_digest(name) != digest for name, digest in deps):
-        return None
-    return value, deps
 
 
 def store(slot: Slot, value: Any, deps: Deps) -> None:
     """Keep ``value`` computed from ``deps`` in ``slot`` (silently not, on any trouble)."""
-    where = folder()
-    try:
-        where.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(where):
-            return
-        data = pickle.dumps((deps, value), protocol=pickle.HIGHEST_PROTOCOL)
-        import tempfile
+    from ftspec.compiler import cache_codec
 
-        fd, tmp = tempfile.mkstemp(dir=where, prefix=".tmp-")  # created 0600
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, where / f"{slot.key}.pickle")
-        except BaseException:
-            os.unlink(tmp)
-            raise
+    if not slot.inputs or _digest_text(slot.inputs) != slot.key:
+        return
+    try:
+        body = json.dumps(cache_codec.encode(value, type(value)), separators=(",", ":"),
+                          allow_nan=True).encode("ascii")
+    except (cache_codec.Unreadable, TypeError, ValueError, RecursionError):
+        return
+    header = {"format": FORMAT, "key": slot.key, "inputs": slot.inputs,
+              "deps": [list(d) for d in deps], "value": hashlib.sha256(body).hexdigest()}
+    data = json.dumps(header, separators=(",", ":")).encode("ascii") + b"\n" + body
+    where = _safe_folder(create=True)
+    if where is None:
+        return
+    try:
+        _write_new(where, f"{slot.key}{SUFFIX}", data)
         _prune(where)
-    except Exception:  # noqa: BLE001 (a cache that cannot write is only slower)
+    except OSError:  # a cache that cannot write is only slower
         return
 
 
@@ -165,6 +203,15 @@ def keepable(deps: Deps, start_ns: int) -> bool:
     return True
 
 
+def take_warning() -> str | None:
+    """Why the cache was off in this process, the first time it is asked (then None): the
+    CLI prints it once, however many specs found the cache off."""
+    global _WARNING
+    with _WARN_LOCK:
+        warning, _WARNING = _WARNING, None
+    return warning
+
+
 RACY_NS = 1_000_000_000
 """File systems with one-second timestamps round a change made during a run down by up to
 this much."""
@@ -172,6 +219,121 @@ this much."""
 _RECORDERS: dict[int, list[str]] = {}
 _HOOKED = False
 _HOOK_LOCK = threading.Lock()
+_WARNING: str | None = None
+_WARNED = False
+_WARN_LOCK = threading.Lock()
+
+
+# ---- the folder and its entries -------------------------------------------------------
+
+
+def _safe_folder(create: bool) -> Path | None:
+    """The cache folder (its real path), if it and every folder above it up to the home
+    folder (or ``/``) are safe from other users; None if not (or not there, unless
+    ``create``: then the missing folders are made, 0700, below a safe one)."""
+    where = folder()
+    try:
+        real = Path(os.path.realpath(where))
+        existing = real
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        why = _unsafe(existing, own=existing == real)
+        if why is None and existing != real:
+            if not create:
+                return None
+            missing = [real, *real.parents][: len(real.parents) - len(existing.parents)]
+            for each in reversed(missing):
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(each, 0o700)
+            why = _unsafe(real, own=True)
+    except OSError:
+        return None
+    if why is None:
+        return real
+    global _WARNING, _WARNED
+    with _WARN_LOCK:
+        if not _WARNED:
+            _WARNED = True
+            _WARNING = (f"compile cache off: {why} (FTSPEC_CACHE_DIR names another folder; "
+                        "FTSPEC_COMPILE_CACHE=off turns the cache off quietly)")
+    return None
+
+
+def _unsafe(real: Path, own: bool) -> str | None:
+    """What makes ``real`` (a folder, links resolved) or a folder above it up to the home
+    folder (or ``/``) writable by another user, or None. ``own``: ``real`` is the cache
+    folder itself, which must be this user's."""
+    home = Path(os.path.realpath(Path.home()))
+    stop = home if real == home or home in real.parents else Path(real.anchor)
+    me = os.geteuid()
+    for each in [real, *real.parents]:
+        st = os.stat(each)
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{each} is not a folder"
+        if st.st_uid not in ((me,) if own else (me, 0)):
+            return f"{each} belongs to another user"
+        if st.st_mode & 0o022 and not (st.st_mode & stat.S_ISVTX and not own):
+            return f"others may write to {each}"
+        own = False
+        if each == stop:
+            break
+    return None
+
+
+def _read_private(path: Path) -> bytes | None:
+    """The content of ``path`` if it is a regular file of this user's that nobody else may
+    read or write: opened once, without following a link, checked on the descriptor."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
+                or st.st_mode & 0o077 or st.st_size > MAX_ENTRY_BYTES):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _write_new(where: Path, name: str, data: bytes) -> None:
+    """``data`` as ``where/name``: written to a new private file, then renamed over it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    tmp = where / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, where / name)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _deps_of_header(data: Any) -> Deps | None:
+    if type(data) is not list:
+        return None
+    deps = []
+    for item in data:
+        if not (type(item) is list and len(item) == 2 and type(item[0]) is str
+                and (item[1] is None or type(item[1]) is str)):
+            return None
+        deps.append((item[0], item[1]))
+    return tuple(deps)
+
+
+def _digest_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+# ---- the files a compilation read -----------------------------------------------------
 
 
 def _install_hook() -> None:
@@ -268,20 +430,10 @@ def _environment() -> tuple[object, ...]:
     return _ENVIRONMENT
 
 
-def _private(path: Path) -> bool:
-    """Owned by this user, and nobody else may write to it (nor read it, if a file)."""
-    st = path.stat()
-    if st.st_uid != os.getuid():
-        return False
-    if stat.S_ISDIR(st.st_mode):
-        return not st.st_mode & 0o022
-    return stat.S_ISREG(st.st_mode) and not st.st_mode & 0o077
-
-
 def _prune(where: Path) -> None:
-    entries = list(where.glob("*.pickle"))
+    entries = [p for p in where.iterdir() if p.name.endswith((SUFFIX, ".pickle"))]
     if len(entries) <= MAX_ENTRIES:
         return
-    entries.sort(key=lambda p: p.stat().st_mtime_ns)
+    entries.sort(key=lambda p: p.lstat().st_mtime_ns)
     for old in entries[: len(entries) // 2]:
         old.unlink(missing_ok=True)

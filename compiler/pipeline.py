@@ -125,8 +125,8 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
     slot = _slot(spec, stage, opts)
     if slot is None:
         return _compile(spec, stage, opts)
-    kept = cache.load(slot)
-    if kept is not None and isinstance(kept[0], Compiled):
+    kept = cache.load(slot, Compiled)
+    if kept is not None:
         return kept[0]
     earlier = spec.cache.deps if isinstance(spec, Compiled) and spec.cache else ()
     start = time.time_ns()
@@ -134,9 +134,16 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         result = _compile(spec, stage, opts)
     deps = cache.deps_of(opened, earlier)
     result = replace(result, cache=Slot(slot.key, deps))
-    if cache.keepable(deps, start):
+    if cache.keepable(deps, start) and not refused_for_secret(result):
         cache.store(slot, result, deps)
     return result
+
+
+def refused_for_secret(result: Compiled) -> bool:
+    """Whether a check found a credential in what was compiled (``rule.secret-literal``,
+    ``override.secret`` …: every such code names a secret). Nothing of such a result is
+    kept: the document, the spec and the ``--set`` values would hold the literal."""
+    return any("secret" in d.code for d in result.diagnostics)
 
 
 def _slot(spec: SpecInput | SourceDoc | Compiled, stage: Stage,

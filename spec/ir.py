@@ -3,15 +3,14 @@
 Targets read the Job, never the raw spec arithmetic: batch math, topology, naming and the
 memory estimate live here (built by ``ftspec.compiler.build``) so no target recomputes them.
 
-A pickled Job (the compile cache keeps them between runs) carries its spec as a pickle of
-its own, unpickled on first use: commands that read only the derived values (``plan`` over
-specs that did not change) never import the pydantic models.
+A Job read back from the compile cache (``ftspec.compiler.cache_codec``) carries its spec
+as JSON text, validated into the model on first use: commands that read only the derived
+values (``plan`` over specs that did not change) never import the pydantic models.
 """
 
 from __future__ import annotations
 
-import pickle
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
@@ -133,24 +132,15 @@ class Job:
     """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
     what platform objects carry and what ``plan`` words its changes with."""
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "spec"}
-        return _unpickle_job, (pickle.dumps(self.spec, pickle.HIGHEST_PROTOCOL), state)
-
     if not TYPE_CHECKING:  # for mypy, a Job has its fields and nothing else
 
         def __getattr__(self, name: str) -> Any:
-            """Only reached for ``spec`` of an unpickled Job whose spec was not read yet."""
+            """Only reached for ``spec`` of a kept Job whose spec was not read yet."""
             known = self.__dict__
-            blob = known.get("_spec_blob") if name == "spec" else None
-            if blob is None:
+            text = known.get("_spec_json") if name == "spec" else None
+            if text is None:
                 raise AttributeError(name)
-            return known.setdefault("spec", pickle.loads(blob))  # one value for all threads
+            from ftspec.spec.model import FineTuneSpec
 
-
-def _unpickle_job(spec_blob: bytes, state: dict[str, Any]) -> Job:
-    job = object.__new__(Job)
-    for name, value in state.items():
-        object.__setattr__(job, name, value)
-    object.__setattr__(job, "_spec_blob", spec_blob)
-    return job
+            # one value for all threads
+            return known.setdefault("spec", FineTuneSpec.model_validate_json(text))

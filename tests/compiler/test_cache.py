@@ -51,7 +51,7 @@ def test_second_compile_comes_from_the_cache(cached: Path, tmp_path: Path,
     spec = SpecInput(_spec(tmp_path))
     first = compile_spec(spec, "artifacts")
     assert first.ok and first.artifacts
-    assert len(list(cached.glob("*.pickle"))) == 1
+    assert len(list(cached.glob("*.json"))) == 1
     _forbid_compiling(monkeypatch)
     again = compile_spec(spec, "artifacts")
     assert again.artifacts == first.artifacts
@@ -118,11 +118,11 @@ def test_any_file_read_while_compiling_is_checked(cached: Path, tmp_path: Path) 
     deps = cache.deps_of(opened)
     assert [name for name, _ in deps] == [str(extra)]
     cache.store(slot, value, deps)
-    assert cache.load(slot) == ("one", deps)
+    assert cache.load(slot, str) == ("one", deps)
     extra.write_text("two", encoding="utf-8")
-    assert cache.load(slot) is None
+    assert cache.load(slot, str) is None
     extra.unlink()
-    assert cache.load(slot) is None
+    assert cache.load(slot, str) is None
 
 
 def test_files_of_other_threads_are_not_recorded(cached: Path, tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_a_file_changed_during_the_run_is_not_kept(cached: Path, tmp_path: Path)
     os.utime(path)  # modified "now": the content read may not be the content hashed
     result = compile_spec(SpecInput(path), "identity")
     assert result.ok
-    assert not list(cached.glob("*.pickle"))
+    assert not list(cached.glob("*.json"))
 
 
 def test_other_code_or_packages_give_another_key(cached: Path, tmp_path: Path,
@@ -173,22 +173,22 @@ def test_a_folder_others_can_write_is_never_read(cached: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     spec = SpecInput(_spec(tmp_path))
     compile_spec(spec, "identity")
-    (entry,) = cached.glob("*.pickle")
+    (entry,) = cached.glob("*.json")
     os.chmod(cached, 0o777)
     slot = pipeline._slot(spec, "identity", CompileOptions())
     assert slot is not None
-    assert cache.load(slot) is None
+    assert cache.load(slot, pipeline.Compiled) is None
     os.chmod(cached, 0o700)
-    assert cache.load(slot) is not None
+    assert cache.load(slot, pipeline.Compiled) is not None
     os.chmod(entry, 0o644)
-    assert cache.load(slot) is None
+    assert cache.load(slot, pipeline.Compiled) is None
 
 
 def test_a_broken_entry_is_a_miss(cached: Path, tmp_path: Path) -> None:
     spec = SpecInput(_spec(tmp_path))
     compile_spec(spec, "identity")
-    (entry,) = cached.glob("*.pickle")
-    entry.write_bytes(b"not a pickle")
+    (entry,) = cached.glob("*.json")
+    entry.write_bytes(b"not an entry")
     again = compile_spec(spec, "identity")
     assert again.ok
 
@@ -208,7 +208,7 @@ def test_the_cli_answers_the_same_and_sees_edits(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "ftspec.cli", "validate", str(path)]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr
-    assert list((tmp_path / "c" / "compiled").glob("*.pickle"))
+    assert list((tmp_path / "c" / "compiled").glob("*.json"))
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr)
     path.write_text(path.read_text(encoding="utf-8").replace("learning_rate: 3.0e-4", "learning_rate: -3.0e-4"),
@@ -233,7 +233,7 @@ def test_a_fifo_is_never_read_again_nor_kept(cached: Path, tmp_path: Path) -> No
         signal.alarm(0)
     assert result.cache is not None
     assert dict(result.cache.deps)[str(fifo)] == cache.UNKEEPABLE
-    assert not list(cached.glob("*.pickle"))
+    assert not list(cached.glob("*.json"))
 
 
 def test_a_kept_job_reads_its_spec_on_first_use(cached: Path, tmp_path: Path,
