@@ -286,3 +286,68 @@ def test_a_warm_plan_does_not_import_the_spec_models(tmp_path: Path) -> None:
         runs.append(json.loads(proc.stdout))
     assert runs[0] == {"ok": True, "kinds": ["TrainJob"], "pydantic": True}
     assert runs[1] == {"ok": True, "kinds": ["TrainJob"], "pydantic": False}
+
+
+GOLDEN = ROOT / "tests" / "golden"
+ROUND_TRIPS = [(example.name, target.name) for example in sorted(ROOT.glob("examples/*.yaml"))
+               for target in sorted((GOLDEN / example.stem).iterdir()) if target.is_dir()]
+
+
+@pytest.mark.parametrize(("example", "target"), ROUND_TRIPS)
+def test_every_example_comes_back_equal(cached: Path, example: str, target: str) -> None:
+    """The key correctness test of the entry format: each example, for each of its golden
+    targets, at each stage, stored and read back, equals what was compiled (jobs with their
+    spec, artifacts with their text, diagnostics, the document and its source map)."""
+    source = SpecInput(ROOT / "examples" / example)
+    for stage, opts in (("identity", CompileOptions()), ("checks", CompileOptions()),
+                        ("artifacts", CompileOptions(target=target)),
+                        ("artifacts", CompileOptions(target=target, schema="on-error",
+                                                     trainer_version="v2.1"))):
+        slot = pipeline._slot(source, stage, opts)
+        assert slot is not None
+        compiled = pipeline._compile(source, stage, opts)
+        cache.store(slot, compiled, ())
+        kept = cache.load(slot, pipeline.Compiled)
+        assert kept is not None, (stage, opts)
+        again = kept[0]
+        assert again is not compiled
+        assert again.diagnostics == compiled.diagnostics
+        assert again.artifacts == compiled.artifacts
+        assert [a.content for a in again.artifacts] == [a.content for a in compiled.artifacts]
+        assert again.doc == compiled.doc and again.source == compiled.source
+        assert compiled.job is not None and again.job is not None
+        assert "spec" not in vars(again.job)
+        assert again.job == compiled.job and again.job.spec == compiled.job.spec
+        assert again == compiled
+
+
+@pytest.mark.parametrize("text", ["apiVersion: ftspec.dev/v1alpha1\nkind: FineTune\nbogus: 1\n",
+                                  "a: [unclosed\n", "1: {2: [3, 4]}\nx: .nan\n"])
+def test_a_refused_spec_comes_back_equal(cached: Path, tmp_path: Path, text: str) -> None:
+    """Results without a Job, without a document, with odd values in the document."""
+    source = SpecInput(_spec(tmp_path, text))
+    slot = pipeline._slot(source, "checks", CompileOptions())
+    assert slot is not None
+    compiled = pipeline._compile(source, "checks", CompileOptions())
+    assert not compiled.ok
+    cache.store(slot, compiled, ())
+    kept = cache.load(slot, pipeline.Compiled)
+    assert kept is not None and kept[0] == compiled
+
+
+def test_any_data_keeps_tuples_and_keys_json_cannot_name() -> None:
+    """``Any`` values (a document's data, a manifest): plain JSON as it is, anything else
+    with each container's kind, so a user's mapping that looks like a tag stays a mapping."""
+    import json
+    from typing import Any
+
+    from ftspec.compiler import cache_codec
+
+    for value in ({1: (2, [3, {None: 4.5, True: "\ud800"}]), "l": ["x"]},
+                  {"l": [1, 2]}, {"m": [[1, 2]]}, [(), [], {}], ("x",), float("inf"), None):
+        data = json.loads(json.dumps(cache_codec.encode(value, Any)))
+        assert cache_codec.decode(data, Any) == value
+        assert type(cache_codec.decode(data, Any)) is type(value)
+    for bad in ([2, {}], [1, {"x": []}], [1, {"m": [[[1], 2]]}], [0], "text", [True, 1]):
+        with pytest.raises(cache_codec.Unreadable):
+            cache_codec.decode(bad, Any)
