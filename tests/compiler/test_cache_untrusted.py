@@ -200,9 +200,9 @@ def test_the_cli_warns_once_however_many_specs(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "compile cache off" in line]
-    assert lines == [f"warning: compile cache off: others may write to {shared} "
+    assert lines == [(f"warning: compile cache off: others may write to {shared} "
                      "(FTSPEC_CACHE_DIR names another folder; FTSPEC_COMPILE_CACHE=off turns "
-                     "the cache off quietly)"]
+                     "the cache off quietly)")]
     assert not (shared / "c").exists()
 
 
