@@ -1,6 +1,7 @@
 """Mutation fuzzing of the examples through ftspec's CLI entry point; prints the outcomes.
 
     python bench/fuzz.py [--mutants 2000] [--seed 1] [--max-mutations 4] [--time-limit 20]
+                         [--cache-mutants 200]
 
 Each mutant (an example changed by 1..N mutators from ``tests/security/fuzzing.py``) goes
 through ``ftspec validate``, ``validate --json`` and ``compile --out`` for every target,
@@ -8,6 +9,10 @@ in one process; compiled scripts and shell entrypoints then run under ``sh`` wit
 launchers and canary files. Prints mutants, CLI runs and the count per outcome class
 (ok, refused, crash, echo, injection, hang) and the first few bad mutants. Exits 1 when
 any mutant crashed, echoed the planted credential, ran data as code or hung.
+
+``--cache-mutants N`` then fuzzes the compile cache's entries (``tests/security/
+cache_fuzzing.py``): each example compiled with the cache on, every entry damaged or forged,
+the commands run again; prints miss / accepted / crash / injection / wrong.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ def main() -> int:
     parser.add_argument("--max-mutations", type=int, default=4)
     parser.add_argument("--time-limit", type=int, default=20,
                         help="seconds one CLI command may take before it counts as a hang")
+    parser.add_argument("--cache-mutants", type=int, default=200,
+                        help="cache-entry mutants after the spec mutants (0: none)")
     args = parser.parse_args()
 
     from security.fuzzing import BAD_CLASSES, EXAMPLES, Tally, fresh_root, mutate, run_mutant
@@ -64,7 +71,36 @@ def main() -> int:
         print(f"  {kind:<10} {tally.classes.get(kind, 0)}")
     for detail, mutant in tally.bad[:5]:
         print(f"\n--- {detail}\n{mutant[:2000]}")
-    return 1 if any(tally.classes.get(k) for k in BAD_CLASSES) else 0
+    bad = any(tally.classes.get(k) for k in BAD_CLASSES)
+    if args.cache_mutants:
+        bad = _fuzz_cache(args.cache_mutants, args.seed) or bad
+    return 1 if bad else 0
+
+
+def _fuzz_cache(mutants: int, seed: int) -> bool:
+    """Cache-entry mutants; True when any was bad."""
+    from security.cache_fuzzing import BAD_CACHE_CLASSES, run_cache_mutant
+    from security.fuzzing import EXAMPLES, Tally, fresh_root
+
+    work = Path(tempfile.mkdtemp(prefix="ftspec-cache-fuzz-"))
+    tally = Tally()
+    start = time.perf_counter()
+    try:
+        for n in range(mutants):
+            root = fresh_root(work)
+            outcome = run_cache_mutant(EXAMPLES[n % len(EXAMPLES)], root,
+                                       seed * 1_000_003 + n, TARGETS[n % len(TARGETS)])
+            tally.add(outcome, EXAMPLES[n % len(EXAMPLES)].name)
+            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"cache-entry mutants: {tally.mutants}  CLI runs: {tally.runs}  "
+          f"time: {time.perf_counter() - start:.0f} s")
+    for kind in ("miss", "accepted", *BAD_CACHE_CLASSES):
+        print(f"  {kind:<10} {tally.classes.get(kind, 0)}")
+    for detail, mutant in tally.bad[:5]:
+        print(f"\n--- {detail}\n{mutant}")
+    return any(tally.classes.get(k) for k in BAD_CACHE_CLASSES)
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def load(slot: Slot, kind: type[T]) -> tuple[T, Deps] | None:
     where = _safe_folder(create=False)
     if where is None:
         return None
-    raw = _read_private(where / f"{slot.key}{SUFFIX}")
+    raw = _read_private(os.path.join(where, slot.key + SUFFIX))
     if raw is None:
         return None
     head, _, body = raw.partition(b"\n")
@@ -227,21 +227,25 @@ _WARN_LOCK = threading.Lock()
 # ---- the folder and its entries -------------------------------------------------------
 
 
-def _safe_folder(create: bool) -> Path | None:
+def _safe_folder(create: bool) -> str | None:
     """The cache folder (its real path), if it and every folder above it up to the home
     folder (or ``/``) are safe from other users; None if not (or not there, unless
-    ``create``: then the missing folders are made, 0700, below a safe one)."""
-    where = folder()
+    ``create``: then the missing folders are made, 0700, below a safe one). Plain string
+    paths: this runs for every entry read, and pathlib's objects cost more than the stats."""
     try:
-        real = Path(os.path.realpath(where))
+        real = _real(str(folder()))
         existing = real
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
+        while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+            existing = os.path.dirname(existing)
         why = _unsafe(existing, own=existing == real)
         if why is None and existing != real:
             if not create:
                 return None
-            missing = [real, *real.parents][: len(real.parents) - len(existing.parents)]
+            missing = []
+            probe = real
+            while probe != existing:
+                missing.append(probe)
+                probe = os.path.dirname(probe)
             for each in reversed(missing):
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(each, 0o700)
@@ -259,14 +263,15 @@ def _safe_folder(create: bool) -> Path | None:
     return None
 
 
-def _unsafe(real: Path, own: bool) -> str | None:
+def _unsafe(real: str, own: bool) -> str | None:
     """What makes ``real`` (a folder, links resolved) or a folder above it up to the home
     folder (or ``/``) writable by another user, or None. ``own``: ``real`` is the cache
     folder itself, which must be this user's."""
-    home = Path(os.path.realpath(Path.home()))
-    stop = home if real == home or home in real.parents else Path(real.anchor)
+    home = _real(os.path.expanduser("~"))
+    stop = home if real == home or real.startswith(home.rstrip(os.sep) + os.sep) else os.sep
     me = os.geteuid()
-    for each in [real, *real.parents]:
+    each = real
+    while True:
         st = os.stat(each)
         if not stat.S_ISDIR(st.st_mode):
             return f"{each} is not a folder"
@@ -275,12 +280,25 @@ def _unsafe(real: Path, own: bool) -> str | None:
         if st.st_mode & 0o022 and not (st.st_mode & stat.S_ISVTX and not own):
             return f"others may write to {each}"
         own = False
-        if each == stop:
-            break
-    return None
+        parent = os.path.dirname(each)
+        if each == stop or parent == each:
+            return None
+        each = parent
 
 
-def _read_private(path: Path) -> bytes | None:
+_REAL: dict[str, str] = {}
+
+
+def _real(path: str) -> str:
+    """``path`` with its links resolved, once a process for the folders this module uses
+    (links in them can be changed only by whoever may write there, which is checked)."""
+    real = _REAL.get(path)
+    if real is None:
+        real = _REAL[path] = os.path.realpath(path)
+    return real
+
+
+def _read_private(path: str) -> bytes | None:
     """The content of ``path`` if it is a regular file of this user's that nobody else may
     read or write: opened once, without following a link, checked on the descriptor."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -303,15 +321,15 @@ def _read_private(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _write_new(where: Path, name: str, data: bytes) -> None:
+def _write_new(where: str, name: str, data: bytes) -> None:
     """``data`` as ``where/name``: written to a new private file, then renamed over it."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    tmp = where / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
+    tmp = Path(where) / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
     fd = os.open(tmp, flags, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        os.replace(tmp, where / name)
+        os.replace(tmp, os.path.join(where, name))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -430,8 +448,8 @@ def _environment() -> tuple[object, ...]:
     return _ENVIRONMENT
 
 
-def _prune(where: Path) -> None:
-    entries = [p for p in where.iterdir() if p.name.endswith((SUFFIX, ".pickle"))]
+def _prune(where: str) -> None:
+    entries = [p for p in Path(where).iterdir() if p.name.endswith((SUFFIX, ".pickle"))]
     if len(entries) <= MAX_ENTRIES:
         return
     entries.sort(key=lambda p: p.lstat().st_mtime_ns)

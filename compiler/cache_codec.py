@@ -23,7 +23,9 @@ Special cases, each because a value is not plain data:
   container says what it is (``{"l": [...]}``, ``{"t": [...]}``, ``{"m": [[k, v], ...]}``).
 * ``Job.spec`` (the pydantic ``FineTuneSpec``) is written as its JSON text and validated
   into the model on first use (``ftspec.spec.ir``), so a warm ``plan`` never imports
-  pydantic.
+  pydantic. Here it is only checked to be a JSON object: the one part of an entry checked
+  late. An entry's digest turns away any damage, so only this user, re-signing a
+  hand-edited entry, could make that late check fail.
 * ``Artifact.text`` may be a renderer not yet run (``partial(to_yaml, obj)``): written as the
   renderer's name and rebuilt over the decoded ``obj``; any other function is run and its
   text kept.
@@ -35,6 +37,7 @@ import dataclasses
 import enum
 import functools
 import itertools
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -299,7 +302,7 @@ def _decoder(kind: Any) -> Coder:
     if kind is Any:
         return _decode_any
     if kind is SpecJSON:
-        return _check(str)
+        return _spec_text
     if kind in (str, int, float, bool, type(None)):
         return _check(kind)
     if isinstance(kind, type) and issubclass(kind, PurePath):
@@ -354,6 +357,15 @@ def _mapping_decoder(args: tuple[Any, ...]) -> Coder:
             out[key(pair[0])] = val(pair[1])
         return out
     return decode_pairs
+
+
+def _spec_text(data: Any) -> str:
+    """The spec's JSON text, checked to be a JSON object (what pydantic will validate on
+    first use: a text that is not even that would fail there, not here)."""
+    text = _check(str)(data)
+    if not (text.startswith("{") and type(json.loads(text)) is dict):
+        raise Unreadable("the spec is not a JSON object")
+    return text
 
 
 def _pairs(data: Any) -> list[tuple[Any, Any]]:

@@ -127,7 +127,7 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         return _compile(spec, stage, opts)
     kept = cache.load(slot, Compiled)
     if kept is not None:
-        return kept[0]
+        return _with_doc(kept[0], spec)
     earlier = spec.cache.deps if isinstance(spec, Compiled) and spec.cache else ()
     start = time.time_ns()
     with cache.recording() as opened:
@@ -135,8 +135,19 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
     deps = cache.deps_of(opened, earlier)
     result = replace(result, cache=Slot(slot.key, deps))
     if cache.keepable(deps, start) and not refused_for_secret(result):
-        cache.store(slot, result, deps)
+        cache.store(slot, _with_doc(result, spec, keep=False), deps)
     return result
+
+
+def _with_doc(result: Compiled, spec: SpecInput | SourceDoc | Compiled,
+              keep: bool = True) -> Compiled:
+    """A result continued from an earlier one has that one's document: it is kept without
+    it (``keep=False``) and given it back when read (a document is most of an entry)."""
+    if not isinstance(spec, Compiled):
+        return result
+    if keep:
+        return result if result.doc is not None else replace(result, doc=spec.doc)
+    return replace(result, doc=None) if result.doc is spec.doc else result
 
 
 def refused_for_secret(result: Compiled) -> bool:

@@ -69,6 +69,8 @@ def test_continued_stages_are_kept_too(cached: Path, tmp_path: Path,
     _forbid_compiling(monkeypatch)
     again = compile_spec(compile_spec(spec, "identity"), "artifacts", opts)
     assert again.artifacts == first.artifacts
+    assert again.doc is not None and again.doc == first.doc  # kept once, in the first stage
+    assert again == first
     assert again.job is not None and again.job.trainer_version == "v2.1"
 
 
