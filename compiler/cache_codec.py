@@ -362,7 +362,7 @@ def _mapping_decoder(args: tuple[Any, ...]) -> Coder:
 def _spec_text(data: Any) -> str:
     """The spec's JSON text, checked to be a JSON object (what pydantic will validate on
     first use: a text that is not even that would fail there, not here)."""
-    text = _check(str)(data)
+    text: str = _check(str)(data)
     if not (text.startswith("{") and type(json.loads(text)) is dict):
         raise Unreadable("the spec is not a JSON object")
     return text
@@ -394,7 +394,7 @@ def _union_decoder(arms: tuple[Any, ...]) -> Coder:
 
 _SCALARS = {str: frozenset({str}), int: frozenset({int}), float: frozenset({int, float}),
             bool: frozenset({bool}), type(None): frozenset({type(None)})}
-_ANY_JSON = frozenset({str, int, float, bool, type(None), list, dict})
+_ANY_JSON: frozenset[type] = frozenset({str, int, float, bool, type(None), list, dict})
 
 
 def _json_types(kind: Any) -> frozenset[type]:
