@@ -110,7 +110,7 @@ def _run(args: list[str]) -> Any:
     try:
         return cli.main(args=args, prog_name="ftspec", standalone_mode=False)
     finally:
-        cache = sys.modules.get("ftspec.compiler.cache")
-        warning = cache.take_warning() if cache is not None else None
+        files = sys.modules.get("ftspec.compiler.cache_files")
+        warning = files.take_warning() if files is not None else None
         if warning:
             click.echo(f"warning: {warning}", err=True)

@@ -25,14 +25,9 @@ objects on every use. It is read only when the entry names this very key and the
 (an entry copied over another's file is a miss) and the value still has its digest
 (a truncated or altered one is a miss).
 
-Nobody else can plant or change an entry: every folder from the cache folder up to the
-user's home (or ``/`` for a folder outside it) must be this user's or root's and writable
-by nobody else (a folder with the sticky bit, such as ``/tmp``, may be writable by all:
-there nobody can rename or remove what is not theirs, and the folder below it must be
-ours). Otherwise the cache is off for the process and says so once
-(:func:`take_warning`). The entry is opened once, without following a link, and checked on
-the open descriptor: a regular file of this user's that nobody else may read or write.
-Folders are created 0700, entries written to a new temporary file (0600) and renamed.
+Nobody else can plant or change an entry: the folder and every folder above it must be
+safe from other users, or the cache is off (``ftspec.compiler.cache_files``, which also
+opens entries without following links and checks them on the descriptor).
 
 ``FTSPEC_COMPILE_CACHE=off`` turns the cache off; the folder is
 ``$FTSPEC_CACHE_DIR/compiled`` (default ``~/.cache/ftspec/compiled``, under
@@ -42,7 +37,6 @@ stale format, full disk) is a miss, never an error.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -59,12 +53,6 @@ FORMAT = 2
 """Bumped when what an entry holds changes shape (1: pickles, no longer read)."""
 
 SUFFIX = ".json"
-
-MAX_ENTRIES = 2000
-"""Past this many entries, the oldest half is removed when the next one is written."""
-
-MAX_ENTRY_BYTES = 16 * 1024 * 1024
-"""An entry larger than this is not read (a spec is at most 1 MiB)."""
 
 CODE_PACKAGES = ("spec", "compiler", "targets", "schemas")
 """The ftspec packages a compilation runs (the reconciler and CLI only consume it)."""
@@ -117,12 +105,12 @@ def slot_for(*parts: object) -> Slot | None:
 def load(slot: Slot, kind: type[T]) -> tuple[T, Deps] | None:
     """The value of type ``kind`` kept in ``slot`` and its files, if the entry is this
     slot's and every file still reads the same; None on any trouble."""
-    from ftspec.compiler import cache_codec
+    from ftspec.compiler import cache_codec, cache_files
 
-    where = _safe_folder(create=False)
+    where = cache_files.safe_folder(folder(), create=False)
     if where is None:
         return None
-    raw = _read_private(os.path.join(where, slot.key + SUFFIX))
+    raw = cache_files.read_private(os.path.join(where, slot.key + SUFFIX))
     if raw is None:
         return None
     head, _, body = raw.partition(b"\n")
@@ -143,7 +131,7 @@ def load(slot: Slot, kind: type[T]) -> tuple[T, Deps] | None:
 
 def store(slot: Slot, value: Any, deps: Deps) -> None:
     """Keep ``value`` computed from ``deps`` in ``slot`` (silently not, on any trouble)."""
-    from ftspec.compiler import cache_codec
+    from ftspec.compiler import cache_codec, cache_files
 
     if not slot.inputs or _digest_text(slot.inputs) != slot.key:
         return
@@ -155,12 +143,12 @@ def store(slot: Slot, value: Any, deps: Deps) -> None:
     header = {"format": FORMAT, "key": slot.key, "inputs": slot.inputs,
               "deps": [list(d) for d in deps], "value": hashlib.sha256(body).hexdigest()}
     data = json.dumps(header, separators=(",", ":")).encode("ascii") + b"\n" + body
-    where = _safe_folder(create=True)
+    where = cache_files.safe_folder(folder(), create=True)
     if where is None:
         return
     try:
-        _write_new(where, f"{slot.key}{SUFFIX}", data)
-        _prune(where)
+        cache_files.write_new(where, f"{slot.key}{SUFFIX}", data)
+        cache_files.prune(where, (SUFFIX, ".pickle"))
     except OSError:  # a cache that cannot write is only slower
         return
 
@@ -203,15 +191,6 @@ def keepable(deps: Deps, start_ns: int) -> bool:
     return True
 
 
-def take_warning() -> str | None:
-    """Why the cache was off in this process, the first time it is asked (then None): the
-    CLI prints it once, however many specs found the cache off."""
-    global _WARNING
-    with _WARN_LOCK:
-        warning, _WARNING = _WARNING, None
-    return warning
-
-
 RACY_NS = 1_000_000_000
 """File systems with one-second timestamps round a change made during a run down by up to
 this much."""
@@ -219,120 +198,6 @@ this much."""
 _RECORDERS: dict[int, list[str]] = {}
 _HOOKED = False
 _HOOK_LOCK = threading.Lock()
-_WARNING: str | None = None
-_WARNED = False
-_WARN_LOCK = threading.Lock()
-
-
-# ---- the folder and its entries -------------------------------------------------------
-
-
-def _safe_folder(create: bool) -> str | None:
-    """The cache folder (its real path), if it and every folder above it up to the home
-    folder (or ``/``) are safe from other users; None if not (or not there, unless
-    ``create``: then the missing folders are made, 0700, below a safe one). Plain string
-    paths: this runs for every entry read, and pathlib's objects cost more than the stats."""
-    try:
-        real = _real(str(folder()))
-        existing = real
-        while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
-            existing = os.path.dirname(existing)
-        why = _unsafe(existing, own=existing == real)
-        if why is None and existing != real:
-            if not create:
-                return None
-            missing = []
-            probe = real
-            while probe != existing:
-                missing.append(probe)
-                probe = os.path.dirname(probe)
-            for each in reversed(missing):
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(each, 0o700)
-            why = _unsafe(real, own=True)
-    except OSError:
-        return None
-    if why is None:
-        return real
-    global _WARNING, _WARNED
-    with _WARN_LOCK:
-        if not _WARNED:
-            _WARNED = True
-            _WARNING = (f"compile cache off: {why} (FTSPEC_CACHE_DIR names another folder; "
-                        "FTSPEC_COMPILE_CACHE=off turns the cache off quietly)")
-    return None
-
-
-def _unsafe(real: str, own: bool) -> str | None:
-    """What makes ``real`` (a folder, links resolved) or a folder above it up to the home
-    folder (or ``/``) writable by another user, or None. ``own``: ``real`` is the cache
-    folder itself, which must be this user's."""
-    home = _real(os.path.expanduser("~"))
-    stop = home if real == home or real.startswith(home.rstrip(os.sep) + os.sep) else os.sep
-    me = os.geteuid()
-    each = real
-    while True:
-        st = os.stat(each)
-        if not stat.S_ISDIR(st.st_mode):
-            return f"{each} is not a folder"
-        if st.st_uid not in ((me,) if own else (me, 0)):
-            return f"{each} belongs to another user"
-        if st.st_mode & 0o022 and not (st.st_mode & stat.S_ISVTX and not own):
-            return f"others may write to {each}"
-        own = False
-        parent = os.path.dirname(each)
-        if each == stop or parent == each:
-            return None
-        each = parent
-
-
-_REAL: dict[str, str] = {}
-
-
-def _real(path: str) -> str:
-    """``path`` with its links resolved, once a process for the folders this module uses
-    (links in them can be changed only by whoever may write there, which is checked)."""
-    real = _REAL.get(path)
-    if real is None:
-        real = _REAL[path] = os.path.realpath(path)
-    return real
-
-
-def _read_private(path: str) -> bytes | None:
-    """The content of ``path`` if it is a regular file of this user's that nobody else may
-    read or write: opened once, without following a link, checked on the descriptor."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
-                or st.st_mode & 0o077 or st.st_size > MAX_ENTRY_BYTES):
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _write_new(where: str, name: str, data: bytes) -> None:
-    """``data`` as ``where/name``: written to a new private file, then renamed over it."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    tmp = Path(where) / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, os.path.join(where, name))
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _deps_of_header(data: Any) -> Deps | None:
@@ -446,12 +311,3 @@ def _environment() -> tuple[object, ...]:
         digest = hashlib.sha256(repr((code, packages)).encode()).hexdigest()
         _ENVIRONMENT = (sys.version, sys.executable, digest)
     return _ENVIRONMENT
-
-
-def _prune(where: str) -> None:
-    entries = [p for p in Path(where).iterdir() if p.name.endswith((SUFFIX, ".pickle"))]
-    if len(entries) <= MAX_ENTRIES:
-        return
-    entries.sort(key=lambda p: p.lstat().st_mtime_ns)
-    for old in entries[: len(entries) // 2]:
-        old.unlink(missing_ok=True)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ftspec.compiler import cache, pipeline
+from ftspec.compiler import cache_files, pipeline
 from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +30,8 @@ TOKEN = "hf_CacheCanaryT0kenAbCdEfGhIjKlMnOp"
 def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FTSPEC_COMPILE_CACHE", "on")
     monkeypatch.setenv("FTSPEC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(cache, "_WARNED", False)
-    monkeypatch.setattr(cache, "_WARNING", None)
+    monkeypatch.setattr(cache_files, "_WARNED", False)
+    monkeypatch.setattr(cache_files, "_WARNING", None)
     return tmp_path / "cache" / "compiled"
 
 
@@ -150,9 +150,9 @@ def test_a_folder_above_that_others_may_write_turns_the_cache_off(
     compile_spec(SpecInput(_spec(tmp_path, "other.yaml", "other")), "identity")
     assert counted.calls == 2
     assert len(list(shared.rglob("*.json"))) == 1  # nothing written either
-    warning = cache.take_warning()
+    warning = cache_files.take_warning()
     assert warning is not None and f"others may write to {shared}" in warning
-    assert cache.take_warning() is None
+    assert cache_files.take_warning() is None
 
 
 def test_a_sticky_shared_folder_is_safe_but_another_users_folder_is_not(
@@ -167,11 +167,11 @@ def test_a_sticky_shared_folder_is_safe_but_another_users_folder_is_not(
     compile_spec(spec, "identity")
     counted = Counted(monkeypatch)
     compile_spec(spec, "identity")
-    assert counted.calls == 0 and cache.take_warning() is None
+    assert counted.calls == 0 and cache_files.take_warning() is None
     os.chown(sticky / "c", 4321, 4321)
     compile_spec(spec, "identity")
     assert counted.calls == 1
-    warning = cache.take_warning()
+    warning = cache_files.take_warning()
     assert warning is not None and "belongs to another user" in warning
 
 
