@@ -21,11 +21,14 @@ Decoding lives in ``cache_decode``. Special cases, each because a value is not p
   JSON cannot tell from lists and strings: a value that is plain JSON is written as
   ``[0, value]`` (read back without a walk); any other as ``[1, tagged]`` where each
   container says what it is (``{"l": [...]}``, ``{"t": [...]}``, ``{"m": [[k, v], ...]}``).
-* ``Job.spec`` (the pydantic ``FineTuneSpec``) is written as its JSON text and validated
-  into the model on first use (``ftspec.spec.ir``), so a warm ``plan`` never imports
-  pydantic. Here it is only checked to be a JSON object: the one part of an entry checked
-  late. An entry's digest turns away any damage, so only this user, re-signing a
-  hand-edited entry, could make that late check fail.
+* Deferred fields (``ftspec.spec.kept``) are written as JSON text of their own and rebuilt
+  on first use, since a warm ``plan`` reads none of them: ``Job.spec`` (the pydantic
+  ``FineTuneSpec``: validating it imports pydantic) and a document's source map (hundreds
+  of spans, needed only to place a diagnostic found later). Here they are only checked to
+  be text (the spec: a JSON object); the rest of their checks come late. An entry's digest
+  turns away any damage, so only this user, re-signing a hand-edited entry, could make them
+  fail: a source map then reads as empty (positions fall back to the file's first line),
+  a spec raises pydantic's error.
 * ``Artifact.text`` may be a renderer not yet run (``partial(to_yaml, obj)``): written as the
   renderer's name and rebuilt over the decoded ``obj``; any other function is run and its
   text kept.
@@ -36,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -235,7 +239,15 @@ def _flat(cls: type) -> bool:
             and all(_same_types(kind) is not None for _, kind in _fields(cls)))
 
 
+def _deferred(cls: type) -> frozenset[str]:
+    """Fields kept as text of their own and rebuilt on first use (``ftspec.spec.kept``):
+    the spec, and what the class lists in ``deferred_fields``."""
+    named = getattr(cls, "deferred_fields", ())
+    return frozenset(name for name, kind in _fields(cls) if kind is SpecJSON or name in named)
+
+
 def _dataclass_encoder(cls: type) -> Coder:
+    deferred = _deferred(cls)
     fields = [(name, _encoder(kind), kind is SpecJSON) for name, kind in _fields(cls)
               if not (_is_artifact(cls) and name == "text")]
     artifact = _is_artifact(cls)
@@ -250,11 +262,15 @@ def _dataclass_encoder(cls: type) -> Coder:
         if type(value) is not cls:
             raise Unreadable(f"{type(value).__name__} where {cls.__name__} was declared")
         out: dict[str, Any] = {}
-        for name, code, lazy in fields:
-            if lazy and name not in value.__dict__:  # kept, and its spec never read since
-                out[name] = _check(str)(value.__dict__[f"_{name}_json"])
-            else:
+        kept = value.__dict__.get("_kept") or {}
+        for name, code, spec in fields:
+            if name not in deferred:
                 out[name] = code(getattr(value, name))
+            elif name not in value.__dict__ and name in kept:  # read back, never used since
+                out[name] = _check(str)(kept[name][0])
+            else:
+                text = code(getattr(value, name))
+                out[name] = text if spec else json.dumps(text, separators=(",", ":"))
         if artifact:
             out["text"] = _encode_text(getattr(value, "text"), getattr(value, "obj"))  # noqa: B009
         return out

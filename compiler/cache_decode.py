@@ -21,6 +21,7 @@ from ftspec.compiler.cache_codec import (
     SpecJSON,
     Unreadable,
     _check,
+    _deferred,
     _fields,
     _flat,
     _ftspec_enum,
@@ -155,17 +156,15 @@ def _json_types(kind: Any) -> frozenset[type]:
 
 def _dataclass_decoder(cls: type) -> Coder:
     artifact = _is_artifact(cls)
+    deferred = _deferred(cls)
     fields = [(name, decoder(kind)) for name, kind in _fields(cls)
-              if not (artifact and name == "text")]
+              if not (artifact and name == "text") and name not in deferred]
+    later = [(name, _later(cls, name, kind)) for name, kind in _fields(cls) if name in deferred]
     names = {name for name, _ in _fields(cls)}
-    lazy = [name for name, kind in _fields(cls) if kind is SpecJSON]
-    plain_init = not lazy and not hasattr(cls, "__post_init__") and not hasattr(
-        cls, "__slots__") and all(f.init for f in dataclasses.fields(cls))
-    same = [(name, _same_types(kind)) for name, kind in _fields(cls)]
-    flat = _flat(cls)
-
-    if flat:
-        return _flat_decoder(cls, same)
+    plain_init = not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__") and all(
+        f.init for f in dataclasses.fields(cls))
+    if _flat(cls):
+        return _flat_decoder(cls, [(name, _same_types(kind)) for name, kind in _fields(cls)])
 
     def build(data: Any) -> Any:
         if type(data) is not dict or data.keys() != names:
@@ -173,18 +172,44 @@ def _dataclass_decoder(cls: type) -> Coder:
         values = {name: code(data[name]) for name, code in fields}
         if artifact:
             values["text"] = _decode_text(data["text"], values["obj"])
-        if plain_init:
+        if not later:
+            if not plain_init:
+                return cls(**values)
             made: Any = object.__new__(cls)
             made.__dict__.update(values)  # what the generated __init__ would set, checked
             return made
-        if not lazy:
-            return cls(**values)
-        made = object.__new__(cls)  # its spec (JSON text) is validated on first use
-        for name in lazy:
-            made.__dict__[f"_{name}_json"] = values.pop(name)
+        made = object.__new__(cls)  # deferred fields rebuilt on first use (spec.kept)
         made.__dict__.update(values)
+        made.__dict__["_kept"] = {name: (check(data[name]), rebuild) for name, (check, rebuild)
+                                  in later}
         return made
     return build
+
+
+def _later(cls: type, name: str, kind: Any) -> tuple[Coder, Callable[[str], Any]]:
+    """How a deferred field's text is checked now and rebuilt on first use."""
+    if kind is SpecJSON:
+        return _spec_text, _validate_spec
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    if field.default_factory is not dataclasses.MISSING:
+        fallback: Callable[[], Any] = field.default_factory
+    elif field.default is not dataclasses.MISSING:
+        fallback = functools.partial(lambda value: value, field.default)
+    else:
+        raise Unreadable(f"{cls.__name__}.{name} is deferred but has no default")
+
+    def rebuild(text: str) -> Any:
+        try:
+            return decoder(kind)(json.loads(text))
+        except (Unreadable, TypeError, ValueError, KeyError, IndexError, RecursionError):
+            return fallback()  # only an entry forged by this user gets here (module doc)
+    return _check(str), rebuild
+
+
+def _validate_spec(text: str) -> Any:
+    from ftspec.spec.model import FineTuneSpec
+
+    return FineTuneSpec.model_validate_json(text)
 
 
 def _flat_decoder(cls: type, same: list[tuple[str, Any]]) -> Coder:

@@ -4,15 +4,17 @@ Targets read the Job, never the raw spec arithmetic: batch math, topology, namin
 memory estimate live here (built by ``ftspec.compiler.build``) so no target recomputes them.
 
 A Job read back from the compile cache (``ftspec.compiler.cache_codec``) carries its spec
-as JSON text, validated into the model on first use: commands that read only the derived
-values (``plan`` over specs that did not change) never import the pydantic models.
+as JSON text, validated into the model on first use (``ftspec.spec.kept``): commands that
+read only the derived values (``plan`` over specs that did not change) never import the
+pydantic models.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from ftspec.spec.kept import Deferred
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
 
 OWNER_LABEL = "app.kubernetes.io/managed-by"
@@ -87,7 +89,7 @@ class MemoryEstimate:
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(Deferred):
     spec: FineTuneSpec
     spec_id: str
     spec_hash: str
@@ -131,16 +133,3 @@ class Job:
     summary: dict[str, str] = field(default_factory=dict)
     """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
     what platform objects carry and what ``plan`` words its changes with."""
-
-    if not TYPE_CHECKING:  # for mypy, a Job has its fields and nothing else
-
-        def __getattr__(self, name: str) -> Any:
-            """Only reached for ``spec`` of a kept Job whose spec was not read yet."""
-            known = self.__dict__
-            text = known.get("_spec_json") if name == "spec" else None
-            if text is None:
-                raise AttributeError(name)
-            from ftspec.spec.model import FineTuneSpec
-
-            # one value for all threads
-            return known.setdefault("spec", FineTuneSpec.model_validate_json(text))

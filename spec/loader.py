@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, SpecError
+from ftspec.spec.kept import Deferred
 
 MAX_SPEC_BYTES = 1 << 20
 """Specs are small documents; anything over 1 MiB is refused before parsing."""
@@ -22,8 +23,13 @@ MAX_NODES = 100_000
 
 
 @dataclass(frozen=True)
-class SourceDoc:
-    """A parsed YAML document: plain data plus where each key and value came from."""
+class SourceDoc(Deferred):
+    """A parsed YAML document: plain data plus where each key and value came from.
+
+    Read back from the compile cache, its source map is rebuilt on first use
+    (``ftspec.spec.kept``): only diagnostics found later need it."""
+
+    deferred_fields = ("key_spans", "value_spans")
 
     file: str
     data: Any
