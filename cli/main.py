@@ -113,4 +113,6 @@ def _run(args: list[str]) -> Any:
         files = sys.modules.get("ftspec.compiler.cache_files")
         warning = files.take_warning() if files is not None else None
         if warning:
-            click.echo(f"warning: {warning}", err=True)
+            from ftspec.spec.text import escape_text
+
+            click.echo(f"warning: {escape_text(warning)}", err=True)
