@@ -246,8 +246,10 @@ class SafeDir:
         return data
 
     def unlink(self, rel: str | Path) -> None:
-        """Remove ``rel`` if present (a link is removed itself, never its target)."""
+        """Remove the plain file ``rel`` if present; a link or special file there is
+        refused (``UnsafePathError``), not removed silently."""
         with self._parent(rel, False) as (parent, name):
+            parent._check_target(name)
             _unlink_quietly(name, parent.fd)
 
     def rename(self, src: str, dst: str) -> None:

@@ -97,20 +97,24 @@ def _short(cmdline: list[str]) -> str:
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
-def find_supervisors(run_dir: Path, *, settle_s: float = 15.0) -> list[ProcRef]:
+LAUNCH_SETTLE_S = 15.0
+"""How long a launcher may take to detach its supervisor (``supervise._DETACH_TIMEOUT_S``)."""
+
+
+def find_supervisors(run_dir: Path) -> list[ProcRef]:
     """Every live, proven supervisor of ``run_dir``, found in the process table (for a
     record that names none, or names a process that is not it). A launcher of this run
-    still detaching its supervisor (same command line, not yet a session leader) is waited
-    for, up to ``settle_s``, so a run being started is never missed."""
+    still detaching its supervisor (same command line, not yet a session leader, younger
+    than ``LAUNCH_SETTLE_S``) is waited for, so a run being started is never missed."""
     import psutil
 
-    deadline = time.monotonic() + settle_s
     while True:
-        found, launching = [], False
-        for proc in psutil.process_iter(["cmdline"]):
+        found, wait_until = [], 0.0
+        for proc in psutil.process_iter(["cmdline", "create_time"]):
             try:
                 cmdline = proc.info["cmdline"] or []
-            except psutil.Error:
+                created = float(proc.info["create_time"] or 0.0)
+            except (psutil.Error, TypeError, ValueError):
                 continue
             if SUPERVISOR_MODULE not in cmdline or not supervisor_cmdline(cmdline, run_dir):
                 continue
@@ -118,8 +122,8 @@ def find_supervisors(run_dir: Path, *, settle_s: float = 15.0) -> list[ProcRef]:
             if ident.ref is not None:
                 found.append(ident.ref)
             elif ident.foreign and proc.pid != os.getpid() and _same_user(proc):
-                launching = True
-        if not launching or time.monotonic() >= deadline:
+                wait_until = max(wait_until, created + LAUNCH_SETTLE_S)
+        if time.time() >= wait_until:
             return found
         time.sleep(0.1)
 
