@@ -13,6 +13,8 @@ and has no "write atomically, never through a link" call; ``tempfile`` follows l
 the folder it is given; the packages that offered atomic writes (``atomicwrites``) are
 unmaintained and work by path too. Linux/macOS only (``O_NOFOLLOW``, ``dir_fd``).
 
+Inputs the user names (specs, overlays, kubeconfigs) are read through ``bounded.py``,
+which follows the links the user chose; this module is for the files ftspec itself keeps.
 This module sits in ``spec/`` because that package imports nothing of ours, so every
 package (the reconciler, the CLI, the supervisor process) may import it.
 """
