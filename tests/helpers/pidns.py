@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,10 +47,16 @@ def private_pid_namespace(test: F) -> F:
                         "in a private PID namespace")
         node = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
         env = {**os.environ, INSIDE: "1"}
-        done = subprocess.run(
-            ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "pytest",
-             node, "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-rs"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+        # its own base temp: the inner pytest must not prune the outer one's numbered dirs
+        basetemp = tempfile.mkdtemp(prefix="pidns-")
+        try:
+            done = subprocess.run(
+                ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "pytest",
+                 node, "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-rs",
+                 f"--basetemp={basetemp}/t"],
+                cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False)
+        finally:
+            shutil.rmtree(basetemp, ignore_errors=True)
         out = done.stdout + done.stderr
         assert done.returncode == 0 and " passed" in out and "skipped" not in out, out[-6000:]
         return None
