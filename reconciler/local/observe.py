@@ -97,8 +97,8 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
             message = f"failed: {how}{who}"
     elif ident is not None and ident.foreign:
         phase = Phase.FAILED
-        message = (f"failed: no run alive; the run record names {ident.problem} (the record "
-                   "was changed outside ftspec; that process is never signalled)")
+        message = (f"failed: no run alive, and the run record was changed outside ftspec: "
+                   f"{ident.problem} (that process is never signalled)")
     elif pid is None:
         phase = Phase.FAILED
         message = "failed: the run never started (its apply was interrupted, or see its log)"

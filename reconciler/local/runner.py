@@ -147,8 +147,8 @@ def stop(root: Path, record: RunRecord, reporter: Reporter, grace_s: float = 10.
     sups, ident = procs.supervisors_of(record.supervisor_pid, record.supervisor_create_time,
                                        run_abs)
     if ident is not None and ident.foreign:
-        reporter.event(f"{record.spec_id}: the run record names {ident.problem}; it is not "
-                       "this run's supervisor, so it is not signalled")
+        reporter.event(f"{record.spec_id}: the run record does not name this run's supervisor "
+                       f"({ident.problem}); that process is not signalled")
     if not sups:
         return False
     run = open_run_dir(root, record.run_dir)

@@ -113,7 +113,8 @@ def test_a_valid_record_naming_another_process_signals_nothing(
         assert "never signalled" in out
         code, out = run_cli(["destroy", SPEC, "--auto-approve"])
         assert code == 0, out
-        assert "it is not this run's supervisor, so it is not signalled" in out, out
+        assert "does not name this run's supervisor" in out, out
+        assert "that process is not signalled" in out
         assert alive(victim.pid)
         assert not (root / RECORD).exists()  # no run of it is alive: the record is forgotten
         assert not (root / RUN_DIR / "stop-requested").exists()
@@ -137,7 +138,7 @@ def test_an_impostor_command_line_outside_its_own_session_is_not_signalled(
         assert ident.ref is None and ident.foreign and "session" in ident.problem
         plant_record(root, record_for(impostor.pid, impostor.create_time()))
         code, out = run_cli(["destroy", SPEC, "--auto-approve"])
-        assert code == 0 and "not signalled" in out, out
+        assert code == 0 and "that process is not signalled" in out, out
         assert alive(impostor.pid)
     finally:
         impostor.kill()
