@@ -2,6 +2,7 @@
 
     python bench/fuzz.py [--mutants 2000] [--seed 1] [--max-mutations 4] [--time-limit 20]
                          [--cache-mutants 200]
+    python bench/fuzz.py --records 500 [--seed 1]
 
 Each mutant (an example changed by 1..N mutators from ``tests/security/fuzzing.py``) goes
 through ``ftspec validate``, ``validate --json`` and ``compile --out`` for every target,
@@ -13,6 +14,12 @@ any mutant crashed, echoed the planted credential, ran data as code or hung.
 ``--cache-mutants N`` then fuzzes the compile cache's entries (``tests/security/
 cache_fuzzing.py``): each example compiled with the cache on, every entry damaged or forged,
 the commands run again; prints miss / accepted / crash / injection / wrong.
+
+``--records N`` fuzzes local run records instead (``tests/security/fuzz_records.py``): N
+mutated ``.ftspec/local`` records naming a bystander process, each through status, plan,
+destroy, logs and output; it re-runs itself under ``unshare --pid --fork --mount-proc``
+(root) so that a regression can signal only processes of that namespace, and exits 1 when
+a command crashed or a record got a process signalled.
 """
 
 from __future__ import annotations
@@ -42,7 +49,11 @@ def main() -> int:
                         help="seconds one CLI command may take before it counts as a hang")
     parser.add_argument("--cache-mutants", type=int, default=200,
                         help="cache-entry mutants after the spec mutants (0: none)")
+    parser.add_argument("--records", type=int, default=0,
+                        help="fuzz N local run records instead of spec files")
     args = parser.parse_args()
+    if args.records:
+        return records(args.records, args.seed)
 
     from security.fuzzing import BAD_CLASSES, EXAMPLES, Tally, fresh_root, mutate, run_mutant
 
@@ -101,6 +112,53 @@ def _fuzz_cache(mutants: int, seed: int) -> bool:
     for detail, mutant in tally.bad[:5]:
         print(f"\n--- {detail}\n{mutant}")
     return any(tally.classes.get(k) for k in BAD_CACHE_CLASSES)
+
+
+def records(count: int, seed: int) -> int:
+    """Run-record mutants, inside a private PID namespace (re-executes itself there)."""
+    import contextlib
+    import subprocess
+
+    if os.environ.get("FTSPEC_FUZZ_PIDNS") != "1" or os.getpid() != 1:
+        cmd = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, __file__,
+               "--records", str(count), "--seed", str(seed)]
+        return subprocess.run(cmd, env={**os.environ, "FTSPEC_FUZZ_PIDNS": "1"},
+                              check=False).returncode
+    from security.fuzz_records import (
+        RECORD_BAD_CLASSES,
+        fresh_project,
+        mutate_record,
+        run_record_mutant,
+    )
+    from security.fuzzing import Tally
+    from security.localstate import bystander
+
+    work = Path(tempfile.mkdtemp(prefix="ftspec-fuzz-records-"))
+    os.environ["XDG_STATE_HOME"] = str(work / "state")
+    os.environ["NO_COLOR"] = "1"
+    victim = bystander()
+    tally = Tally()
+    start = time.perf_counter()
+    try:
+        for n in range(count):
+            root = fresh_project(work, n)
+            os.chdir(root)
+            text = mutate_record(victim.pid, victim.create_time(), seed * 1_000_003 + n,
+                                 1 + n % 4)
+            tally.add(run_record_mutant(text, root, victim.pid), text)
+            os.chdir(work)
+            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        with contextlib.suppress(Exception):
+            victim.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"record mutants: {tally.mutants}  command runs: {tally.runs}  "
+          f"time: {time.perf_counter() - start:.0f} s")
+    for kind in ("ok", "refused", *RECORD_BAD_CLASSES):
+        print(f"  {kind:<10} {tally.classes.get(kind, 0)}")
+    for detail, mutant in tally.bad[:5]:
+        print(f"\n--- {detail}\n{mutant[:2000]}")
+    return 1 if any(tally.classes.get(k) for k in RECORD_BAD_CLASSES) else 0
 
 
 if __name__ == "__main__":

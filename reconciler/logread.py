@@ -3,17 +3,30 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from ftspec.reconciler.progress import clean_lines, split_lines
 
 _TAIL_READ_BYTES = 256 * 1024
 
 
+def open_log(path: Path) -> BinaryIO:
+    """A log file for reading, never through a link and never a FIFO or device (a link
+    planted where a run writes its log must not print another file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a plain file")
+    return os.fdopen(fd, "rb")
+
+
 def read_tail(path: Path, max_bytes: int = _TAIL_READ_BYTES) -> str:
     """The end of a log file (text), or '' when it does not exist."""
     try:
-        with path.open("rb") as f:
+        with open_log(path) as f:
             f.seek(0, 2)
             size = f.tell()
             f.seek(max(0, size - max_bytes))
@@ -36,7 +49,7 @@ class LogFollower:
 
     def read_new(self) -> list[str]:
         try:
-            with self.path.open("rb") as f:
+            with open_log(self.path) as f:
                 f.seek(self.offset)
                 data = f.read()
         except OSError:

@@ -39,7 +39,7 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
         except OSError as exc:
             from ftspec.cli.output import write_error
 
-            raise write_error(out, exc) from None
+            raise write_error(exc.filename or out, exc) from None
     if as_json:
         _report(diags, True, result.target, [
             {"path": a.path, "kind": a.kind, "content": a.content} for a in result.artifacts])
@@ -56,13 +56,15 @@ def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool
 
 
 def _write(out: Path, artifacts: Sequence[Artifact]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for art in artifacts:
-        dest = out / art.path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(art.content, encoding="utf-8")
-        if art.path.endswith(".sh"):
-            dest.chmod(0o755)
+    """Each artifact through a temporary file renamed into place, never through a link
+    planted in ``out`` (a linked ``command.sh`` is refused, its target neither written nor
+    made executable)."""
+    from ftspec.spec.safe_files import SafeDir
+
+    with SafeDir.open(out, create=True, private=False) as folder:
+        for art in artifacts:
+            folder.write(art.path, art.content, create_dirs=True,
+                         mode=0o755 if art.path.endswith(".sh") else 0o644)
 
 
 def _report(diags: list[Diagnostic], as_json: bool, target: str | None,

@@ -23,7 +23,7 @@ from ftspec.reconciler.backend import (
     StalePlanError,
 )
 from ftspec.reconciler.local import runner
-from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
+from ftspec.reconciler.local.launch import prepare
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
@@ -117,8 +117,7 @@ class LocalBackend:
         """The generated files that differ from those the recorded run was started with."""
         changed = []
         for name, new in sorted(files.items()):
-            old_path = self.root / run_dir / LAUNCH_DIR / name
-            old = old_path.read_text(encoding="utf-8") if old_path.is_file() else None
+            old = runner.launch_file(self.root, run_dir, name)
             if old != new:
                 changed.append(FieldChange(f'files["{name}"]', old, new, True))
         return changed
@@ -166,9 +165,12 @@ class LocalBackend:
                         f"Saved plan is stale: the local state of {addr} changed since the "
                         "plan was made", hint="run `ftspec plan` again")
             for change in plan.changes:
-                if change.action is Action.NOOP:
-                    continue
                 try:
+                    record = self.store.read(change.address[len(PREFIX):])
+                    if record is not None:  # finish what a killed apply left
+                        runner.settle(self.store, record)
+                    if change.action is Action.NOOP:
+                        continue
                     self._apply_one(change, reporter)
                     applied.append(change)
                 except BackendError as exc:
@@ -188,8 +190,7 @@ class LocalBackend:
             assert change.after is not None
             for note in change.after.get("notes", []):
                 reporter.event(note)
-            new = runner.start(self.root, change.after, reporter)
-            self.store.write(new)
+            new = runner.start(self.store, change.after, reporter)
             reporter.event(f"{change.address}: {change.action.value}d, running",
                            pid=new.supervisor_pid)
 

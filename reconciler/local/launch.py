@@ -136,7 +136,13 @@ def prepare(desired: Desired) -> LocalLaunch:
             "CPU processes would fail at start-up",
             "set resources.processes_per_node: 1 for a CPU run, or use launcher: accelerate")
     env.update(job.spec.deploy.local.env)
-    run_dir = f"{job.spec.deploy.local.workdir.rstrip('/')}/{job.spec_id}"
+    workdir = job.spec.deploy.local.workdir.rstrip("/")
+    parts = workdir.split("/")
+    if not workdir or workdir.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise _refuse(desired, f"deploy.local.workdir {workdir!r} is not a folder inside the "
+                      "working directory (ftspec keeps each run's files there)",
+                      "use a relative path without '..', e.g. .ftspec/runs")
+    run_dir = f"{workdir}/{job.spec_id}"
     argv = relocate(launch.argv, files, f"{run_dir}/{LAUNCH_DIR}")
     if not argv:
         raise BackendError(f"the {job.launcher} target produced an empty command")

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.local import procs
-from ftspec.reconciler.local.state import RunRecord
-from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, read_json
+from ftspec.reconciler.local.record import RunRecord
+from ftspec.reconciler.local.state import guarded, open_run_dir
+from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, ExitInfo, read_json
 from ftspec.reconciler.logread import read_tail, tail_lines
 from ftspec.reconciler.model import Phase
 from ftspec.reconciler.progress import Tracker, status_metrics, track_text
@@ -32,15 +33,13 @@ class RunView:
     progress: Tracker
     ended_at: float | None
     log_tail: list[str] = field(default_factory=list)
-
-    @property
-    def supervisor(self) -> procs.ProcRef:
-        return procs.ProcRef(self.record.supervisor_pid, self.record.supervisor_create_time)
+    pid: int | None = None
+    """The supervisor's pid: the live one the OS proved, else the recorded one."""
 
     def platform(self) -> dict[str, Any]:
         r = self.record
         return {
-            "pid": r.supervisor_pid, "pgid": r.pgid, "started_at": r.started_at,
+            "pid": self.pid, "pgid": self.pid, "started_at": r.started_at,
             "ended_at": self.ended_at,
             "spec_hash": r.spec_hash, "argv": r.argv, "log": r.log, "run_dir": r.run_dir,
             "exit_code": self.returncode, "signal": self.signal,
@@ -56,9 +55,19 @@ class RunView:
 def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
             settings: dict[str, Any] | None = None) -> RunView:
     """``settings``: the job's totals for the progress tracker (``Tracker`` fields)."""
-    run_dir = root / record.run_dir
-    active = procs.is_alive(procs.ProcRef(record.supervisor_pid, record.supervisor_create_time))
-    ended = read_json(run_dir / EXIT_FILE)
+    run_abs = root / record.run_dir
+    ended: ExitInfo | None = None
+    started = False
+    with guarded(run_abs, "read"):
+        run = open_run_dir(root, record.run_dir)
+        if run is not None:
+            with run:
+                ended = ExitInfo.parse(read_json(run, EXIT_FILE))
+                started = run.exists(CHILD_FILE)
+    sups, ident = procs.supervisors_of(record.supervisor_pid, record.supervisor_create_time,
+                                       run_abs, scan=ended is None)
+    active = bool(sups)
+    pid = sups[0].pid if sups else record.supervisor_pid
     text = read_tail(root / record.log)
     progress = track_text(text, **(settings or {}))
     log_tail = tail_lines(text, tail)
@@ -66,17 +75,16 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
     ended_at: float | None = None
     stop_requested = False
     if ended is not None:
-        ended_at = ended.get("ended_at")
-        returncode = int(ended["returncode"])
-        signal = ended.get("signal")
-        stop_requested = bool(ended.get("stop_requested"))
+        ended_at = ended.ended_at
+        returncode = ended.returncode
+        signal = ended.signal
+        stop_requested = ended.stop_requested
     if active and ended is None:
-        started = (run_dir / CHILD_FILE).exists()
         phase = Phase.RUNNING if started else Phase.PENDING
         last = progress.last
         where = (f"step {last.step}" + (f", loss {last.loss:g}" if last.loss is not None else "")
                  if last is not None else "starting")
-        message = f"running (pid {record.supervisor_pid}): {where}"
+        message = f"running (pid {pid}): {where}"
     elif ended is not None:
         if returncode == 0:
             phase = Phase.SUCCEEDED
@@ -87,9 +95,16 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
             how = f"killed by {signal}" if signal else f"exit code {returncode}"
             who = " (stopped by ftspec)" if stop_requested else ""
             message = f"failed: {how}{who}"
+    elif ident is not None and ident.foreign:
+        phase = Phase.FAILED
+        message = (f"failed: no run alive, and the run record was changed outside ftspec: "
+                   f"{ident.problem} (that process is never signalled)")
+    elif pid is None:
+        phase = Phase.FAILED
+        message = "failed: the run never started (its apply was interrupted, or see its log)"
     else:
         phase = Phase.FAILED
-        message = (f"failed: the run's supervisor (pid {record.supervisor_pid}) is gone without "
+        message = (f"failed: the run's supervisor (pid {pid}) is gone without "
                    "recording an exit code (killed with SIGKILL, or the machine restarted)")
     return RunView(record, phase, message, active and ended is None, returncode, signal,
-                   stop_requested, progress, ended_at, log_tail)
+                   stop_requested, progress, ended_at, log_tail, pid)

@@ -1,103 +1,135 @@
 """Local state, like Terraform's local backend: ``.ftspec/`` in the working directory.
 
     .ftspec/state.lock            fcntl lock held by apply / destroy (holder pid written inside)
-    .ftspec/local/<spec-id>.json  one ``RunRecord`` per spec that has a run
+    .ftspec/local/<spec-id>.json  one ``RunRecord`` per spec that has a run (``record.py``)
     <run_dir>/                    launch files, train.log, supervisor.json, child.json, exit.json
 
-Records are written atomically (write + rename), so a killed ftspec never leaves half a file.
+Every file here is reached through ``ftspec.spec.safe_files`` (no planted link is followed;
+folders 0700, records 0600, written atomically: a killed ftspec never leaves half a file).
+A record that fails its checks, a link where a state file should be, or a write that fails
+(a full disk) is a ``BackendError`` naming the file or folder.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ftspec.reconciler.backend import BackendError
-from ftspec.reconciler.local.supervise import write_json
+from ftspec.reconciler.local.record import RecordError, RunRecord, load_record
+from ftspec.spec.safe_files import SafeDir, UnsafePathError
 
 STATE_DIR = ".ftspec"
-RECORD_VERSION = 1
+RECORDS = "local"
+LOCK_FILE = "state.lock"
+_SUFFIX = ".json"
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    """What ftspec started for one spec. Live facts (alive? exit code?) are read separately."""
+def disk_error(where: Path | str, exc: OSError, action: str = "write") -> BackendError:
+    """One line for a failed read or write of local state: what and where, no traceback."""
+    if isinstance(exc, UnsafePathError):
+        return BackendError(f"local state: {exc}",
+                            hint="ftspec refuses links and special files where it keeps its "
+                            "state; remove it (it was not created by ftspec)")
+    reason = exc.strerror or type(exc).__name__
+    return BackendError(f"cannot {action} the local state under {where}: {reason}",
+                        hint="free some space or fix the folder's permissions, then retry",
+                        retryable=True)
 
-    spec_id: str
-    spec_hash: str
-    spec_file: str
-    launcher: str
-    argv: list[str]
-    env: dict[str, str]
-    """Only what ftspec added to the inherited environment (never the whole environment)."""
-    cwd: str
-    run_dir: str
-    log: str
-    started_at: float
-    supervisor_pid: int
-    supervisor_create_time: float
-    pgid: int
-    summary: dict[str, str] = field(default_factory=dict)
-    version: int = RECORD_VERSION
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+@contextmanager
+def guarded(where: Path | str, action: str = "write") -> Iterator[None]:
+    """OSError raised inside -> a ``BackendError`` naming ``where``."""
+    try:
+        yield
+    except OSError as exc:
+        raise disk_error(where, exc, action) from None
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunRecord:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+
+def open_run_dir(root: Path, run_dir: str, *, create: bool = False) -> SafeDir | None:
+    """A run folder (``RunRecord.run_dir``), reached without links; None when it is gone.
+    Raises OSError (``UnsafePathError`` for a link on the way)."""
+    try:
+        return SafeDir.open(root, run_dir, create=create)
+    except FileNotFoundError:
+        return None
 
 
 class StateStore:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.dir = self.root / STATE_DIR
-        self.records_dir = self.dir / "local"
+        self.records_dir = self.dir / RECORDS
 
     def _path(self, spec_id: str) -> Path:
-        return self.records_dir / f"{spec_id}.json"
+        return self.records_dir / f"{spec_id}{_SUFFIX}"
+
+    def state_dir(self, rel: str = "", *, create: bool = False) -> SafeDir:
+        """``.ftspec/rel`` opened without links (0700; raises OSError)."""
+        return SafeDir.open(self.root, f"{STATE_DIR}/{rel}".rstrip("/"), create=create)
+
+    def _raw(self, spec_id: str) -> bytes | None:
+        with guarded(self.records_dir, "read"):
+            try:
+                folder = self.state_dir(RECORDS)
+            except FileNotFoundError:
+                return None
+            with folder:
+                return folder.read(f"{spec_id}{_SUFFIX}")
 
     def read(self, spec_id: str) -> RunRecord | None:
-        try:
-            data = json.loads(self._path(spec_id).read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        raw = self._raw(spec_id)
+        if raw is None:
             return None
-        except (OSError, ValueError, TypeError) as exc:
+        try:
+            return load_record(raw, spec_id)
+        except RecordError as exc:
             raise BackendError(
-                f"local state {self._path(spec_id)} is unreadable: {exc}",
-                hint="inspect or delete that file; the run it described may still be active",
-            ) from exc
-        return RunRecord.from_json(data)
+                f"{self._path(spec_id)}: invalid run record: {exc}",
+                hint="the file was changed outside ftspec; nothing was signalled. If no run "
+                "of this spec is active, delete the file; otherwise restore it") from None
 
     def digest(self, spec_id: str) -> str:
         """What a saved plan remembers of this record (``absent`` when there is none)."""
-        try:
-            return hashlib.sha256(self._path(spec_id).read_bytes()).hexdigest()[:16]
-        except FileNotFoundError:
-            return "absent"
+        raw = self._raw(spec_id)
+        return "absent" if raw is None else hashlib.sha256(raw).hexdigest()[:16]
 
     def write(self, record: RunRecord) -> None:
-        self.records_dir.mkdir(parents=True, exist_ok=True)
-        write_json(self._path(record.spec_id), record.to_json())
+        import json
+
+        text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        with guarded(self.records_dir), self.state_dir(RECORDS, create=True) as folder:
+            folder.write(f"{record.spec_id}{_SUFFIX}", text, mode=0o600)
 
     def remove(self, spec_id: str) -> None:
-        self._path(spec_id).unlink(missing_ok=True)
+        with guarded(self.records_dir):
+            try:
+                folder = self.state_dir(RECORDS)
+            except FileNotFoundError:
+                return
+            with folder:
+                folder.unlink(f"{spec_id}{_SUFFIX}")
+
+    def spec_ids(self) -> list[str]:
+        with guarded(self.records_dir, "read"):
+            try:
+                folder = self.state_dir(RECORDS)
+            except FileNotFoundError:
+                return []
+            with folder:
+                names = os.listdir(folder.fd)
+        return sorted(n[: -len(_SUFFIX)] for n in names
+                      if n.endswith(_SUFFIX) and not n.startswith("."))
 
     def all(self) -> list[RunRecord]:
-        if not self.records_dir.is_dir():
-            return []
         out = []
-        for path in sorted(self.records_dir.glob("*.json")):
-            record = self.read(path.stem)
+        for spec_id in self.spec_ids():
+            record = self.read(spec_id)
             if record is not None:
                 out.append(record)
         return out
@@ -105,9 +137,9 @@ class StateStore:
     @contextmanager
     def lock(self, timeout_s: float = 30.0) -> Iterator[None]:
         """Exclusive lock on the local state; a second apply waits, then fails clearly."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path = self.dir / "state.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        path = self.dir / LOCK_FILE
+        with guarded(self.dir), self.state_dir(create=True) as folder:
+            fd = folder.open_fd(LOCK_FILE, os.O_RDWR | os.O_CREAT, mode=0o600)
         try:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -116,7 +148,8 @@ class StateStore:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        holder = path.read_text(encoding="utf-8").strip() or "?"
+                        held = os.pread(fd, 32, 0).decode(errors="replace")
+                        holder = "".join(c for c in held if c.isdigit()) or "?"
                         raise BackendError(
                             f"the local state {self.dir} is locked by another ftspec "
                             f"(pid {holder})",
@@ -125,8 +158,9 @@ class StateStore:
                             retryable=True,
                         ) from None
                     time.sleep(0.1)
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            with guarded(path):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield
         finally:
             os.close(fd)  # closing releases the flock

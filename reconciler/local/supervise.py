@@ -11,36 +11,98 @@ run's log file). The process that launched it returns once ``supervisor.json`` e
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from ftspec.spec.safe_files import SafeDir
 
 SUPERVISOR_FILE = "supervisor.json"
 CHILD_FILE = "child.json"
 EXIT_FILE = "exit.json"
 STOP_FILE = "stop-requested"
 _DETACH_TIMEOUT_S = 15.0
+_CONTROL_READ_LIMIT = 64 * 1024
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic: readers see the old file or the whole new one, never half of it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def write_json(folder: SafeDir, name: str, data: dict[str, Any]) -> None:
+    """Atomic (readers see the old file or the whole new one), private, never through a
+    link (``safe_files``)."""
+    folder.write(name, json.dumps(data, indent=2, sort_keys=True) + "\n", mode=0o600)
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object written by ``write_json``; None when absent or unreadable."""
+def read_json(folder: SafeDir, name: str) -> dict[str, Any] | None:
+    """A JSON object written by ``write_json``; None when absent, unreadable, a link, or
+    not an object (NaN and Infinity are refused)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = folder.read(name, _CONTROL_READ_LIMIT)
+        data = None if raw is None else json.loads(raw.decode("utf-8"),
+                                                   parse_constant=_no_constant)
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _number(data: dict[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class SupervisorInfo:
+    """``supervisor.json``: the supervisor as it recorded itself."""
+
+    pid: int
+    create_time: float
+    pgid: int
+    started_at: float
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None) -> SupervisorInfo | None:
+        """None unless every field has its type (a finite time, an int pid)."""
+        if data is None:
+            return None
+        pid, pgid = data.get("pid"), data.get("pgid")
+        created, started = _number(data, "create_time"), _number(data, "started_at")
+        if (isinstance(pid, bool) or not isinstance(pid, int) or pid != pgid
+                or created is None or started is None):
+            return None
+        return cls(pid, created, pid, started)
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """``exit.json``: how the training command ended."""
+
+    returncode: int
+    signal: str | None
+    ended_at: float | None
+    stop_requested: bool
+    message: str | None = None
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None) -> ExitInfo | None:
+        """None when absent or malformed (a wrong type is no exit code)."""
+        if data is None:
+            return None
+        code, sig, msg = data.get("returncode"), data.get("signal"), data.get("message")
+        if isinstance(code, bool) or not isinstance(code, int) or not -256 < code < 256:
+            return None
+        return cls(code, sig if isinstance(sig, str) else None, _number(data, "ended_at"),
+                   data.get("stop_requested") is True, msg if isinstance(msg, str) else None)
 
 
 def _note(message: str) -> None:
@@ -54,8 +116,8 @@ def _create_time(pid: int) -> float:
     return float(psutil.Process(pid).create_time())
 
 
-def supervise(run_dir: Path, argv: list[str]) -> int:
-    write_json(run_dir / SUPERVISOR_FILE, {
+def supervise(run_dir: SafeDir, argv: list[str]) -> int:
+    write_json(run_dir, SUPERVISOR_FILE, {
         "pid": os.getpid(), "create_time": _create_time(os.getpid()), "pgid": os.getpgid(0),
         "started_at": time.time(),
     })
@@ -64,7 +126,7 @@ def supervise(run_dir: Path, argv: list[str]) -> int:
         child = subprocess.Popen(argv)
     except OSError as exc:
         _note(f"cannot start {argv[0]!r}: {exc}")
-        write_json(run_dir / EXIT_FILE, {"returncode": 127, "signal": None,
+        write_json(run_dir, EXIT_FILE, {"returncode": 127, "signal": None,
                                          "ended_at": time.time(), "message": str(exc),
                                          "stop_requested": False})
         return 0
@@ -77,13 +139,13 @@ def supervise(run_dir: Path, argv: list[str]) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
-    write_json(run_dir / CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid)})
+    write_json(run_dir, CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid)})
     code = child.wait()
     sig_name = signal.Signals(-code).name if code < 0 else None
     _note(f"run ended: {'killed by ' + sig_name if sig_name else 'exit code ' + str(code)}")
-    write_json(run_dir / EXIT_FILE, {
+    write_json(run_dir, EXIT_FILE, {
         "returncode": code, "signal": sig_name, "ended_at": time.time(),
-        "stop_requested": (run_dir / STOP_FILE).exists(),
+        "stop_requested": run_dir.exists(STOP_FILE),
     })
     return 0
 
@@ -92,12 +154,13 @@ def main(args: list[str]) -> int:
     if len(args) < 3 or args[1] != "--":
         sys.stderr.write("usage: python -m ftspec.reconciler.local.supervise RUN_DIR -- ARGV...\n")
         return 2
-    run_dir, argv = Path(args[0]).resolve(), args[2:]
-    (run_dir / SUPERVISOR_FILE).unlink(missing_ok=True)
+    # the run folder was made (without links) by the backend, which names it here
+    run_dir, argv = SafeDir.open(Path(args[0])), args[2:]
+    run_dir.unlink(SUPERVISOR_FILE)
     if os.fork() > 0:  # the launching process: return once the detached supervisor is recorded
         deadline = time.monotonic() + _DETACH_TIMEOUT_S
         while time.monotonic() < deadline:
-            if (run_dir / SUPERVISOR_FILE).exists():
+            if run_dir.exists(SUPERVISOR_FILE):
                 return 0
             time.sleep(0.02)
         return 1

@@ -1,6 +1,7 @@
 """The local backend through the real CLI: apply / status / plan / destroy of the compiled
 tiny torchtune job, with ftspec killed mid-run, the training process killed, and applies
-while a run is active. Every run is a real torchtune (or accelerate) process."""
+while a run is active. Every run is a real torchtune (or accelerate) process; every test
+runs in a private PID namespace (``helpers.pidns``), since destroy and replace signal."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import psutil
 import pytest
 from helpers.follow import follow
 from helpers.measure import Measurement, TreeSampler
+from helpers.pidns import private_pid_namespace
 from helpers.polling import wait_for
 from helpers.tinyspec import SPEC
 from helpers.trainer_log import summary, train_records
@@ -50,7 +53,7 @@ def status(workdir: Path, env: dict[str, str], *sets: str) -> dict[str, Any]:
 def supervisor_pid(workdir: Path) -> int | None:
     try:
         return int(json.loads((workdir / STATE).read_text())["supervisor_pid"])
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):  # absent, or an intent (no pid yet)
         return None
 
 
@@ -93,6 +96,7 @@ def measure(name: str, workdir: Path, extra: Callable[[], list[int]] = list) -> 
     return TreeSampler(m, lambda: [p for p in [supervisor_pid(workdir)] if p] + extra())
 
 
+@private_pid_namespace
 def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, str]) -> None:
     quick = ftspec(workdir, e2e_env, "quickstart")
     assert quick.returncode == 0, quick.stderr
@@ -149,6 +153,7 @@ def test_quickstart_apply_wait_status_destroy(workdir: Path, e2e_env: dict[str, 
     assert status(workdir, e2e_env)["platform"] == {"exists": False}
 
 
+@private_pid_namespace
 def test_logs_follow_a_running_job_and_end_with_it(workdir: Path, e2e_env: dict[str, str]
                                                    ) -> None:
     """`logs --follow` started while the run starts: the training steps arrive as they are
@@ -170,6 +175,7 @@ def test_logs_follow_a_running_job_and_end_with_it(workdir: Path, e2e_env: dict[
     assert got.exited_at - got.ended_at < 5.0  # it stops polling once the run has ended
 
 
+@private_pid_namespace
 def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str, str]
                                                 ) -> None:
     """report_to: [tensorboard] -> torchtune's TensorBoardLogger writes event files that
@@ -198,6 +204,7 @@ def test_tensorboard_event_files_from_torchtune(workdir: Path, e2e_env: dict[str
     ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
 
 
+@private_pid_namespace
 def test_tensorboard_event_files_from_accelerate_and_trl(workdir: Path,
                                                        e2e_env: dict[str, str]) -> None:
     """report_to: [tensorboard] on the accelerate launcher -> the trainer's TensorBoard
@@ -225,6 +232,7 @@ def test_tensorboard_event_files_from_accelerate_and_trl(workdir: Path,
     ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *tb)
 
 
+@private_pid_namespace
 def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
         workdir: Path, e2e_env: dict[str, str]) -> None:
     first = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
@@ -257,6 +265,7 @@ def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
     assert training_processes(workdir) == []  # the whole process group stopped
 
 
+@private_pid_namespace
 def test_ftspec_killed_mid_run_then_status_is_still_right(
         workdir: Path, e2e_env: dict[str, str]) -> None:
     with measure("local_run_outliving_ftspec", workdir):
@@ -279,6 +288,7 @@ def test_ftspec_killed_mid_run_then_status_is_still_right(
     assert final["metrics"]["step"] == 80  # 5 epochs of 64 rows / 4
 
 
+@private_pid_namespace
 def test_training_process_killed_gives_failed_with_exit_code_and_log_tail(
         workdir: Path, e2e_env: dict[str, str]) -> None:
     applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
@@ -299,6 +309,7 @@ def test_training_process_killed_gives_failed_with_exit_code_and_log_tail(
     ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *LONG)
 
 
+@private_pid_namespace
 def test_cpu_traps_refused_or_avoided(workdir: Path, e2e_env: dict[str, str]) -> None:
     two = ("--set", "resources.processes_per_node=2", "--set", "training.global_batch_size=8",
            "--set", "training.max_steps=4")
@@ -316,3 +327,33 @@ def test_cpu_traps_refused_or_avoided(workdir: Path, e2e_env: dict[str, str]) ->
     assert summary(log).epoch == 0.5 and len(train_records(log)) == 4, log[-3000:]
     st = status(workdir, e2e_env, *acc)
     assert st["phase"] == "Succeeded" and math.isfinite(st["metrics"]["final_loss"])
+
+
+@private_pid_namespace
+def test_apply_killed_while_starting_never_runs_twice_and_a_deleted_folder_still_stops(
+        workdir: Path, e2e_env: dict[str, str]) -> None:
+    """`apply` SIGKILLed as soon as its run's supervisor exists (before its final record):
+    the next `apply` records that run instead of starting a second one. Then the run folder
+    is deleted while the run trains: `destroy` still stops it (identity comes from the OS)."""
+    proc = subprocess.Popen([FTSPEC, "apply", str(SPEC), "--auto-approve", *LONG], cwd=workdir,
+                            env=e2e_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: (workdir / RUN_DIR / "supervisor.json").exists() or proc.poll() is not None,
+             120, "the supervisor")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = json.loads((workdir / STATE).read_text())
+    again = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 added, 0 changed, 0 destroyed" in again.stdout, (first["state"], again.stdout)
+    record = json.loads((workdir / STATE).read_text())
+    assert record["state"] == "started" and alive(record["supervisor_pid"]), record
+    assert len(wait_for(lambda: training_processes(workdir), 120, "the training")) == 1
+    supervisors = [p for p in psutil.process_iter(["cmdline"])
+                   if "ftspec.reconciler.local.supervise" in (p.info["cmdline"] or [])]
+    assert [p.pid for p in supervisors] == [record["supervisor_pid"]]
+
+    shutil.rmtree(workdir / RUN_DIR)
+    gone = ftspec(workdir, e2e_env, "destroy", str(SPEC), "--auto-approve", *LONG)
+    assert gone.returncode == 0 and "Traceback" not in gone.stderr, gone.stdout + gone.stderr
+    assert not alive(record["supervisor_pid"])
+    assert wait_for(lambda: training_processes(workdir) == [], 30, "the training to stop")

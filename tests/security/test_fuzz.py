@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.pidns import private_pid_namespace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +65,67 @@ def test_the_engine_detects_what_it_looks_for(tmp_path: Path,
     leaked = run_mutant(example.replace("\nlauncher: ", f"\nlauncher: {SECRET} #", 1),
                         fresh_root(tmp_path), ["torchtune"])
     assert leaked.kind == "echo"
+
+
+@private_pid_namespace
+def test_mutated_run_records_never_crash_or_signal(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hand-edited run records (``fuzz_records``), fixed seeds: every local command answers
+    with a result or an error naming the record; the bystander the record names lives."""
+    from security.fuzz_records import (
+        RECORD_BAD_CLASSES,
+        fresh_project,
+        mutate_record,
+        run_record_mutant,
+    )
+    from security.fuzzing import Tally
+    from security.localstate import bystander
+
+    victim = bystander()
+    tally = Tally()
+    try:
+        for n in range(40):
+            root = fresh_project(tmp_path, n)
+            monkeypatch.chdir(root)
+            text = mutate_record(victim.pid, victim.create_time(), seed=n, count=1 + n % 3)
+            tally.add(run_record_mutant(text, root, victim.pid), text)
+    finally:
+        victim.kill()
+    assert not any(tally.classes.get(k) for k in RECORD_BAD_CLASSES), tally.bad[:3]
+    assert tally.classes.get("refused", 0) > 10 and tally.mutants == 40, tally.classes
+
+
+@private_pid_namespace
+def test_the_record_engine_detects_a_signal_and_a_crash(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record fuzz can fail: with the OS proof switched off, a valid record naming the
+    bystander gets it killed (here, inside the namespace); a parser bug is a crash."""
+    import contextlib
+    import json
+
+    import psutil
+    from ftspec.reconciler.local import procs
+
+    from security.fuzz_records import run_record_mutant
+    from security.localstate import bystander, project, record_for
+
+    victim = bystander()
+    root = project(tmp_path / "p")
+    monkeypatch.chdir(root)
+    text = json.dumps(record_for(victim.pid, victim.create_time()))
+    try:
+        assert run_record_mutant(text, root, victim.pid).kind == "ok"
+        monkeypatch.setattr(procs, "identify", lambda pid, ct, run_dir: procs.Identity(
+            procs.ProcRef(pid, victim.create_time())))
+        assert run_record_mutant(text, root, victim.pid).kind == "signalled"
+        monkeypatch.undo()
+        monkeypatch.chdir(root)
+
+        def bug(raw: bytes, spec_id: str) -> object:
+            raise RuntimeError("bug")
+
+        monkeypatch.setattr("ftspec.reconciler.local.state.load_record", bug)
+        assert run_record_mutant(text, root, victim.pid).kind == "crash"
+    finally:
+        with contextlib.suppress(psutil.Error):
+            victim.kill()
