@@ -25,6 +25,7 @@ from ftspec.reconciler.backend import (
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
 from ftspec.reconciler.local.observe import RunView, observe
+from ftspec.reconciler.local.preflight import preflight
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
@@ -39,6 +40,7 @@ from ftspec.reconciler.model import (
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import tracker_for, tracker_settings
 from ftspec.reconciler.waiting import Observed, wait_until_done
+from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
@@ -74,6 +76,9 @@ class LocalBackend:
 
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         return base
+
+    def preflight(self, desired: Desired) -> list[Diagnostic]:
+        return preflight(desired, self.root)
 
     # ------------------------------------------------------------------ plan
 
