@@ -260,8 +260,19 @@ class KubernetesBackend:
         if live is None:
             return Status(addr, Phase.UNKNOWN,
                           f"{describe(ref)} not found (not applied yet?)"), []
-        lines = self._pod_lines(live) if phase_of(live)[0] is not Phase.PENDING else []
-        return job_status(desired.job, addr, live, lines), metric_lines(lines)
+        phase = phase_of(live)[0]
+        lines = self._pod_lines(live) if phase is not Phase.PENDING else []
+        pods = self._pods(live) if phase is Phase.FAILED else {}
+        return job_status(desired.job, addr, live, lines, pods=pods), metric_lines(lines)
+
+    def _pods(self, live: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The job's pods (their termination reasons), or none while unreadable."""
+        from ftspec.reconciler.kubernetes.logs import job_pods
+
+        try:
+            return job_pods(self.transport, live)
+        except BackendError:
+            return {}
 
     def _pod_lines(self, live: dict[str, Any]) -> list[str]:
         """``[pod] text`` lines of the job's pods, or none while unreadable."""

@@ -216,7 +216,8 @@ class LocalBackend:
             message += " (of an older version of the spec; `ftspec plan` shows the replace)"
         return [Status(addr, view.phase, message, platform={"exists": True, **view.platform()},
                        metrics=view.metrics(),
-                       outputs=self._outputs(desired, view.record.started_at))]
+                       outputs=self._outputs(desired, view.record.started_at),
+                       reason=view.reason)]
 
     def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
         where = location(desired.job)

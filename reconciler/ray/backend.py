@@ -22,10 +22,17 @@ from urllib.parse import urlparse
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
+from ftspec.reconciler.failure import reason
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
 from ftspec.reconciler.outputs import location, scan
-from ftspec.reconciler.progress import status_metrics, track_text, tracker_for, tracker_settings
+from ftspec.reconciler.progress import (
+    clean_lines,
+    status_metrics,
+    track_text,
+    tracker_for,
+    tracker_settings,
+)
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
@@ -294,8 +301,15 @@ class RayBackend:
         nodes = node_states(text)
         if nodes:
             platform["nodes"] = nodes
+        why: dict[str, Any] = {}
+        if phase is Phase.FAILED:
+            error = ": ".join(str(job[k]) for k in ("error_type", "message") if job.get(k))
+            code = job.get("driver_exit_code")
+            why = reason(exit_code=code if isinstance(code, int) else None,
+                         log=clean_lines(text),
+                         platform_reason=error or None)
         return [Status(addr, phase, message, platform=platform, metrics=metrics,
-                       outputs=self._outputs(desired, job))]
+                       outputs=self._outputs(desired, job), reason=why)]
 
     def _outputs(self, desired: Desired, job: dict[str, Any]) -> dict[str, Any]:
         """Where the job writes; its files too when the cluster is this machine (a head on
