@@ -43,7 +43,7 @@ def with_namespace(sets: tuple[str, ...], namespace: str | None) -> tuple[str, .
 
 
 def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
-            identity_only: bool = False) -> Prepared:
+            identity_only: bool = False, preflight: bool = True) -> Prepared:
     base = CompileOptions(schema="on-error")
     first = [compile_spec(src, "identity", base) for src in inputs]
     failed = [d for c in first if not c.ok for d in c.diagnostics]
@@ -72,7 +72,7 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
             early.drop_prefetched()
         raise
     errors = tuple(d for c, _ in done for d in c.errors)
-    if not errors and isinstance(backend, Preflighter):  # what would fail before step 1
+    if not errors and preflight and isinstance(backend, Preflighter):  # what would fail before step 1
         errors = tuple(d for _, ready in done if ready is not None
                        for d in backend.preflight(ready) if d.is_error)
     if errors:
