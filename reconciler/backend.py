@@ -78,6 +78,16 @@ class Preflighter(Protocol):
         ...
 
 
+@runtime_checkable
+class Measurer(Protocol):
+    """A backend that can measure a run that ended (``reconciler.measured``)."""
+
+    def measured(self, desired: Desired) -> dict[str, Any]:
+        """train_runtime_s, dataset tokens a second (per device), peak memory, validity;
+        empty while the run has not ended."""
+        ...
+
+
 class Backend(Protocol):
     name: str
 

@@ -24,6 +24,7 @@ from ftspec.reconciler.backend import (
 )
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
+from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.preflight import preflight
 from ftspec.reconciler.local.state import StateStore
@@ -218,6 +219,11 @@ class LocalBackend:
                        metrics=view.metrics(),
                        outputs=self._outputs(desired, view.record.started_at),
                        reason=view.reason)]
+
+    def measured(self, desired: Desired) -> dict[str, Any]:
+        """The ended run's measured properties (``local/measure_run.py``; kept with it)."""
+        view = self._view(desired)
+        return {} if view is None else measured(desired.job, view, self.root)
 
     def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
         where = location(desired.job)

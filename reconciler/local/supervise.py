@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -84,6 +85,8 @@ def supervise(run_dir: Path, argv: list[str]) -> int:
     write_json(run_dir / EXIT_FILE, {
         "returncode": code, "signal": sig_name, "ended_at": time.time(),
         "stop_requested": (run_dir / STOP_FILE).exists(),
+        # the kernel's peak resident set of the largest waited-for descendant (KiB on Linux)
+        "max_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     })
     return 0
 
