@@ -211,15 +211,19 @@ def _launcher(checks: _Checks, job: Job) -> None:
 
 
 def checkpoint_bytes(job: Job) -> int:
-    """Bytes the run's saves will take: per save the weights it writes (the adapter for
-    LoRA, plus the merged model torchtune writes beside it; the whole model for full
-    fine-tuning) in the training dtype, times the saves that are kept."""
+    """Bytes the run's saves will take: per save the weights it writes (the adapter of a
+    PEFT method, plus the merged model unless the output keeps the adapter only; the whole
+    model for full fine-tuning) in the training dtype, times the saves that are kept."""
     spec = job.spec
     dtype = _DTYPE_BYTES.get(spec.model.dtype, 2)
     full = int(job.model.params_b * 1e9 * dtype)
     adapter = int(job.memory.trainable_params_b * 1e9 * dtype)
-    lora = spec.method.kind in ("lora", "qlora")
-    per_save = adapter + (full if job.launcher == "torchtune" else 0) if lora else full
+    out = spec.output
+    merged = out is not None and (not out.save_adapter_only or out.merge_adapter)
+    if spec.method.kind == "full":
+        per_save = full
+    else:  # the adapter; the merged model too when the output asks for it
+        per_save = adapter + (full if merged else 0)
     ckpt = spec.training.checkpointing
     if ckpt.strategy == "steps" and ckpt.steps and job.total_steps:
         saves = max(1, job.total_steps // ckpt.steps)
