@@ -14,10 +14,12 @@ from typing import Any
 
 import click
 from ftspec.cli.live import connection_options
+from ftspec.cli.specs import spec_options
 
 
 @click.command("list")
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
+@spec_options
 @connection_options
 @click.option("--ray-address", "ray_addresses", multiple=True,
               help="Also list the ftspec jobs of this Ray cluster (Jobs API URL). Repeatable.")
@@ -27,7 +29,8 @@ from ftspec.cli.live import connection_options
 @click.option("--target", "targets", multiple=True, help="Only runs of this deploy target.")
 @click.option("--name", "pattern", default=None, help="Only runs whose name matches this glob.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
-def command(specs: tuple[Path, ...], kubeconfig: str | None, context: str | None,
+def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
+            kubeconfig: str | None, context: str | None,
             namespace: str | None, ray_addresses: tuple[str, ...], phases: tuple[str, ...],
             targets: tuple[str, ...], pattern: str | None, as_json: bool) -> int:
     """List the runs ftspec started: name, target, phase, step, loss, age, output."""
@@ -36,7 +39,7 @@ def command(specs: tuple[Path, ...], kubeconfig: str | None, context: str | None
     from ftspec.reconciler.inventory import kube_rows, local_rows, ray_rows
 
     try:
-        rays, namespaces = _places(specs)
+        rays, namespaces = _places(specs, overlays, sets)
     except _SpecError as exc:
         return exc.code
     rays.extend(a for a in ray_addresses if a not in rays)
@@ -78,8 +81,9 @@ class _SpecError(Exception):
         self.code = code
 
 
-def _places(specs: tuple[Path, ...]) -> tuple[list[str], list[str]]:
-    """The Ray addresses and namespaces the specs deploy to."""
+def _places(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...]
+            ) -> tuple[list[str], list[str]]:
+    """The Ray addresses and namespaces the specs (with overlays and --set) deploy to."""
     from ftspec.cli.output import print_diagnostics
     from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
     from ftspec.reconciler.ray.jobsapi import resolve_address
@@ -87,7 +91,8 @@ def _places(specs: tuple[Path, ...]) -> tuple[list[str], list[str]]:
     rays: list[str] = []
     namespaces: list[str] = []
     for path in specs:
-        compiled = compile_spec(SpecInput(path), "identity", CompileOptions(schema="on-error"))
+        compiled = compile_spec(SpecInput(path, overlays, sets), "identity",
+                                CompileOptions(schema="on-error"))
         if not compiled.ok or compiled.job is None:
             print_diagnostics([d for d in compiled.diagnostics if d.is_error], err=True)
             raise _SpecError(1)

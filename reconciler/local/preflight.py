@@ -21,7 +21,6 @@ import os
 import shutil
 import struct
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from ftspec.reconciler.backend import Desired
@@ -29,6 +28,7 @@ from ftspec.reconciler.local.datapeek import PeekError, first_rows, missing_colu
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
+from ftspec.spec.rules.data import datasets
 from ftspec.targets.paths import default_paths, local_path, scheme
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -71,7 +71,7 @@ def preflight(desired: Desired, root: Path) -> list[Diagnostic]:
     for key, uri in (("uri", tok.uri), ("special_tokens_uri", tok.special_tokens_uri)):
         if uri and scheme(uri) == "file":
             _readable(checks, ("model", "tokenizer", key), uri, "tokenizer")
-    for path, ds in _datasets(job):
+    for path, ds in datasets(spec):
         _dataset(checks, path, ds)
     resume = spec.training.checkpointing.resume_from
     if resume and scheme(resume) == "file":
@@ -83,17 +83,6 @@ def preflight(desired: Desired, root: Path) -> list[Diagnostic]:
     _launcher(checks, job)
     _output(checks, job)
     return checks.found
-
-
-def _datasets(job: Job) -> Iterator[tuple[KeyPath, Dataset]]:
-    data = job.spec.data
-    if data.train is not None:
-        yield ("data", "train"), data.train
-    if data.mixture is not None:
-        for i, ds in enumerate(data.mixture.datasets):
-            yield ("data", "mixture", "datasets", i), ds
-    if data.validation is not None:
-        yield ("data", "validation"), data.validation
 
 
 def _readable(checks: _Checks, path: KeyPath, uri: str, what: str) -> Path | None:
