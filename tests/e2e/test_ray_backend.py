@@ -112,6 +112,9 @@ def test_tiny_torchtune_job_succeeds_through_the_jobs_api(
                                  *ray_sets).stdout)
     assert produced["adapter"] == str(workdir / "ray-output/epoch_0/adapter_model.safetensors")
     assert produced["metrics"]["steps"] == 16 and produced["metrics"]["wall_time_s"] > 0
+    # measured from the job's log: torchtune's progress bar gives the training time
+    assert produced["measured"]["validity"] == "ok"
+    assert 0 < produced["measured"]["train_runtime_s"] <= produced["metrics"]["wall_time_s"]
     followed = ftspec(workdir, e2e_env, "logs", str(SPEC), "--follow", *ray_sets)
     assert followed.returncode == 0 and "Step 16 | loss:" in followed.stdout
 
@@ -294,6 +297,8 @@ def test_failed_job_says_why_and_list_shows_the_clusters_jobs(
     assert "Job entrypoint command failed with exit code 1" in why["platform"], why
     human = ftspec(workdir, e2e_env, "status", str(SPEC), *sets)
     assert "reason (failed): RuntimeError: " in human.stdout, human.stdout
+    produced = json.loads(ftspec(workdir, e2e_env, "output", str(SPEC), "--json", *sets).stdout)
+    assert produced["measured"] == {"validity": "failed"}  # no step ran: nothing to measure
 
     rows = json.loads(ftspec(workdir, e2e_env, "list", str(SPEC), "--json", *sets).stdout)
     ray = [r for r in rows if r["target"] == "ray"]
