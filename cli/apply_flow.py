@@ -90,6 +90,18 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
     return 0
 
 
+def _interrupted(desired: list[Desired]) -> None:
+    """Ctrl-C while following: only the following stops; say how to go on."""
+    from rich.markup import escape
+
+    specs = " ".join(dict.fromkeys(d.spec_file for d in desired))
+    out = console(err=True)
+    out.print()
+    out.print("[yellow bold]Stopped following.[/yellow bold] The run goes on; "
+              f"watch it with `ftspec status --watch {escape(specs)}`, "
+              f"stop it with `ftspec destroy {escape(specs)}`.")
+
+
 def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: bool,
           ok_data: dict[str, Any]) -> int:
     if not desired:
@@ -108,6 +120,9 @@ def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: 
     except BackendError as exc:
         report_error(exc)
         return 1
+    except KeyboardInterrupt:
+        _interrupted(desired)
+        return 130
     from ftspec.cli.render_status import render_status, status_json
 
     if as_json:

@@ -42,6 +42,11 @@ def console(err: bool = False) -> Any:
 def report_error(exc: BackendError) -> None:
     from rich.markup import escape
 
+    placed = getattr(exc, "diagnostics", None)
+    if placed:  # problems found live, each at its spec field
+        from ftspec.cli.output import print_diagnostics
+
+        print_diagnostics(placed, err=True)
     out = console(err=True)
     out.print(f"[red bold]Error:[/red bold] {escape(str(exc))}")
     location = getattr(exc, "location", None)

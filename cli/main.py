@@ -26,8 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "Show each spec's job: phase, steps, loss, time left, outputs."),
     "logs": ("logs", "Print (or --follow) the logs of a spec's job."),
     "output": ("output", "Show what a spec's run produced: model/adapter, checkpoints, metrics."),
+    "list": ("list_", "List the runs of this project, a Ray cluster or Kubernetes namespaces."),
     "import": ("import_", "Import another tool's config (torchtune, ...) as a spec."),
     "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
+    "version": ("version", "Print the versions of ftspec and of the launchers it drives."),
 }
 
 

@@ -19,8 +19,9 @@ LOSS_COLOR = "#1f77b4"
 LR_COLOR = "#d62728"
 
 
-def draw_curves(curve: dict[str, list[Any]], path: Path) -> Any:
-    """Loss (top) and learning rate (bottom) against the step; returns the Figure."""
+def draw_curves(curve: dict[str, list[Any]], path: Path, title: str | None = None) -> Any:
+    """Loss (top) and learning rate (bottom) against the step, under ``title`` (the run);
+    returns the Figure."""
     steps = curve["step"]
     loss = [(s, v) for s, v in zip(steps, curve.get("loss") or [], strict=False) if v is not None]
     lr = [(s, v) for s, v in zip(steps, curve.get("lr") or [], strict=False) if v is not None]
@@ -39,6 +40,8 @@ def draw_curves(curve: dict[str, list[Any]], path: Path) -> Any:
         bottom.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
         bottom.grid(alpha=0.3)
     axes[-1][0].set_xlabel("step")
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

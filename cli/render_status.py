@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.reconciler.failure import describe
 from ftspec.reconciler.model import Status
 from ftspec.reconciler.progress import duration, position, sparkline
 from rich.markup import escape
@@ -14,8 +15,11 @@ VERBOSE_ONLY = ("pid", "pgid", "argv", "log_tail", "spec_hash", "entrypoint")
 
 
 def status_json(s: Status) -> dict[str, Any]:
-    return {"address": s.address, "phase": s.phase.value, "message": s.message,
-            "metrics": s.metrics, "outputs": s.outputs, "platform": s.platform}
+    out = {"address": s.address, "phase": s.phase.value, "message": s.message,
+           "metrics": s.metrics, "outputs": s.outputs, "platform": s.platform}
+    if s.reason:
+        out["reason"] = s.reason
+    return out
 
 
 def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
@@ -38,6 +42,9 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
             loss += f"  lr {m['lr']:.2e}"
         lines.append(loss)
     lines.append(f"  state: {escape(data.get('message') or '')}")
+    why = data.get("reason") or {}
+    if why:
+        lines.append(f"  [red]reason ({why.get('validity')}):[/red] {escape(describe(why))}")
     nodes = (data.get("platform") or {}).get("nodes") or []
     if nodes:
         lines.append(f"  nodes: {escape(', '.join(_node(n) for n in nodes))}")

@@ -14,14 +14,16 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def spec_options(func: F) -> F:
-    """``-f/--values OVERLAY`` (repeatable) and ``--set KEY.PATH=VALUE`` (repeatable)."""
+def spec_options(func: F, *, short: bool = True) -> F:
+    """``-f/--values OVERLAY`` (repeatable) and ``--set KEY.PATH=VALUE`` (repeatable);
+    ``short=False``: ``--values`` only (``logs`` gives ``-f`` to ``--follow``, as kubectl)."""
     func = click.option(
         "--set", "sets", multiple=True, metavar="KEY.PATH=VALUE",
         help="Override one spec value (YAML scalar; list items by index). Repeatable.",
     )(func)
     func = click.option(
-        "-f", "--values", "overlays", multiple=True, type=click.Path(path_type=Path),
+        *(("-f", "--values") if short else ("--values",)), "overlays", multiple=True,
+        type=click.Path(path_type=Path),
         help="Merge a partial spec over the file (dev/prod variants). Repeatable.",
     )(func)
     return func

@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.model import ApplyResult, Plan, Status
+from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
 from ftspec.targets.base import Artifact
@@ -64,6 +65,26 @@ class Prefetcher(Protocol):
 
     def drop_prefetched(self) -> None:
         """Forget reads that will not be used (compiling failed): queued ones are cancelled."""
+        ...
+
+
+@runtime_checkable
+class Preflighter(Protocol):
+    """A backend that can tell, before anything starts, what would make a run fail."""
+
+    def preflight(self, desired: Desired) -> list[Diagnostic]:
+        """Problems with ``desired`` found without changing anything, each at its spec
+        field (a missing input file, a launcher that is not installed, no room to save)."""
+        ...
+
+
+@runtime_checkable
+class Measurer(Protocol):
+    """A backend that can measure a run that ended (``reconciler.measured``)."""
+
+    def measured(self, desired: Desired) -> dict[str, Any]:
+        """train_runtime_s, dataset tokens a second (per device), peak memory, validity;
+        empty while the run has not ended."""
         ...
 
 

@@ -7,7 +7,10 @@ The live commands (plan, apply, destroy, status, logs) all start here:
 3. unless only the job's identity is needed (destroy, status, logs), the backend says what
    to compile for (``compile_options``: the Trainer API the cluster serves) and the same
    ``Compiled`` values continue to their artifacts; a backend that can (``Prefetcher``)
-   starts each spec's live reads as soon as it is compiled, so reading overlaps compiling.
+   starts each spec's live reads as soon as it is compiled, so reading overlaps compiling;
+4. a backend that can (``Preflighter``) checks what would fail before the run's first step
+   (the local backend: input files, dataset columns, launcher packages, room to save); its
+   errors are the spec's, at their fields, and stop plan and apply.
 
 Nothing here prints: diagnostics come back placed, for the CLI to render.
 """
@@ -18,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
-from ftspec.reconciler.backend import Backend, BackendError, Desired, Prefetcher
+from ftspec.reconciler.backend import Backend, BackendError, Desired, Prefetcher, Preflighter
 from ftspec.reconciler.backends import BackendOptions, backend_name, get_backend
 from ftspec.spec.diagnostics import Diagnostic
 
@@ -40,7 +43,7 @@ def with_namespace(sets: tuple[str, ...], namespace: str | None) -> tuple[str, .
 
 
 def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
-            identity_only: bool = False) -> Prepared:
+            identity_only: bool = False, preflight: bool = True) -> Prepared:
     base = CompileOptions(schema="on-error")
     first = [compile_spec(src, "identity", base) for src in inputs]
     failed = [d for c in first if not c.ok for d in c.diagnostics]
@@ -69,6 +72,9 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
             early.drop_prefetched()
         raise
     errors = tuple(d for c, _ in done for d in c.errors)
+    if not errors and preflight and isinstance(backend, Preflighter):  # what would fail before step 1
+        errors = tuple(d for _, ready in done if ready is not None
+                       for d in backend.preflight(ready) if d.is_error)
     if errors:
         if early is not None:
             early.drop_prefetched()

@@ -125,3 +125,6 @@ class Status:
     outputs: dict[str, Any] = field(default_factory=dict)
     """Where the run writes (``outputs.location``) and, where this machine can see the
     folder, what is there (``outputs.scan``)."""
+    reason: dict[str, Any] = field(default_factory=dict)
+    """Why a failed run failed (``failure.reason``): validity, exit code or signal, out of
+    memory, the trainer's last exception, the platform's own words. Empty otherwise."""

@@ -139,6 +139,8 @@ class Tracker:
     final: dict[str, float] = field(default_factory=dict)
     eval_loss: float | None = None
     clock: Any = time.monotonic
+    phase: str | None = None
+    """The last start-up / saving phase reported (``phases.phase_line``)."""
 
     def feed(self, lines: Iterable[str]) -> list[Point]:
         """Parse ``lines``; return the points of steps not seen before (in order)."""
@@ -395,8 +397,17 @@ def progress_line(event: dict[str, Any]) -> str:
 
 
 def report(tracker: Tracker, lines: Iterable[str], reporter: Any, address: str) -> None:
-    """Feed ``lines``; report one ``progress`` event per new step (every backend's wait)."""
+    """Feed ``lines``; report one ``progress`` event per new step (every backend's wait),
+    and each start-up / saving phase a line announces (``phases.phase_line``)."""
+    from ftspec.reconciler.phases import phase_line
+
     for line in lines:
         if tracker.feed([line]):
             event = tracker.event()
             reporter.event(progress_line(event), progress=True, address=address, **event)
+            continue
+        for part in line.split("\r"):
+            phase = phase_line(part)
+            if phase is not None and phase != tracker.phase:
+                tracker.phase = phase
+                reporter.event(f"{address}: {phase}", address=address, run_phase=phase)

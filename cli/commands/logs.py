@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
@@ -11,10 +12,10 @@ from ftspec.cli.specs import spec_options
 
 @click.command("logs")
 @click.argument("spec", type=click.Path(path_type=Path))
-@spec_options
+@partial(spec_options, short=False)
 @connection_options
 @click.option("--tail", type=int, default=None, help="Only the last N lines of each pod.")
-@click.option("--follow", is_flag=True,
+@click.option("--follow", "-f", is_flag=True,
               help="Keep printing new lines until the job ends (every backend).")
 @click.option("--selector", "-l", default=None,
               help="Kubernetes: only the job's pods that match this label selector, e.g. "

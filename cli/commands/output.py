@@ -29,7 +29,7 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
             plot: Path | None, as_json: bool) -> int:
     """Show what SPEC's run produced: adapter / model, checkpoints, final metrics."""
     from ftspec.cli.live import CommandFailed, console, prepare_specs, report_error
-    from ftspec.reconciler.backend import BackendError
+    from ftspec.reconciler.backend import BackendError, Measurer
     from ftspec.reconciler.outputs import produced
 
     try:
@@ -46,8 +46,14 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
                                   hint="run `ftspec apply` first"))
         return 1
     data = produced(status)
+    if isinstance(backend, Measurer):
+        try:
+            data["measured"] = backend.measured(desired[0])
+        except BackendError as exc:
+            report_error(exc)
+            return 1
     if plot is not None:
-        code = _plot(status.metrics, plot)
+        code = _plot(status.metrics, plot, f"{status.address} ({status.phase.value})")
         if code:
             return code
     if name is not None:
@@ -77,8 +83,9 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
 
 
 def _names(data: dict[str, Any]) -> dict[str, Any]:
-    flat = {k: v for k, v in data.items() if k not in ("metrics", "location")}
-    return {**flat, **data.get("location", {}), **data.get("metrics", {})}
+    flat = {k: v for k, v in data.items() if k not in ("metrics", "location", "measured")}
+    return {**flat, **data.get("location", {}), **data.get("metrics", {}),
+            **data.get("measured", {})}
 
 
 def _lookup(data: dict[str, Any], name: str) -> Any:
@@ -105,12 +112,30 @@ def _render(data: dict[str, Any]) -> list[str]:
     for key, value in metrics.items():
         rows.append((key, f"{value:.4f}" if isinstance(value, float) and "loss" in key
                      else value))
+    rows += _measured_rows(data.get("measured") or {})
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k:<{width}} = {v}" for k, v in rows if v not in (None, "", [])]
     return lines
 
 
-def _plot(metrics: dict[str, Any], path: Path) -> int:
+def _measured_rows(m: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The measured properties (``reconciler.measured``) as output rows."""
+    rows: list[tuple[str, Any]] = [("validity", m.get("validity")),
+                                   ("train_runtime_s", m.get("train_runtime_s"))]
+    if m.get("dataset_tokens") is not None:
+        rows.append(("dataset_tokens", f"{m['dataset_tokens']} ({m.get('dataset_tokens_how')})"))
+    elif m.get("dataset_tokens_how"):
+        rows.append(("dataset_tokens", f"unknown: {m['dataset_tokens_how']}"))
+    rows += [("dataset_tokens_per_second", m.get("dataset_tokens_per_second")),
+             ("dataset_tokens_per_second_per_device",
+              m.get("dataset_tokens_per_second_per_device"))]
+    peak = m.get("peak_memory")
+    if peak:
+        rows.append(("peak_memory", f"{peak['bytes'] / 2**30:.3f} GiB ({peak['kind']})"))
+    return rows
+
+
+def _plot(metrics: dict[str, Any], path: Path, title: str) -> int:
     from ftspec.cli.live import report_error
     from ftspec.reconciler.backend import BackendError
 
@@ -124,5 +149,5 @@ def _plot(metrics: dict[str, Any], path: Path) -> int:
     if not curve.get("step"):
         report_error(BackendError("no recorded steps to plot yet"))
         return 1
-    draw_curves(curve, path)
+    draw_curves(curve, path, title)
     return 0

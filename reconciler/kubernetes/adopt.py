@@ -90,7 +90,8 @@ def adopt(backend: KubernetesBackend, spec: Path) -> list[str]:
     from ftspec.reconciler.kubernetes.render import render
 
     prepared = prepare([SpecInput(spec)], BackendOptions(backend.options.kubeconfig,
-                                                         backend.options.context))
+                                                         backend.options.context),
+                       preflight=False)  # the live job runs already: nothing is created
     if not prepared.ok or not prepared.desired:
         return [d.format() for d in prepared.diagnostics if d.is_error]
     obj = next(o for o in render(prepared.desired[0]) if o.get("kind") == "TrainJob")

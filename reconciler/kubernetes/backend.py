@@ -26,7 +26,8 @@ from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
 from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
-from ftspec.reconciler.model import ApplyResult, Phase, Plan, Status
+from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan, Status
+from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.platforms import (
@@ -128,10 +129,28 @@ class KubernetesBackend:
     def plan(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
         try:
-            return self._plan(reader, desired, destroy_all=False)
+            plan = self._plan(reader, desired, destroy_all=False)
         finally:
             reader.close()
             self.drop_prefetched()
+        self._preflight(plan, desired)
+        return plan
+
+    def _preflight(self, plan: Plan, desired: Sequence[Desired]) -> None:
+        """What the objects apply would create (or re-create) reference exists: each
+        missing one an error at the spec field naming it (``PreflightError``). apply's own
+        preflight checks every change again, with the user's access."""
+        from ftspec.reconciler.kubernetes.preflight import PreflightError, spec_preflight
+
+        seen: dict[str, bool | None] = {}
+        found: list[Diagnostic] = []
+        for d in desired:
+            objects = [c.after for c in plan.changes if c.spec_file == d.spec_file
+                       and c.after is not None and c.action in (Action.CREATE, Action.REPLACE)]
+            if objects:
+                found += spec_preflight(self.transport, d, objects, seen)
+        if found:
+            raise PreflightError(found)
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         reader = Reader(self.transport)
@@ -260,8 +279,19 @@ class KubernetesBackend:
         if live is None:
             return Status(addr, Phase.UNKNOWN,
                           f"{describe(ref)} not found (not applied yet?)"), []
-        lines = self._pod_lines(live) if phase_of(live)[0] is not Phase.PENDING else []
-        return job_status(desired.job, addr, live, lines), metric_lines(lines)
+        phase = phase_of(live)[0]
+        lines = self._pod_lines(live) if phase is not Phase.PENDING else []
+        pods = self._pods(live) if phase is Phase.FAILED else {}
+        return job_status(desired.job, addr, live, lines, pods=pods), metric_lines(lines)
+
+    def _pods(self, live: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The job's pods (their termination reasons), or none while unreadable."""
+        from ftspec.reconciler.kubernetes.logs import job_pods
+
+        try:
+            return job_pods(self.transport, live)
+        except BackendError:
+            return {}
 
     def _pod_lines(self, live: dict[str, Any]) -> list[str]:
         """``[pod] text`` lines of the job's pods, or none while unreadable."""

@@ -6,6 +6,8 @@ decides what to show).
   ``ray job submit`` tails, while the head pod's log is Ray's own);
 - elapsed: a RayJob's ``status.startTime``/``endTime``; a TrainJob's creation time to the
   ``Complete``/``Failed`` condition's transition;
+- reason (a failed job): its condition's message, the first container that ended badly
+  (``OOMKilled``: out of memory) and the trainer's last exception in that pod's log;
 - nodes: a multi-node KubeRay job's driver prints ``[ftspec-node]`` lines per node
   (``targets.ray_nodes.node_states``); they show in ``platform.nodes``.
 """
@@ -16,8 +18,9 @@ import time
 from datetime import datetime
 from typing import Any
 
+from ftspec.reconciler.failure import reason
 from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
-from ftspec.reconciler.model import Status
+from ftspec.reconciler.model import Phase, Status
 from ftspec.reconciler.outputs import location
 from ftspec.reconciler.progress import parse_line, status_metrics, tracker_for
 from ftspec.spec.ir import Job
@@ -59,9 +62,60 @@ def times(live: dict[str, Any]) -> tuple[float | None, float | None]:
     return created, next((t for t in ended if t is not None), None)
 
 
+def terminations(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Containers that ended badly: pod, container, reason (``OOMKilled``, ``Error``…),
+    exit code, signal, message (what the kubelet recorded), failed init containers first."""
+    out = []
+    for name in sorted(pods):
+        status = pods[name].get("status") or {}
+        for key in ("initContainerStatuses", "containerStatuses"):
+            for c in status.get(key) or []:
+                state = c.get("state") or {}
+                ended = state.get("terminated") or (c.get("lastState") or {}).get("terminated")
+                if not ended or ended.get("exitCode") == 0 and ended.get("reason") != "OOMKilled":
+                    continue
+                out.append({k: v for k, v in (
+                    ("pod", name), ("container", c.get("name")), ("reason", ended.get("reason")),
+                    ("exit_code", ended.get("exitCode")), ("signal", ended.get("signal")),
+                    ("message", ended.get("message"))) if v not in (None, "")})
+        if status.get("reason") == "Evicted":
+            out.append({"pod": name, "reason": "Evicted", "message": status.get("message")})
+    return out
+
+
+def failure(live: dict[str, Any], pods: dict[str, dict[str, Any]], lines: list[str]
+            ) -> dict[str, Any]:
+    """Why a failed job failed: the job's own condition or message, the first container
+    that ended badly (an ``OOMKilled`` is out of memory), the trainer's last exception in
+    that pod's log (else in any pod's)."""
+    _, message, _ = phase_of(live)
+    ended = terminations(pods)
+    first = ended[0] if ended else {}
+    words = [message] if message else []
+    if first:
+        words.append(f"pod {first['pod']}" + (f" container {first['container']}"
+                                             if first.get("container") else "")
+                     + f": {first.get('reason') or 'terminated'}"
+                     + (f" (exit code {first['exit_code']})" if "exit_code" in first else ""))
+    pod = f"[{first['pod']}] " if first.get("pod") else ""
+    log = ([line[len(pod):] for line in lines if line.startswith(pod)] if pod
+           else [line[len(_pod_of(line)):] for line in lines])
+    memory = None
+    if first.get("reason") == "OOMKilled" or first.get("reason") == "Evicted" and \
+            "memory" in str(first.get("message")):
+        memory = f"cpu ({first['reason']}: the container's memory limit)"
+    why = reason(exit_code=first.get("exit_code"), log=log, platform_reason="; ".join(words),
+                 oom=memory)
+    if ended:
+        why["terminated"] = ended
+    return why
+
+
 def job_status(job: Job, addr: str, live: dict[str, Any], lines: list[str],
-               now: float | None = None) -> Status:
-    """``lines``: ``[pod] text`` log lines of the job's pods (none while it is pending)."""
+               now: float | None = None, pods: dict[str, dict[str, Any]] | None = None
+               ) -> Status:
+    """``lines``: ``[pod] text`` log lines of the job's pods (none while it is pending);
+    ``pods``: the job's pods by name, read once it failed (their termination reasons)."""
     phase, message, platform = phase_of(live)
     tracker = tracker_for(job)
     tracker.feed(metric_lines(lines))
@@ -74,5 +128,6 @@ def job_status(job: Job, addr: str, live: dict[str, Any], lines: list[str],
     if nodes:
         platform = {**platform, "nodes": nodes}
     where = {k: v for k, v in location(job).items() if k != "path"}
-    return Status(addr, phase, message, platform, metrics=metrics, outputs=where)
+    why = failure(live, pods or {}, lines) if phase is Phase.FAILED else {}
+    return Status(addr, phase, message, platform, metrics=metrics, outputs=where, reason=why)
 

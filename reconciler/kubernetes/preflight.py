@@ -1,4 +1,6 @@
-"""Before changing anything: namespace, runtime and secrets exist; the user may do it all."""
+"""Before changing anything: namespace, runtime, secrets and claims exist; the user may do it
+all (``preflight``, at apply). ``spec_preflight`` makes the existence checks at plan time, each
+missing object an error at the spec field that names it."""
 
 from __future__ import annotations
 
@@ -6,11 +8,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ftspec.reconciler.backend import BackendError
+from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.resources import KINDS, resource_of
 from ftspec.reconciler.kubernetes.transport import Transport
 from ftspec.reconciler.model import Action, Change
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+from ftspec.spec.ir import Job
 
 VERBS: dict[Action, tuple[str, ...]] = {
     Action.CREATE: ("create", "patch"),
@@ -57,6 +61,19 @@ def _secret_names(value: Any) -> Iterator[str]:
             yield from _secret_names(item)
 
 
+def _claims(value: Any) -> Iterator[str]:
+    """Every ``persistentVolumeClaim.claimName`` under ``value``."""
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            if key == "persistentVolumeClaim" and isinstance(sub, dict) and sub.get("claimName"):
+                yield str(sub["claimName"])
+            else:
+                yield from _claims(sub)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _claims(item)
+
+
 def _exists(t: Transport, path: str, what: str) -> bool | None:
     """True/False, or None when the user may not look."""
     try:
@@ -89,6 +106,10 @@ def references(changes: list[Change]) -> list[tuple[str, str, str]]:
         for secret in sorted(set(_secret_names(obj.get("spec")))):
             refs.append((f"secret {ns}/{secret}", KINDS["Secret"].path(ns, secret),
                          "create the secret or fix the secrets: section of the spec"))
+        for claim in sorted(set(_claims(obj.get("spec")))):
+            refs.append((f"persistentvolumeclaim {ns}/{claim}",
+                         KINDS["PersistentVolumeClaim"].path(ns, claim),
+                         "create the claim or fix the pvc:// location in the spec"))
     return list(dict.fromkeys(refs))
 
 
@@ -130,3 +151,62 @@ def preflight(t: Transport, changes: list[Change]) -> list[str]:
             hint=("ask a cluster admin for a Role granting the verbs above, or use another "
                   "--context" if denied else "fix the items above and run apply again"))
     return warnings
+
+
+class PreflightError(BackendError):
+    """Objects the plan's changes need are missing: ``diagnostics`` at the spec fields."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(f"preflight failed: {len(diagnostics)} object(s) the plan needs do "
+                         "not exist in the cluster", hint="create them or fix the spec; "
+                         "nothing was changed")
+        self.diagnostics = diagnostics
+
+
+def _field(job: Job, what: str) -> KeyPath:
+    """The spec field that names the object ``what`` (a ``references`` entry)."""
+    kind, _, ref = what.partition(" ")
+    name = ref.rsplit("/", 1)[-1]
+    spec = job.spec
+    if kind == "secret":
+        for key, secret in spec.secrets.items():
+            if secret.secretRef is not None and secret.secretRef.name == name:
+                return ("secrets", key)
+        pulls = spec.deploy.scheduling.image_pull_secrets
+        if name in pulls:
+            return ("deploy", "scheduling", "image_pull_secrets", pulls.index(name))
+        return ("secrets",)
+    if kind == "persistentvolumeclaim":
+        for path, uri in spec.uris():
+            if uri.startswith(f"pvc://{name}/") or uri == f"pvc://{name}":
+                return path
+        return ("output", "uri")
+    return ("deploy", "kubeflow", "runtime")
+
+
+def spec_preflight(t: Transport, desired: Desired, objects: list[dict[str, Any]],
+                   seen: dict[str, bool | None]) -> list[Diagnostic]:
+    """At plan time: the runtime, secrets (image pull secrets too) and claims ``objects``
+    (those apply creates or changes) need exist, each missing one an error at the spec
+    field naming it. ``seen`` remembers answers across the specs of one plan. A missing
+    namespace is left to the plan's own warning (nothing in it can exist yet); one the
+    user may not read is not checked."""
+    every = references([Change("", Action.CREATE, None, o) for o in objects])
+    namespaces = [r for r in every if r[0].startswith("namespace ")]
+    refs = [r for r in every if not r[0].startswith("namespace ")]
+    for _what, path, _advice in namespaces:
+        if path not in seen:
+            seen[path] = _exists(t, path, _what)
+        if seen[path] is False:
+            return []
+    found: list[Diagnostic] = []
+    for what, path, advice in refs:
+        if path not in seen:
+            seen[path] = _exists(t, path, what)
+        if seen[path] is False:
+            field = _field(desired.job, what)
+            span = desired.doc.span_of(field) if desired.doc is not None else None
+            found.append(Diagnostic(Severity.ERROR, f"{what} does not exist in the cluster",
+                                    path=field, span=span, hint=advice,
+                                    code="preflight.missing-object"))
+    return sorted(found, key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))

@@ -36,6 +36,7 @@ KINDS: dict[str, Resource] = {
     "RayJob": Resource("ray.io", "v1", "rayjobs"),
     "ConfigMap": Resource("", "v1", "configmaps"),
     "Secret": Resource("", "v1", "secrets"),
+    "PersistentVolumeClaim": Resource("", "v1", "persistentvolumeclaims"),
     "Namespace": Resource("", "v1", "namespaces", namespaced=False),
     "Pod": Resource("", "v1", "pods"),
     "Lease": Resource("coordination.k8s.io", "v1", "leases"),

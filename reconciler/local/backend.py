@@ -24,7 +24,9 @@ from ftspec.reconciler.backend import (
 )
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.launch import prepare
+from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
+from ftspec.reconciler.local.preflight import preflight
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
@@ -39,6 +41,7 @@ from ftspec.reconciler.model import (
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import tracker_for, tracker_settings
 from ftspec.reconciler.waiting import Observed, wait_until_done
+from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
@@ -74,6 +77,9 @@ class LocalBackend:
 
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         return base
+
+    def preflight(self, desired: Desired) -> list[Diagnostic]:
+        return preflight(desired, self.root)
 
     # ------------------------------------------------------------------ plan
 
@@ -212,7 +218,13 @@ class LocalBackend:
             message += " (of an older version of the spec; `ftspec plan` shows the replace)"
         return [Status(addr, view.phase, message, platform={"exists": True, **view.platform()},
                        metrics=view.metrics(),
-                       outputs=self._outputs(desired, view.record.started_at))]
+                       outputs=self._outputs(desired, view.record.started_at),
+                       reason=view.reason)]
+
+    def measured(self, desired: Desired) -> dict[str, Any]:
+        """The ended run's measured properties (``local/measure_run.py``; kept with it)."""
+        view = self._view(desired)
+        return {} if view is None else measured(desired.job, view, self.root)
 
     def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
         where = location(desired.job)

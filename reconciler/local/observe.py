@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ftspec.reconciler.failure import reason
 from ftspec.reconciler.local import procs
 from ftspec.reconciler.local.record import RunRecord
 from ftspec.reconciler.local.state import guarded, open_run_dir
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, ExitInfo, read_json
 from ftspec.reconciler.logread import read_tail, tail_lines
 from ftspec.reconciler.model import Phase
-from ftspec.reconciler.progress import Tracker, status_metrics, track_text
+from ftspec.reconciler.progress import Tracker, clean_lines, status_metrics, track_text
 
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
 
@@ -35,6 +36,8 @@ class RunView:
     log_tail: list[str] = field(default_factory=list)
     pid: int | None = None
     """The supervisor's pid: the live one the OS proved, else the recorded one."""
+    reason: dict[str, Any] = field(default_factory=dict)
+    """Why it failed (``failure.reason``); empty unless the phase is Failed."""
 
     def platform(self) -> dict[str, Any]:
         r = self.record
@@ -106,5 +109,9 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
         phase = Phase.FAILED
         message = (f"failed: the run's supervisor (pid {pid}) is gone without "
                    "recording an exit code (killed with SIGKILL, or the machine restarted)")
+    why: dict[str, Any] = {}
+    if phase is Phase.FAILED:
+        why = reason(exit_code=returncode, signal=signal, stopped_by_ftspec=stop_requested,
+                     log=clean_lines(text))
     return RunView(record, phase, message, active and ended is None, returncode, signal,
-                   stop_requested, progress, ended_at, log_tail, pid)
+                   stop_requested, progress, ended_at, log_tail, pid, why)

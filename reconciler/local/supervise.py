@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -146,6 +147,8 @@ def supervise(run_dir: SafeDir, argv: list[str]) -> int:
     write_json(run_dir, EXIT_FILE, {
         "returncode": code, "signal": sig_name, "ended_at": time.time(),
         "stop_requested": run_dir.exists(STOP_FILE),
+        # the kernel's peak resident set of the largest waited-for descendant (KiB on Linux)
+        "max_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     })
     return 0
 

@@ -22,10 +22,18 @@ from urllib.parse import urlparse
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
+from ftspec.reconciler.failure import reason
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
+from ftspec.reconciler.measured import measure
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
 from ftspec.reconciler.outputs import location, scan
-from ftspec.reconciler.progress import status_metrics, track_text, tracker_for, tracker_settings
+from ftspec.reconciler.progress import (
+    clean_lines,
+    status_metrics,
+    track_text,
+    tracker_for,
+    tracker_settings,
+)
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
@@ -294,8 +302,31 @@ class RayBackend:
         nodes = node_states(text)
         if nodes:
             platform["nodes"] = nodes
+        why: dict[str, Any] = {}
+        if phase is Phase.FAILED:
+            error = ": ".join(str(job[k]) for k in ("error_type", "message") if job.get(k))
+            code = job.get("driver_exit_code")
+            why = reason(exit_code=code if isinstance(code, int) else None,
+                         log=clean_lines(text),
+                         platform_reason=error or None)
         return [Status(addr, phase, message, platform=platform, metrics=metrics,
-                       outputs=self._outputs(desired, job))]
+                       outputs=self._outputs(desired, job), reason=why)]
+
+    def measured(self, desired: Desired) -> dict[str, Any]:
+        """The ended job's measured properties (``reconciler.measured``), from its log: the
+        trainer's runtime and token count (TRL's ``num_tokens``; a torchtune job's dataset
+        lies on the cluster, so its tokens are not counted here), the CUDA peak the
+        launcher logged, validity."""
+        job = self._current(desired)
+        phase = PHASES.get(str((job or {}).get("status")))
+        if job is None or phase not in (Phase.SUCCEEDED, Phase.FAILED):
+            return {}
+        text = self.api(desired).logs(str(job["submission_id"]))
+        validity = "ok" if phase is Phase.SUCCEEDED else \
+            reason(log=clean_lines(text)).get("validity", "failed")
+        return measure(text, track_text(text, **tracker_settings(desired.job)),
+                       validity=validity, devices=desired.job.world_size,
+                       global_batch=desired.job.global_batch_size)
 
     def _outputs(self, desired: Desired, job: dict[str, Any]) -> dict[str, Any]:
         """Where the job writes; its files too when the cluster is this machine (a head on

@@ -41,3 +41,11 @@ def test_curves_png_has_each_recorded_point(tmp_path: Path) -> None:
         assert _near(_pixel(image, fig, lr_ax, s, v), LR_COLOR), (s, v)
     # and not everywhere: a point off the curve is background
     assert not _near(_pixel(image, fig, loss_ax, 1, 3.7), LOSS_COLOR)
+
+
+def test_the_title_names_the_run(tmp_path: Path) -> None:
+    from ftspec.cli.plot import draw_curves
+
+    curve = {"step": [1, 2], "loss": [5.8, 5.1], "lr": [None, None]}
+    fig = draw_curves(curve, tmp_path / "c.png", "local.run.tiny-local (Succeeded)")
+    assert fig._suptitle.get_text() == "local.run.tiny-local (Succeeded)"

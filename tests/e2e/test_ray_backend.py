@@ -112,6 +112,9 @@ def test_tiny_torchtune_job_succeeds_through_the_jobs_api(
                                  *ray_sets).stdout)
     assert produced["adapter"] == str(workdir / "ray-output/epoch_0/adapter_model.safetensors")
     assert produced["metrics"]["steps"] == 16 and produced["metrics"]["wall_time_s"] > 0
+    # measured from the job's log: torchtune's progress bar gives the training time
+    assert produced["measured"]["validity"] == "ok"
+    assert 0 < produced["measured"]["train_runtime_s"] <= produced["metrics"]["wall_time_s"]
     followed = ftspec(workdir, e2e_env, "logs", str(SPEC), "--follow", *ray_sets)
     assert followed.returncode == 0 and "Step 16 | loss:" in followed.stdout
 
@@ -271,3 +274,35 @@ def test_unreachable_head_is_a_clear_error_and_nothing_is_lost(
     assert from_env.returncode == 2, from_env.stdout + from_env.stderr
     (old,) = before
     assert f'submission_id = "{old}" ->' in from_env.stdout, from_env.stdout
+
+
+def test_failed_job_says_why_and_list_shows_the_clusters_jobs(
+        workdir: Path, e2e_env: dict[str, str], ray_head: Any, ray_sets: tuple[str, ...]
+        ) -> None:
+    import shutil
+
+    broken = (workdir / "broken").resolve()
+    shutil.copytree(workdir / ".ftspec/tiny/llama2/model", broken)
+    (broken / "tokenizer.model").write_bytes(b"not a sentencepiece model\n")
+    sets = (*ray_sets, "--set", f"model.tokenizer.uri=file://{broken}/tokenizer.model")
+    applied = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait", *sets)
+    assert applied.returncode == 1, applied.stdout + applied.stderr
+    st = status(workdir, e2e_env, *sets)
+    assert st["phase"] == "Failed"
+    why = st["reason"]
+    assert why["validity"] == "failed"
+    assert "exception" in why, (why, st["platform"].get("log_tail"))
+    assert why["exception"]["type"] == "RuntimeError", why
+    assert f"{broken}/tokenizer.model" in why["exception"]["message"]
+    assert "Job entrypoint command failed with exit code 1" in why["platform"], why
+    human = ftspec(workdir, e2e_env, "status", str(SPEC), *sets)
+    assert "reason (failed): RuntimeError: " in human.stdout, human.stdout
+    produced = json.loads(ftspec(workdir, e2e_env, "output", str(SPEC), "--json", *sets).stdout)
+    assert produced["measured"] == {"validity": "failed"}  # no step ran: nothing to measure
+
+    rows = json.loads(ftspec(workdir, e2e_env, "list", str(SPEC), "--json", *sets).stdout)
+    ray = [r for r in rows if r["target"] == "ray"]
+    assert [(r["name"], r["phase"], r["validity"]) for r in ray] == [
+        ("tiny-local", "Failed", "failed")], rows
+    assert ray[0]["job"] == st["platform"]["submission_id"]
+    assert ray[0]["where"] == f"ray {ray_head.address}"

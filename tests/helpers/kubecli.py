@@ -49,10 +49,13 @@ def spec_copy(tmp_path: Path, name: str = "job.yaml", replace: dict[str, str] | 
 
 
 def prepare_namespace(cluster: Any, namespace: str) -> None:
-    """What the example spec references: the hf-token secret."""
+    """What the example spec references: the hf-token secret, the ft-outputs claim."""
     cluster.request("POST", f"/api/v1/namespaces/{namespace}/secrets", {
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"},
         "stringData": {"token": "dummy"}})
+    cluster.request("POST", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "ft-outputs"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
 
 
 def copy_tree(src: Path, dst: Path) -> None:

@@ -71,7 +71,11 @@ def test_live_import_refuses_what_it_cannot_adopt(env: dict[str, Any],
                   "--json")
     assert res.code == 0, res.err
     assert json.loads(res.out)["adopted"] is True
-    # a changed spec now plans an update of ftspec's own object, with the reason
+    # a changed spec now plans an update of ftspec's own object, with the reason (the
+    # re-created TrainJob's runtime must exist: plan's preflight checks it)
+    runtimes = cluster.request("GET", f"/apis/{TJ[0]}/clustertrainingruntimes")["items"]
+    if "torch-distributed" not in {r["metadata"]["name"] for r in runtimes}:
+        cluster.install_runtimes(("torch-distributed.yaml",))
     text = spec.read_text().replace("image: alpine:latest", "image: alpine:3.20")
     spec.write_text(text)
     plan = run_cli(capsys, "plan", spec, "--detailed-exitcode")

@@ -92,3 +92,60 @@ def test_follow_polls_while_running_and_ends_with_the_job(
             proc.kill()
     assert proc.returncode == 0, out + err
     assert "Traceback" not in err
+
+
+def test_status_of_a_failed_trainjob_names_the_pod_that_ran_out_of_memory(
+        applied: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    cluster, ns, spec = applied["cluster"], applied["ns"], applied["spec"]
+    cluster.patch_status("v1", "Pod", f"{NAME}-node-1-0", {
+        "phase": "Failed", "containerStatuses": [{
+            "name": "node", "image": "busybox", "imageID": "", "ready": False,
+            "restartCount": 0, "state": {"terminated": {
+                "reason": "OOMKilled", "exitCode": 137, "startedAt": "2026-01-01T00:00:00Z",
+                "finishedAt": "2026-01-01T00:01:00Z"}}}]}, namespace=ns)
+    cluster.patch_status(*TJ, NAME, {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "JobSetFailed",
+         "message": "jobset failed: job node-1 failed",
+         "lastTransitionTime": "2026-01-01T00:01:00Z"}]}, namespace=ns)
+    res = run_cli(capsys, "status", spec, "-n", ns, "--json")
+    assert res.code == 0, res.err
+    (got,) = json.loads(res.out)
+    assert got["phase"] == "Failed"
+    assert got["reason"] == {
+        "validity": "invalid", "exit_code": 137,
+        "out_of_memory": "cpu (OOMKilled: the container's memory limit)",
+        "platform": f"jobset failed: job node-1 failed; pod {NAME}-node-1-0 container node: "
+                    "OOMKilled (exit code 137)",
+        "terminated": [{"pod": f"{NAME}-node-1-0", "container": "node",
+                        "reason": "OOMKilled", "exit_code": 137}]}
+    human = run_cli(capsys, "status", spec, "-n", ns)
+    assert ("reason (invalid): out of memory: cpu (OOMKilled: the container's memory limit); "
+            f"jobset failed: job node-1 failed; pod {NAME}-node-1-0 container node: OOMKilled "
+            "(exit code 137)") in human.out, human.out
+
+
+def test_list_shows_the_namespaces_ftspec_jobs(applied: dict[str, Any],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    cluster, ns, spec = applied["cluster"], applied["ns"], applied["spec"]
+    res = run_cli(capsys, "list", spec, "-n", ns, "--json")
+    assert res.code == 0, res.err
+    kube = [r for r in json.loads(res.out) if r["where"] == ns]
+    spec_id = cluster.get_object(*TJ, NAME, namespace=ns)["metadata"]["labels"][
+        "ftspec.dev/spec-id"]
+    assert [(r["name"], r["target"], r["phase"], r["job"]) for r in kube] == [
+        (spec_id, "kubeflow", "Pending", f"TrainJob/{NAME}")]
+    assert kube[0]["age_s"] >= 0
+    cluster.patch_status(*TJ, NAME, {"conditions": [
+        {"type": "Complete", "status": "True", "reason": "JobSetCompleted",
+         "message": "jobset completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        namespace=ns)
+    done = run_cli(capsys, "list", "-n", ns, "--phase", "Succeeded")
+    assert done.code == 0, done.err
+    rows = [line.split() for line in done.out.splitlines()[1:]]
+    assert [r[:4] for r in rows] == [[spec_id, "kubeflow", ns, "Succeeded"]], done.out
+    none = run_cli(capsys, "list", "-n", ns, "--phase", "Running", "--json")
+    assert [r for r in json.loads(none.out) if r["where"] == ns] == []

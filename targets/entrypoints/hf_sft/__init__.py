@@ -37,6 +37,16 @@ class PrepareArguments:
     prepare: str = field(default="", metadata={"help": "prepare.json written by ftspec"})
 
 
+def _print_cuda_peak() -> None:
+    """The CUDA allocator's peak of this process, for ftspec's measured properties
+    (``reconciler.measured``); nothing on CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        peak = torch.cuda.max_memory_allocated()
+        print(f"[ftspec] cuda_max_allocated_bytes={peak}", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from transformers import TrainerCallback
     from trl.scripts.utils import DatasetMixtureConfig, ScriptArguments, TrlParser
@@ -81,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    _print_cuda_peak()
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
         tokenizer.save_pretrained(training_args.output_dir)

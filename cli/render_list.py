@@ -1,0 +1,46 @@
+"""The human view of `ftspec list`, drawn from the same rows `list --json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.reconciler.progress import duration
+from rich.markup import escape
+
+COLUMNS = ("NAME", "TARGET", "WHERE", "PHASE", "STEP", "LOSS", "AGE", "OUTPUT")
+COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    step = "" if row.get("step") is None else str(row["step"])
+    if step and row.get("total_steps"):
+        step += f"/{row['total_steps']}"
+    phase = row["phase"]
+    if row.get("validity") == "invalid":
+        phase += " (invalid)"
+    name = row["name"]
+    if row.get("spec_exists") is False:
+        name += " (spec deleted)"
+    loss = "" if row.get("loss") is None else f"{row['loss']:.4f}"
+    age = "" if row.get("age_s") is None else duration(row["age_s"])
+    return [name, row["target"], row["where"], phase, step, loss, age, row.get("output") or ""]
+
+
+def render_rows(rows: list[dict[str, Any]]) -> str:
+    """A table (rich markup), or a line saying there is nothing."""
+    if not rows:
+        return "No runs found (`ftspec apply` starts one; SPEC arguments and --namespace / " \
+               "--ray-address add places to look)."
+    table = [list(COLUMNS)] + [_cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    out = []
+    for n, line in enumerate(table):
+        cells = [escape(cell.ljust(width)) for cell, width in zip(line, widths, strict=True)]
+        if n == 0:
+            out.append("[bold]" + "  ".join(cells).rstrip() + "[/bold]")
+            continue
+        color = COLORS.get(rows[n - 1]["phase"])
+        if color:
+            cells[3] = f"[{color}]{cells[3]}[/{color}]"
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)

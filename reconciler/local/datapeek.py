@@ -1,0 +1,148 @@
+"""The first rows of a local dataset file, and the columns its ``format`` needs.
+
+Read at plan time (``preflight.py``) so a dataset that cannot train is an error at the spec
+field before a launcher starts, not a traceback 40 s into the run. Only the head of the file
+is read (``HEAD_BYTES``); JSON Lines, JSON arrays and CSV/TSV headers are understood, other
+loaders (parquet, arrow, text) are left to the launcher. Hand-written: ``datasets`` would
+read (and cache) the whole file and costs seconds to import.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import string
+from pathlib import Path
+from typing import Any
+
+from ftspec.spec.model.data import Dataset
+
+HEAD_BYTES = 1 << 20
+ROWS = 5
+_KINDS = {"jsonl": "json", "ndjson": "json", "json": "json", "csv": "csv", "tsv": "tsv"}
+
+
+class PeekError(Exception):
+    """The head of the file does not parse; the message says where."""
+
+
+def first_rows(path: Path, loader: str | None = None) -> list[dict[str, Any]] | None:
+    """Up to ``ROWS`` rows as dicts; None when the file's kind is not read here."""
+    suffix = path.suffix.lower().lstrip(".")
+    kind = loader or _KINDS.get(suffix)
+    if kind not in ("json", "csv", "tsv"):
+        return None
+    with path.open("rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    truncated = len(head) == HEAD_BYTES
+    text = head.decode("utf-8", errors="replace")
+    if kind in ("csv", "tsv"):
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if kind == "tsv" else ",")
+        if not reader.fieldnames:
+            raise PeekError("the file has no header row")
+        return [dict.fromkeys(reader.fieldnames, "")]
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return _json_array(stripped, truncated)
+    return _json_lines(text, truncated)
+
+
+def _json_lines(text: str, truncated: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    lines = text.split("\n")
+    if truncated:
+        lines = lines[:-1]  # the last line may be cut off by the read
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise PeekError(f"line {number} is not JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise PeekError(f"line {number} is a JSON {type(row).__name__}, not an object "
+                            "with one key per column")
+        rows.append(row)
+        if len(rows) == ROWS:
+            break
+    if not rows:
+        raise PeekError("the file holds no rows")
+    return rows
+
+
+def _json_array(text: str, truncated: bool) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    pos = 1
+    rows: list[dict[str, Any]] = []
+    while len(rows) < ROWS:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            row, pos = decoder.raw_decode(text, pos)
+        except ValueError as exc:
+            if truncated:
+                break
+            raise PeekError(f"row {len(rows) + 1} is not JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise PeekError(f"row {len(rows) + 1} is a JSON {type(row).__name__}, not an "
+                            "object with one key per column")
+        rows.append(row)
+    if not rows:
+        raise PeekError("the array holds no rows")
+    return rows
+
+
+def _template_fields(template: str | None) -> set[str]:
+    if not template:
+        return set()
+    try:
+        return {name.split(".")[0].split("[")[0]
+                for _, name, _, _ in string.Formatter().parse(template) if name}
+    except ValueError:
+        return set()
+
+
+def needed_columns(ds: Dataset) -> dict[str, tuple[str | int, ...]]:
+    """Dataset column -> the spec field (relative to the dataset) that asks for it."""
+    mapped = ds.column_map
+    out: dict[str, tuple[str | int, ...]] = {}
+
+    def want(column: str, field: tuple[str | int, ...] = ("format",)) -> None:
+        if column in mapped:
+            out[mapped[column]] = ("column_map", column)
+        else:
+            out[column] = field
+
+    if ds.format == "alpaca":
+        want("instruction")
+        want("output")
+    elif ds.format == "instruct" and not ds.prompt_template and not ds.prompt_func:
+        want("input")
+        want("output")
+    elif ds.format in ("chat", "sharegpt"):
+        column = ds.conversation_column or "conversations"
+        out[column] = ("conversation_column",) if ds.conversation_column else ("format",)
+    elif ds.format == "text":
+        out[ds.text_field or "text"] = ("text_field",) if ds.text_field else ("format",)
+    elif ds.format == "prompt_completion":
+        want("prompt")
+        want("completion")
+    for key in ("prompt_template", "completion_template"):
+        for column in _template_fields(getattr(ds, key)):
+            out.setdefault(column, (key,))
+    return out
+
+
+def missing_columns(ds: Dataset, rows: list[dict[str, Any]]
+                    ) -> list[tuple[str, tuple[str | int, ...], int]]:
+    """(column, spec field, row number) for each needed column a first row lacks."""
+    found = []
+    for column, field in needed_columns(ds).items():
+        for number, row in enumerate(rows, 1):
+            if column not in row:
+                found.append((column, field, number))
+                break
+    return found

@@ -1,0 +1,126 @@
+"""Plan-time preflight of the local backend, through the real CLI: each input that would make
+the run fail before its first step is an error at its spec field, and nothing starts."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from helpers.cli_run import run
+from helpers.tinyspec import EXAMPLE
+
+pytestmark = pytest.mark.usefixtures("_in_tmp")
+
+
+@pytest.fixture
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "tiny-local.yaml").write_text(EXAMPLE.read_text())
+
+
+def _safetensors(path: Path, cut: int = 0) -> None:
+    """A valid safetensors file with one 4x4 fp32 tensor (``cut`` bytes missing)."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}})
+    raw = struct.pack("<Q", len(header)) + header.encode() + bytes(64)
+    path.write_bytes(raw[:len(raw) - cut])
+
+
+def _assets(root: Path, rows: list[dict[str, str]] | None = None) -> None:
+    model = root / ".ftspec/tiny/llama2/model"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    _safetensors(model / "model.safetensors")
+    (model / "tokenizer.model").write_bytes(b"spm")
+    rows = rows if rows is not None else [{"instruction": "a", "input": "", "output": "b"}]
+    (root / ".ftspec/tiny/llama2/dataset.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _plan(capsys: pytest.CaptureFixture[str], *sets: str) -> tuple[int, str, str]:
+    args = [a for s in sets for a in ("--set", s)]
+    return run(capsys, "plan", "examples/tiny-local.yaml", *args)
+
+
+def test_ready_inputs_plan_a_create(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _assets(tmp_path)
+    code, out, err = _plan(capsys)
+    assert code == 0, err
+    assert "local.run.tiny-local will be created" in out
+
+
+def test_missing_inputs_are_errors_at_their_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _plan(capsys)
+    assert code == 1
+    assert out == ""
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert [line.split(": the ")[0] for line in lines] == [
+        "examples/tiny-local.yaml:23:8: error: model.uri",
+        "examples/tiny-local.yaml:34:10: error: model.tokenizer.uri",
+        "examples/tiny-local.yaml:39:10: error: data.train.uri",
+    ]
+    assert "hint: run `ftspec quickstart` first" in err
+    assert not Path(".ftspec/local").exists()  # nothing started
+
+
+def test_corrupt_weights_and_missing_column(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    _assets(tmp_path, rows=[{"question": "a", "output": "b"}])
+    _safetensors(tmp_path / ".ftspec/tiny/llama2/model/model.safetensors", cut=10)
+    code, _, err = _plan(capsys)
+    assert code == 1
+    assert ("examples/tiny-local.yaml:23:8: error: model.uri: the weights "
+            f"{tmp_path}/.ftspec/tiny/llama2/model/model.safetensors are unreadable: the "
+            "header describes 137 bytes, the file has 127") in err
+    assert ("examples/tiny-local.yaml:40:13: error: data.train.format: row 1 of "
+            f"{tmp_path}/.ftspec/tiny/llama2/dataset.jsonl has no column 'instruction' "
+            "(format alpaca; its columns: output, question)") in err
+    assert "column_map: {instruction: <column>}" in err
+
+
+def test_column_map_names_the_missing_column(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    _assets(tmp_path, rows=[{"question": "a", "output": "b"}])
+    code, _, err = _plan(capsys, "data.train.column_map.instruction=prompt")
+    assert code == 1
+    assert "error: data.train.column_map.instruction: row 1 of" in err
+    assert "has no column 'prompt'" in err
+    assert err.startswith("--set[0]:1:")
+
+
+def test_rows_that_do_not_parse(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _assets(tmp_path)
+    Path(".ftspec/tiny/llama2/dataset.jsonl").write_text('{"instruction": "a"}\n[1, 2]\n')
+    code, _, err = _plan(capsys)
+    assert code == 1
+    assert ("examples/tiny-local.yaml:39:10: error: data.train.uri: the dataset "
+            f"{tmp_path}/.ftspec/tiny/llama2/dataset.jsonl does not parse: line 2 is a JSON "
+            "list, not an object with one key per column") in err
+
+
+def test_no_room_for_the_checkpoints(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _assets(tmp_path)
+    code, _, err = _plan(capsys, "output.uri=file:///proc/ftspec-out")
+    assert code == 1
+    assert "error: output.uri: the run will save about" in err
+    assert "of checkpoints; the file system of /proc/ftspec-out has" in err
+
+
+def test_launcher_packages_missing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    _assets(tmp_path)
+    real = importlib.util.find_spec
+
+    def hide(name: str, *args: object) -> object:
+        return None if name == "torchao" else real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", hide)
+    code, _, err = _plan(capsys)
+    assert code == 1
+    assert "examples/tiny-local.yaml:70:11: error: launcher: the torchtune launcher needs " \
+           "torchao, not installed" in err
+    assert "pip install 'ftspec[torchtune]'" in err
