@@ -90,7 +90,7 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
         if key not in r.used and key in r.data:
             why = " (no hyper-parameter)" if key in no_effect else ""
             draft.warn((key,), f"{key} has no spec field: not imported{why}")
-    head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).\n"
-            "Comments say where each value came from; the tool's implicit defaults are "
-            "written out.")
+    head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).",
+            ("Comments say where each value came from; the tool's implicit defaults are "
+             "written out."))
     return Imported(command, render(draft, head), draft.data, tuple(draft.warnings))

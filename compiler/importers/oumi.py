@@ -55,7 +55,7 @@ def import_oumi(path: Path, args: tuple[str, ...] = (), job: Path | None = None,
     draft.put(("launcher",), "accelerate", "Oumi's SFT trainers run under accelerate")
     r.warn_unused()
     head = (f"Imported by `ftspec import oumi` from {path}"
-            + (f" and {job}" if job else "") + f" ({TOOL}).\n"
+            + (f" and {job}" if job else "") + f" ({TOOL}).",
             "Comments say where each value came from; Oumi's implicit defaults are written out.")
     return Imported("oumi", render(draft, head), draft.data, tuple(draft.warnings))
 

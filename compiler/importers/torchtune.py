@@ -17,7 +17,6 @@ from typing import Any
 from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_tool
 from ftspec.compiler.importers.torchtune_models import family_of, split_builder
 from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint
-from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.targets.torchtune import (
     COSINE,
     DATASETS,
@@ -57,9 +56,9 @@ def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | Non
     from ftspec.compiler.importers.render import render
 
     draft = torchtune_draft(path, args, nproc=nproc, nnodes=nnodes, accelerator=accelerator)
-    head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).\n"
-            "Comments say where each value came from; torchtune's implicit defaults are "
-            "written out.")
+    head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).",
+            ("Comments say where each value came from; torchtune's implicit defaults are "
+             "written out."))
     return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings))
 
 

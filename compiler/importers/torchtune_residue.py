@@ -20,11 +20,10 @@ RAW = ("overrides", "torchtune")
 
 def compile_draft(draft: SpecDraft) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
     """The resolved torchtune config the draft compiles to, or None and the errors."""
-    from ftspec.compiler.importers.render import render
+    from ftspec.compiler.importers.render import rendered
     from ftspec.compiler.pipeline import CompileOptions, compile_spec
-    from ftspec.spec.loader import parse_yaml
 
-    compiled = compile_spec(parse_yaml(render(draft, ""), "<imported spec>"), "artifacts",
+    compiled = compile_spec(rendered(draft), "artifacts",
                             CompileOptions(target="torchtune"))
     if not compiled.ok:
         return None, [d for d in compiled.diagnostics if d.is_error]
