@@ -31,9 +31,17 @@ def _dataset(r: Reader, src: Source, split: str) -> dict[str, Any]:
     if ds["format"] == "chat":
         ds["conversation_column"] = CHAT_COLUMN
         ds["conversation_style"] = "openai"
+        # TRL trains every token of a conversation unless assistant_only_loss
+        ds["train_on_input"] = r.value("assistant_only_loss", r.sft) is not True
     if ds["format"] == "text":
         ds["text_field"] = r.value("dataset_text_field", r.sft)
     return ds
+
+
+def _mask_origin(r: Reader) -> str:
+    return (f"{r.origin('assistant_only_loss')}: conversational rows train "
+            + ("the assistant turns only" if r.value("assistant_only_loss", r.sft) is True
+               else "every token (TRL's SFTTrainer)"))
 
 
 def _format(r: Reader) -> str:
@@ -83,6 +91,8 @@ def import_data(r: Reader) -> None:
         d.put(("data", "train"), _dataset(r, first, first.split), first.origin)
         d.origins[("data", "train", "split")] = split_at if key != MIXTURE else first.origin
         d.origins[("data", "train", "format")] = fmt_at
+        if "train_on_input" in d.data["data"]["train"]:
+            d.origins[("data", "train", "train_on_input")] = _mask_origin(r)
         if first.weight is not None:
             d.origins[("data", "train", "uri")] = f"{first.origin} (weight 1.0)"
     else:

@@ -183,3 +183,22 @@ def test_preference_training_is_refused_at_its_line(tmp_path: Path) -> None:
     (diag,) = info.value.diagnostics
     assert diag.span is not None and diag.span.line == 3
     assert "supervised fine-tuning only" in diag.summary
+
+
+def test_chat_mask_choices_other_than_axolotls_default_are_warned(tmp_path: Path) -> None:
+    """axolotl's chat_template default (assistant turns, each with its end-of-turn token) is
+    the spec's train_on_input false, silently; other roles or EOS choices are warnings."""
+    cfg = tmp_path / "chat.yml"
+    base = ("base_model: Qwen/Qwen2.5-0.5B\nlearning_rate: 1e-5\ndatasets:\n"
+            "  - path: a/b\n    type: chat_template\n")
+    cfg.write_text(base)
+    imported = import_axolotl(cfg)
+    assert imported.data["data"]["train"]["train_on_input"] is False
+    assert not [w for w in imported.warnings if "roles_to_train" in w.summary]
+    cfg.write_text(base + "    roles_to_train: [assistant, user]\n    train_on_eos: all\n")
+    imported = import_axolotl(cfg)
+    by_path = {w.path: w for w in imported.warnings}
+    roles = by_path[("datasets", 0, "roles_to_train")]
+    assert roles.span is not None and roles.span.line == 6
+    assert "other roles' turns are not trained" in roles.summary
+    assert ("datasets", 0, "train_on_eos") in by_path

@@ -44,7 +44,8 @@ SFT_FIELDS = ("learning_rate", "per_device_train_batch_size", "gradient_accumula
               "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
               "optim", "seed", "max_length", "packing",
               "gradient_checkpointing", "logging_steps", "logging_strategy", "eval_strategy",
-              "per_device_eval_batch_size", "save_strategy", "save_total_limit")
+              "per_device_eval_batch_size", "save_strategy", "save_total_limit",
+              "assistant_only_loss")
 MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_target_modules", "load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type",
                 "use_bnb_nested_quant", "use_dora")
@@ -111,13 +112,23 @@ def _outcome(name: str) -> Outcome:
     if stored_and_computed(sft, model) != stored_and_computed(got_sft, got_model):
         diffs["precision"] = (stored_and_computed(sft, model),
                               stored_and_computed(got_sft, got_model))
+    # The loss mask of conversational rows: TRL trains every token unless
+    # assistant_only_loss; ftspec's prepared chat rows keep the prompt only with train_on_input.
+    assistant_only = got_sft.assistant_only_loss
     if "train" in prepare:  # rows ftspec prepares before TRL reads them
         got = [(t["source"], t.get("split", "train")) for t in prepare["train"]]
         for t in prepare["train"]:
             if t["format"] == "chat":
                 assert t["conversation_column"] == "messages"  # the column TRL reads
+                assistant_only = assistant_only or not t.get("train_on_input", False)
     else:
         got = [("hf://" + got_script.dataset_name, got_script.dataset_train_split)]
+    # completion_only_loss None (TRL's default) masks the prompt of prompt-completion rows
+    # only; the corpus rows are text or conversations, where None and False train alike.
+    if (sft.completion_only_loss is True) != (got_sft.completion_only_loss is True):
+        diffs["completion_only_loss"] = (sft.completion_only_loss, got_sft.completion_only_loss)
+    if assistant_only != sft.assistant_only_loss:
+        diffs["loss_mask"] = (sft.assistant_only_loss, assistant_only)
     want = [("hf://" + n, split) for n, split in _sources(raw, script)]
     if got != want:
         diffs["datasets"] = (want, got)
