@@ -40,6 +40,7 @@ from ftspec.compiler.importers.trl import _header, _output, _training
 from ftspec.compiler.importers.trl_reader import Reader
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
+from ftspec.spec.model.method import ALL_LINEAR
 
 ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
 MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
@@ -195,14 +196,8 @@ def _method(r: Reader) -> None:
     r.put(lora + ("dropout",), "lora_dropout", r.model)
     target = str(r.value("lora_target", r.model))
     if target == "all":
-        modules = rows.all_linear(d.get(("model", "family")))
-        if modules is None:
-            d.warn((r.key("lora_target") or "finetuning_type",), "lora_target all: the "
-                   "model's linear layers are not known to ftspec; the spec's default "
-                   "target_modules are used")
-        else:
-            d.put(lora + ("target_modules",), modules, f"{r.origin('lora_target')} (all: "
-                  "every linear layer of the decoder)")
+        d.put(lora + ("target_modules",), [ALL_LINEAR], f"{r.origin('lora_target')} (all: "
+              "every linear layer but the output head, PEFT's all-linear)")
     else:
         d.put(lora + ("target_modules",), [m.strip() for m in target.split(",")],
               r.origin("lora_target"))
