@@ -189,6 +189,10 @@ def _method(r: Reader) -> None:
         d.put(q + ("bits",), bits, r.origin("quantization_bit"))
         r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
         r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
+        dtype = d.get(("model", "dtype")) or "bf16"
+        d.put(q + ("storage_dtype",), dtype, f"{TOOL}: the 4-bit weights are stored in the "
+              f"compute dtype, {dtype} (model/model_utils/quantization.py: bnb_4bit_quant_storage"
+              " = compute_dtype, 'crucial for fsdp+qlora')")
     lora = ("method", "lora")
     rank = r.put(lora + ("rank",), "lora_r", r.model)
     if r.put(lora + ("alpha",), "lora_alpha") is None:

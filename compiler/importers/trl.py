@@ -137,6 +137,7 @@ def _method(r: Reader) -> None:
                   r.model)
             r.put(("method", "quantization", "double_quant"), "use_bnb_nested_quant",
                   r.model)
+            _storage(r)
         else:
             r.put(("method", "quantization", "bits"), "load_in_8bit", convert=lambda _: 8)
     lora = ("method", "lora")
@@ -148,6 +149,25 @@ def _method(r: Reader) -> None:
                "architecture; the spec's default target_modules are used instead")
     r.put(lora + ("modules_to_save",), "lora_modules_to_save")
     r.put(("method", "task_type"), "lora_task_type", r.model)
+
+
+STORAGE = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "uint8": "uint8"}
+"""bitsandbytes' ``bnb_4bit_quant_storage`` names -> the spec's ``storage_dtype``."""
+
+
+def _storage(r: Reader) -> None:
+    """``bnb_4bit_quant_storage``: TRL passes it to BitsAndBytesConfig (None: bitsandbytes'
+    uint8, the spec's default); FSDP needs the weights' dtype."""
+    d, at = r.draft, ("method", "quantization", "storage_dtype")
+    value = r.value("bnb_4bit_quant_storage")
+    if value is None:
+        d.put(at, "uint8", f"{r.tool} default (bnb_4bit_quant_storage: None, bitsandbytes' "
+              "uint8)")
+    elif str(value) in STORAGE:
+        d.put(at, STORAGE[str(value)], r.origin("bnb_4bit_quant_storage"))
+    else:
+        d.warn((r.key("bnb_4bit_quant_storage") or "",), f"bnb_4bit_quant_storage {value!r} "
+               "has no spec value (bfloat16, float16, float32, uint8): uint8 used")
 
 
 def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,

@@ -120,6 +120,11 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
         if s.get("quantization_bit") == 4 else None, lambda r: (
         r.model.bnb_4bit_quant_type, r.model.use_bnb_nested_quant)
         if r.model.load_in_4bit else None),
+    # LLaMA-Factory stores the 4-bit weights in the compute dtype (quantization.py)
+    "bnb_4bit_quant_storage": ("quantization_bit", lambda s: _precision(s)[1]
+                               if s.get("quantization_bit") == 4 else None,
+                               lambda r: r.model.bnb_4bit_quant_storage
+                               if r.model.load_in_4bit else None),
     "trust_remote_code": ("trust_remote_code", lambda s: s.get("trust_remote_code") is True,
                           trl("trust_remote_code")),
     "report_to": ("report_to", lambda s: [] if s.get("report_to") == "none" else

@@ -109,6 +109,10 @@ def _outcome(name: str) -> Outcome:
         diffs["save_steps"] = (sft.save_steps, got_sft.save_steps)
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
               if getattr(model, f) != getattr(got_model, f)}
+    # None: BitsAndBytesConfig's own uint8
+    storage = (model.bnb_4bit_quant_storage or "uint8", got_model.bnb_4bit_quant_storage)
+    if model.load_in_4bit and storage[0] != storage[1]:
+        diffs["bnb_4bit_quant_storage"] = storage
     if stored_and_computed(sft, model) != stored_and_computed(got_sft, got_model):
         diffs["precision"] = (stored_and_computed(sft, model),
                               stored_and_computed(got_sft, got_model))
