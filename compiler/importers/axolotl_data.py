@@ -12,6 +12,7 @@ from ftspec.compiler.importers.axolotl_defaults import (
     FSDP_STATE,
     FSDP_WRAP,
 )
+from ftspec.compiler.importers.base import layer_class_names
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.flat import put_data
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
@@ -124,6 +125,10 @@ def distributed(r: Reader) -> None:
             continue
         if not spec_key or value is None:
             d.warn(where, f"fsdp_config.{key} has no spec field: not imported")
+            continue
+        if spec_key == "transformer_layer_cls" and layer_class_names(value) != value:
+            d.put(f + (spec_key,), layer_class_names(value), f"{d.origin_of(where)} (the "
+                  "class name: accelerate matches names, not import paths)")
             continue
         d.put(f + (spec_key,), value, d.origin_of(where))
     if "full_shard" not in modes and modes:

@@ -130,3 +130,11 @@ def family_for_hub_id(model_id: str) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def layer_class_names(value: object) -> str:
+    """An FSDP layer-class setting as accelerate matches it: class names, comma-separated
+    (``transformers.models.qwen2.modeling_qwen2.Qwen2DecoderLayer`` -> ``Qwen2DecoderLayer``;
+    a list is joined). The spec checks the name against the model's decoder layer."""
+    names = value if isinstance(value, list) else str(value).split(",")
+    return ",".join(str(n).strip().rsplit(".", 1)[-1] for n in names if str(n).strip())

@@ -228,3 +228,27 @@ def test_target_linear_adapts_every_linear_layer_of_phi3() -> None:
     adapted = {name.rsplit(".", 1)[-1] for name, mod in peft_model.named_modules()
                if hasattr(mod, "lora_A")}
     assert adapted == {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
+
+
+def test_fsdp_layer_class_path_becomes_the_class_name(tmp_path: Path) -> None:
+    """A dotted layer class (accelerate matches names) is imported as the class name and
+    checked against the model's decoder layer by validate."""
+    from ftspec.spec.loader import parse_yaml
+    from ftspec.spec.validate import validate_doc
+
+    text = (CORPUS / "qwen2-qlora-fsdp.yaml").read_text()
+    assert "fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer" in text
+    cfg = tmp_path / "fsdp.yaml"
+    cfg.write_text(text.replace(
+        "fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer",
+        "fsdp_transformer_layer_cls_to_wrap: "
+        "transformers.models.qwen2.modeling_qwen2.Qwen2DecoderLayer"))
+    imported = import_axolotl(cfg)
+    fsdp = imported.data["distributed"]["fsdp"]
+    assert fsdp["transformer_layer_cls"] == "Qwen2DecoderLayer"
+    assert validate_doc(parse_yaml(imported.text, "spec.yaml")).ok
+    cfg.write_text(text.replace("fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer",
+                                "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"))
+    found = validate_doc(parse_yaml(import_axolotl(cfg).text, "spec.yaml"))
+    (err,) = [d for d in found.diagnostics.items if d.is_error]
+    assert err.code == "rule.fsdp-layer-class" and "Qwen2DecoderLayer" in err.summary
