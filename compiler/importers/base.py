@@ -46,6 +46,8 @@ class SpecDraft:
     data: dict[str, Any] = field(default_factory=dict)
     origins: dict[KeyPath, str] = field(default_factory=dict)
     warnings: list[Diagnostic] = field(default_factory=list)
+    consumed: set[str] = field(default_factory=set)
+    """Top-level source keys read outside the tool's reader (``topology``: ``use_cpu``)."""
 
     def put(self, path: KeyPath, value: Any, origin: str) -> None:
         node: dict[Any, Any] = self.data

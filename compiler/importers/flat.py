@@ -72,7 +72,7 @@ def put_data(r: Reader, entries: list[dict[str, Any]], src: str, mixing: str,
 def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,
               accelerator: str) -> int:
     """``resources`` from the command line (``config``: "an axolotl config", ...)."""
-    from ftspec.compiler.importers.trl import resources_from_flags
+    from ftspec.compiler.importers.topology import resources_from_flags
 
     return resources_from_flags(r.draft, nproc, nnodes, accelerator, config,
                                 "accelerate launch decides (--nproc-per-node)")
@@ -87,7 +87,7 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
     draft = r.draft
     draft.put(("launcher",), "accelerate", launcher)
     for key in draft.source.data:
-        if key not in r.used and key in r.data:
+        if key not in r.used and key in r.data and key not in draft.consumed:
             why = " (no hyper-parameter)" if key in no_effect else ""
             draft.warn((key,), f"{key} has no spec field: not imported{why}")
     head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).",

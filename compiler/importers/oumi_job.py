@@ -12,7 +12,7 @@ from typing import Any
 from ftspec.compiler.importers.base import SpecDraft, layer_class_names, not_this_tool
 from ftspec.compiler.importers.oumi_defaults import JOB_DEFAULTS, SKYPILOT_ACCELERATORS, TOOL
 from ftspec.compiler.importers.oumi_source import OumiReader
-from ftspec.compiler.importers.trl import resources_from_flags
+from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.spec.loader import load_spec_file
 
 SHARDING = {"FULL_SHARD": "full_shard", "SHARD_GRAD_OP": "shard_grad_op",

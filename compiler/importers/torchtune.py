@@ -16,7 +16,7 @@ from typing import Any
 
 from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_tool
 from ftspec.compiler.importers.torchtune_models import family_of, split_builder
-from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint
+from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint, recipe_hint
 from ftspec.targets.torchtune import (
     COSINE,
     DATASETS,
@@ -134,7 +134,14 @@ def _file_uri(path: str) -> str:
 
 def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
+    single_at = "a single-device config (its file name)"
     single = path.stem.endswith(("_single_device", "_low_memory"))
+    recipe = recipe_hint(draft.source)
+    if not single and recipe is not None and recipe[0].endswith("_single_device"):
+        single = True
+        single_at = (f"from {draft.source.file}:{recipe[1]} (its usage comment runs the "
+                     f"{recipe[0]} recipe)")
+    device = draft.source.data.get("device", "cuda")
     nodes_origin = "--nnodes"
     if nnodes is None:
         multinode = path.stem.endswith("_multinode")
@@ -143,14 +150,17 @@ def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int | No
     if nproc is not None:
         origin = "--nproc-per-node"
     elif single:
-        nproc, origin = 1, "a single-device config (its file name)"
+        nproc, origin = 1, single_at
+    elif (hint := nproc_hint(draft.source)) is not None:
+        nproc, origin = hint[0], f"from {draft.source.file}:{hint[1]} (its usage comment)"
+    elif device == "cpu":
+        nproc, origin = 1, f"{draft.origin_of(('device',))}: device cpu, one process"
     else:
-        hint = nproc_hint(draft.source)
-        if hint is not None:
-            nproc, origin = hint[0], f"from {draft.source.file}:{hint[1]} (its usage comment)"
-        else:
-            nproc, origin = DEFAULT_NPROC, "importer default: tune run --nproc-per-node decides"
-    device = draft.source.data.get("device", "cuda")
+        nproc, origin = DEFAULT_NPROC, (f"importer default: tune run --nproc-per-node "
+                                        f"decides; {DEFAULT_NPROC} assumed")
+        draft.warn(("model", "_component_"), f"the config names no process count (a "
+                   f"distributed recipe, no usage comment): assumed {DEFAULT_NPROC} GPUs on "
+                   "each node", hint="pass --nproc-per-node N to `ftspec import`")
     if nnodes != 1:
         draft.put(("resources", "nodes"), nnodes, nodes_origin)
         draft.put(("deploy", "target"), "kuberay", "several nodes need a cluster: a RayJob "

@@ -21,6 +21,7 @@ from ftspec.compiler.importers.base import (
     family_for_hub_id,
     not_this_tool,
 )
+from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
@@ -174,20 +175,6 @@ def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
     return resources_from_flags(draft, nproc, nnodes, accelerator, "a TRL config",
                                 "accelerate launch decides (--nproc-per-node)")
-
-
-def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None,
-                         accelerator: str, config: str, who: str) -> int:
-    """``resources`` from ``--nproc-per-node`` / ``--nnodes`` / ``--accelerator`` for a
-    config that names no topology (``who`` says what decides it); returns the world size."""
-    gpus = nproc or 1
-    draft.put(("resources", "gpus_per_node"), gpus, "--nproc-per-node" if nproc else
-              f"not in {config}: {who}; 1 assumed")
-    draft.put(("resources", "accelerator"), accelerator,
-              f"not in {config}: the machine decides (--accelerator)")
-    if nnodes and nnodes > 1:
-        draft.put(("resources", "nodes"), nnodes, "--nnodes")
-    return gpus * (nnodes or 1)
 
 
 def training_head(r: Reader, world: int, scheduler: Callable[[Reader], None] | None = None

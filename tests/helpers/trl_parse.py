@@ -61,3 +61,16 @@ def target_modules(value: str | list[str] | None) -> set[str] | None:
     if value is None:
         return None
     return {value} if isinstance(value, str) else set(value)
+
+
+def accelerate_reads(text: str) -> dict[str, Any]:
+    """accelerate.yaml through accelerate's own config loader (``ClusterConfig``)."""
+    import tempfile
+    from pathlib import Path
+
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "accelerate.yaml"
+        path.write_text(text)
+        return dict(ClusterConfig.from_yaml_file(str(path)).to_dict())

@@ -102,7 +102,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "max_length": ("sequence_len", src("sequence_len"), trl("max_length")),
     "packing": ("sample_packing", src("sample_packing"), trl("packing")),
     "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
-                               trl("gradient_checkpointing")),
+                               lambda r: r.checkpointing),
     # (weights' dtype, compute dtype): axolotl loads the weights in the dtype it autocasts to
     "precision": ("bf16", lambda s: (_weights(s), _weights(s)),
                   lambda r: stored_and_computed(r.sft, r.model)),
@@ -136,6 +136,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                        lambda r: _train(r).get("train_on_input", False)),
     "dataset": ("datasets[].path", lambda s: "hf://" + s["datasets"][0]["path"],
                 lambda r: _train(r)["source"]),
+    # the sharding the source asks for reaches accelerate.yaml (a node of GPUs is assumed)
+    "distributed_type": ("(sharding)", lambda s: "FSDP" if s.get("fsdp") or s.get("fsdp_config")
+                         else "DEEPSPEED" if s.get("deepspeed") else "NO",
+                         lambda r: r.accelerate["distributed_type"]),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
                    lambda r: Path(r.sft.output_dir)),
 }
