@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id
-from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.compiler.importers.base import Imported, SpecDraft
+from ftspec.compiler.importers.model_source import put_model_facts, source_uri
+from ftspec.compiler.importers.trl_reader import Reader
 
 
 class FlatReader(Reader):
@@ -28,14 +29,9 @@ def model_source(r: Reader) -> None:
     ``trust_remote_code``."""
     d = r.draft
     name = str(r.value("model_name_or_path"))
-    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
-    family = family_for_hub_id(name)
-    if family is not None:
-        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
-    else:
-        d.warn((r.key("model_name_or_path") or "",), f"{name} is not in ftspec's model "
-               "catalog: add model.architecture (its config.json numbers) for the memory "
-               "estimate")
+    d.put(("model", "uri"), source_uri(name, d), r.origin("model_name_or_path"))
+    put_model_facts(d, name, r.origin("model_name_or_path"),
+                    (r.key("model_name_or_path") or "",))
     if r.value("trust_remote_code") is True:
         d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
 

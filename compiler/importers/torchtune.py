@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_tool
-from ftspec.compiler.importers.torchtune_models import family_of, split_builder
+from ftspec.compiler.importers.torchtune_models import (
+    custom_architecture,
+    family_of,
+    split_builder,
+)
 from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint, recipe_hint
 from ftspec.targets.torchtune import (
     COSINE,
@@ -100,12 +104,16 @@ def _model(draft: SpecDraft) -> None:
     data = draft.source.data
     component = data["model"]["_component_"]
     family = family_of(component)
-    if family is None:
+    if family is None and not custom_architecture(draft):
         raise not_this_tool(
             draft.source, ("model", "_component_"),
             f"model builder {component} is not a model of ftspec's catalog with torchtune "
-            "configs", "see `ftspec explain --families`; other models: launcher accelerate")
-    draft.put(("model", "family"), family, draft.origin_of(("model", "_component_")))
+            "configs", "see `ftspec explain --families`; a custom llama2 / llama3_2 "
+            "builder needs its dimensions in the model section; other models: launcher "
+            "accelerate")
+    if family is not None:
+        draft.put(("model", "family"), family, draft.origin_of(("model", "_component_")))
+    family = family or "custom"
     ckpt = data.get("checkpointer", {})
     ckpt_dir = ckpt.get("checkpoint_dir") if isinstance(ckpt, dict) else None
     if isinstance(ckpt_dir, str):

@@ -18,9 +18,9 @@ from pathlib import Path
 from ftspec.compiler.importers.base import (
     Imported,
     SpecDraft,
-    family_for_hub_id,
     not_this_tool,
 )
+from ftspec.compiler.importers.model_source import put_model_facts, source_uri
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_precision import import_precision
@@ -81,13 +81,9 @@ def _header(draft: SpecDraft, path: Path) -> None:
 
 
 def _model(r: Reader) -> None:
-    name = str(r.put(("model", "uri"), "model_name_or_path", convert=lambda v: hub_or_file_uri(str(v))))
-    family = family_for_hub_id(name)
-    if family is not None:
-        r.draft.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
-    else:
-        r.draft.warn(("model_name_or_path",), f"{name} is not in ftspec's model catalog: "
-                     "add model.architecture (its config.json numbers) for the memory estimate")
+    name = str(r.put(("model", "uri"), "model_name_or_path",
+                     convert=lambda v: source_uri(str(v), r.draft)))
+    put_model_facts(r.draft, name, r.origin("model_name_or_path"), ("model_name_or_path",))
     if not r.fms:
         r.put(("model", "revision"), "model_revision", r.model)
     attn = r.value("attn_implementation")

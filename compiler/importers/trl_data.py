@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.compiler.importers.base import not_this_tool
+from ftspec.compiler.importers.model_source import local_path, sniff_rows, source_uri
 from ftspec.compiler.importers.trl_defaults import SCRIPT_DEFAULTS
 from ftspec.compiler.importers.trl_mixture import (
     CHAT_COLUMN,
@@ -24,8 +25,10 @@ from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 
 
 def _dataset(r: Reader, src: Source, split: str) -> dict[str, Any]:
-    ds: dict[str, Any] = {"uri": hub_or_file_uri(src.name), "split": split,
-                          "format": _format(r)}
+    local = local_path(src.name, r.draft)
+    sniffed = sniff_rows(local) if local is not None else None
+    ds: dict[str, Any] = {"uri": source_uri(src.name, r.draft), "split": split,
+                          "format": sniffed or _format(r)}
     if isinstance(src.subset, str):
         ds["subset"] = src.subset
     if ds["format"] == "chat":
@@ -83,7 +86,11 @@ def import_data(r: Reader) -> None:
                      r.value("dataset_test_split", SCRIPT_DEFAULTS))
     split_at = r.origin("dataset_splits" if splits else "dataset_train_split")
     sources, key = _sources(r, train_split, subset)
-    fmt_at = ("chat: the config sets a chat template / chat data" if _format(r) == "chat" else
+    local = local_path(sources[0].name, d)
+    sniffed = sniff_rows(local) if local is not None else None
+    fmt_at = (f"the columns of {local}'s first row (TRL picks the format by them)" if sniffed
+              else "chat: the config sets a chat template / chat data"
+              if _format(r) == "chat" else
               "TRL detects the format from the columns at run time: assumed text "
               "(dataset_text_field); check data.train.format")
     first = sources[0]
@@ -112,7 +119,7 @@ def import_data(r: Reader) -> None:
     if key == MIXTURE:
         extra_columns(d, sources)
         mixture_seed(r)
-    if _format(r) == "text" and not r.has("dataset_text_field"):
+    if _format(r) == "text" and not r.has("dataset_text_field") and not sniffed:
         d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
                "when it loads the data; imported as format text")
     evaluates = str(r.value("eval_strategy", r.sft)) != "no" or r.value("do_eval") is True
