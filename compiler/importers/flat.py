@@ -24,6 +24,22 @@ class FlatReader(Reader):
         self.tool, self.sft, self.model, self.aliases = tool, sft, model, dict(aliases)
 
 
+TRAINS_DIFFERENTLY: dict[str, str] = {
+    "loraplus_lr_ratio": "LoRA+ trains each adapter's B matrix at this multiple of the "
+    "learning rate; imported as plain LoRA (A and B at the same rate), which learns the "
+    "update more slowly",
+    "loraplus_lr_embedding": "LoRA+'s learning rate for embedding adapters; imported as "
+    "plain LoRA",
+    "unfrozen_parameters": "only the parameters matching these patterns train; imported "
+    "with every parameter of the method trainable",
+    "freeze_trainable_layers": "only these layers train; imported with every layer "
+    "trainable",
+    "load_in_8bit": "the base loads in 8 bits; imported unquantized (more memory, the "
+    "same update)",
+}
+"""Keys whose loss of meaning changes what trains: the warning says how."""
+
+
 def model_source(r: Reader) -> None:
     """``model.uri`` and its catalog family (a warning at the key when there is none), and
     ``trust_remote_code``."""
@@ -84,6 +100,10 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
     draft.put(("launcher",), "accelerate", launcher)
     for key in draft.source.data:
         if key not in r.used and key in r.data and key not in draft.consumed:
+            if key in TRAINS_DIFFERENTLY:
+                draft.warn((key,), f"{key} {r.data[key]!r}: "
+                           f"{TRAINS_DIFFERENTLY[key]} (no spec field yet)")
+                continue
             why = " (no hyper-parameter)" if key in no_effect else ""
             draft.warn((key,), f"{key} has no spec field: not imported{why}")
     head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).",
