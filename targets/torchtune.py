@@ -321,9 +321,6 @@ def _model(job: Job, base: dict[str, Any], quantize: bool) -> list[Override]:
                      num_kv_heads=a.num_kv_heads, embed_dim=a.embed_dim,
                      intermediate_dim=a.intermediate_dim, max_seq_len=a.max_seq_len)
         model.update(settings)
-        alpha = model.get("lora_alpha")
-        if isinstance(alpha, float) and alpha.is_integer():
-            model["lora_alpha"] = int(alpha)  # as torchtune's configs write it (16, not 16.0)
         return _replace(base, "model", model)
     found = base.get("model")
     old: dict[str, Any] = found if isinstance(found, dict) else {}
