@@ -125,8 +125,12 @@ def figures(tool: str, outs: list[Outcome]) -> tuple[list[int], set[str]]:
     counts = [sum(o.imported for o in outs), sum(o.validated for o in outs),
               sum(o.compiled for o in outs), sum(o.equal for o in outs)]
     warned = {f for o in outs for f in o.warned}
+    exact = sum(o.equal and not o.warned for o in outs)
+    with_warning = sum(o.equal and bool(o.warned) for o in outs)
+    silent = sum(o.compiled and bool(o.diffs) for o in outs)
     print(f"{tool} corpus: {counts[0]} imported, {counts[1]} validated, {counts[2]} "
-          f"compiled, {counts[3]} equal (warned, not compared: {sorted(warned)})")
+          f"compiled, {counts[3]} equal ({exact} on every field, {with_warning} warned), "
+          f"{silent} silent (warned, not compared: {sorted(warned)})")
     return counts, warned
 
 
