@@ -36,6 +36,8 @@ TRAINS_DIFFERENTLY: dict[str, str] = {
     "trainable",
     "load_in_8bit": "the base loads in 8 bits; imported unquantized (more memory, the "
     "same update)",
+    "mask_history": "only the last assistant turn of each conversation trains; imported "
+    "with every assistant turn trained",
 }
 """Keys whose loss of meaning changes what trains: the warning says how."""
 

@@ -149,6 +149,8 @@ def _data(r: Reader) -> None:
         if name in DATASET_SPLITS:
             entry["split"] = DATASET_SPLITS[name]
         entries.append(entry)
+    # data_args.py: train_on_prompt False (the prompt is masked; every assistant turn of a
+    # conversation trains), mask_history False (TRAINS_DIFFERENTLY warns when set)
     train_on_prompt = r.value("train_on_prompt") is True
     for entry in entries:
         entry["train_on_input"] = train_on_prompt  # explicit: a format may default to true

@@ -56,3 +56,14 @@ def test_unreadable_deepspeed_file_outside_the_shipped_set_is_a_warning(
         imported.data["distributed"].get("strategy") != "deepspeed"
     assert [w for w in imported.warnings if w.path == ("deepspeed",)
             and "not readable here" in w.summary]
+
+
+def test_mask_history_says_which_turns_train(tmp_path: Path) -> None:
+    cfg = tmp_path / "lf.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nstage: sft\n"
+                   "do_train: true\nfinetuning_type: lora\ndataset: identity\n"
+                   "template: qwen\nmask_history: true\noutput_dir: out\n")
+    imported = import_llamafactory(cfg)
+    (w,) = [w for w in imported.warnings if w.path == ("mask_history",)]
+    assert "only the last assistant turn" in w.summary
+    assert w.span is not None and w.span.line == 7
