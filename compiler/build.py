@@ -22,6 +22,7 @@ from ftspec.spec.ir import (
     ModelFacts,
 )
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.method import ALL_LINEAR
 from ftspec.spec.platforms import NEWEST_TRAINER
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
@@ -79,6 +80,8 @@ def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
     if spec.method.kind not in ("lora", "qlora", "dora", "gptq_lora"):
         return ()
     modules = list(lora.target_modules)
+    if modules == [ALL_LINEAR]:  # a decoder block's linear layers, as torchtune names them
+        modules = ["q_proj", "k_proj", "v_proj", "o_proj", *MLP_MODULES]
     if lora.mlp:
         modules += [m for m in MLP_MODULES if m not in modules]
     return tuple(modules)

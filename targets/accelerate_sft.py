@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.spec.ir import Job
-from ftspec.spec.model.method import IA3, PromptTuning
+from ftspec.spec.model.method import ALL_LINEAR, IA3, PromptTuning
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
 from ftspec.targets.chat_format import template_kind, torchtune_layout
@@ -238,7 +238,8 @@ def _peft(job: Job) -> dict[str, Any]:
     if m.kind in ("full", "ia3", "prompt_tuning"):
         return {}  # ia3 / prompt tuning: prepare.json's peft entry
     lora = m.lora_settings
-    modules = list(job.lora_modules) + (["lm_head"] if lora.output else [])
+    modules = ([ALL_LINEAR] if list(lora.target_modules) == [ALL_LINEAR]  # PEFT finds them
+               else list(job.lora_modules) + (["lm_head"] if lora.output else []))
     out: dict[str, Any] = {"use_peft": True, "lora_r": lora.rank, "lora_alpha": lora.alpha,
                            "lora_dropout": float(lora.dropout),
                            "lora_target_modules": modules}

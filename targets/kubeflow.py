@@ -151,16 +151,23 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                                 "the accelerate launcher on kubeflow needs a runtime that "
                                 "runs accelerate; Kubeflow's shipped runtimes run torchtune",
                                 "runtime-required",
-                                hint="set deploy.kubeflow.generate_runtime: true, or name a "
-                                "runtime"))
+                                hint="add deploy.kubeflow.generate_runtime: true"
+                                + ("" if job.spec.deploy.scheduling.image else
+                                   f" and deploy.scheduling.image: an image with {_HF_STACK}")
+                                + ", or name a runtime that runs accelerate "
+                                "(deploy.kubeflow.runtime.name)"))
         if not own_command(job):
             found.extend(fetched_in_container(job, "kubeflow"))
         if kf.generate_runtime and not job.spec.deploy.scheduling.image:
             found.append(_error(("deploy", "scheduling", "image"),
-                                "the generated TrainingRuntime needs an image with accelerate, "
-                                "transformers, peft and the training entrypoint installed",
+                                f"the generated TrainingRuntime needs an image with {_HF_STACK}",
                                 "image-required"))
     return found
+
+
+_HF_STACK = ("accelerate, transformers, TRL, peft and ftspec's training entrypoint "
+             "(ftspec.targets.entrypoints) installed")
+"""What an image must hold to run the accelerate launcher's job."""
 
 
 def _initializer(job: Job) -> dict[str, Any]:

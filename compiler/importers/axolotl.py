@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ftspec.compiler.importers import rows
 from ftspec.compiler.importers.axolotl_data import data, distributed
 from ftspec.compiler.importers.axolotl_defaults import (
     ALIASES,
@@ -28,6 +27,7 @@ from ftspec.compiler.importers.trl import _header, schedule_name, training_head
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
+from ftspec.spec.model.method import ALL_LINEAR
 
 ATTN = {"flash_attention": "flash_attention_2", "sdp_attention": "sdpa",
         "eager_attention": "eager"}
@@ -156,13 +156,8 @@ def _method(r: Reader) -> None:
     r.put(lora + ("dropout",), "lora_dropout", r.model)
     modules = r.value("lora_target_modules")
     if r.value("lora_target_linear") is True:
-        linear = rows.all_linear(d.get(("model", "family")))
-        if linear is None:
-            d.warn(("lora_target_linear",), "lora_target_linear: the model's linear layers "
-                   "are not known to ftspec; the spec's default target_modules are used")
-        else:
-            d.put(lora + ("target_modules",), linear, f"{r.origin('lora_target_linear')} "
-                  "(every linear layer of the decoder)")
+        d.put(lora + ("target_modules",), [ALL_LINEAR], f"{r.origin('lora_target_linear')} "
+              "(PEFT's all-linear: every linear layer but the output head)")
     elif modules:
         d.put(lora + ("target_modules",), [modules] if isinstance(modules, str) else
               list(modules), r.origin("lora_target_modules"))

@@ -12,12 +12,13 @@ from ftspec.compiler.importers.axolotl_defaults import (
     FSDP_STATE,
     FSDP_WRAP,
 )
+from ftspec.compiler.importers.base import layer_class_names
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.flat import put_data
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 
 ENTRY_KEYS = {"path", "type", "split", "name", "field_messages", "message_property_mappings",
-              "roles", "field"}
+              "roles", "field", "roles_to_train", "train_on_eos"}
 """``datasets`` entry keys the import reads; any other is a warning at its line."""
 OPENAI_ROLES = {"user": ["user"], "assistant": ["assistant"]}
 
@@ -46,6 +47,7 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
                    "role/content: set data.train.column_map by hand")
         if ds.get("roles") not in (None, OPENAI_ROLES):
             d.warn(at + ("roles",), "roles other than user/assistant have no spec field")
+        _chat_mask(r, at, ds)
     elif isinstance(kind, str) and kind.startswith("sharegpt"):
         entry = rows.chat(uri, "conversations", "sharegpt")
     elif kind == "completion":
@@ -62,6 +64,24 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
         if key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry
+
+
+def _chat_mask(r: Reader, at: tuple[str | int, ...], ds: dict[str, Any]) -> None:
+    """axolotl's chat_template loss mask (prompt_strategies/chat_template.py's StrategyLoader:
+    ``roles_to_train`` ["assistant"], ``train_on_eos`` "turn") is the spec's
+    ``train_on_input: false`` (each assistant turn and its end-of-turn token); any other
+    choice is a warning at its key, saying what trains differently."""
+    d = r.draft
+    roles = ds.get("roles_to_train", ["assistant"])
+    if isinstance(roles, list) and set(roles) != {"assistant"}:
+        d.warn(at + ("roles_to_train",), f"roles_to_train {roles}: the spec trains the "
+               "assistant turns (train_on_input: false) or every token (train_on_input: "
+               "true); imported as the assistant turns, so the other roles' turns are not "
+               "trained")
+    eos = ds.get("train_on_eos", "turn")
+    if eos != "turn":
+        d.warn(at + ("train_on_eos",), f"train_on_eos {eos!r}: the spec trains each assistant "
+               "turn's end-of-turn token (axolotl's \"turn\"); imported as that")
 
 
 def data(r: Reader) -> None:
@@ -105,6 +125,10 @@ def distributed(r: Reader) -> None:
             continue
         if not spec_key or value is None:
             d.warn(where, f"fsdp_config.{key} has no spec field: not imported")
+            continue
+        if spec_key == "transformer_layer_cls" and layer_class_names(value) != value:
+            d.put(f + (spec_key,), layer_class_names(value), f"{d.origin_of(where)} (the "
+                  "class name: accelerate matches names, not import paths)")
             continue
         d.put(f + (spec_key,), value, d.origin_of(where))
     if "full_shard" not in modes and modes:

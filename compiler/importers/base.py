@@ -46,6 +46,8 @@ class SpecDraft:
     data: dict[str, Any] = field(default_factory=dict)
     origins: dict[KeyPath, str] = field(default_factory=dict)
     warnings: list[Diagnostic] = field(default_factory=list)
+    consumed: set[str] = field(default_factory=set)
+    """Top-level source keys read outside the tool's reader (``topology``: ``use_cpu``)."""
 
     def put(self, path: KeyPath, value: Any, origin: str) -> None:
         node: dict[Any, Any] = self.data
@@ -104,6 +106,18 @@ class Imported:
 
 
 _SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")
+_DERIVED_TAGS = ("-fp16", "-bf16", "-fp32", "-bnb-nf4-bf16", "-bnb-nf4", "-bnb-4bit", "-nf4",
+                 "-4bit", "-8bit", "-awq", "-gptq", "-gguf", "-unsloth")
+"""Tags re-uploads add to a catalog model's name (precision, quantization, packager)."""
+_DISTILLS = {"deepseek-r1-distill-qwen-1.5b": "qwen2_5-1.5b",
+             "deepseek-r1-distill-qwen-7b": "qwen2_5-7b",
+             "deepseek-r1-distill-qwen-14b": "qwen2_5-14b",
+             "deepseek-r1-distill-qwen-32b": "qwen2_5-32b",
+             "deepseek-r1-distill-llama-8b": "llama3_1-8b",
+             "deepseek-r1-distill-llama-70b": "llama3_3-70b"}
+"""DeepSeek-R1's distilled models and the base each was trained from (the DeepSeek-R1 model
+card: Qwen2.5-Math-1.5B/7B, Qwen2.5-14B/32B, Llama-3.1-8B, Llama-3.3-70B-Instruct): the same
+architecture and numbers as these catalog families."""
 
 
 def _norm(text: str) -> str:
@@ -113,7 +127,15 @@ def _norm(text: str) -> str:
 def family_for_hub_id(model_id: str) -> str | None:
     """The catalog family whose name matches a hub id's last part (``Qwen/Qwen2.5-0.5B``:
     ``qwen2_5-0.5b``), ignoring an -Instruct/-chat/-hf/-base/-it suffix and a release tag
-    (``Qwen3-4B-Instruct-2507``); None if none does."""
+    (``Qwen3-4B-Instruct-2507``); None if none does. See :func:`match_family`."""
+    found = match_family(model_id)
+    return found[0] if found else None
+
+
+def match_family(model_id: str) -> tuple[str, bool] | None:
+    """(family, exact) for a hub id or folder name: exact when the name itself (less the
+    suffixes above) is the family's; not exact when a re-upload's precision / quantization
+    tag (:data:`_DERIVED_TAGS`) had to go, or a distill names its base (:data:`_DISTILLS`)."""
     from ftspec.spec.catalog.models import MODEL_FAMILIES
 
     names: dict[str, str] = {}
@@ -121,12 +143,27 @@ def family_for_hub_id(model_id: str) -> str | None:
         names.setdefault(_norm(fam.display), key)
         names.setdefault(_norm(key.replace("_", ".")), key)
     last = model_id.rstrip("/").rsplit("/", 1)[-1].lower().removeprefix("meta-")
-    tag = last.rsplit("-", 1)
-    if len(tag) == 2 and len(tag[1]) == 4 and tag[1].isdigit():
-        last = tag[0]
-    for suffix in ("",) + _SUFFIXES:
-        if last.endswith(suffix):
-            found = names.get(_norm(last[:len(last) - len(suffix)]))
-            if found is not None:
-                return found
-    return None
+    if last in _DISTILLS:
+        return _DISTILLS[last], False
+    exact = True
+    while True:
+        tag = last.rsplit("-", 1)
+        if len(tag) == 2 and len(tag[1]) == 4 and tag[1].isdigit():
+            last = tag[0]
+        for suffix in ("",) + _SUFFIXES:
+            if last.endswith(suffix):
+                found = names.get(_norm(last[:len(last) - len(suffix)]))
+                if found is not None:
+                    return found, exact
+        derived = next((t for t in _DERIVED_TAGS if last.endswith(t)), None)
+        if derived is None:
+            return None
+        last, exact = last[:-len(derived)], False
+
+
+def layer_class_names(value: object) -> str:
+    """An FSDP layer-class setting as accelerate matches it: class names, comma-separated
+    (``transformers.models.qwen2.modeling_qwen2.Qwen2DecoderLayer`` -> ``Qwen2DecoderLayer``;
+    a list is joined). The spec checks the name against the model's decoder layer."""
+    names = value if isinstance(value, list) else str(value).split(",")
+    return ",".join(str(n).strip().rsplit(".", 1)[-1] for n in names if str(n).strip())

@@ -1,8 +1,12 @@
-"""DeepSpeed JSON files the tools ship, by file name, as ``distributed.deepspeed``.
+"""A config's DeepSpeed settings as ``distributed.deepspeed``.
 
-A config names its DeepSpeed file by path; the importers do not read the file (it lives in
-the tool's checkout, not beside the config). A file name the tool ships maps to its ZeRO
-stage and offload; any other name is a warning at its line.
+A config names its DeepSpeed JSON by path (or gives it inline). Where the file can be read —
+beside the config, or at the path given — or the mapping is inline, its ZeRO stage
+(``zero_optimization.stage``) and offload devices (``offload_optimizer.device``,
+``offload_param.device``) are read from it, and any other setting that is not ``auto`` is a
+warning (the spec derives batch, precision and clipping from its own fields). A file that
+cannot be read but whose name the tool ships maps by name to that file's stage and offload;
+anything else is a warning at its line.
 """
 
 from __future__ import annotations
@@ -19,14 +23,19 @@ Shipped = dict[str, tuple[int, str, str]]
 
 def put_deepspeed(draft: SpecDraft, src: KeyPath, value: Any, shipped: Shipped,
                   tool: str) -> None:
+    settings = value if isinstance(value, dict) else _read(draft, value)
+    if settings is not None:
+        _from_json(draft, src, settings, "inline" if isinstance(value, dict) else str(value))
+        return
     if not isinstance(value, str):
-        draft.warn(src, f"deepspeed given inline: only {tool}'s shipped file names are "
-                   "imported; set distributed.deepspeed by hand")
+        draft.warn(src, "deepspeed: not a file name or a mapping; set distributed.deepspeed "
+                   "by hand")
         return
     name = PurePosixPath(value).name
     if name not in shipped:
-        draft.warn(src, f"deepspeed {value}: not one of {tool}'s shipped files "
-                   f"({', '.join(sorted(shipped))}); set distributed.deepspeed by hand")
+        draft.warn(src, f"deepspeed {value}: the file is not readable here and not one of "
+                   f"{tool}'s shipped files ({', '.join(sorted(shipped))}); set "
+                   "distributed.deepspeed by hand (or import beside the file)")
         return
     stage, opt, params = shipped[name]
     at = f"{draft.origin_of(src)} ({tool}'s {name})"
@@ -36,3 +45,53 @@ def put_deepspeed(draft: SpecDraft, src: KeyPath, value: Any, shipped: Shipped,
         draft.put(("distributed", "deepspeed", "offload_optimizer"), opt, at)
     if params != "none":
         draft.put(("distributed", "deepspeed", "offload_params"), params, at)
+
+
+_OFFLOAD = {"cpu": "cpu", "nvme": "nvme", "none": "none"}
+_ZERO_READ = {"stage", "offload_optimizer", "offload_param"}
+
+
+def _read(draft: SpecDraft, value: Any) -> dict[str, Any] | None:
+    """The DeepSpeed JSON at ``value`` (beside the config first), or None."""
+    import json
+    from pathlib import Path
+
+    if not isinstance(value, str):
+        return None
+    for path in (Path(draft.source.file).parent / value, Path(value)):
+        try:
+            if path.is_file() and path.stat().st_size <= 1 << 20:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                return data if isinstance(data, dict) else None
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def _from_json(draft: SpecDraft, src: KeyPath, cfg: dict[str, Any], what: str) -> None:
+    zero = cfg.get("zero_optimization")
+    zero = zero if isinstance(zero, dict) else {}
+    stage = zero.get("stage", 0)
+    if stage not in (0, 1, 2, 3):
+        draft.warn(src, f"deepspeed {what}: zero_optimization.stage {stage!r} is not 0-3; "
+                   "set distributed.deepspeed by hand")
+        return
+    at = f"{draft.origin_of(src)} (read from {what})"
+    draft.put(("distributed", "strategy"), "deepspeed", at)
+    draft.put(("distributed", "deepspeed", "stage"), stage, at)
+    for key, spec_key in (("offload_optimizer", "offload_optimizer"),
+                          ("offload_param", "offload_params")):
+        device = (zero.get(key) or {}).get("device") if isinstance(zero.get(key), dict) \
+            else None
+        if device in ("cpu", "nvme"):
+            draft.put(("distributed", "deepspeed", spec_key), _OFFLOAD[device], at)
+    ignored = sorted([f"zero_optimization.{k}" for k, v in zero.items()
+                      if k not in _ZERO_READ and v != "auto"]
+                     + [k for k, v in cfg.items() if k != "zero_optimization"
+                        and v != "auto" and not (isinstance(v, dict) and all(
+                            x == "auto" for x in v.values()))])
+    if ignored:
+        draft.warn(src, f"deepspeed {what}: {', '.join(ignored[:6])}"
+                   + (" ..." if len(ignored) > 6 else "") + " not imported (the spec "
+                   "reads the ZeRO stage and offload; batch, precision and clipping come from "
+                   "its own fields)")

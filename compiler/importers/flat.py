@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id
-from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.compiler.importers.base import Imported, SpecDraft
+from ftspec.compiler.importers.model_source import put_model_facts, source_uri
+from ftspec.compiler.importers.trl_reader import Reader
 
 
 class FlatReader(Reader):
@@ -23,19 +24,32 @@ class FlatReader(Reader):
         self.tool, self.sft, self.model, self.aliases = tool, sft, model, dict(aliases)
 
 
+TRAINS_DIFFERENTLY: dict[str, str] = {
+    "loraplus_lr_ratio": "LoRA+ trains each adapter's B matrix at this multiple of the "
+    "learning rate; imported as plain LoRA (A and B at the same rate), which learns the "
+    "update more slowly",
+    "loraplus_lr_embedding": "LoRA+'s learning rate for embedding adapters; imported as "
+    "plain LoRA",
+    "unfrozen_parameters": "only the parameters matching these patterns train; imported "
+    "with every parameter of the method trainable",
+    "freeze_trainable_layers": "only these layers train; imported with every layer "
+    "trainable",
+    "load_in_8bit": "the base loads in 8 bits; imported unquantized (more memory, the "
+    "same update)",
+    "mask_history": "only the last assistant turn of each conversation trains; imported "
+    "with every assistant turn trained",
+}
+"""Keys whose loss of meaning changes what trains: the warning says how."""
+
+
 def model_source(r: Reader) -> None:
     """``model.uri`` and its catalog family (a warning at the key when there is none), and
     ``trust_remote_code``."""
     d = r.draft
     name = str(r.value("model_name_or_path"))
-    d.put(("model", "uri"), hub_or_file_uri(name), r.origin("model_name_or_path"))
-    family = family_for_hub_id(name)
-    if family is not None:
-        d.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
-    else:
-        d.warn((r.key("model_name_or_path") or "",), f"{name} is not in ftspec's model "
-               "catalog: add model.architecture (its config.json numbers) for the memory "
-               "estimate")
+    d.put(("model", "uri"), source_uri(name, d), r.origin("model_name_or_path"))
+    put_model_facts(d, name, r.origin("model_name_or_path"),
+                    (r.key("model_name_or_path") or "",))
     if r.value("trust_remote_code") is True:
         d.put(("model", "trust_remote_code"), True, r.origin("trust_remote_code"))
 
@@ -72,7 +86,7 @@ def put_data(r: Reader, entries: list[dict[str, Any]], src: str, mixing: str,
 def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,
               accelerator: str) -> int:
     """``resources`` from the command line (``config``: "an axolotl config", ...)."""
-    from ftspec.compiler.importers.trl import resources_from_flags
+    from ftspec.compiler.importers.topology import resources_from_flags
 
     return resources_from_flags(r.draft, nproc, nnodes, accelerator, config,
                                 "accelerate launch decides (--nproc-per-node)")
@@ -87,10 +101,14 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
     draft = r.draft
     draft.put(("launcher",), "accelerate", launcher)
     for key in draft.source.data:
-        if key not in r.used and key in r.data:
+        if key not in r.used and key in r.data and key not in draft.consumed:
+            if key in TRAINS_DIFFERENTLY:
+                draft.warn((key,), f"{key} {r.data[key]!r}: "
+                           f"{TRAINS_DIFFERENTLY[key]} (no spec field yet)")
+                continue
             why = " (no hyper-parameter)" if key in no_effect else ""
             draft.warn((key,), f"{key} has no spec field: not imported{why}")
-    head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).\n"
-            "Comments say where each value came from; the tool's implicit defaults are "
-            "written out.")
+    head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).",
+            ("Comments say where each value came from; the tool's implicit defaults are "
+             "written out."))
     return Imported(command, render(draft, head), draft.data, tuple(draft.warnings))

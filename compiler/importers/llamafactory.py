@@ -40,6 +40,7 @@ from ftspec.compiler.importers.trl import _header, _output, _training
 from ftspec.compiler.importers.trl_reader import Reader
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
 from ftspec.spec.loader import SourceDoc, load_spec_file
+from ftspec.spec.model.method import ALL_LINEAR
 
 ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
 MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
@@ -148,6 +149,8 @@ def _data(r: Reader) -> None:
         if name in DATASET_SPLITS:
             entry["split"] = DATASET_SPLITS[name]
         entries.append(entry)
+    # data_args.py: train_on_prompt False (the prompt is masked; every assistant turn of a
+    # conversation trains), mask_history False (TRAINS_DIFFERENTLY warns when set)
     train_on_prompt = r.value("train_on_prompt") is True
     for entry in entries:
         entry["train_on_input"] = train_on_prompt  # explicit: a format may default to true
@@ -188,6 +191,10 @@ def _method(r: Reader) -> None:
         d.put(q + ("bits",), bits, r.origin("quantization_bit"))
         r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
         r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
+        dtype = d.get(("model", "dtype")) or "bf16"
+        d.put(q + ("storage_dtype",), dtype, f"{TOOL}: the 4-bit weights are stored in the "
+              f"compute dtype, {dtype} (model/model_utils/quantization.py: bnb_4bit_quant_storage"
+              " = compute_dtype, 'crucial for fsdp+qlora')")
     lora = ("method", "lora")
     rank = r.put(lora + ("rank",), "lora_r", r.model)
     if r.put(lora + ("alpha",), "lora_alpha") is None:
@@ -195,14 +202,8 @@ def _method(r: Reader) -> None:
     r.put(lora + ("dropout",), "lora_dropout", r.model)
     target = str(r.value("lora_target", r.model))
     if target == "all":
-        modules = rows.all_linear(d.get(("model", "family")))
-        if modules is None:
-            d.warn((r.key("lora_target") or "finetuning_type",), "lora_target all: the "
-                   "model's linear layers are not known to ftspec; the spec's default "
-                   "target_modules are used")
-        else:
-            d.put(lora + ("target_modules",), modules, f"{r.origin('lora_target')} (all: "
-                  "every linear layer of the decoder)")
+        d.put(lora + ("target_modules",), [ALL_LINEAR], f"{r.origin('lora_target')} (all: "
+              "every linear layer but the output head, PEFT's all-linear)")
     else:
         d.put(lora + ("target_modules",), [m.strip() for m in target.split(",")],
               r.origin("lora_target"))

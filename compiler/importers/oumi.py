@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id
+from ftspec.compiler.importers.base import Imported, SpecDraft
+from ftspec.compiler.importers.model_source import put_model_facts, source_uri
 from ftspec.compiler.importers.oumi_data import import_data, import_method
 from ftspec.compiler.importers.oumi_defaults import TOOL
 from ftspec.compiler.importers.oumi_job import import_distributed, import_resources
@@ -55,7 +56,7 @@ def import_oumi(path: Path, args: tuple[str, ...] = (), job: Path | None = None,
     draft.put(("launcher",), "accelerate", "Oumi's SFT trainers run under accelerate")
     r.warn_unused()
     head = (f"Imported by `ftspec import oumi` from {path}"
-            + (f" and {job}" if job else "") + f" ({TOOL}).\n"
+            + (f" and {job}" if job else "") + f" ({TOOL}).",
             "Comments say where each value came from; Oumi's implicit defaults are written out.")
     return Imported("oumi", render(draft, head), draft.data, tuple(draft.warnings))
 
@@ -88,13 +89,8 @@ def _trainer(r: OumiReader) -> str:
 def _model(r: OumiReader, trainer: str) -> None:
     d = r.draft
     name = str(r.put(("model", "uri"), "model", "model_name",
-                     convert=lambda v: hub_or_file_uri(str(v))))
-    family = family_for_hub_id(name)
-    if family is not None:
-        d.put(("model", "family"), family, f"{r.origin('model', 'model_name')} (catalog)")
-    else:
-        r.warn("model", "model_name", f"{name} is not in ftspec's model catalog: add "
-               "model.architecture (its config.json numbers) for the memory estimate")
+                     convert=lambda v: source_uri(str(v), d)))
+    put_model_facts(d, name, r.origin("model", "model_name"), ("model", "model_name"))
     r.put(("model", "revision"), "model", "model_revision")
     if r.value("model", "trust_remote_code") is True:
         r.put(("model", "trust_remote_code"), "model", "trust_remote_code")
@@ -116,7 +112,7 @@ def _model(r: OumiReader, trainer: str) -> None:
         r.warn("model", "load_pretrained_weights", "load_pretrained_weights false (random "
                "initial weights) has no spec field: the pretrained weights are loaded")
     _precision(r)
-    _max_seq_len(r, trainer, family)
+    _max_seq_len(r, trainer, d.get(("model", "family")))
 
 
 def _precision(r: OumiReader) -> None:

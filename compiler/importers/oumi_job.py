@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import SpecDraft, not_this_tool
+from ftspec.compiler.importers.base import SpecDraft, layer_class_names, not_this_tool
 from ftspec.compiler.importers.oumi_defaults import JOB_DEFAULTS, SKYPILOT_ACCELERATORS, TOOL
 from ftspec.compiler.importers.oumi_source import OumiReader
-from ftspec.compiler.importers.trl import resources_from_flags
+from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.spec.loader import load_spec_file
 
 SHARDING = {"FULL_SHARD": "full_shard", "SHARD_GRAD_OP": "shard_grad_op",
@@ -117,7 +117,8 @@ def import_distributed(r: OumiReader) -> None:
     elif r.has("fsdp", "min_num_params"):
         r.warn("fsdp", "min_num_params", "min_num_params is read by SIZE_BASED_WRAP only: "
                "not imported")
-    r.put(f + ("transformer_layer_cls",), "fsdp", "transformer_layer_cls")
+    r.put(f + ("transformer_layer_cls",), "fsdp", "transformer_layer_cls",
+          convert=layer_class_names)
     orig = r.value("fsdp", "use_orig_params")
     if orig is None:  # core/distributed.py: False for PEFT unless compiled
         peft = bool(r.value("training", "use_peft")) and not r.value("training", "compile")

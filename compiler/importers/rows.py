@@ -13,25 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-LINEAR_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                      "down_proj"]
-"""Every linear layer of a Llama-style decoder block: what PEFT's ``all-linear`` (axolotl's
-``lora_target_linear``, LLaMA-Factory's ``lora_target: all``) selects on these models."""
-LLAMA_STYLE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
-               "granite"}
-"""Catalog architectures whose decoder blocks are exactly :data:`LINEAR_PROJECTIONS`."""
-
 ALPACA_AS_CHAT_WARNING = ("Alpaca rows: imported as format {format} with instruction as the "
                           "prompt; the input column and {tool}'s chat template are not "
                           "rendered")
-
-
-def all_linear(family: str | None) -> list[str] | None:
-    """The module names ``all-linear`` selects on a catalog family; None when unknown."""
-    from ftspec.spec.catalog.models import MODEL_FAMILIES
-
-    fam = MODEL_FAMILIES.get(family or "")
-    return list(LINEAR_PROJECTIONS) if fam is not None and fam.arch in LLAMA_STYLE else None
 
 
 def alpaca(uri: str) -> dict[str, Any]:

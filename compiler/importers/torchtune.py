@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_tool
-from ftspec.compiler.importers.torchtune_models import family_of, split_builder
-from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint
-from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.compiler.importers.torchtune_models import (
+    custom_architecture,
+    family_of,
+    split_builder,
+)
+from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint, recipe_hint
 from ftspec.targets.torchtune import (
     COSINE,
     DATASETS,
@@ -57,9 +60,9 @@ def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | Non
     from ftspec.compiler.importers.render import render
 
     draft = torchtune_draft(path, args, nproc=nproc, nnodes=nnodes, accelerator=accelerator)
-    head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).\n"
-            "Comments say where each value came from; torchtune's implicit defaults are "
-            "written out.")
+    head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).",
+            ("Comments say where each value came from; torchtune's implicit defaults are "
+             "written out."))
     return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings))
 
 
@@ -101,12 +104,16 @@ def _model(draft: SpecDraft) -> None:
     data = draft.source.data
     component = data["model"]["_component_"]
     family = family_of(component)
-    if family is None:
+    if family is None and not custom_architecture(draft):
         raise not_this_tool(
             draft.source, ("model", "_component_"),
             f"model builder {component} is not a model of ftspec's catalog with torchtune "
-            "configs", "see `ftspec explain --families`; other models: launcher accelerate")
-    draft.put(("model", "family"), family, draft.origin_of(("model", "_component_")))
+            "configs", "see `ftspec explain --families`; a custom llama2 / llama3_2 "
+            "builder needs its dimensions in the model section; other models: launcher "
+            "accelerate")
+    if family is not None:
+        draft.put(("model", "family"), family, draft.origin_of(("model", "_component_")))
+    family = family or "custom"
     ckpt = data.get("checkpointer", {})
     ckpt_dir = ckpt.get("checkpoint_dir") if isinstance(ckpt, dict) else None
     if isinstance(ckpt_dir, str):
@@ -135,7 +142,14 @@ def _file_uri(path: str) -> str:
 
 def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
+    single_at = "a single-device config (its file name)"
     single = path.stem.endswith(("_single_device", "_low_memory"))
+    recipe = recipe_hint(draft.source)
+    if not single and recipe is not None and recipe[0].endswith("_single_device"):
+        single = True
+        single_at = (f"from {draft.source.file}:{recipe[1]} (its usage comment runs the "
+                     f"{recipe[0]} recipe)")
+    device = draft.source.data.get("device", "cuda")
     nodes_origin = "--nnodes"
     if nnodes is None:
         multinode = path.stem.endswith("_multinode")
@@ -144,14 +158,17 @@ def _resources(draft: SpecDraft, path: Path, nproc: int | None, nnodes: int | No
     if nproc is not None:
         origin = "--nproc-per-node"
     elif single:
-        nproc, origin = 1, "a single-device config (its file name)"
+        nproc, origin = 1, single_at
+    elif (hint := nproc_hint(draft.source)) is not None:
+        nproc, origin = hint[0], f"from {draft.source.file}:{hint[1]} (its usage comment)"
+    elif device == "cpu":
+        nproc, origin = 1, f"{draft.origin_of(('device',))}: device cpu, one process"
     else:
-        hint = nproc_hint(draft.source)
-        if hint is not None:
-            nproc, origin = hint[0], f"from {draft.source.file}:{hint[1]} (its usage comment)"
-        else:
-            nproc, origin = DEFAULT_NPROC, "importer default: tune run --nproc-per-node decides"
-    device = draft.source.data.get("device", "cuda")
+        nproc, origin = DEFAULT_NPROC, (f"importer default: tune run --nproc-per-node "
+                                        f"decides; {DEFAULT_NPROC} assumed")
+        draft.warn(("model", "_component_"), f"the config names no process count (a "
+                   f"distributed recipe, no usage comment): assumed {DEFAULT_NPROC} GPUs on "
+                   "each node", hint="pass --nproc-per-node N to `ftspec import`")
     if nnodes != 1:
         draft.put(("resources", "nodes"), nnodes, nodes_origin)
         draft.put(("deploy", "target"), "kuberay", "several nodes need a cluster: a RayJob "

@@ -9,11 +9,20 @@ in step with the installed torchtune instead of a hand-written copy.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.spec.catalog.models import CUSTOM_BASES, MODEL_FAMILIES
 from ftspec.targets.torchtune_configs import configs_dir, load_config
 
+if TYPE_CHECKING:
+    from ftspec.compiler.importers.base import SpecDraft
+
 PEFT_PREFIXES = ("qlora_", "lora_")
+DIMENSIONS = ("vocab_size", "num_layers", "num_heads", "num_kv_heads", "embed_dim",
+              "max_seq_len")
+"""The component arguments of torchtune's generic ``llama2`` / ``llama3_2`` builders that
+``model.architecture`` holds (``intermediate_dim`` too, computed as torchtune does when
+the config leaves it out)."""
 
 
 def split_builder(component: str) -> tuple[str, str]:
@@ -44,3 +53,27 @@ def builder_families() -> dict[str, str]:
 
 def family_of(component: str) -> str | None:
     return builder_families().get(split_builder(component)[1])
+
+
+def custom_architecture(draft: SpecDraft) -> bool:
+    """A generic builder (``torchtune.models.llama2.lora_llama2``) with explicit dimensions
+    as ``model.architecture`` with its ``base``; False when the component is not one."""
+    model = draft.source.data["model"]
+    module, _, name = split_builder(str(model["_component_"]))[1].rpartition(".")
+    base = next((b for b, m in CUSTOM_BASES.items() if m == module and name == b), None)
+    if base is None or not all(isinstance(model.get(k), int) for k in DIMENSIONS):
+        return False
+    at = draft.origin_of(("model", "_component_"))
+    arch = {"base": base, **{k: model[k] for k in DIMENSIONS}}
+    inner = model.get("intermediate_dim")
+    arch["intermediate_dim"] = inner if isinstance(inner, int) else _mlp_dim(model["embed_dim"])
+    draft.put(("model", "architecture"), arch, f"{at} (a {base} builder with its own "
+              "dimensions)")
+    return True
+
+
+def _mlp_dim(embed_dim: int, multiple_of: int = 256) -> int:
+    """torchtune's ``scale_hidden_dim_for_mlp``: 4 x dim, two thirds of it, rounded up to a
+    multiple of 256 (what its llama2 builder uses when intermediate_dim is None)."""
+    hidden = int(2 * (4 * embed_dim) / 3)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)

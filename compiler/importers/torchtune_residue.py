@@ -20,11 +20,10 @@ RAW = ("overrides", "torchtune")
 
 def compile_draft(draft: SpecDraft) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
     """The resolved torchtune config the draft compiles to, or None and the errors."""
-    from ftspec.compiler.importers.render import render
+    from ftspec.compiler.importers.render import rendered
     from ftspec.compiler.pipeline import CompileOptions, compile_spec
-    from ftspec.spec.loader import parse_yaml
 
-    compiled = compile_spec(parse_yaml(render(draft, ""), "<imported spec>"), "artifacts",
+    compiled = compile_spec(rendered(draft), "artifacts",
                             CompileOptions(target="torchtune"))
     if not compiled.ok:
         return None, [d for d in compiled.diagnostics if d.is_error]
@@ -46,7 +45,7 @@ def _diff(s: dict[str, Any], c: dict[str, Any], path: tuple[str, ...],
           out: list[tuple[tuple[str, ...], Any, Any]]) -> None:
     for key in list(s) + [k for k in c if k not in s]:
         sv, cv = s.get(key, _MISSING), c.get(key, _MISSING)
-        if sv == cv and type(sv) is type(cv):
+        if sv == cv and (type(sv) is type(cv) or _same_number(sv, cv)):
             continue
         if (isinstance(sv, dict) and isinstance(cv, dict)
                 and sv.get("_component_") == cv.get("_component_")):
@@ -107,3 +106,10 @@ class _Warned(set[KeyPath]):
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    """16 and 16.0 (the spec's float alpha written into a builder's arguments): torchtune
+    reads both as the same number; bools are not numbers here."""
+    return (isinstance(a, (int, float)) and isinstance(b, (int, float))
+            and not isinstance(a, bool) and not isinstance(b, bool))

@@ -50,6 +50,20 @@ def check_is_torchtune(doc: SourceDoc) -> None:
                             "torchtune configs build the model from model._component_")
 
 
+_RECIPE = re.compile(r"\btune run\b(?:\s+--\S+(?:[ =]\S+)?)*\s+([A-Za-z0-9_]+)")
+
+
+def recipe_hint(doc: SourceDoc) -> tuple[str, int] | None:
+    """The recipe the config's own usage comment runs (``tune run RECIPE --config ...``):
+    (recipe, line)."""
+    for number, line in enumerate(doc.text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            m = _RECIPE.search(line)
+            if m:
+                return m.group(1), number
+    return None
+
+
 def nproc_hint(doc: SourceDoc) -> tuple[int, int] | None:
     """``--nproc_per_node N`` in the config's own usage comment: (N, line)."""
     for number, line in enumerate(doc.text.splitlines(), start=1):

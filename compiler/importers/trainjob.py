@@ -61,7 +61,7 @@ def import_trainjob_doc(doc: SourceDoc, *, accelerator: str, version: str | None
     ftspec_patch(draft)
     _token(draft)
     settle(draft, version, same_args)
-    head = (f"Imported by `ftspec import trainjob` from {what or doc.file} ({TOOL}).\n"
+    head = (f"Imported by `ftspec import trainjob` from {what or doc.file} ({TOOL}).",
             "Comments say where each value came from; the CRD's defaults are written out.")
     return Imported("trainjob", render(draft, head), draft.data, tuple(draft.warnings))
 

@@ -25,11 +25,10 @@ ARGS: KeyPath = ("spec", "trainer", "args")
 def compile_draft(draft: SpecDraft, version: str | None
                   ) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
     """The TrainJob the draft compiles to, or None and the errors."""
-    from ftspec.compiler.importers.render import render
+    from ftspec.compiler.importers.render import rendered
     from ftspec.compiler.pipeline import CompileOptions, compile_spec
-    from ftspec.spec.loader import parse_yaml
 
-    compiled = compile_spec(parse_yaml(render(draft, ""), "<imported spec>"), "artifacts",
+    compiled = compile_spec(rendered(draft), "artifacts",
                             CompileOptions(target="kubeflow", trainer_version=version))
     if not compiled.ok:
         return None, [d for d in compiled.diagnostics if d.is_error]

@@ -3,8 +3,9 @@
 The file is one flat mapping of ``ScriptArguments``, ``SFTConfig`` (with transformers'
 ``TrainingArguments``) and ``ModelConfig`` keys, as TRL's own parser reads it. Keys TRL
 leaves implicit are written out from ``trl_defaults`` (the TRL version is named there).
-The alignment-handbook's data keys (``dataset_mixer``, ``dataset_splits``,
-``dataset_configs``) are read too, because its recipes are the most common TRL SFT configs.
+The alignment-handbook's data keys (``dataset_mixture``; the older ``dataset_mixer``,
+``dataset_splits``, ``dataset_configs``) are read too (``trl_mixture``), because its recipes
+are the most common TRL SFT configs.
 Every key without a spec field becomes a warning at its line.
 """
 
@@ -13,17 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ftspec.compiler.importers.base import (
     Imported,
     SpecDraft,
-    family_for_hub_id,
     not_this_tool,
 )
-from ftspec.compiler.importers.trl_defaults import (
-    SCRIPT_DEFAULTS,
-)
+from ftspec.compiler.importers.model_source import put_model_facts, source_uri
+from ftspec.compiler.importers.topology import resources_from_flags
+from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -53,7 +52,7 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     r = Reader(draft)
     _header(draft, path)
     _model(r)
-    _data(r)
+    import_data(r)
     _method(r)
     world = _resources(draft, nproc, nnodes, accelerator)
     _training(r, world)
@@ -82,13 +81,9 @@ def _header(draft: SpecDraft, path: Path) -> None:
 
 
 def _model(r: Reader) -> None:
-    name = str(r.put(("model", "uri"), "model_name_or_path", convert=lambda v: hub_or_file_uri(str(v))))
-    family = family_for_hub_id(name)
-    if family is not None:
-        r.draft.put(("model", "family"), family, f"{r.origin('model_name_or_path')} (catalog)")
-    else:
-        r.draft.warn(("model_name_or_path",), f"{name} is not in ftspec's model catalog: "
-                     "add model.architecture (its config.json numbers) for the memory estimate")
+    name = str(r.put(("model", "uri"), "model_name_or_path",
+                     convert=lambda v: source_uri(str(v), r.draft)))
+    put_model_facts(r.draft, name, r.origin("model_name_or_path"), ("model_name_or_path",))
     if not r.fms:
         r.put(("model", "revision"), "model_revision", r.model)
     attn = r.value("attn_implementation")
@@ -111,102 +106,6 @@ def _model(r: Reader) -> None:
         r.draft.put(("model", "tokenizer", "uri"), hub_or_file_uri(tok), r.origin("tokenizer_name_or_path"))
     r.put(("model", "chat_template"), "chat_template")
     import_precision(r)
-
-
-def _dataset(r: Reader, name: str, split: str, origin: str, subset: Any) -> dict[str, Any]:
-    ds: dict[str, Any] = {"uri": hub_or_file_uri(name), "split": split, "format": _format(r)}
-    if isinstance(subset, str):
-        ds["subset"] = subset
-    if ds["format"] == "chat":
-        ds["conversation_column"] = "messages"
-        ds["conversation_style"] = "openai"
-    if ds["format"] == "text":
-        ds["text_field"] = r.value("dataset_text_field", r.sft)
-    del origin
-    return ds
-
-
-def _format(r: Reader) -> str:
-    chat = (r.has("chat_template") or r.has("dataset_mixer")
-            or r.value("assistant_only_loss") is True)
-    return "chat" if chat else "text"
-
-
-def _data(r: Reader) -> None:
-    d = r.draft
-    subset = r.value("dataset_config")
-    configs = r.value("dataset_configs")
-    if isinstance(configs, list) and configs:
-        subset = configs[0]
-    splits = r.value("dataset_splits")
-    train_split = splits[0] if isinstance(splits, list) and splits else \
-        r.value("dataset_train_split", SCRIPT_DEFAULTS)
-    test_split = splits[1] if isinstance(splits, list) and len(splits) > 1 else \
-        r.value("dataset_test_split", SCRIPT_DEFAULTS)
-    split_at = r.origin("dataset_splits" if splits else "dataset_train_split")
-    if r.fms:
-        _fms_data(r)
-        return
-    mixer = r.value("dataset_mixer")
-    names: list[tuple[str, float | None]] = []
-    if isinstance(mixer, dict):
-        names = [(str(k), float(v)) for k, v in mixer.items()]
-        at = r.origin("dataset_mixer")
-    elif r.has("dataset_name"):
-        names = [(str(r.value("dataset_name")), None)]
-        at = r.origin("dataset_name")
-    else:
-        raise not_this_tool(d.source, ("model_name_or_path",), "no dataset_name (or "
-                            "dataset_mixer): the config names no training data",
-                            "TRL's ScriptArguments name the data with dataset_name")
-    fmt_at = ("chat: the config sets a chat template / chat data" if _format(r) == "chat" else
-              "TRL detects the format from the columns at run time: assumed text "
-              "(dataset_text_field); check data.train.format")
-    if len(names) == 1 and (names[0][1] in (None, 1.0)):
-        d.put(("data", "train"), _dataset(r, names[0][0], str(train_split), at, subset), at)
-        d.origins[("data", "train", "split")] = split_at
-        d.origins[("data", "train", "format")] = fmt_at
-        if names[0][1] is not None:
-            d.origins[("data", "train", "uri")] = f"{at} (proportion 1.0)"
-    else:
-        rows = []
-        for name, prop in names:
-            row = _dataset(r, name, str(train_split), at, subset)
-            row["proportion"] = prop
-            rows.append(row)
-        d.put(("data", "mixture", "datasets"), rows, at)
-    if _format(r) == "text" and not r.has("dataset_text_field"):
-        d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
-               "when it loads the data; imported as format text")
-    if str(r.value("eval_strategy", r.sft)) != "no" or r.value("do_eval") is True:
-        d.put(("data", "validation"), _dataset(r, names[0][0], str(test_split), at, subset), at)
-        d.origins[("data", "validation", "split")] = r.origin(
-            "dataset_splits" if splits else "dataset_test_split")
-    r.put(("data", "max_seq_len"), "max_length", r.sft)
-    r.put(("data", "packed"), "packing", r.sft)
-    workers = r.value("dataloader_num_workers")
-    if isinstance(workers, int):
-        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
-
-
-def _fms_data(r: Reader) -> None:
-    d = r.draft
-    for key, part in (("training_data_path", "train"), ("validation_data_path", "validation")):
-        path = r.value(key)
-        if not isinstance(path, str):
-            if part == "train":
-                raise not_this_tool(d.source, ("model_name_or_path",), "no training_data_path: "
-                                    "the config names no training data",
-                                    "fms-hf-tuning reads training_data_path")
-            continue
-        at = r.origin(key)
-        d.put(("data", part, "uri"), hub_or_file_uri(path if path.startswith(("/", ".")) else "./" + path),
-              at)
-        d.put(("data", part, "format"), "text", "fms-hf-tuning trains on one text field")
-        r.put(("data", part, "text_field"), "dataset_text_field")
-        r.put(("data", part, "response_template"), "response_template")
-    r.put(("data", "max_seq_len"), "max_length", r.sft)
-    r.put(("data", "packed"), "packing", r.sft)
 
 
 def _method(r: Reader) -> None:
@@ -235,6 +134,7 @@ def _method(r: Reader) -> None:
                   r.model)
             r.put(("method", "quantization", "double_quant"), "use_bnb_nested_quant",
                   r.model)
+            _storage(r)
         else:
             r.put(("method", "quantization", "bits"), "load_in_8bit", convert=lambda _: 8)
     lora = ("method", "lora")
@@ -248,24 +148,29 @@ def _method(r: Reader) -> None:
     r.put(("method", "task_type"), "lora_task_type", r.model)
 
 
+STORAGE = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "uint8": "uint8"}
+"""bitsandbytes' ``bnb_4bit_quant_storage`` names -> the spec's ``storage_dtype``."""
+
+
+def _storage(r: Reader) -> None:
+    """``bnb_4bit_quant_storage``: TRL passes it to BitsAndBytesConfig (None: bitsandbytes'
+    uint8, the spec's default); FSDP needs the weights' dtype."""
+    d, at = r.draft, ("method", "quantization", "storage_dtype")
+    value = r.value("bnb_4bit_quant_storage")
+    if value is None:
+        d.put(at, "uint8", f"{r.tool} default (bnb_4bit_quant_storage: None, bitsandbytes' "
+              "uint8)")
+    elif str(value) in STORAGE:
+        d.put(at, STORAGE[str(value)], r.origin("bnb_4bit_quant_storage"))
+    else:
+        d.warn((r.key("bnb_4bit_quant_storage") or "",), f"bnb_4bit_quant_storage {value!r} "
+               "has no spec value (bfloat16, float16, float32, uint8): uint8 used")
+
+
 def _resources(draft: SpecDraft, nproc: int | None, nnodes: int | None,
                accelerator: str) -> int:
     return resources_from_flags(draft, nproc, nnodes, accelerator, "a TRL config",
                                 "accelerate launch decides (--nproc-per-node)")
-
-
-def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None,
-                         accelerator: str, config: str, who: str) -> int:
-    """``resources`` from ``--nproc-per-node`` / ``--nnodes`` / ``--accelerator`` for a
-    config that names no topology (``who`` says what decides it); returns the world size."""
-    gpus = nproc or 1
-    draft.put(("resources", "gpus_per_node"), gpus, "--nproc-per-node" if nproc else
-              f"not in {config}: {who}; 1 assumed")
-    draft.put(("resources", "accelerator"), accelerator,
-              f"not in {config}: the machine decides (--accelerator)")
-    if nnodes and nnodes > 1:
-        draft.put(("resources", "nodes"), nnodes, "--nnodes")
-    return gpus * (nnodes or 1)
 
 
 def training_head(r: Reader, world: int, scheduler: Callable[[Reader], None] | None = None
@@ -357,6 +262,8 @@ def _scheduler(r: Reader) -> None:
 
 def _evaluation(r: Reader) -> None:
     d, ev = r.draft, ("training", "evaluation")
+    if d.get(ev + ("strategy",)) is not None:
+        return  # the data section turned it off (no evaluation data the spec can name)
     strategy = str(r.value("eval_strategy", r.sft))
     if strategy != "no" and r.has("do_eval"):
         r.used.add("do_eval")  # implied by eval_strategy
@@ -374,7 +281,14 @@ def _checkpointing(r: Reader) -> None:
     ck = ("training", "checkpointing")
     strategy = str(r.value("save_strategy", r.sft))
     r.draft.put(ck + ("strategy",), strategy, r.origin("save_strategy"))
-    if strategy == "steps":
+    steps = r.value("save_steps", r.sft)
+    if strategy == "steps" and isinstance(steps, float) and 0 < steps < 1:
+        r.draft.put(ck + ("strategy",), "epoch", f"{r.origin('save_steps')} (a ratio)")
+        r.draft.warn((r.key("save_steps") or "",), f"save_steps {steps} is a fraction of the "
+                     "run's total steps (transformers reads a value below 1 so): the spec "
+                     "counts steps; imported as saving each epoch (set "
+                     "training.checkpointing.steps)")
+    elif strategy == "steps":
         r.put(ck + ("steps",), "save_steps", r.sft)
     r.put(ck + ("total_limit",), "save_total_limit")
 

@@ -40,8 +40,12 @@ SFT_DEFAULTS: dict[str, Any] = {
     "dataset_text_field": "text",
     "torch_compile": False,
     "report_to": "none",
+    "assistant_only_loss": False,
 }
-"""``SFTConfig`` fields (``bf16`` is None there: True unless ``fp16``, per SFTConfig's docs)."""
+"""``SFTConfig`` fields (``bf16`` is None there: True unless ``fp16``, per SFTConfig's docs).
+``assistant_only_loss`` False: a conversational row trains on every token (``SFTTrainer``
+asks the template for an assistant mask only when it is True); ``completion_only_loss``
+None: prompt-completion rows train on the completion only (trl/trainer/sft_trainer.py)."""
 
 MODEL_DEFAULTS: dict[str, Any] = {
     "model_revision": "main",

@@ -9,6 +9,9 @@ from pydantic import Field
 
 MethodKind = Literal["full", "lora", "qlora", "dora", "gptq_lora", "ia3", "prompt_tuning"]
 LORA_FAMILY: frozenset[str] = frozenset({"lora", "qlora", "dora", "gptq_lora"})
+ALL_LINEAR = "all-linear"
+"""PEFT's word for every linear layer of the model but the output head (``target_modules:
+[all-linear]``): PEFT finds them itself, whatever the architecture calls them."""
 
 
 class Lora(SpecModel):
@@ -20,7 +23,8 @@ class Lora(SpecModel):
         min_length=1,
         description="Hugging Face module names to adapt (q_proj, k_proj, v_proj, o_proj, "
         "gate_proj, up_proj, down_proj); targets translate them (torchtune: o_proj -> "
-        "output_proj).",
+        "output_proj). [all-linear]: every linear layer but the output head, as PEFT's "
+        "all-linear finds them (torchtune: the attention projections and the MLP).",
     )
     mlp: bool = Field(
         default=False, description="Also adapt the MLP (gate/up/down projections)."

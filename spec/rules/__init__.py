@@ -47,6 +47,7 @@ RULES: tuple[Rule, ...] = (
     training.step_strategies,
     combos.family_or_architecture,
     combos.strategy_settings,
+    combos.fsdp_layer_class,
     combos.target_supports_spec,
     inert.inert_settings,
 )

@@ -74,3 +74,37 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     if target == "ray" else f"use {fetched}")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
                         "remote-file-uri", hint=hint)
+
+
+def fsdp_layer_class(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """accelerate wraps the modules whose class *name* is ``transformer_layer_cls`` (a comma
+    list) and stops at start when the model has none: an import path never matches, and a
+    name other than the model's decoder layer fails the run."""
+    f = spec.distributed.fsdp
+    if f is None or f.transformer_layer_cls is None:
+        return
+    at = ("distributed", "fsdp", "transformer_layer_cls")
+    names = [n.strip() for n in f.transformer_layer_cls.split(",") if n.strip()]
+    dotted = [n for n in names if "." in n]
+    if dotted:
+        short = ",".join(n.rsplit(".", 1)[-1] for n in names)
+        yield error(at, f"{dotted[0]} is an import path; accelerate matches class names",
+                    "fsdp-layer-path", hint=f"transformer_layer_cls: {short}")
+        return
+    own = _layer_class(spec)
+    if own and own not in names:
+        model = spec.model.family or "this model"
+        yield error(at, f"{', '.join(names)} is not a layer of {model} (its decoder layer is "
+                    f"{own}): accelerate would find nothing to wrap and stop",
+                    "fsdp-layer-class", hint=f"transformer_layer_cls: {own}, or leave it "
+                    "out (the model's own is used)")
+
+
+def _layer_class(spec: FineTuneSpec) -> str | None:
+    from ftspec.spec.catalog.models import MODEL_FAMILIES
+
+    m = spec.model
+    if m.architecture is not None:
+        return m.architecture.layer_cls
+    family = MODEL_FAMILIES.get(m.family or "")
+    return family.hf_layer_cls if family is not None else None

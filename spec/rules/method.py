@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import LORA_FAMILY
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.rules._diag import error
 
 
@@ -49,6 +49,16 @@ def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                 "gptq_lora needs quant_type: gptq (a GPTQ-quantized base model)",
                 "gptq-quant-type",
             )
+    if m.lora is not None and ALL_LINEAR in m.lora.target_modules:
+        if len(m.lora.target_modules) > 1:
+            yield error(("method", "lora", "target_modules"), f"{ALL_LINEAR} stands alone: "
+                        "it already selects every linear layer", "all-linear-alone",
+                        hint=f"target_modules: [{ALL_LINEAR}]")
+        if m.lora.output:
+            yield error(("method", "lora", "output"), f"target_modules [{ALL_LINEAR}] leaves "
+                        "the output head out (PEFT's all-linear) and cannot be combined with "
+                        "output: true", "all-linear-output",
+                        hint="list the modules by name to adapt the output head too")
     if m.prompt_tuning is not None and kind != "prompt_tuning":
         yield error(("method", "prompt_tuning"),
                     f"prompt-tuning settings given but method.kind is {kind}",

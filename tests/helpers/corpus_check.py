@@ -20,7 +20,7 @@ from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.loader import parse_yaml
 from ftspec.spec.validate import validate_doc
 
-from helpers.trl_parse import compiled_files, trl_reads
+from helpers.trl_parse import accelerate_reads, compiled_files, trl_reads
 
 Expect = Callable[[dict[str, Any]], Any]
 """The expected value from the source mapping (defaults filled in)."""
@@ -34,6 +34,15 @@ class Read:
     sft: Any
     model: Any
     prepare: dict[str, Any]
+    accelerate: dict[str, Any] = field(default_factory=dict)
+    """accelerate.yaml as accelerate's own loader reads it."""
+
+    @property
+    def checkpointing(self) -> bool:
+        """Activation checkpointing: TRL's flag, or FSDP's own (which replaces it)."""
+        fsdp = self.accelerate.get("fsdp_config") or {}
+        return bool(self.sft.gradient_checkpointing
+                    or fsdp.get("fsdp_activation_checkpointing"))
 
 
 Got = Callable[[Read], Any]
@@ -69,7 +78,8 @@ def check(path: Path, importer: Callable[[Path], Imported], source: dict[str, An
         out.errors += [d.format() for d in compiled.diagnostics if d.is_error]
         return out
     files = compiled_files(imported.text, path.name)
-    read = Read(*trl_reads(files["sft.yaml"])[:3], files["prepare.json"])
+    read = Read(*trl_reads(files["sft.yaml"])[:3], files["prepare.json"],
+                accelerate_reads(files["accelerate.yaml"]))
     warned_at = {w.path[0] for w in imported.warnings if w.path}
     for name, (key, expect, got) in fields.items():
         if key in warned_at:
@@ -115,8 +125,12 @@ def figures(tool: str, outs: list[Outcome]) -> tuple[list[int], set[str]]:
     counts = [sum(o.imported for o in outs), sum(o.validated for o in outs),
               sum(o.compiled for o in outs), sum(o.equal for o in outs)]
     warned = {f for o in outs for f in o.warned}
+    exact = sum(o.equal and not o.warned for o in outs)
+    with_warning = sum(o.equal and bool(o.warned) for o in outs)
+    silent = sum(o.compiled and bool(o.diffs) for o in outs)
     print(f"{tool} corpus: {counts[0]} imported, {counts[1]} validated, {counts[2]} "
-          f"compiled, {counts[3]} equal (warned, not compared: {sorted(warned)})")
+          f"compiled, {counts[3]} equal ({exact} on every field, {with_warning} warned), "
+          f"{silent} silent (warned, not compared: {sorted(warned)})")
     return counts, warned
 
 

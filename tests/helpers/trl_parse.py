@@ -53,3 +53,24 @@ def stored_and_computed(sft: Any, model: Any) -> tuple[str, str]:
     loaded = "bfloat16" if model.dtype == "auto" else str(model.dtype)
     autocast = "bfloat16" if sft.bf16 else "float16" if sft.fp16 else None
     return loaded, autocast or loaded
+
+
+def target_modules(value: str | list[str] | None) -> set[str] | None:
+    """``ModelConfig.lora_target_modules`` as a set of names: TRL turns a one-item list into
+    the string (``all-linear``, which PEFT reads as a keyword)."""
+    if value is None:
+        return None
+    return {value} if isinstance(value, str) else set(value)
+
+
+def accelerate_reads(text: str) -> dict[str, Any]:
+    """accelerate.yaml through accelerate's own config loader (``ClusterConfig``)."""
+    import tempfile
+    from pathlib import Path
+
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "accelerate.yaml"
+        path.write_text(text)
+        return dict(ClusterConfig.from_yaml_file(str(path)).to_dict())

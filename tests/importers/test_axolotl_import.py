@@ -14,7 +14,6 @@ import pytest
 from ftspec.compiler.importers.axolotl import import_axolotl
 from ftspec.compiler.importers.axolotl_defaults import MODEL_DEFAULTS, TRAIN_DEFAULTS
 from ftspec.compiler.importers.base import NotThisTool
-from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
 from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.spec.diagnostics import SpecError
 from helpers.corpus_check import (
@@ -26,6 +25,7 @@ from helpers.corpus_check import (
     trl_value,
 )
 from helpers.trl_parse import stored_and_computed
+from helpers.trl_parse import target_modules as _modules
 
 pytest.importorskip("trl")
 
@@ -55,7 +55,7 @@ def _targets(s: dict[str, Any]) -> set[str] | None:
     if s.get("adapter") is None:
         return None
     if s.get("lora_target_linear"):
-        return set(LINEAR_PROJECTIONS)
+        return {"all-linear"}
     return set(s.get("lora_target_modules") or [])
 
 
@@ -90,7 +90,9 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "optim": ("optimizer", src("optimizer", _optim), trl("optim", _optim)),
     "lr_scheduler_type": ("lr_scheduler", src("lr_scheduler"), trl("lr_scheduler_type")),
-    "warmup_steps": ("warmup_steps", src("warmup_steps"), trl("warmup_steps")),
+    # warmup_ratio is transformers 5's warmup_steps below 1
+    "warmup_steps": ("warmup_steps", lambda s: s.get("warmup_steps", s.get("warmup_ratio")),
+                     trl("warmup_steps")),
     "weight_decay": ("weight_decay", src("weight_decay"), trl("weight_decay")),
     "adam_beta1": ("adam_beta1", src("adam_beta1"), trl("adam_beta1")),
     "adam_beta2": ("adam_beta2", src("adam_beta2"), trl("adam_beta2")),
@@ -100,7 +102,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "max_length": ("sequence_len", src("sequence_len"), trl("max_length")),
     "packing": ("sample_packing", src("sample_packing"), trl("packing")),
     "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
-                               trl("gradient_checkpointing")),
+                               lambda r: r.checkpointing),
     # (weights' dtype, compute dtype): axolotl loads the weights in the dtype it autocasts to
     "precision": ("bf16", lambda s: (_weights(s), _weights(s)),
                   lambda r: stored_and_computed(r.sft, r.model)),
@@ -112,7 +114,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                    lambda r: r.model.lora_alpha if r.model.use_peft else None),
     "lora_dropout": ("lora_dropout", lambda s: src("lora_dropout")(s) if s.get("adapter")
                      else None, lambda r: r.model.lora_dropout if r.model.use_peft else None),
-    "lora_target_modules": ("lora_target_modules", _targets, lambda r: set(
+    "lora_target_modules": ("lora_target_modules", _targets, lambda r: _modules(
         r.model.lora_target_modules) if r.model.use_peft else None),
     "load_in_4bit": ("load_in_4bit", lambda s: s.get("load_in_4bit") is True,
                      trl("load_in_4bit")),
@@ -134,6 +136,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                        lambda r: _train(r).get("train_on_input", False)),
     "dataset": ("datasets[].path", lambda s: "hf://" + s["datasets"][0]["path"],
                 lambda r: _train(r)["source"]),
+    # the sharding the source asks for reaches accelerate.yaml (a node of GPUs is assumed)
+    "distributed_type": ("(sharding)", lambda s: "FSDP" if s.get("fsdp") or s.get("fsdp_config")
+                         else "DEEPSPEED" if s.get("deepspeed") else "NO",
+                         lambda r: r.accelerate["distributed_type"]),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
                    lambda r: Path(r.sft.output_dir)),
 }
@@ -153,7 +159,7 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    CHECKED.assert_figures(may_warn={"eval_strategy", "load_in_8bit"})
+    CHECKED.assert_figures(may_warn={"eval_strategy", "load_in_8bit", "save"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:
@@ -183,3 +189,70 @@ def test_preference_training_is_refused_at_its_line(tmp_path: Path) -> None:
     (diag,) = info.value.diagnostics
     assert diag.span is not None and diag.span.line == 3
     assert "supervised fine-tuning only" in diag.summary
+
+
+def test_chat_mask_choices_other_than_axolotls_default_are_warned(tmp_path: Path) -> None:
+    """axolotl's chat_template default (assistant turns, each with its end-of-turn token) is
+    the spec's train_on_input false, silently; other roles or EOS choices are warnings."""
+    cfg = tmp_path / "chat.yml"
+    base = ("base_model: Qwen/Qwen2.5-0.5B\nlearning_rate: 1e-5\ndatasets:\n"
+            "  - path: a/b\n    type: chat_template\n")
+    cfg.write_text(base)
+    imported = import_axolotl(cfg)
+    assert imported.data["data"]["train"]["train_on_input"] is False
+    assert not [w for w in imported.warnings if "roles_to_train" in w.summary]
+    cfg.write_text(base + "    roles_to_train: [assistant, user]\n    train_on_eos: all\n")
+    imported = import_axolotl(cfg)
+    by_path = {w.path: w for w in imported.warnings}
+    roles = by_path[("datasets", 0, "roles_to_train")]
+    assert roles.span is not None and roles.span.line == 6
+    assert "other roles' turns are not trained" in roles.summary
+    assert ("datasets", 0, "train_on_eos") in by_path
+
+
+def test_target_linear_adapts_every_linear_layer_of_phi3() -> None:
+    """lora_target_linear on Phi-3.5 (fused qkv_proj / gate_up_proj: no q_proj or v_proj)
+    compiles to PEFT's all-linear, which TRL's own ModelConfig hands to PEFT; on a tiny
+    random Phi-3 model every linear layer of the decoder is adapted, the output head is not."""
+    import torch
+    from helpers.trl_parse import compiled_files, trl_reads
+    from peft import get_peft_model
+    from transformers import Phi3Config, Phi3ForCausalLM
+    from trl import get_peft_config
+
+    imported = import_axolotl(CORPUS / "2026-phi-lora-3.5.yaml")
+    assert imported.data["method"]["lora"]["target_modules"] == ["all-linear"]
+    files = compiled_files(imported.text, "phi")
+    model_args = trl_reads(files["sft.yaml"])[2]
+    torch.manual_seed(0)
+    tiny = Phi3ForCausalLM(Phi3Config(hidden_size=32, intermediate_size=64, vocab_size=128,
+                                      num_hidden_layers=1, num_attention_heads=4,
+                                      num_key_value_heads=4, pad_token_id=0))
+    peft_model = get_peft_model(tiny, get_peft_config(model_args))
+    adapted = {name.rsplit(".", 1)[-1] for name, mod in peft_model.named_modules()
+               if hasattr(mod, "lora_A")}
+    assert adapted == {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
+
+
+def test_fsdp_layer_class_path_becomes_the_class_name(tmp_path: Path) -> None:
+    """A dotted layer class (accelerate matches names) is imported as the class name and
+    checked against the model's decoder layer by validate."""
+    from ftspec.spec.loader import parse_yaml
+    from ftspec.spec.validate import validate_doc
+
+    text = (CORPUS / "qwen2-qlora-fsdp.yaml").read_text()
+    assert "fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer" in text
+    cfg = tmp_path / "fsdp.yaml"
+    cfg.write_text(text.replace(
+        "fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer",
+        "fsdp_transformer_layer_cls_to_wrap: "
+        "transformers.models.qwen2.modeling_qwen2.Qwen2DecoderLayer"))
+    imported = import_axolotl(cfg)
+    fsdp = imported.data["distributed"]["fsdp"]
+    assert fsdp["transformer_layer_cls"] == "Qwen2DecoderLayer"
+    assert validate_doc(parse_yaml(imported.text, "spec.yaml")).ok
+    cfg.write_text(text.replace("fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer",
+                                "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"))
+    found = validate_doc(parse_yaml(import_axolotl(cfg).text, "spec.yaml"))
+    (err,) = [d for d in found.diagnostics.items if d.is_error]
+    assert err.code == "rule.fsdp-layer-class" and "Qwen2DecoderLayer" in err.summary

@@ -19,7 +19,6 @@ from ftspec.compiler.importers.llamafactory_defaults import (
     MODEL_DEFAULTS,
     TRAIN_DEFAULTS,
 )
-from ftspec.compiler.importers.rows import LINEAR_PROJECTIONS
 from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.spec.diagnostics import SpecError
 from helpers.corpus_check import (
@@ -30,6 +29,7 @@ from helpers.corpus_check import (
     trl_value,
 )
 from helpers.trl_parse import stored_and_computed
+from helpers.trl_parse import target_modules as _modules
 
 pytest.importorskip("trl")
 
@@ -70,7 +70,7 @@ def _targets(s: dict[str, Any]) -> set[str] | None:
     if not _lora(s):
         return None
     target = str(s.get("lora_target", "all"))
-    return set(LINEAR_PROJECTIONS) if target == "all" else set(target.split(","))
+    return {"all-linear"} if target == "all" else set(target.split(","))
 
 
 def _sources(s: dict[str, Any]) -> list[str]:
@@ -111,7 +111,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                    if _lora(s) else None, _peft("lora_alpha")),
     "lora_dropout": ("lora_dropout", lambda s: src("lora_dropout")(s) if _lora(s) else None,
                      _peft("lora_dropout")),
-    "lora_target_modules": ("lora_target", _targets, lambda r: set(
+    "lora_target_modules": ("lora_target", _targets, lambda r: _modules(
         r.model.lora_target_modules) if r.model.use_peft else None),
     "load_in_4bit": ("quantization_bit", lambda s: s.get("quantization_bit") == 4,
                      trl("load_in_4bit")),
@@ -120,6 +120,11 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
         if s.get("quantization_bit") == 4 else None, lambda r: (
         r.model.bnb_4bit_quant_type, r.model.use_bnb_nested_quant)
         if r.model.load_in_4bit else None),
+    # LLaMA-Factory stores the 4-bit weights in the compute dtype (quantization.py)
+    "bnb_4bit_quant_storage": ("quantization_bit", lambda s: _precision(s)[1]
+                               if s.get("quantization_bit") == 4 else None,
+                               lambda r: r.model.bnb_4bit_quant_storage
+                               if r.model.load_in_4bit else None),
     "trust_remote_code": ("trust_remote_code", lambda s: s.get("trust_remote_code") is True,
                           trl("trust_remote_code")),
     "report_to": ("report_to", lambda s: [] if s.get("report_to") == "none" else

@@ -23,8 +23,6 @@ from helpers.trl_parse import compiled_files, stored_and_computed, trl_reads
 
 CORPUS = Path(__file__).parent / "corpus" / "trl"
 CONFIGS = sorted(p.name for p in CORPUS.glob("*.yaml"))
-HANDBOOK_DATA = ("dataset_mixer", "dataset_splits", "dataset_configs")
-"""alignment-handbook keys TRL's parser does not know (the test reads them itself)."""
 
 trl = pytest.importorskip("trl")
 
@@ -46,42 +44,170 @@ SFT_FIELDS = ("learning_rate", "per_device_train_batch_size", "gradient_accumula
               "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
               "optim", "seed", "max_length", "packing",
               "gradient_checkpointing", "logging_steps", "logging_strategy", "eval_strategy",
-              "per_device_eval_batch_size", "save_strategy", "save_total_limit")
+              "per_device_eval_batch_size", "save_strategy", "save_total_limit",
+              "assistant_only_loss")
 MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_target_modules", "load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type",
                 "use_bnb_nested_quant", "use_dora")
 """Hyper-parameters compared as TRL reads them from the source and from the compiled config."""
 
 
-@pytest.mark.parametrize("name", CONFIGS)
-def test_import_validate_compile_equal(name: str) -> None:
+NOT_VALIDATED: dict[str, str] = {
+    "handbook-2025-smollm3-sft.yaml": "HuggingFaceTB/SmolLM3-3B-checkpoints",
+    "handbook-2025-smollm3-mid.yaml": "HuggingFaceTB/SmolLM3-3B-Base",
+}
+"""Configs whose model is outside ftspec's catalog: the import says what to add
+(model.architecture) and validate refuses until it is there."""
+MAY_WARN = {"lr_scheduler_type", "save_strategy", "save_steps", "eval_strategy",
+            "per_device_eval_batch_size"}
+"""Fields that may differ with a warning at their source key (a schedule with no spec name,
+a save cadence given as a ratio, evaluation on a held-out row count)."""
+KEY_OF = {"save_strategy": "save_steps", "eval_strategy": "dataset_mixture",
+          "per_device_eval_batch_size": "dataset_mixture"}
+"""Compared field -> the source key whose warning covers it, where the two differ."""
+
+
+@dataclasses.dataclass
+class Outcome:
+    validated: bool = False
+    diffs: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
+    warned: set[str] = dataclasses.field(default_factory=set)
+
+
+OUTCOMES: dict[str, Outcome] = {}
+
+
+def _sources(raw: dict[str, Any], script: Any) -> list[tuple[str, str]]:
+    """(hub name, split) of each training dataset, as the source names them."""
+    if isinstance(raw.get("dataset_mixture"), dict):
+        return [(e["id"], e.get("split", "train")) for e in raw["dataset_mixture"]["datasets"]]
+    mixer = raw.get("dataset_mixer")
+    split = (raw.get("dataset_splits") or [script.dataset_train_split])[0]
+    return [(name, split) for name in mixer] if mixer else [(script.dataset_name, split)]
+
+
+def _outcome(name: str) -> Outcome:
+    if name in OUTCOMES:
+        return OUTCOMES[name]
+    from ftspec.spec.loader import parse_yaml
+    from ftspec.spec.validate import validate_doc
+
     path = CORPUS / name
     imported = import_trl(path)
     assert not [w for w in imported.warnings if w.is_error]
+    out = OUTCOMES[name] = Outcome()
+    out.validated = validate_doc(parse_yaml(imported.text, name)).ok
+    if not out.validated:
+        return out
     sft_yaml, prepare = _compiled(imported.text, name)
     script, sft, model, raw = trl_reads(path.read_text())
     got_script, got_sft, got_model, _ = trl_reads(sft_yaml)
-
+    warned_at = {w.path[0] for w in imported.warnings if w.path}
     diffs = {f: (getattr(sft, f), getattr(got_sft, f)) for f in SFT_FIELDS
              if getattr(sft, f) != getattr(got_sft, f)}
-    if sft.save_strategy == "steps":
-        diffs |= {"save_steps": (sft.save_steps, got_sft.save_steps)} \
-            if sft.save_steps != got_sft.save_steps else {}
+    if sft.save_strategy == "steps" and sft.save_steps != got_sft.save_steps:
+        diffs["save_steps"] = (sft.save_steps, got_sft.save_steps)
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
               if getattr(model, f) != getattr(got_model, f)}
+    # None: BitsAndBytesConfig's own uint8
+    storage = (model.bnb_4bit_quant_storage or "uint8", got_model.bnb_4bit_quant_storage)
+    if model.load_in_4bit and storage[0] != storage[1]:
+        diffs["bnb_4bit_quant_storage"] = storage
     if stored_and_computed(sft, model) != stored_and_computed(got_sft, got_model):
-        diffs["precision"] = (stored_and_computed(sft, model), stored_and_computed(got_sft, got_model))
-    assert diffs == {}
-    mixer = raw.get("dataset_mixer")
-    name_ = next(iter(mixer)) if mixer else script.dataset_name
-    split = (raw.get("dataset_splits") or [script.dataset_train_split])[0]
+        diffs["precision"] = (stored_and_computed(sft, model),
+                              stored_and_computed(got_sft, got_model))
+    # The loss mask of conversational rows: TRL trains every token unless
+    # assistant_only_loss; ftspec's prepared chat rows keep the prompt only with train_on_input.
+    assistant_only = got_sft.assistant_only_loss
     if "train" in prepare:  # rows ftspec prepares before TRL reads them
-        (train,) = prepare["train"]
-        assert (train["source"], train.get("split", "train")) == ("hf://" + name_, split)
-        if train["format"] == "chat":
-            assert train["conversation_column"] == "messages"  # the column TRL reads
+        got = [(t["source"], t.get("split", "train")) for t in prepare["train"]]
+        for t in prepare["train"]:
+            if t["format"] == "chat":
+                assert t["conversation_column"] == "messages"  # the column TRL reads
+                assistant_only = assistant_only or not t.get("train_on_input", False)
     else:
-        assert (got_script.dataset_name, got_script.dataset_train_split) == (name_, split)
+        got = [("hf://" + got_script.dataset_name, got_script.dataset_train_split)]
+    # completion_only_loss None (TRL's default) masks the prompt of prompt-completion rows
+    # only; the corpus rows are text or conversations, where None and False train alike.
+    if (sft.completion_only_loss is True) != (got_sft.completion_only_loss is True):
+        diffs["completion_only_loss"] = (sft.completion_only_loss, got_sft.completion_only_loss)
+    if assistant_only != sft.assistant_only_loss:
+        diffs["loss_mask"] = (sft.assistant_only_loss, assistant_only)
+    want = [("hf://" + n, split) for n, split in _sources(raw, script)]
+    if got != want:
+        diffs["datasets"] = (want, got)
+    out.warned = {f for f in diffs if KEY_OF.get(f, f) in warned_at}
+    out.diffs = {f: v for f, v in diffs.items() if f not in out.warned}
+    return out
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_import_validate_compile_equal(name: str) -> None:
+    out = _outcome(name)
+    if name in NOT_VALIDATED:
+        assert not out.validated
+        imported = import_trl(CORPUS / name)
+        (why,) = [w for w in imported.warnings if w.path == ("model_name_or_path",)]
+        assert NOT_VALIDATED[name] in why.summary and "model.architecture" in why.summary
+        return
+    assert out.validated
+    assert out.diffs == {}
+    assert out.warned <= MAY_WARN
+
+
+def test_corpus_figures() -> None:
+    """imported / validated as imported / compiled / equal / warned / silent, printed as the
+    README quotes it (``-s``)."""
+    outs = [_outcome(n) for n in CONFIGS]
+    valid = [o for o in outs if o.validated]
+    equal = [o for o in valid if not o.diffs and not o.warned]
+    warned = [o for o in valid if o.warned and not o.diffs]
+    silent = [o for o in valid if o.diffs]
+    print(f"trl corpus: {len(outs)} imported, {len(valid)} validated, {len(valid)} compiled, "
+          f"{len(equal)} equal, {len(warned)} warned, {len(silent)} silent "
+          f"(warned fields: {sorted(set().union(*(o.warned for o in outs)))})")
+    assert silent == []
+    assert len(valid) == len(outs) - len(NOT_VALIDATED)
+
+
+def test_mixture_is_read_with_located_warnings() -> None:
+    imported = import_trl(CORPUS / "handbook-2025-zephyr-7b-beta-sft-full.yaml")
+    mix = imported.data["data"]["mixture"]["datasets"]
+    assert [(m["uri"], m["split"], m["subset"], m["proportion"]) for m in mix] == [
+        ("hf://HuggingFaceH4/ultrachat_200k", "train_sft", "default", 0.5),
+        ("hf://HuggingFaceH4/ultrachat_200k", "test_sft", "default", 0.5)]
+    at = {w.path: w for w in imported.warnings}
+    assert at[("dataset_mixture",)].span.line == 9  # type: ignore[union-attr]
+    assert "equal row counts" in at[("dataset_mixture",)].summary
+    assert at[("dataset_mixture", "test_split_size")].span.line == 23  # type: ignore[union-attr]
+    assert imported.data["training"]["evaluation"]["strategy"] == "no"
+
+
+@pytest.mark.parametrize(("mixture", "line", "what"), [
+    ("dataset_mixture: {seed: 1}\n", 3, "needs a non-empty `datasets` list"),
+    ("dataset_mixture:\n  datasets:\n    - split: train\n", 5, "datasets[0] has no `id`"),
+    ("dataset_mixture:\n  datasets:\n    - id: a/b\n      weight: -1\n", 6,
+     "weight -1 is not a positive number"),
+])
+def test_bad_mixture_is_located_at_its_key(tmp_path: Path, mixture: str, line: int,
+                                           what: str) -> None:
+    from ftspec.spec.diagnostics import SpecError
+
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\nbf16: true\n" + mixture)
+    with pytest.raises(SpecError) as info:
+        import_trl(cfg)
+    (diag,) = info.value.diagnostics
+    assert what in diag.summary
+    assert diag.span is not None and diag.span.line == line
+
+
+def test_no_data_names_both_keys(tmp_path: Path) -> None:
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\n")
+    with pytest.raises(NotThisTool) as info:
+        import_trl(cfg)
+    assert "no dataset_name (or dataset_mixture)" in info.value.diagnostics[0].summary
 
 
 FMS = Path(__file__).parent / "corpus" / "fms"

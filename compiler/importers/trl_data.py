@@ -1,0 +1,159 @@
+"""The ``data`` section of ``ftspec import trl``: TRL's ``dataset_name`` or the
+alignment-handbook's mixtures (``trl_mixture``), the row format, validation data, sequence
+length and packing; fms-hf-tuning's local files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.compiler.importers.base import not_this_tool
+from ftspec.compiler.importers.model_source import local_path, sniff_rows, source_uri
+from ftspec.compiler.importers.trl_defaults import SCRIPT_DEFAULTS
+from ftspec.compiler.importers.trl_mixture import (
+    CHAT_COLUMN,
+    MIXER,
+    MIXTURE,
+    Source,
+    extra_columns,
+    mixer_sources,
+    mixture_seed,
+    mixture_sources,
+    mixture_validation,
+    warn_shares,
+)
+from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+
+
+def _dataset(r: Reader, src: Source, split: str) -> dict[str, Any]:
+    local = local_path(src.name, r.draft)
+    sniffed = sniff_rows(local) if local is not None else None
+    ds: dict[str, Any] = {"uri": source_uri(src.name, r.draft), "split": split,
+                          "format": sniffed or _format(r)}
+    if isinstance(src.subset, str):
+        ds["subset"] = src.subset
+    if ds["format"] == "chat":
+        ds["conversation_column"] = CHAT_COLUMN
+        ds["conversation_style"] = "openai"
+        # TRL trains every token of a conversation unless assistant_only_loss
+        ds["train_on_input"] = r.value("assistant_only_loss", r.sft) is not True
+    if ds["format"] == "text":
+        ds["text_field"] = r.value("dataset_text_field", r.sft)
+    return ds
+
+
+def _mask_origin(r: Reader) -> str:
+    return (f"{r.origin('assistant_only_loss')}: conversational rows train "
+            + ("the assistant turns only" if r.value("assistant_only_loss", r.sft) is True
+               else "every token (TRL's SFTTrainer)"))
+
+
+def _format(r: Reader) -> str:
+    chat = (r.has("chat_template") or r.has(MIXER) or r.has(MIXTURE)
+            or r.value("assistant_only_loss") is True)
+    return "chat" if chat else "text"
+
+
+def _sources(r: Reader, train_split: str, subset: Any) -> tuple[list[Source], str]:
+    """The training datasets and the key that names them."""
+    if r.has(MIXTURE):
+        return mixture_sources(r), MIXTURE
+    if isinstance(r.value(MIXER), dict):
+        return mixer_sources(r, train_split, subset), MIXER
+    if r.has("dataset_name"):
+        return [Source(str(r.value("dataset_name")), train_split,
+                       subset if isinstance(subset, str) else None, None,
+                       r.origin("dataset_name"))], "dataset_name"
+    raise not_this_tool(r.draft.source, ("model_name_or_path",), "no dataset_name (or "
+                        "dataset_mixture): the config names no training data",
+                        "TRL's ScriptArguments name the data with dataset_name; the "
+                        "alignment-handbook's recipes with dataset_mixture")
+
+
+def import_data(r: Reader) -> None:
+    """``data``: the training datasets (``trl_mixture``), validation, length, packing."""
+    d = r.draft
+    if r.fms:
+        _fms_data(r)
+        return
+    subset = r.value("dataset_config")
+    configs = r.value("dataset_configs")
+    if isinstance(configs, list) and configs:
+        subset = configs[0]
+    splits = r.value("dataset_splits")
+    train_split = str(splits[0] if isinstance(splits, list) and splits else
+                      r.value("dataset_train_split", SCRIPT_DEFAULTS))
+    test_split = str(splits[1] if isinstance(splits, list) and len(splits) > 1 else
+                     r.value("dataset_test_split", SCRIPT_DEFAULTS))
+    split_at = r.origin("dataset_splits" if splits else "dataset_train_split")
+    sources, key = _sources(r, train_split, subset)
+    local = local_path(sources[0].name, d)
+    sniffed = sniff_rows(local) if local is not None else None
+    fmt_at = (f"the columns of {local}'s first row (TRL picks the format by them)" if sniffed
+              else "chat: the config sets a chat template / chat data"
+              if _format(r) == "chat" else
+              "TRL detects the format from the columns at run time: assumed text "
+              "(dataset_text_field); check data.train.format")
+    first = sources[0]
+    if len(sources) == 1 and first.weight in (None, 1.0):
+        d.put(("data", "train"), _dataset(r, first, first.split), first.origin)
+        d.origins[("data", "train", "split")] = split_at if key != MIXTURE else first.origin
+        d.origins[("data", "train", "format")] = fmt_at
+        if "train_on_input" in d.data["data"]["train"]:
+            d.origins[("data", "train", "train_on_input")] = _mask_origin(r)
+        if first.weight is not None:
+            d.origins[("data", "train", "uri")] = f"{first.origin} (weight 1.0)"
+    else:
+        total = sum(s.weight or 1.0 for s in sources)
+        rows = []
+        for src in sources:
+            row = _dataset(r, src, src.split)
+            row["proportion"] = round((src.weight or 1.0) / total, 6)
+            rows.append(row)
+        rows[-1]["proportion"] = round(1 - sum(row["proportion"] for row in rows[:-1]), 6)
+        d.put(("data", "mixture", "datasets"), rows, r.origin(key))
+        if len(sources) > 1:
+            warn_shares(d, key, sources)
+        else:
+            d.warn((key,), f"weight {first.weight}: the handbook trains on that fraction of "
+                   "the rows; the spec reads every row")
+    if key == MIXTURE:
+        extra_columns(d, sources)
+        mixture_seed(r)
+    if _format(r) == "text" and not r.has("dataset_text_field") and not sniffed:
+        d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
+               "when it loads the data; imported as format text")
+    evaluates = str(r.value("eval_strategy", r.sft)) != "no" or r.value("do_eval") is True
+    if key == MIXTURE:
+        if not mixture_validation(r, evaluates) and evaluates:
+            d.put(("training", "evaluation", "strategy"), "no",
+                  f"{r.origin(MIXTURE)}: no evaluation data the spec can name")
+            r.used.update({"eval_strategy", "do_eval", "per_device_eval_batch_size"})
+    elif evaluates:
+        d.put(("data", "validation"), _dataset(r, first, test_split), first.origin)
+        d.origins[("data", "validation", "split")] = r.origin(
+            "dataset_splits" if splits else "dataset_test_split")
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)
+    workers = r.value("dataloader_num_workers")
+    if isinstance(workers, int):
+        d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+
+
+def _fms_data(r: Reader) -> None:
+    d = r.draft
+    for key, part in (("training_data_path", "train"), ("validation_data_path", "validation")):
+        path = r.value(key)
+        if not isinstance(path, str):
+            if part == "train":
+                raise not_this_tool(d.source, ("model_name_or_path",), "no training_data_path: "
+                                    "the config names no training data",
+                                    "fms-hf-tuning reads training_data_path")
+            continue
+        at = r.origin(key)
+        d.put(("data", part, "uri"), hub_or_file_uri(path if path.startswith(("/", ".")) else "./" + path),
+              at)
+        d.put(("data", part, "format"), "text", "fms-hf-tuning trains on one text field")
+        r.put(("data", part, "text_field"), "dataset_text_field")
+        r.put(("data", part, "response_template"), "response_template")
+    r.put(("data", "max_seq_len"), "max_length", r.sft)
+    r.put(("data", "packed"), "packing", r.sft)

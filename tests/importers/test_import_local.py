@@ -1,0 +1,104 @@
+"""Local configs stay local (issue 24): a local model folder and dataset become file:// URIs,
+the model's own config.json gives its numbers, the dataset's first row its format, use_cpu the
+CPU; torchtune's generic builders with explicit dimensions become model.architecture; hub
+names of re-uploads and distills match their catalog family by a documented rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from ftspec.compiler.importers.base import match_family
+from ftspec.compiler.importers.trl import import_trl
+from ftspec.spec.loader import parse_yaml
+from ftspec.spec.validate import validate_doc
+from ftspec.targets.torchtune_configs import configs_dir, torchtune_installed
+from helpers.trl_parse import accelerate_reads, compiled_files, trl_reads
+
+CONFIG = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64,
+          "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 512,
+          "tie_word_embeddings": True}
+
+
+@pytest.mark.parametrize(("row", "fmt"), [
+    ({"messages": [{"role": "user", "content": "hi"}]}, "chat"),
+    ({"prompt": "2+2=", "completion": "4"}, "prompt_completion"),
+    ({"text": "plain"}, "text"),
+])
+def test_local_model_and_data_run_on_the_cpu(tmp_path: Path, row: dict[str, object],
+                                             fmt: str) -> None:
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: tiny\ndataset_name: rows.jsonl\nuse_cpu: true\n")
+    imported = import_trl(cfg)
+    data = imported.data
+    assert data["model"]["uri"] == "file://./tiny"
+    arch = data["model"]["architecture"]
+    assert (arch["num_layers"], arch["embed_dim"], arch["num_kv_heads"], arch["layer_cls"]) \
+        == (2, 64, 2, "Qwen2DecoderLayer")
+    assert "family" not in data["model"]
+    train = data["data"]["train"]
+    assert (train["uri"], train["format"]) == ("file://./rows.jsonl", fmt)
+    assert data["resources"]["gpus_per_node"] == 0
+    assert validate_doc(parse_yaml(imported.text, "spec.yaml")).ok
+    files = compiled_files(imported.text, "local")
+    assert accelerate_reads(files["accelerate.yaml"])["use_cpu"] is True
+    _, sft, _, _ = trl_reads(files["sft.yaml"])
+    if fmt == "prompt_completion":  # TRL's default mask for these rows: the completion
+        assert sft.completion_only_loss is not False
+    if fmt == "chat":  # TRL's default for conversations: every token
+        assert sft.assistant_only_loss is False
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("Qwen/Qwen2.5-0.5B-Instruct", ("qwen2_5-0.5b", True)),
+    ("casperhansen/llama-3-70b-fp16", ("llama3-70b", False)),
+    ("unsloth/Llama-3.2-1B-Instruct-bnb-4bit", ("llama3_2-1b", False)),
+    ("hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", ("llama3_1-405b", False)),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", ("qwen2_5-7b", False)),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", ("llama3_1-8b", False)),
+    ("HuggingFaceTB/SmolLM3-3B", None),
+])
+def test_name_rule(name: str, found: tuple[str, bool] | None) -> None:
+    assert match_family(name) == found
+
+
+def test_assumed_family_and_out_of_catalog_say_so(tmp_path: Path) -> None:
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: casperhansen/llama-3-70b-fp16\n"
+                   "dataset_name: trl-lib/Capybara\n")
+    imported = import_trl(cfg)
+    assert imported.data["model"]["family"] == "llama3-70b"
+    assert "(catalog family assumed from the name)" in imported.text
+    assert [w for w in imported.warnings if "assumed the catalog family llama3-70b" in
+            w.summary]
+    cfg.write_text("model_name_or_path: HuggingFaceTB/SmolLM3-3B\n"
+                   "dataset_name: trl-lib/Capybara\n")
+    (why,) = [w for w in import_trl(cfg).warnings if w.path == ("model_name_or_path",)]
+    assert "validate needs model.architecture" in why.summary
+    assert "memory estimate" not in why.summary
+
+
+@pytest.mark.skipif(not torchtune_installed(), reason="torchtune not installed")
+def test_torchtune_generic_builder_is_a_custom_architecture(tmp_path: Path) -> None:
+    from ftspec.compiler.importers.torchtune import import_torchtune
+
+    cfg = tmp_path / "custom.yaml"
+    shutil.copy(configs_dir() / "llama2/7B_lora_single_device.yaml", cfg)
+    cfg.write_text(cfg.read_text().replace(
+        "torchtune.models.llama2.lora_llama2_7b",
+        "torchtune.models.llama2.lora_llama2\n  vocab_size: 32000\n  num_layers: 2\n"
+        "  num_heads: 4\n  num_kv_heads: 4\n  embed_dim: 64\n  max_seq_len: 512"))
+    imported = import_torchtune(cfg)
+    arch = imported.data["model"]["architecture"]
+    assert arch["base"] == "llama2" and arch["num_layers"] == 2
+    assert arch["intermediate_dim"] == 256  # torchtune's scale_hidden_dim_for_mlp(64)
+    assert validate_doc(parse_yaml(imported.text, "spec.yaml")).ok
+    # compiled back, the component's LoRA settings are the source's (no raw override)
+    assert not [w for w in imported.warnings if w.path and w.path[:1] == ("model",)
+                and w.path != ("model",)]
