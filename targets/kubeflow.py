@@ -41,6 +41,8 @@ from ftspec.targets.kube import (
     resources_per_node,
     secret_env,
     secrets_need_refs,
+    wandb_env,
+    wandb_needs_key,
 )
 from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.render import to_yaml
@@ -108,7 +110,7 @@ _error = Findings("kubeflow").error
 
 
 def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
-    found = list(secrets_need_refs(job, "kubeflow"))
+    found = secrets_need_refs(job, "kubeflow") + wandb_needs_key(job, "kubeflow")
     found += check_patch(job.spec.overrides.trainjob, "trainjob", "TrainJob", "kubeflow")
     kf = job.spec.deploy.kubeflow
     ver = resolve_version(job, version)
@@ -193,8 +195,8 @@ def _trainer(job: Job, launch: Launch | None) -> dict[str, Any]:
         trainer["args"] = kft.trainer_args(job)
     elif not generated and launch is not None:
         trainer["command"] = kfa.container_command(job, launch)
-    # torchtune reads the model the initializer downloaded: only accelerate needs the token.
-    env = secret_env(job) + plain_env(launch.env) if launch is not None else []
+    # torchtune reads the model the initializer downloaded: it needs only the W&B key.
+    env = secret_env(job) + plain_env(launch.env) if launch is not None else wandb_env(job)
     if env:
         trainer["env"] = sorted(env, key=lambda e: e["name"])
     trainer["numNodes"] = job.nodes
