@@ -59,6 +59,8 @@ class KubernetesBackend:
         """spec file -> its loaded document, to locate errors found while applying."""
         self._early: Early | None = None
         """Reads started before ``plan`` (``prefetch``), taken by the next plan."""
+        self._crds: dict[str, dict[str, Any] | None] = {}
+        """CRDs read in this run (name -> CRD; None: not readable), read once."""
         self._rendered: dict[int, tuple[Desired, list[dict[str, Any]]]] = {}
         """id(desired) -> the objects rendered for it (the Desired kept: ids stay unique)."""
 
@@ -84,6 +86,7 @@ class KubernetesBackend:
             crd = reader.crd(rendering.TRAINJOB_CRD)
         finally:
             reader.close()
+        self._crds[rendering.TRAINJOB_CRD] = crd  # plan checks its rules (crd_check)
         pinned = next((job.trainer_pin for job in jobs
                        if job.target == "kubeflow" and job.trainer_pin), None)
         if crd is None:
@@ -188,7 +191,7 @@ class KubernetesBackend:
             live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
             dry_futs.append((early and early.take_dry_run(obj))
                             or reader.submit(reader.applied_result, obj, by_addr.get(addr)))
-        rules = CrdRules(reader)
+        rules = CrdRules(reader, self._crds)
         if not rules.available:
             warnings.append(CEL_SKIPPED)
         for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):

@@ -38,10 +38,12 @@ class CrdRuleError(BackendError):
 class CrdRules:
     """The live CRDs of one plan, read once each."""
 
-    def __init__(self, reader: Reader) -> None:
+    def __init__(self, reader: Reader, known: dict[str, dict[str, Any] | None] | None = None
+                 ) -> None:
+        """``known``: CRDs this run already read (name -> CRD, None: not readable)."""
         self.reader = reader
         self.available = evaluator_available()
-        self._crds: dict[str, dict[str, Any] | None] = {}
+        self._crds: dict[str, dict[str, Any] | None] = known if known is not None else {}
 
     def _crd(self, kind: str) -> dict[str, Any] | None:
         res = resource_of(kind)
@@ -49,9 +51,9 @@ class CrdRules:
             return None
         name = f"{res.plural}.{res.group}"
         if name not in self._crds:
-            crd = self.reader.crd(name)
-            self._crds[name] = None if crd is None or crd.get("missing") else crd
-        return self._crds[name]
+            self._crds[name] = self.reader.crd(name)
+        crd = self._crds[name]
+        return None if crd is None or crd.get("missing") else crd
 
     def violations(self, obj: dict[str, Any], live: dict[str, Any] | None
                    ) -> tuple[list[Violation], list[Violation]]:

@@ -125,12 +125,16 @@ class KubeCluster:
         runtime_patterns: Sequence[str] = DEFAULT_RUNTIME_PATTERNS,
         detach: bool = False,
         use_snapshot: bool | None = None,
+        apiserver_flags: Sequence[str] = (),
     ) -> None:
         """``trainjob_crd_version``: None/"master" = the default copy, else a folder such as "v2.1.0".
         ``runtime_patterns``: globs in ``kubeflow-trainer/runtimes`` to create (needs ``install_crds``).
         ``detach``: processes outlive this Python process (used by the ``start`` command).
         ``use_snapshot``: start from / save a cached etcd data dir with the CRDs installed
-        (default: on unless ``FTSPEC_KUBE_SNAPSHOT=0``); see ``harness.snapshots``."""
+        (default: on unless ``FTSPEC_KUBE_SNAPSHOT=0``); see ``harness.snapshots``.
+        ``apiserver_flags``: more kube-apiserver flags; one naming a flag already set replaces
+        it (``--enable-priority-and-fairness=true --max-requests-inflight=2``: bench/kube_load.py)."""
+        self._apiserver_flags = tuple(apiserver_flags)
         self._upstream_arg = upstream
         self._trainjob_version = trainjob_crd_version
         self._install_crds = install_crds
@@ -669,6 +673,9 @@ class KubeCluster:
             "--endpoint-reconciler-type=none",  # loopback endpoints are invalid for the kubernetes service
             "--profiling=false",
         ]
+        names = {flag.split("=", 1)[0] for flag in self._apiserver_flags}
+        self._apiserver_cmd = [a for a in self._apiserver_cmd if a.split("=", 1)[0] not in names]
+        self._apiserver_cmd += list(self._apiserver_flags)
         self._launch_apiserver()
 
     def _launch_apiserver(self) -> None:
