@@ -5,14 +5,16 @@
 Starts its own KubeCluster (tests/harness) with API priority and fairness on and the
 server's concurrency cut to ``--inflight`` + ``--mutating`` seats
 (``--enable-priority-and-fairness=true --max-requests-inflight=N
---max-mutating-requests-inflight=M``), so it answers 429 (with ``Retry-After``) to requests
-beyond what it admits. ftspec runs as the test cluster's ``limited`` user (cluster admins are
-exempt from priority and fairness), granted what plan and apply need.
+--max-mutating-requests-inflight=M``). ftspec runs as the test cluster's ``limited`` user
+(cluster admins are exempt from priority and fairness), granted what plan and apply need,
+whose requests a FlowSchema sends to a priority level of its own with the least concurrency
+and no queue (``limitResponse: Reject``): the server answers 429 with ``Retry-After`` to every
+request it cannot admit at once. (With the default queuing levels a client that keeps at
+most 8 requests in flight, as ftspec does, is queued, never refused.)
 
 Printed: wall time of one `ftspec plan` over all specs (no objects yet), one `ftspec apply`
 (creates every object), and one `ftspec plan` again (must say "no changes": nothing lost);
-for each, the 429s the server answered (``apiserver_request_total{code="429"}`` from its
-``/metrics``, read as admin before and after) and the retries ftspec made (``FTSPEC_KUBE_STATS``:
+for each, the 429s the server answered (its ``/metrics``, read as admin before and after) and the retries ftspec made (``FTSPEC_KUBE_STATS``:
 the transport's counters); and the TrainJobs that exist at the end (must be all of them).
 Not a pass/fail test: ``tests/integration/test_kube_load.py`` is the small version that is.
 """
@@ -22,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -32,70 +33,16 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-EXAMPLE = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
 FTSPEC = [sys.executable, "-m", "ftspec.cli"]
+from helpers.kube_load import (
+    grant_limited,
+    rejected_429,
+    throttle_user,
+    throttled_flags,
+    write_specs,
+)
+
 NAMESPACE = "load"
-
-
-def throttled_flags(inflight: int, mutating: int) -> list[str]:
-    return ["--enable-priority-and-fairness=true", f"--max-requests-inflight={inflight}",
-            f"--max-mutating-requests-inflight={mutating}"]
-
-
-def grant_limited(cluster: Any, namespace: str) -> None:
-    """What plan and apply need, for the ``limited`` user (admins skip priority and fairness)."""
-    cluster.create_namespace(namespace)
-    cluster.request("POST", f"/api/v1/namespaces/{namespace}/secrets", {
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"},
-        "stringData": {"token": "dummy"}})
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    cluster.request("POST", f"{rbac}/clusterroles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": "ftspec-load"},
-        "rules": [
-            {"apiGroups": ["trainer.kubeflow.org", "ray.io", "coordination.k8s.io", ""],
-             "resources": ["*"], "verbs": ["*"]},
-            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
-             "verbs": ["get"]}]})
-    cluster.request("POST", f"{rbac}/clusterrolebindings", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "ftspec-load"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "ftspec-load"},
-        "subjects": [{"kind": "User", "name": "limited", "apiGroup": "rbac.authorization.k8s.io"}]})
-
-
-def write_specs(folder: Path, count: int, prefix: str = "load") -> list[Path]:
-    text = EXAMPLE.read_text(encoding="utf-8")
-    name = re.search(r"^  name: (\S+)$", text, re.MULTILINE)
-    assert name is not None, "the example names its job under metadata.name"
-    out = []
-    for i in range(count):
-        path = folder / f"{prefix}-{i:03d}.yaml"
-        path.write_text(text.replace(f"  name: {name.group(1)}", f"  name: {prefix}-{i:03d}", 1))
-        out.append(path)
-    return out
-
-
-def rejected_429(cluster: Any) -> int:
-    """``apiserver_request_total`` with code 429, summed over every label set."""
-    text = _metrics(cluster)
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith("apiserver_request_total{") and 'code="429"' in line:
-            total += float(line.rsplit(" ", 1)[1])
-    return int(total)
-
-
-def _metrics(cluster: Any) -> str:
-    import ssl
-    import urllib.request
-
-    ctx = ssl.create_default_context(cafile=str(cluster.ca_path))
-    req = urllib.request.Request(cluster.server + "/metrics",
-                                 headers={"Authorization": f"Bearer {cluster.token('admin')}"})
-    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
-        return str(resp.read().decode())
 
 
 def run_ftspec(args: list[str], env: dict[str, str], stats: Path) -> tuple[int, float, dict[str, int], str]:
@@ -130,6 +77,7 @@ def main() -> int:
             KubeCluster(apiserver_flags=throttled_flags(args.inflight, args.mutating)) as cluster:
         folder = Path(tmp)
         grant_limited(cluster, NAMESPACE)
+        throttle_user(cluster)
         specs = [str(p) for p in write_specs(folder, args.specs)]
         env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_for("limited")),
                "FTSPEC_CACHE_DIR": str(folder / "cache"), "NO_COLOR": "1"}

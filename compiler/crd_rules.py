@@ -134,14 +134,14 @@ def _evaluate(rule: dict[str, Any], value: Any, old: Any, path: Path_) -> Iterat
     activation = {"self": _to_cel(value)}
     if transition:
         activation["oldSelf"] = _to_cel(old)
-    import celpy
+    from celpy.evaluation import CELEvalError
 
     try:
         result = program.evaluate(activation)
-    except celpy.CELEvalError as exc:
+    except CELEvalError as exc:
         yield Violation(path, f"rule not evaluated: {exc.args[0] if exc.args else exc}", text)
         return
-    if isinstance(result, celpy.CELEvalError):
+    if isinstance(result, CELEvalError):
         yield Violation(path, f"rule not evaluated: {result.args[0] if result.args else ''}",
                         text)
     elif result is not True and not (hasattr(result, "__bool__") and bool(result)):
@@ -180,9 +180,9 @@ def _program(text: str) -> Any:
 
 
 def _to_cel(value: Any) -> Any:
-    import celpy
+    from celpy.adapter import json_to_cel
 
-    return celpy.json_to_cel(value)
+    return json_to_cel(value)
 
 
 # ---------------------------------------------------------------- CRD files (validate)

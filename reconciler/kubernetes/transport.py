@@ -28,8 +28,44 @@ Sender = Callable[[str, str, "bytes | None", dict[str, str], float],
                   "tuple[int, bytes, str | None]"]
 MAX_RETRY_AFTER_S = 30.0
 """The longest ``Retry-After`` obeyed; a longer one waits this long."""
-THROTTLE_RETRIES = 10
-"""Retries of a 429 (the server asks to come back later: client-go retries 10 times)."""
+THROTTLE_RETRIES = 30
+"""Retries of one request answered 429 (the server asks to come back later)."""
+MAX_IN_FLIGHT = 8
+"""Requests in flight at once; a 429 halves the window (down to 1), successes widen it
+again one by one (``_Window``): a throttling server is not hammered by retries."""
+
+
+class _Window:
+    """How many requests may be in flight: additive increase, multiplicative decrease."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.limit = most
+        self.busy = 0
+        self._cond = threading.Condition()
+        self._good = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            while self.busy >= self.limit:
+                self._cond.wait()
+            self.busy += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._cond:
+            self.busy -= 1
+            self._cond.notify_all()
+
+    def throttled(self) -> None:
+        with self._cond:
+            self.limit, self._good = max(1, self.limit // 2), 0
+
+    def succeeded(self) -> None:
+        with self._cond:
+            self._good += 1
+            if self.limit < self.most and self._good >= self.limit:
+                self.limit, self._good = self.limit + 1, 0
+                self._cond.notify_all()
 
 
 class _PoolSender:
@@ -102,6 +138,7 @@ class Transport:
         self.retried = 0
         """Requests sent again (429, 5xx, connection errors)."""
         self._lock = threading.Lock()
+        self._window = _Window(MAX_IN_FLIGHT)
         if os.environ.get("FTSPEC_KUBE_STATS"):
             import atexit
 
@@ -141,11 +178,14 @@ class Transport:
             try:
                 with self._lock:
                     self.round_trips += 1
-                status, data, retry_after = self._send(method, url, raw, headers, self.timeout)
+                with self._window:
+                    status, data, retry_after = self._send(method, url, raw, headers,
+                                                           self.timeout)
             except Exception as exc:  # noqa: BLE001 - http/ssl/socket errors alike
                 err: BackendError = unreachable(self.conn.server, _reason(exc))
             else:
                 if status < 400:
+                    self._window.succeeded()
                     return data
                 if status == 404 and ok_404:
                     return None
@@ -157,6 +197,7 @@ class Transport:
                 if throttles >= max(self.retries, THROTTLE_RETRIES):
                     raise err
                 throttles += 1  # the server is busy, not broken: come back when it says
+                self._window.throttled()
                 with self._lock:
                     self.throttled += 1
             elif not err.retryable or attempt >= self.retries or status_of(err) == 409:

@@ -1,6 +1,7 @@
 """The transport under a throttling server: a 429 is retried after the server's Retry-After
-(bounded), more often than other transient errors (the server is busy, not broken), and
-counted; a server that keeps refusing is reported once the retries run out."""
+(bounded), more often than other transient errors (the server is busy, not broken), counted,
+and narrows the window of requests in flight; a server that keeps refusing is reported once
+the retries run out."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ def test_retry_after_is_honoured_and_counted(waits: list[float]) -> None:
     assert t.request("GET", "/api/v1/namespaces") == {"kind": "NamespaceList"}
     assert waits == [3.0, 1.0, tr.MAX_RETRY_AFTER_S]
     assert (t.throttled, t.retried, t.round_trips) == (3, 3, 4)
+    # each 429 halved the window of requests in flight (8 -> 1); the success widened it by one
+    assert t._window.limit == 2
     server.http.shutdown()
 
 
