@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,13 @@ def _config(clusters: dict[str, dict[str, Any]], users: dict[str, dict[str, Any]
     if current:
         out["current-context"] = current
     return out
+
+
+def _plugin(token: str) -> bytes:
+    """An exec credential plugin (a path relative to the kubeconfig, as kubectl resolves it)."""
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                  "kind": "ExecCredential", "status": {"token": token}}
+    return f"#!{sys.executable}\nprint({json.dumps(json.dumps(credential))})\n".encode()
 
 
 def _cases(c: KubeCluster, proxy: ConnectProxy) -> dict[str, Case]:
@@ -98,6 +106,14 @@ def _cases(c: KubeCluster, proxy: ConnectProxy) -> dict[str, Case]:
         "proxy-url down": Case({"a.yaml": _config(
             {"k": {**good, "proxy-url": "http://127.0.0.1:1"}}, {"u": admin}, one, "c")},
             False),
+        "exec plugin": Case({"a.yaml": _config({"k": good}, {"u": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin",
+            "interactiveMode": "Never"}}}, one, "c")}, True,
+            extra={"plugin": _plugin(c.token("admin"))}),
+        "exec plugin as limited": Case({"a.yaml": _config({"k": good}, {"u": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin",
+            "interactiveMode": "Never"}}}, one, "c")}, False,
+            extra={"plugin": _plugin(c.token("limited"))}),
         # loopback servers never go through an environment proxy (Go's rule), NO_PROXY aside
         "HTTPS_PROXY skips loopback": Case({"a.yaml": _config(
             {"k": good}, {"u": admin}, one, "c")}, True, env={"HTTPS_PROXY": "http://127.0.0.1:1"}),
@@ -158,6 +174,8 @@ def _env(tmp: Path, case: Case) -> dict[str, str]:
     for rel, content in case.extra.items():
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp / rel).write_bytes(content)
+        if content.startswith(b"#!"):
+            (tmp / rel).chmod(0o755)
     for rel, config in case.files.items():
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
