@@ -97,12 +97,16 @@ def validate_findings(compiled: Any) -> list[Diagnostic]:
     under ``FTSPEC_CRD_DIR``: nothing when it is unset or the spec does not deploy to
     Kubernetes; a warning when cel-python is missing (the skip is said, never silent).
     The diagnostics come back placed in the spec."""
+    import os
+
+    job = compiled.job
+    if not os.environ.get("FTSPEC_CRD_DIR"):
+        return []  # validate stays light: nothing more is imported
     from ftspec.compiler import crd_rules
     from ftspec.compiler.dispatch import compile_job, default_target
     from ftspec.compiler.pipeline import place
 
     dirs = crd_rules.crd_dirs()
-    job = compiled.job
     if not dirs or job is None or not compiled.ok or job.target not in ("kubeflow", "kuberay"):
         return []
     if not crd_rules.evaluator_available():
