@@ -78,7 +78,7 @@ def rule_error(obj: dict[str, Any], v: Violation, overrides: dict[str, Any]) -> 
     key = spec_key_for(overrides, kind, v.path)
     rule = "" if v.rule == "enum" else f" (CEL rule `{v.rule}`)"
     return CrdRuleError(f"the cluster's {kind} CRD refuses {v.field or 'the object'}: "
-                        f"{v.message}{rule}", ".".join(key) if key else None)
+                        f"{v.message}{rule}", ".".join(map(str, key)) if key else None)
 
 
 def field_spec_path(job: Any, obj: dict[str, Any], field: str) -> str | None:
@@ -90,4 +90,4 @@ def field_spec_path(job: Any, obj: dict[str, Any], field: str) -> str | None:
     parts: list[str | int] = [int(i) if i else n
                               for n, i in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field)]
     key = spec_key_for(job.spec.overrides.model_dump(), str(obj.get("kind")), parts)
-    return ".".join(key) if key else None
+    return ".".join(map(str, key)) if key else None
