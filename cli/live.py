@@ -21,7 +21,30 @@ class CommandFailed(Exception):
         self.code = code
 
 
+def impersonation_options(func: F) -> F:
+    """``--as`` / ``--as-group`` (kubectl's): they reach the kubeconfig reader as
+    ``FTSPEC_KUBE_AS`` / ``FTSPEC_KUBE_AS_GROUPS``, which a user may set instead."""
+    func = click.option("--as-group", "as_groups", multiple=True, expose_value=False,
+                        callback=_remember("FTSPEC_KUBE_AS_GROUPS"),
+                        help="Group to impersonate (repeat for several; needs --as).")(func)
+    func = click.option("--as", "as_user", default=None, expose_value=False,
+                        callback=_remember("FTSPEC_KUBE_AS"),
+                        help="User to impersonate for the API server's requests.")(func)
+    return func
+
+
+def _remember(name: str) -> Callable[[Any, Any, Any], None]:
+    import os
+
+    def store(_ctx: Any, _param: Any, value: Any) -> None:
+        if value:
+            os.environ[name] = ",".join(value) if isinstance(value, tuple) else str(value)
+
+    return store
+
+
 def connection_options(func: F) -> F:
+    func = impersonation_options(func)
     func = click.option("--namespace", "-n", "namespace", default=None,
                         help="Override metadata.namespace of every spec.")(func)
     func = click.option("--context", default=None, help="kubeconfig context to use.")(func)

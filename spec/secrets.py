@@ -118,7 +118,9 @@ def _redact_named_values(text: str) -> str:
     out, done = [], 0
     for match in _NAMED_VALUE.finditer(text):
         start, end = match.span("value")
-        if start < done or not secret_named(match.group("name")):
+        # the last dotted part names the value: ``secretKeyRef.name`` is a Secret's name
+        # (shown), ``env.HF_TOKEN`` a credential (redacted)
+        if start < done or not secret_named(match.group("name").rsplit(".", 1)[-1]):
             continue
         value = match.group("value")
         if _TOKEN_SHAPED.fullmatch(value) and value != REDACTED:

@@ -18,6 +18,7 @@ KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 GPU_RESOURCE = "nvidia.com/gpu"
 SECRET_ENV_NAMES = {"hf_token": "HF_TOKEN", "wandb_api_key": "WANDB_API_KEY"}
 """Environment variable a well-known secret is exposed as; others: the key upper-cased."""
+WANDB_ENV = SECRET_ENV_NAMES["wandb_api_key"]
 
 
 def labels(job: Job) -> dict[str, str]:
@@ -102,6 +103,37 @@ def secret_env(job: Job) -> list[dict[str, Any]]:
             "valueFrom": {"secretKeyRef": {"name": ref.secretRef.name, "key": ref.secretRef.key}},
         })
     return out
+
+
+def wandb_key(job: Job) -> str | None:
+    """The ``secrets`` entry that becomes ``WANDB_API_KEY`` (None when there is none)."""
+    for key in sorted(job.spec.secrets):
+        if secret_env_name(key) == WANDB_ENV:
+            return key
+    return None
+
+
+def wandb_env(job: Job) -> list[dict[str, Any]]:
+    """The W&B key's env entry when ``report_to`` lists wandb (torchtune on Kubeflow gets
+    no other secret: the initializers fetch the model)."""
+    if "wandb" not in job.spec.training.logging.report_to:
+        return []
+    return [e for e in secret_env(job) if e["name"] == WANDB_ENV]
+
+
+def wandb_needs_key(job: Job, target: str) -> list[Diagnostic]:
+    """``report_to: [wandb]`` on a cluster: W&B refuses to log without an API key and the job
+    runs unattended, so the key must be one of ``secrets`` (it reaches the trainer as
+    ``WANDB_API_KEY``)."""
+    sinks = job.spec.training.logging.report_to
+    if "wandb" not in sinks or wandb_key(job) is not None:
+        return []
+    how = "{env: VAR}" if target == "ray" else "{secretRef: {name: SECRET, key: KEY}}"
+    return [Diagnostic(
+        Severity.ERROR, f"report_to lists wandb but the {target} target has no W&B API key "
+        "to give the trainer (W&B cannot log in unattended)",
+        path=("training", "logging", "report_to", sinks.index("wandb")),
+        hint=f"add secrets: {{wandb_api_key: {how}}}", code=f"{target}.wandb-key")]
 
 
 def plain_env(values: dict[str, str] | Any) -> list[dict[str, Any]]:

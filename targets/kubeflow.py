@@ -41,6 +41,8 @@ from ftspec.targets.kube import (
     resources_per_node,
     secret_env,
     secrets_need_refs,
+    wandb_env,
+    wandb_needs_key,
 )
 from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.render import to_yaml
@@ -108,7 +110,7 @@ _error = Findings("kubeflow").error
 
 
 def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
-    found = list(secrets_need_refs(job, "kubeflow"))
+    found = secrets_need_refs(job, "kubeflow") + wandb_needs_key(job, "kubeflow")
     found += check_patch(job.spec.overrides.trainjob, "trainjob", "TrainJob", "kubeflow")
     kf = job.spec.deploy.kubeflow
     ver = resolve_version(job, version)
@@ -116,6 +118,7 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
         found.append(_error(("deploy", "kubeflow", "active_deadline_seconds"),
                             f"activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer "
                             f"(rendering for {ver})", "deadline-version"))
+    found += _failure_policy_rules(job)
     ref = runtime_ref(job)
     if own_command(job):
         found.append(Diagnostic(
@@ -168,6 +171,36 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
 _HF_STACK = ("accelerate, transformers, TRL, peft and ftspec's training entrypoint "
              "(ftspec.targets.entrypoints) installed")
 """What an image must hold to run the accelerate launcher's job."""
+RESTART_JOB_TRAINER = "v2.3"
+"""The first Trainer release whose runtimes' JobSet knows the RestartJob actions."""
+RESTART_JOB_ACTIONS = ("RestartJob", "RestartJobAndIgnoreMaxRestarts")
+
+
+def _failure_policy_rules(job: Job) -> list[Diagnostic]:
+    """A failure policy lives in the runtime's JobSet template: the TrainJob API has no field
+    for it, so ftspec writes it only into the runtime it generates. RestartJob actions need
+    Trainer v2.3 (a pinned older version refuses them; ``plan`` checks the generated runtime
+    against the live TrainingRuntime CRD, whose action enum says what the cluster serves)."""
+    kf = job.spec.deploy.kubeflow
+    fp = kf.failure_policy
+    if fp is None:
+        return []
+    at = ("deploy", "kubeflow", "failure_policy")
+    if not (job.launcher == "accelerate" and kf.generate_runtime):
+        return [_error(at, "a failure policy belongs to the runtime's JobSet template, which "
+                       "the TrainJob cannot change; ftspec writes it only into the runtime it "
+                       "generates", "failure-policy-runtime",
+                       hint="set it in the runtime you reference, or use launcher: accelerate "
+                       "with deploy.kubeflow.generate_runtime: true")]
+    pin = job.trainer_pin
+    if pin is None or TRAINER_VERSIONS.index(pin) >= TRAINER_VERSIONS.index(RESTART_JOB_TRAINER):
+        return []
+    return [_error(at + ("rules", i, "action"), f"{rule.action} needs Kubeflow Trainer "
+                   f"{RESTART_JOB_TRAINER} or newer (the spec pins {pin})",
+                   "failure-policy-version",
+                   hint="pin deploy.kubeflow.trainer_version: v2.3 (or auto), or use "
+                   "RestartJobSet")
+            for i, rule in enumerate(fp.rules) if rule.action in RESTART_JOB_ACTIONS]
 
 
 def _initializer(job: Job) -> dict[str, Any]:
@@ -200,8 +233,8 @@ def _trainer(job: Job, launch: Launch | None) -> dict[str, Any]:
         trainer["args"] = kft.trainer_args(job)
     elif not generated and launch is not None:
         trainer["command"] = kfa.container_command(job, launch)
-    # torchtune reads the model the initializer downloaded: only accelerate needs the token.
-    env = secret_env(job) + plain_env(launch.env) if launch is not None else []
+    # torchtune reads the model the initializer downloaded: it needs only the W&B key.
+    env = secret_env(job) + plain_env(launch.env) if launch is not None else wandb_env(job)
     if env:
         trainer["env"] = sorted(env, key=lambda e: e["name"])
     trainer["numNodes"] = job.nodes

@@ -84,18 +84,44 @@ def training_runtime(job: Job, launch: Launch) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": [container], **pod_placement(job, gpu=True)}
     if volumes:
         pod["volumes"] = volumes
+    jobset: dict[str, Any] = {"replicatedJobs": [{
+        "name": "node",
+        "template": {
+            "metadata": {"labels": {TRAINER_STEP_LABEL: "trainer"}},
+            "spec": {"template": {"spec": pod}},
+        },
+    }]}
+    policy = failure_policy(job)
+    if policy:
+        jobset["failurePolicy"] = policy
     return {
         "apiVersion": API,
         "kind": "TrainingRuntime",
         "metadata": meta,
         "spec": {
             "mlPolicy": {"numNodes": job.nodes, "torch": {}},
-            "template": {"spec": {"replicatedJobs": [{
-                "name": "node",
-                "template": {
-                    "metadata": {"labels": {TRAINER_STEP_LABEL: "trainer"}},
-                    "spec": {"template": {"spec": pod}},
-                },
-            }]}},
+            "template": {"spec": jobset},
         },
     }
+
+
+def failure_policy(job: Job) -> dict[str, Any]:
+    """``deploy.kubeflow.failure_policy`` as the JobSet's ``failurePolicy`` (empty: none)."""
+    fp = job.spec.deploy.kubeflow.failure_policy
+    if fp is None:
+        return {}
+    rules = []
+    for rule in fp.rules:
+        out: dict[str, Any] = {"name": rule.name, "action": rule.action}
+        if rule.on_job_failure_reasons:
+            out["onJobFailureReasons"] = list(rule.on_job_failure_reasons)
+        if rule.on_job_failure_message_patterns:
+            out["onJobFailureMessagePatterns"] = list(rule.on_job_failure_message_patterns)
+        if rule.target_replicated_jobs:
+            out["targetReplicatedJobs"] = list(rule.target_replicated_jobs)
+        rules.append(out)
+    policy: dict[str, Any] = {"maxRestarts": fp.max_restarts,
+                              "restartStrategy": fp.restart_strategy}
+    if rules:
+        policy["rules"] = rules
+    return policy

@@ -36,6 +36,7 @@ from ftspec.targets.kube import (
     resources_per_node,
     secret_env,
     secrets_need_refs,
+    wandb_needs_key,
 )
 from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.ray_nodes import check as ray_nodes_check
@@ -152,6 +153,7 @@ def rayjob(job: Job) -> dict[str, Any]:
 
 def check(job: Job) -> list[Diagnostic]:
     found = ray_nodes_check(job, "kuberay") + secrets_need_refs(job, "kuberay")
+    found += wandb_needs_key(job, "kuberay")
     found += check_patch(job.spec.overrides.rayjob, "rayjob", "RayJob", "kuberay")
     found += [d for d in fetched_in_container(job, "kuberay")
               if not (job.launcher == "torchtune" and d.path == ("model", "uri")

@@ -19,7 +19,7 @@ from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
-from ftspec.targets.kube import secret_env_name
+from ftspec.targets.kube import secret_env_name, wandb_needs_key
 from ftspec.targets.ray_nodes import check as ray_nodes_check
 from ftspec.targets.ray_nodes import custom_resources
 from ftspec.targets.ray_payload import (
@@ -71,7 +71,7 @@ def submit_kwargs(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def check(job: Job) -> list[Diagnostic]:
-    found = ray_nodes_check(job, "ray")
+    found = ray_nodes_check(job, "ray") + wandb_needs_key(job, "ray")
     for key, ref in sorted(job.spec.secrets.items()):
         if ref.secretRef is not None:
             found.append(Diagnostic(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from ftspec.cli.live import impersonation_options
 from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.compiler.importers import TOOL_NAMES
 from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
@@ -29,6 +30,7 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 @click.option("--kubeconfig", default=None, type=click.Path(),
               help="kubeconfig file for --live (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--context", default=None, help="kubeconfig context for --live.")
+@impersonation_options
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
 def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | None,
             nproc_per_node: int | None, nnodes: int | None, accelerator: str,

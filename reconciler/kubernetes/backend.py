@@ -11,6 +11,9 @@ from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.backend import BackendError, Desired, Reporter
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
+from ftspec.reconciler.kubernetes.crd_check import SKIPPED as CEL_SKIPPED
+from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
+from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.kubeconfig import load_connection
 from ftspec.reconciler.kubernetes.locate import locate
 from ftspec.reconciler.kubernetes.planner import (
@@ -57,6 +60,8 @@ class KubernetesBackend:
         """spec file -> its loaded document, to locate errors found while applying."""
         self._early: Early | None = None
         """Reads started before ``plan`` (``prefetch``), taken by the next plan."""
+        self._crds: dict[str, dict[str, Any] | None] = {}
+        """CRDs read in this run (name -> CRD; None: not readable), read once."""
         self._rendered: dict[int, tuple[Desired, list[dict[str, Any]]]] = {}
         """id(desired) -> the objects rendered for it (the Desired kept: ids stay unique)."""
 
@@ -82,6 +87,7 @@ class KubernetesBackend:
             crd = reader.crd(rendering.TRAINJOB_CRD)
         finally:
             reader.close()
+        self._crds[rendering.TRAINJOB_CRD] = crd  # plan checks its rules (crd_check)
         pinned = next((job.trainer_pin for job in jobs
                        if job.target == "kubeflow" and job.trainer_pin), None)
         if crd is None:
@@ -204,13 +210,30 @@ class KubernetesBackend:
             live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
             dry_futs.append((early and early.take_dry_run(obj))
                             or reader.submit(reader.applied_result, obj, by_addr.get(addr)))
+        rules = CrdRules(reader, self._crds)
+        if not rules.available:
+            warnings.append(CEL_SKIPPED)
         for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):
             addr = address(d.job.target, obj)
+            refused: ApiError | None = None
             try:
                 live = by_addr.get(addr) if live_fut is None else live_fut.result()
-                dry = dry_fut.result()
+                broken, moved = rules.violations(obj, live)
+                if broken:  # a modern server refuses this object whatever is live
+                    overrides = d.job.spec.overrides.model_dump()
+                    raise_first([rule_error(obj, v, overrides) for v in broken])
+                try:
+                    dry = dry_fut.result()
+                except ApiError as exc:
+                    # a server with the CRD's transition rules refuses the update of an
+                    # immutable field: fine when the plan replaces the object (below)
+                    if exc.status != 422 or live is None:
+                        raise
+                    dry, refused = reader.created_result(obj), exc
             except BaseException as exc:  # noqa: BLE001
                 path = getattr(exc, "spec_path", None)
+                if isinstance(exc, ApiError) and exc.fields:  # the user's patch, if it set it
+                    path = field_spec_path(d.job, obj, exc.fields[0]) or path
                 if path:
                     exc.location = locate(  # type: ignore[attr-defined]
                         d.spec_file, path, d.doc, getattr(exc, "bad_value", None))
@@ -229,6 +252,12 @@ class KubernetesBackend:
             except OwnershipError as exc:
                 errors.append(BackendError(str(exc), hint="ftspec never touches objects it "
                                            "does not own"))
+                continue
+            if refused is not None and (change.action != Action.REPLACE and not moved):
+                if refused.spec_path:  # not an immutable field: the server's 422 stands
+                    refused.location = locate(  # type: ignore[attr-defined]
+                        d.spec_file, refused.spec_path, d.doc, refused.bad_value)
+                errors.append(refused)
                 continue
             digests[addr] = read_digest(live)
             changes.append(change)

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from ftspec.compiler.crd_findings import spec_path_for
 from ftspec.reconciler.backend import BackendError
 
 CONTROLLERS: dict[str, str] = {
@@ -29,6 +30,8 @@ class ApiError(BackendError):
         self.spec_path = spec_path
         self.bad_value = bad_value
         """The value the server called invalid, to narrow ``spec_path`` to the key holding it."""
+        self.fields: list[str] = []
+        """The object fields a 422 names (``spec.managedBy``)."""
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -37,34 +40,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     except ValueError:
         return {"message": raw.decode("utf-8", "replace")[:500]}
     return data if isinstance(data, dict) else {"message": str(data)}
-
-
-# Object field -> spec key path, for 422 errors traceable to a spec line.
-FIELD_TO_SPEC: tuple[tuple[str, str], ...] = (
-    ("metadata.name", "metadata.name"),
-    ("metadata.namespace", "metadata.namespace"),
-    ("metadata.labels", "metadata.labels"),
-    ("metadata.annotations", "metadata.annotations"),
-    ("spec.runtimeRef", "deploy.kubeflow.runtime"),
-    ("spec.trainer.numNodes", "resources.nodes"),
-    ("spec.trainer.numProcPerNode", "resources.gpus_per_node"),
-    ("spec.trainer.resourcesPerNode", "resources"),
-    ("spec.trainer.image", "deploy.scheduling.image"),
-    ("spec.initializer.model", "model.uri"),
-    ("spec.initializer.dataset", "data.train.uri"),
-    ("spec.activeDeadlineSeconds", "deploy.kubeflow.active_deadline_seconds"),
-    ("spec.suspend", "deploy.kubeflow.suspend"),
-    ("spec.entrypoint", "launcher"),
-    ("spec.rayClusterSpec.rayVersion", "deploy.kuberay.ray_version"),
-)
-
-
-def spec_path_for(field: str) -> str | None:
-    field = re.sub(r"\[\d+\]", "", field)
-    for prefix, spec_path in FIELD_TO_SPEC:
-        if field == prefix or field.startswith(prefix + "."):
-            return spec_path
-    return None
 
 
 def _conflicts(message: str) -> str:
@@ -103,14 +78,18 @@ def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
     if status == 422:
         causes = (body.get("details") or {}).get("causes") or []
         fields = [c.get("field", "") for c in causes if c.get("field")]
+        # an admission webhook's refusal carries its fields in the message only
+        fields += re.findall(r"(?:is invalid: |; )([A-Za-z][\w.\[\]]*): Invalid value", message)
         spec_path = next((p for p in map(spec_path_for, fields) if p), None)
         bad = next((m.group(1) for c in causes
                     if (m := re.search(r'Invalid value: "((?:[^"\\]|\\.)*)"',
                                        str(c.get("message", ""))))), None)
-        return ApiError(f"the API server rejected {what} as invalid: {message}", status=status,
-                        body=body, spec_path=spec_path, bad_value=bad,
-                        hint="fix the spec value named above (see `ftspec compile` for the "
-                        "generated object)")
+        err = ApiError(f"the API server rejected {what} as invalid: {message}", status=status,
+                       body=body, spec_path=spec_path, bad_value=bad,
+                       hint="fix the spec value named above (see `ftspec compile` for the "
+                       "generated object)")
+        err.fields = fields
+        return err
     if status == 404 and what.startswith("kind "):
         return ApiError(f"{what} is not served by this cluster", status=status, body=body)
     retryable = status in (429, 500, 502, 503, 504)

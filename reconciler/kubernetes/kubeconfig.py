@@ -1,7 +1,16 @@
 """Read a kubeconfig into the few facts a REST call needs (server, TLS, credentials).
 
-Plain token / client-certificate / CA entries are handled here; ``exec`` and
-``auth-provider`` users are left to the official client (``needs_official_client``).
+Read as kubectl reads it: the files of ``KUBECONFIG`` merged with the first file winning per
+cluster, user and context name and for ``current-context``; a relative path (CA, client
+certificate and key, token file) resolved against the file that holds the entry;
+``proxy-url``, else ``HTTPS_PROXY`` / ``NO_PROXY`` (``proxy.py``); ``tls-server-name``;
+``insecure-skip-tls-verify``; impersonation (the user's ``as`` / ``as-groups``, overridden by
+``--as`` / ``--as-group``, i.e. ``FTSPEC_KUBE_AS`` / ``FTSPEC_KUBE_AS_GROUPS``); and the
+pod's service account when no kubeconfig exists and ``KUBERNETES_SERVICE_HOST`` is set
+(``incluster.py``). ``exec`` and ``auth-provider`` users are left to the official client
+(``needs_official_client``). Our own reader because the official client's loader costs
+1-2 s to import; ``tests/integration/test_kubeconfig_conformance.py`` runs kubectl and this
+reader on the same kubeconfigs against the real API server.
 """
 
 from __future__ import annotations
@@ -29,6 +38,11 @@ class Connection:
     insecure: bool = False
     config_files: tuple[str, ...] = ()
     user: dict[str, Any] | None = None
+    user_name: str | None = None
+    proxy_url: str | None = None
+    tls_server_name: str | None = None
+    impersonate_user: str | None = None
+    impersonate_groups: tuple[str, ...] = ()
 
     @property
     def needs_official_client(self) -> bool:
@@ -94,6 +108,10 @@ def _parse(path: Path) -> dict[str, Any]:
     return data
 
 
+ORIGIN = "\x00origin"
+"""Key added to each merged entry: the folder of the file that defined it."""
+
+
 def _load(files: list[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
     for path in files:
@@ -102,7 +120,8 @@ def _load(files: list[Path]) -> dict[str, Any]:
         data = _parse(path)
         for key in ("clusters", "users", "contexts"):
             names = {e.get("name") for e in merged[key]}
-            merged[key] += [e for e in data.get(key) or [] if e.get("name") not in names]
+            merged[key] += [{**e, ORIGIN: path.parent} for e in data.get(key) or []
+                            if e.get("name") not in names]
         if not merged.get("current-context") and isinstance(data.get("current-context"), str):
             merged["current-context"] = data.get("current-context")
     return merged
@@ -192,10 +211,12 @@ def _materialize(data_b64: Any, file: Any, base: Path, suffix: str, what: str) -
 
 
 def _named(entries: list[dict[str, Any]], name: str, what: str, where: str) -> dict[str, Any]:
+    """The entry's body, with the folder of its file under ``ORIGIN``."""
     for entry in entries:
         if isinstance(entry, dict) and entry.get("name") == name:
             body = entry.get(what) or {}
-            return body if isinstance(body, dict) else {}
+            return {**body, ORIGIN: entry[ORIGIN]} if isinstance(body, dict) else \
+                {ORIGIN: entry[ORIGIN]}
     raise BackendError(f"kubeconfig has no {what} named {name!r} ({where})",
                        hint="check --kubeconfig / --context")
 
@@ -204,6 +225,12 @@ def load_connection(kubeconfig: str | None = None, context: str | None = None) -
     files = kubeconfig_files(kubeconfig)
     existing = [p for p in files if p.exists()]
     where = ", ".join(str(p) for p in files)
+    if not existing and not kubeconfig:
+        from ftspec.reconciler.kubernetes.incluster import in_cluster
+
+        pod = in_cluster(_materialize)
+        if pod is not None:
+            return _impersonating(pod, {})
     if not existing:
         raise BackendError(f"no kubeconfig found (looked at {where})",
                            hint="pass --kubeconfig FILE or set KUBECONFIG")
@@ -215,19 +242,23 @@ def load_connection(kubeconfig: str | None = None, context: str | None = None) -
     ctx = _named(config["contexts"], name, "context", where)
     cluster = _named(config["clusters"], str(ctx.get("cluster")), "cluster", where)
     user = _named(config["users"], str(ctx.get("user")), "user", where) if ctx.get("user") else {}
-    base = existing[0].parent
+    user_base: Path = user.get(ORIGIN, existing[0].parent)
+    base: Path = cluster.get(ORIGIN, existing[0].parent)
     token = user.get("token")
     if token is not None and not isinstance(token, str):
         raise BackendError(f"kubeconfig user of context {name!r}: token must be a string")
     if not token and user.get("tokenFile"):
-        token = _read(base / Path(str(user["tokenFile"])).expanduser(), MAX_TOKEN_FILE_BYTES,
-                      "token file").strip()
+        token = _read(user_base / Path(str(user["tokenFile"])).expanduser(),
+                      MAX_TOKEN_FILE_BYTES, "token file").strip()
     server = str(cluster.get("server") or "").rstrip("/")
     problem = url_problem(server) if server else "it is missing"
     if problem is not None:
         raise BackendError(f"kubeconfig cluster of context {name!r}: server is not a usable "
                            f"URL ({problem})", hint="check --kubeconfig / --context")
-    return Connection(
+    from ftspec.reconciler.kubernetes.proxy import proxy_for
+
+    tls_name = cluster.get("tls-server-name")
+    conn = Connection(
         server=server,
         context=name,
         namespace=ctx.get("namespace"),
@@ -236,11 +267,29 @@ def load_connection(kubeconfig: str | None = None, context: str | None = None) -
                              cluster.get("certificate-authority"), base, ".crt",
                              "certificate-authority-data"),
         cert_file=_materialize(user.get("client-certificate-data"),
-                               user.get("client-certificate"), base, ".crt",
+                               user.get("client-certificate"), user_base, ".crt",
                                "client-certificate-data"),
-        key_file=_materialize(user.get("client-key-data"), user.get("client-key"), base, ".key",
-                              "client-key-data"),
+        key_file=_materialize(user.get("client-key-data"), user.get("client-key"), user_base,
+                              ".key", "client-key-data"),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         config_files=tuple(str(p) for p in existing),
-        user=user,
+        user={k: v for k, v in user.items() if k != ORIGIN},
+        user_name=str(ctx.get("user")) if ctx.get("user") else None,
+        proxy_url=proxy_for(server, cluster.get("proxy-url")),
+        tls_server_name=str(tls_name) if tls_name else None,
     )
+    return _impersonating(conn, user)
+
+
+def _impersonating(conn: Connection, user: dict[str, Any]) -> Connection:
+    """The user's ``as`` / ``as-groups``, overridden by ``--as`` / ``--as-group``."""
+    from dataclasses import replace
+
+    as_user = os.environ.get("FTSPEC_KUBE_AS") or user.get("as")
+    flag_groups = [g for g in os.environ.get("FTSPEC_KUBE_AS_GROUPS", "").split(",") if g]
+    groups = flag_groups or [str(g) for g in user.get("as-groups") or []]
+    if groups and not as_user:
+        raise BackendError("impersonating groups needs a user to impersonate (--as)",
+                           hint="add --as USER (kubectl refuses --as-group alone too)")
+    return replace(conn, impersonate_user=str(as_user) if as_user else None,
+                   impersonate_groups=tuple(groups))

@@ -37,15 +37,39 @@ def tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None
     return context
 
 
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS with the TLS name to verify set apart from the host connected to (kubeconfig's
+    ``tls-server-name``; through a proxy, the tunnelled server's name)."""
+
+    def __init__(self, host: str, port: int, *, timeout: float, context: ssl.SSLContext,
+                 server_name: str | None) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._server_name = server_name
+        self._tls_context = context
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)  # TCP, and CONNECT through a proxy
+        name = self._server_name or getattr(self, "_tunnel_host", None) or self.host
+        self.sock = self._tls_context.wrap_socket(self.sock, server_hostname=name)
+
+
 class ConnectionPool:
-    def __init__(self, tls: ssl.SSLContext) -> None:
+    def __init__(self, tls: ssl.SSLContext, *, proxy_url: str | None = None,
+                 server_name: str | None = None) -> None:
+        """``proxy_url``: an http:// proxy to tunnel through (CONNECT); ``server_name``: the
+        name the server's certificate must carry when it is not the URL's host."""
         self._tls = tls
+        self._proxy = urlsplit(proxy_url) if proxy_url else None
+        self._server_name = server_name
         self._idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
 
     def request(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
-                timeout: float) -> tuple[int, bytes]:
-        """Send one request; the status and the whole body. Socket, TLS and HTTP errors
+                timeout: float, repeated: list[tuple[str, str]] | None = None
+                ) -> tuple[int, bytes, str | None]:
+        """Send one request; the status, the whole body and the ``Retry-After`` header (a
+        429 or 503 says when to come back). ``repeated``: headers that may
+        appear more than once (``Impersonate-Group``). Socket, TLS and HTTP errors
         propagate (``OSError``, ``http.client.HTTPException``)."""
         parts = urlsplit(url)
         scheme = parts.scheme
@@ -61,9 +85,18 @@ class ConnectionPool:
         try:
             assert conn.sock is not None
             conn.sock.settimeout(timeout)
-            conn.request(method, target, body=body, headers=headers)
+            if repeated:
+                conn.putrequest(method, target, skip_accept_encoding=True)
+                for name, value in [*headers.items(), *repeated]:
+                    conn.putheader(name, value)
+                if body is not None:
+                    conn.putheader("Content-Length", str(len(body)))
+                conn.endheaders(body)
+            else:
+                conn.request(method, target, body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
+            retry_after = resp.getheader("Retry-After")
         except BaseException:
             conn.close()
             raise
@@ -71,16 +104,21 @@ class ConnectionPool:
             conn.close()
         else:
             self._give(key, conn)
-        return resp.status, data
+        return resp.status, data, retry_after
 
     def _connect(self, key: tuple[str, str, int]) -> http.client.HTTPConnection:
         scheme, host, port = key
         conn: http.client.HTTPConnection
+        at_host, at_port = host, port
+        if self._proxy is not None:
+            at_host, at_port = self._proxy.hostname or "", self._proxy.port or 80
         if scheme == "https":
-            conn = http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S,
-                                               context=self._tls)
+            conn = _HTTPSConnection(at_host, at_port, timeout=CONNECT_TIMEOUT_S,
+                                    context=self._tls, server_name=self._server_name)
         else:
-            conn = http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT_S)
+            conn = http.client.HTTPConnection(at_host, at_port, timeout=CONNECT_TIMEOUT_S)
+        if self._proxy is not None:
+            conn.set_tunnel(host, port)
         conn.connect()
         return conn
 

@@ -92,6 +92,21 @@ class Reader:
                 return {"forbidden": str(exc)}
             raise
 
+    def created_result(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The server's dry-run *create* of ``obj`` under a generated name (the name is
+        taken): what a replacement would look like, defaults filled in, when the server
+        refuses to update the live object in place (an immutable field changes)."""
+        meta = dict(obj.get("metadata") or {})
+        name = str(meta.pop("name", ""))
+        body = {**obj, "metadata": {**meta, "generateName": f"{name[:50]}-"}}
+        out = self.t.request(
+            "POST", object_path(obj, with_name=False), json.dumps(body).encode(),
+            query={"fieldManager": FIELD_MANAGER, "dryRun": "All"},
+            verb="create (dry-run)", what=describe(obj)) or {}
+        out_meta = dict(out.get("metadata") or {})
+        out_meta.pop("generateName", None)
+        return {**out, "metadata": {**out_meta, "name": name}}
+
     def applied_result(self, obj: dict[str, Any], live: dict[str, Any] | None
                        ) -> dict[str, Any] | None:
         """What applying ``obj`` would make of it: ``live`` itself when nothing changed

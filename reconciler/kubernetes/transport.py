@@ -24,7 +24,48 @@ APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 
-Sender = Callable[[str, str, "bytes | None", dict[str, str], float], "tuple[int, bytes]"]
+Sender = Callable[[str, str, "bytes | None", dict[str, str], float],
+                  "tuple[int, bytes, str | None]"]
+MAX_RETRY_AFTER_S = 30.0
+"""The longest ``Retry-After`` obeyed; a longer one waits this long."""
+THROTTLE_RETRIES = 30
+"""Retries of one request answered 429 (the server asks to come back later)."""
+MAX_IN_FLIGHT = 8
+"""Requests in flight at once; a 429 halves the window (down to 1), successes widen it
+again one by one (``_Window``): a throttling server is not hammered by retries."""
+
+
+class _Window:
+    """How many requests may be in flight: additive increase, multiplicative decrease."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.limit = most
+        self.busy = 0
+        self._cond = threading.Condition()
+        self._good = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            while self.busy >= self.limit:
+                self._cond.wait()
+            self.busy += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._cond:
+            self.busy -= 1
+            self._cond.notify_all()
+
+    def throttled(self) -> None:
+        with self._cond:
+            self.limit, self._good = max(1, self.limit // 2), 0
+
+    def succeeded(self) -> None:
+        with self._cond:
+            self._good += 1
+            if self.limit < self.most and self._good >= self.limit:
+                self.limit, self._good = self.limit + 1, 0
+                self._cond.notify_all()
 
 
 class _PoolSender:
@@ -32,12 +73,18 @@ class _PoolSender:
         from ftspec.reconciler.kubernetes.pool import ConnectionPool, tls_context
 
         self._pool = ConnectionPool(tls_context(conn.ca_file, conn.cert_file, conn.key_file,
-                                                conn.insecure))
+                                                conn.insecure),
+                                    proxy_url=conn.proxy_url, server_name=conn.tls_server_name)
         self._auth = {"Authorization": f"Bearer {conn.token}"} if conn.token else {}
+        self._as: list[tuple[str, str]] = []
+        if conn.impersonate_user:
+            self._as = [("Impersonate-User", conn.impersonate_user)]
+            self._as += [("Impersonate-Group", g) for g in conn.impersonate_groups]
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
-                 timeout: float) -> tuple[int, bytes]:
-        return self._pool.request(method, url, body, {**self._auth, **headers}, timeout)
+                 timeout: float) -> tuple[int, bytes, str | None]:
+        return self._pool.request(method, url, body, {**self._auth, **headers}, timeout,
+                                  self._as)
 
 
 class _OfficialSender:
@@ -69,7 +116,7 @@ class _OfficialSender:
             cert_file=conn.cert_file or cfg.cert_file, key_file=conn.key_file or cfg.key_file))
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
-                 timeout: float) -> tuple[int, bytes]:
+                 timeout: float) -> tuple[int, bytes, str | None]:
         auth = self._config.get_api_key_with_prefix(  # refreshes an expiring token first
             "BearerToken", alias="authorization")  # (older clients used "authorization")
         return self._pool(method, url, body, {**headers, "Authorization": auth} if auth
@@ -86,7 +133,16 @@ class Transport:
             else retries
         self.timeout = timeout
         self.round_trips = 0
+        self.throttled = 0
+        """429 answers met (each retried after the server's Retry-After)."""
+        self.retried = 0
+        """Requests sent again (429, 5xx, connection errors)."""
         self._lock = threading.Lock()
+        self._window = _Window(MAX_IN_FLIGHT)
+        if os.environ.get("FTSPEC_KUBE_STATS"):
+            import atexit
+
+            atexit.register(self._write_stats, os.environ["FTSPEC_KUBE_STATS"])
         official = os.environ.get("FTSPEC_KUBE_CLIENT") == "official" or conn.needs_official_client
         self._send: Sender = _OfficialSender(conn) if official else _PoolSender(conn)
         self.client_name = "kubernetes" if official else "http.client"
@@ -116,27 +172,66 @@ class Transport:
         if raw is not None:
             headers["Content-Type"] = content_type
         delay = 0.25
-        for attempt in range(self.retries + 1):
+        attempt = throttles = 0
+        while True:
+            wait: float | None = None
             try:
                 with self._lock:
                     self.round_trips += 1
-                status, data = self._send(method, url, raw, headers, self.timeout)
+                with self._window:
+                    status, data, retry_after = self._send(method, url, raw, headers,
+                                                           self.timeout)
             except Exception as exc:  # noqa: BLE001 - http/ssl/socket errors alike
                 err: BackendError = unreachable(self.conn.server, _reason(exc))
             else:
                 if status < 400:
+                    self._window.succeeded()
                     return data
                 if status == 404 and ok_404:
                     return None
                 err = api_error(status, parse_body(data), verb=verb or method,
                                 what=what or path, server=self.conn.server,
                                 context=self.conn.context)
-            if not err.retryable or attempt == self.retries or (
-                    isinstance(err, ApiError) and err.status == 409):
+                wait = _seconds(retry_after) if status in (429, 503) else None
+            if status_of(err) == 429:
+                if throttles >= max(self.retries, THROTTLE_RETRIES):
+                    raise err
+                throttles += 1  # the server is busy, not broken: come back when it says
+                self._window.throttled()
+                with self._lock:
+                    self.throttled += 1
+            elif not err.retryable or attempt >= self.retries or status_of(err) == 409:
                 raise err
-            time.sleep(delay)
+            else:
+                attempt += 1
+            with self._lock:
+                self.retried += 1
+            time.sleep(wait if wait is not None else delay)
             delay = min(delay * 2, 4.0)
-        raise AssertionError("unreachable")
+
+    def _write_stats(self, path: str) -> None:
+        """One JSON line of counters appended to ``FTSPEC_KUBE_STATS`` (benchmarks)."""
+        line = json.dumps({"requests": self.round_trips, "throttled": self.throttled,
+                           "retries": self.retried})
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError:
+            pass
+
+
+def status_of(err: BackendError) -> int | None:
+    return err.status if isinstance(err, ApiError) else None
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """``Retry-After: 3`` -> 3.0 (bounded); an HTTP date or junk -> None (use the backoff)."""
+    if not retry_after:
+        return None
+    try:
+        return min(max(float(retry_after.strip()), 0.0), MAX_RETRY_AFTER_S)
+    except ValueError:
+        return None
 
 
 def _reason(exc: Exception) -> str:

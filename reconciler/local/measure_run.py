@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ftspec.reconciler.local.observe import TERMINAL, RunView
 from ftspec.reconciler.local.state import guarded, open_run_dir
@@ -76,10 +76,11 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir) -> dict[str, An
         dataset, note = _dataset_tokens(root, root / record.run_dir)
     ended = read_json(run, EXIT_FILE) or {}
     rss = ended.get("max_rss_kib")
+    rss_kib = rss if _kib(rss) else None
     validity = "ok" if view.phase.value == "Succeeded" else view.reason.get("validity", "failed")
     out = measure(text, tracker, validity=validity, devices=job.world_size,
                   global_batch=job.global_batch_size, dataset=dataset,
-                  max_rss_bytes=rss * 1024 if _kib(rss) else None)
+                  max_rss_bytes=None if rss_kib is None else rss_kib * 1024)
     if note:
         out["dataset_tokens_how"] = note
     with guarded(root / record.run_dir):
@@ -87,6 +88,6 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir) -> dict[str, An
     return out
 
 
-def _kib(value: Any) -> bool:
+def _kib(value: Any) -> TypeGuard[int]:
     """A peak RSS as the supervisor records it (``exit.json`` is read back untrusted)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 40

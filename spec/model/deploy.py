@@ -48,6 +48,33 @@ class Scheduling(SpecModel):
     service_account: str | None = Field(default=None, description="Pod service account.")
 
 
+class FailureRule(SpecModel):
+    """One JobSet failure-policy rule: what to do when a child Job fails for a listed reason."""
+
+    name: str = Field(min_length=1, max_length=128, description="Rule name (unique).")
+    action: Literal["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts",
+                    "RestartJob", "RestartJobAndIgnoreMaxRestarts"] = Field(
+        description="RestartJob: restart only the failed Job (Trainer v2.3); RestartJobSet: "
+        "every Job; FailJobSet: fail the TrainJob.")
+    on_job_failure_reasons: list[str] = Field(
+        default_factory=list, description="Job failure reasons (e.g. PodFailurePolicy, "
+        "BackoffLimitExceeded) the rule matches; empty = any.")
+    on_job_failure_message_patterns: list[str] = Field(
+        default_factory=list, description="Regular expressions over the Job's failure message.")
+    target_replicated_jobs: list[str] = Field(
+        default_factory=list, description="Replicated jobs the rule applies to (e.g. node).")
+
+
+class FailurePolicy(SpecModel):
+    """The runtime's JobSet ``failurePolicy`` (written into the generated TrainingRuntime)."""
+
+    max_restarts: int = Field(default=0, ge=0, le=2**31 - 1,
+                              description="Restarts of the whole job before it fails.")
+    restart_strategy: Literal["Recreate", "BlockingRecreate", "InPlaceRestart"] = Field(
+        default="Recreate", description="How the job's pods are restarted.")
+    rules: list[FailureRule] = Field(default_factory=list, description="Rules, first match wins.")
+
+
 class Kubeflow(SpecModel):
     runtime: RuntimeRef | None = Field(
         default=None,
@@ -68,6 +95,9 @@ class Kubeflow(SpecModel):
         default=None, ge=1, description="Fail the TrainJob after this long (v2.2+)."
     )
     suspend: bool = Field(default=False, description="Create suspended (Kueue admits it).")
+    failure_policy: FailurePolicy | None = Field(
+        default=None, description="Retries when the trainer fails (RestartJob needs Trainer "
+        "v2.3); written into the generated TrainingRuntime (generate_runtime).")
 
 
 class KubeRay(SpecModel):

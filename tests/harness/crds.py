@@ -7,7 +7,8 @@ transformation (see ../shared/notes/real-kube-apiserver.md, section 4):
 - drop ``default: ""`` entries (1.20 reads them as null and rejects the CRD);
 - turn ``x-kubernetes-list-type: map`` into ``atomic`` and drop ``x-kubernetes-list-map-keys``.
 
-Consequence: the test server does NOT enforce CEL rules such as immutability (``self == oldSelf``).
+The server's copies carry no CEL rules; ``cel_webhook.py`` enforces the upstream files' rules on
+every write instead.
 
 Parsing the multi-MB YAML files costs ~1 s, so the transformed JSON is cached under
 ``<cache>/envtest/crd-cache/`` keyed by the file's SHA-256 (and a transform version).

@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from harness import procs, snapshots
+from harness import cel_webhook, procs, snapshots
 from harness.crds import load_crd_for_1_20, load_yaml_documents
 from harness.kube_build import (
     KUBE_VERSION,
@@ -125,12 +125,16 @@ class KubeCluster:
         runtime_patterns: Sequence[str] = DEFAULT_RUNTIME_PATTERNS,
         detach: bool = False,
         use_snapshot: bool | None = None,
+        apiserver_flags: Sequence[str] = (),
     ) -> None:
         """``trainjob_crd_version``: None/"master" = the default copy, else a folder such as "v2.1.0".
         ``runtime_patterns``: globs in ``kubeflow-trainer/runtimes`` to create (needs ``install_crds``).
         ``detach``: processes outlive this Python process (used by the ``start`` command).
         ``use_snapshot``: start from / save a cached etcd data dir with the CRDs installed
-        (default: on unless ``FTSPEC_KUBE_SNAPSHOT=0``); see ``harness.snapshots``."""
+        (default: on unless ``FTSPEC_KUBE_SNAPSHOT=0``); see ``harness.snapshots``.
+        ``apiserver_flags``: more kube-apiserver flags; one naming a flag already set replaces
+        it (``--enable-priority-and-fairness=true --max-requests-inflight=2``: bench/kube_load.py)."""
+        self._apiserver_flags = tuple(apiserver_flags)
         self._upstream_arg = upstream
         self._trainjob_version = trainjob_crd_version
         self._install_crds = install_crds
@@ -139,6 +143,8 @@ class KubeCluster:
         self._tmp: Path | None = None
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
+        self._webhook: subprocess.Popen[bytes] | None = None
+        self._webhook_port = 0
         self._apiserver_cmd: list[str] = []
         self._tokens: dict[str, str] = {}
         self._etcd_port = 0
@@ -219,7 +225,8 @@ class KubeCluster:
         return KubeApi(self.server, self.token(user), self.ca_path)
 
     def pids(self) -> list[int]:
-        return [p.pid for p in (self._etcd, self._apiserver) if p is not None and p.poll() is None]
+        procs_ = (self._etcd, self._apiserver, self._webhook)
+        return [p.pid for p in procs_ if p is not None and p.poll() is None]
 
     def rss_bytes(self) -> int:
         """Resident memory (VmRSS sum) of etcd + kube-apiserver now."""
@@ -275,6 +282,8 @@ class KubeCluster:
                 self._install_upstream(upstream)
                 if snapshot is not None:
                     self._save_snapshot(snapshot)
+            if upstream is not None:  # after the snapshot: its port is this run's
+                self._start_cel_webhook(upstream)
         except BaseException:
             self.stop()
             raise
@@ -437,6 +446,8 @@ class KubeCluster:
         self._discovery.clear()
         self._wait_crds_established([crd])
         self.installed_trainjob_crd_version = version if version not in (None, "master") else None
+        if self._webhook is not None:
+            self._write_crd_files(self.upstream_dir)
 
     def crd(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"{CRD_PATH}/{name}")
@@ -538,7 +549,7 @@ class KubeCluster:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         path.chmod(0o600)
 
-    def _popen(self, cmd: list[str], log_name: str) -> subprocess.Popen[bytes]:
+    def _popen(self, cmd: list[str], log_name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         tmp = self._require_started()
         prefix = [] if self._detach else procs.pdeathsig_prefix()
         with (tmp / log_name).open("ab") as log_file:
@@ -549,7 +560,66 @@ class KubeCluster:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 cwd=tmp,
+                env=env,
             )
+
+    # ------------------------------------------------------------------ CEL rules (webhook)
+    def _write_crd_files(self, upstream: Path) -> None:
+        """``crd-files.json``: resource -> the upstream file it was installed from (rules kept)."""
+        files = {}
+        for path in crd_paths(upstream, self.installed_trainjob_crd_version):
+            with path.open("rb") as handle:
+                doc = next(d for d in yaml.load_all(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d)
+            files[str(doc["metadata"]["name"])] = str(path)
+        target = self._require_started() / cel_webhook.FILES_NAME
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(files, indent=1))
+        os.replace(tmp, target)
+
+    def _start_cel_webhook(self, upstream: Path) -> None:
+        """Serve the CRDs' CEL rules as a validating webhook and wait until the server enforces them."""
+        import base64
+        import socket
+
+        tmp = self._require_started()
+        self._write_crd_files(upstream)
+        (self._webhook_port,) = procs.free_ports(1)
+        tests_dir = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))}
+        cmd = [sys.executable, "-m", "harness.cel_webhook", "--dir", str(tmp), "--port", str(self._webhook_port)]
+        self._webhook = self._popen(cmd, "cel-webhook.log", env)
+
+        def listening() -> bool:
+            try:
+                with socket.create_connection(("127.0.0.1", self._webhook_port), timeout=1):
+                    return True
+            except OSError:
+                return False
+
+        self._wait(listening, self._webhook, "cel-webhook.log", "CEL webhook", timeout=60)
+        ca = base64.b64encode((tmp / "ca.crt").read_bytes()).decode()
+        config = cel_webhook.configuration(self._webhook_port, ca)
+        path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+        try:
+            self.request("DELETE", f"{path}/{cel_webhook.CONFIG_NAME}")
+        except KubeApiError:
+            pass
+        self.request("POST", path, config)
+        probe = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                 "metadata": {"name": "0-cel-probe", "namespace": "default"},
+                 "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}}}
+        probe_path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs?dryRun=All"
+
+        def enforced() -> bool:  # the server's webhook informer has caught up
+            try:
+                self.request("POST", probe_path, probe)
+            except KubeApiError as err:
+                if "RFC 1035" in str(err):
+                    return True
+                procs.log(f"CEL webhook not enforced yet: {err}")
+            return False
+
+        self._wait(enforced, self._webhook, "cel-webhook.log", "CEL webhook enforcement", timeout=30)
 
     def _start_etcd(self) -> None:
         tmp = self._require_started()
@@ -603,6 +673,9 @@ class KubeCluster:
             "--endpoint-reconciler-type=none",  # loopback endpoints are invalid for the kubernetes service
             "--profiling=false",
         ]
+        names = {flag.split("=", 1)[0] for flag in self._apiserver_flags}
+        self._apiserver_cmd = [a for a in self._apiserver_cmd if a.split("=", 1)[0] not in names]
+        self._apiserver_cmd += list(self._apiserver_flags)
         self._launch_apiserver()
 
     def _launch_apiserver(self) -> None:
@@ -634,6 +707,9 @@ class KubeCluster:
             time.sleep(0.1)
 
     def _stop_processes(self) -> None:
+        if self._webhook is not None:
+            procs.stop_process(self._webhook)
+            self._webhook = None
         if self._apiserver is not None:
             procs.stop_process(self._apiserver)
             self._apiserver = None
@@ -761,7 +837,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         return 0
     pids = {
         name: {"pid": proc.pid, "start_time": procs.start_time(proc.pid)}
-        for name, proc in (("kube-apiserver", cluster._apiserver), ("etcd", cluster._etcd))
+        for name, proc in (("cel-webhook", cluster._webhook), ("kube-apiserver", cluster._apiserver), ("etcd", cluster._etcd))
         if proc is not None
     }
     _state_file().write_text(

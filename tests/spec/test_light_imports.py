@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("kubernetes", "deepdiff", "ray", "torch", "accelerate", "transformers", "torchtune")
+HEAVY = ("kubernetes", "deepdiff", "ray", "torch", "accelerate", "transformers", "torchtune",
+         "celpy", "lark")
 PROBE = """
 import contextlib, io, json, sys
 from ftspec.cli.main import main

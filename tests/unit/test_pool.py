@@ -76,8 +76,8 @@ def test_requests_share_one_kept_alive_connection(server: _Server) -> None:
     pool = _pool()
     first = pool.request("GET", _url(server, "/a?x=1&y=2"), None, {"X-Test": "h"}, 5.0)
     second = pool.request("PATCH", _url(server, "/b"), b'{"k": 1}', {}, 5.0)
-    assert first == (200, b"GET /a?x=1&y=2 h ")
-    assert second == (200, b'PATCH /b None {"k": 1}')
+    assert first == (200, b"GET /a?x=1&y=2 h ", None)  # no Retry-After
+    assert second == (200, b'PATCH /b None {"k": 1}', None)
     assert len(server.clients) == 2 and len(set(server.clients)) == 1
     pool.close()
 
@@ -87,7 +87,7 @@ def test_a_connection_the_server_closed_is_replaced_before_use(server: _Server) 
     pool = _pool()
     assert pool.request("GET", _url(server, "/1"), None, {}, 5.0)[0] == 200
     assert server.hung_up.wait(10)  # the server closed the connection after answering
-    assert pool.request("GET", _url(server, "/2"), None, {}, 5.0) == (200, b"GET /2 None ")
+    assert pool.request("GET", _url(server, "/2"), None, {}, 5.0) == (200, b"GET /2 None ", None)
     assert len(set(server.clients)) == 2
     pool.close()
 
@@ -103,7 +103,7 @@ def test_a_response_that_says_close_is_not_kept(server: _Server) -> None:
 
 def test_threads_get_connections_of_their_own(server: _Server) -> None:
     pool = _pool()
-    results: list[tuple[int, bytes]] = []
+    results: list[tuple[int, bytes, str | None]] = []
 
     def work(i: int) -> None:
         results.append(pool.request("GET", _url(server, f"/{i}"), None, {}, 5.0))
@@ -113,7 +113,7 @@ def test_threads_get_connections_of_their_own(server: _Server) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == sorted((200, f"GET /{i} None ".encode()) for i in range(8))
+    assert sorted(results) == sorted((200, f"GET /{i} None ".encode(), None) for i in range(8))
     pool.close()
 
 
