@@ -31,6 +31,7 @@ from ftspec.compiler.cache import Slot
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.rules.secrets import refused_for_secret
 from ftspec.spec.validate import SchemaMode, Validated
 from ftspec.targets.base import Artifact
 
@@ -134,7 +135,7 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         result = _compile(spec, stage, opts)
     deps = cache.deps_of(opened, earlier)
     result = replace(result, cache=Slot(slot.key, deps))
-    if cache.keepable(deps, start):
+    if cache.keepable(deps, start) and not refused_for_secret(result.diagnostics):
         cache.store(slot, result, deps)
     return result
 

@@ -9,7 +9,7 @@ A name is split into its words (``_``, ``-``, ``.``, camelCase and digits separa
 * not one, although it looks alike: a reference to a credential, whose last word says what
   it holds instead (``secret_name``, ``secretRef``, ``token_path``, ``password_file``,
   ``hf_token_env``); tokenizer settings (``pad_token``, ``eos_token``, ``max_tokens``,
-  ``tokenizer``, ``bos_token_id``); the spec's own fields (``secrets``, ``key``,
+  ``tokens_per_step``, ``tokenizer``, ``bos_token_id``); the spec's own fields (``secrets``, ``key``,
   ``image_pull_secrets``: Secret names).
 """
 
@@ -62,7 +62,8 @@ def secret_named(name: str) -> bool:
     if not words or words[-1] in _REFERENCE_WORDS:
         return False
     squashed = "".join(words)
-    if "tokenizer" in squashed or squashed.endswith(("tokens", "tokenid", "tokenids")):
+    if "tokenizer" in squashed or "tokens" in words \
+            or squashed.endswith(("tokens", "tokenid", "tokenids")):
         return False
     if "token" in words and words.index("token") > 0 \
             and words[words.index("token") - 1] in _SPECIAL_TOKENS:

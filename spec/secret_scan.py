@@ -103,12 +103,14 @@ MIN_NAMED_VALUE = 8
 """A value after a credential's name is one when at least this long (``password=x`` is
 not worth hiding; ``password=hunter22`` is)."""
 
-_COMMIT_WORDS = r"revision|commit|sha(?:1|256|512)?|githash|gitref|ref|hash|digest"
+_COMMIT_WORDS = (r"revision|commits?|sha(?:1|256|512)?|githash|gitref|ref|hash|digest|resolve|"
+                 r"tree|blob")
 _CHECKSUM_WORDS = _COMMIT_WORDS + r"|md5|checksum|sum|uuid|guid|id|etag|fingerprint"
-_COMMIT_BEFORE = re.compile(rf"(?:(?:^|[^a-z])(?:{_COMMIT_WORDS})|@)[\"'=: ]*$")
-_CHECKSUM_BEFORE = re.compile(rf"(?:(?:^|[^a-z])(?:{_CHECKSUM_WORDS})|@)[\"'=: ]*$")
+_COMMIT_BEFORE = re.compile(rf"(?:(?:^|[^a-z])(?:{_COMMIT_WORDS})|@)[\"'=: /]*$")
+_CHECKSUM_BEFORE = re.compile(rf"(?:(?:^|[^a-z])(?:{_CHECKSUM_WORDS})|@)[\"'=: /]*$")
 LOOKBACK = 24
-"""How far before a hex string its context word may stand (``revision: "``)."""
+"""How far before a hex string its context word may stand (``revision: "``, a URL's
+``/resolve/`` or ``/commit/``, pip's ``@``)."""
 
 COMMIT_WORDS = re.compile(rf"(?:{_COMMIT_WORDS})")
 CHECKSUM_WORDS = re.compile(rf"(?:{_CHECKSUM_WORDS})")

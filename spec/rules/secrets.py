@@ -12,8 +12,9 @@ cache, ``plan --out``, run records) ever holds the value.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Span
@@ -83,3 +84,64 @@ def _reference(key: str) -> str:
     return (f"reference it instead: secrets: {{{entry}: {{secretRef: {{name: SECRET, key: "
             f"KEY}}}}}} (a Kubernetes Secret) or secrets: {{{entry}: {{env: {var}}}}} (the "
             f"variable {var} set where the job runs); the job sees it as {var}")
+
+
+def secrets_in_import(data: Any, source: Path | None, args: tuple[str, ...] = ()
+                      ) -> list[Diagnostic]:
+    """Why an imported spec (``data``) may not be written: every credential it would hold.
+
+    Placed in the tool's own file where the file holds them (FILE:LINE:COL; a credential the
+    importer dropped is reported there too, it is one all the same), at ``--set[i]`` for the
+    tool's ``KEY=VALUE`` arguments, else by the spec path it would have had. Empty when the
+    imported spec holds none, whatever the tool's file holds."""
+    leaks = literal_secrets(data)
+    if not leaks:
+        return []
+    found: list[Diagnostic] = []
+    if source is not None:
+        from ftspec.spec.diagnostics import SpecError
+        from ftspec.spec.loader import load_spec_file
+
+        try:
+            doc = load_spec_file(source)
+        except SpecError:
+            doc = None
+        if doc is not None:
+            found += [d if d.span is not None else replace(d, span=doc.span_of(d.path))
+                      for d in literal_secrets(doc.data, doc.key_spans)]
+    for index, arg in enumerate(args):
+        key, _, value = arg.partition("=")
+        if find_secret(arg) or find_secret(value, (key.rsplit(".", 1)[-1],)):
+            found.append(replace(error((), "this argument holds a credential; credentials may "
+                                       "not appear in a spec (text hidden)", "secret-literal",
+                                       hint=HINT), span=Span(f"--set[{index}]", 1, 1)))
+    return found or [replace(d, summary=f"the imported spec would hold this: {d.summary}")
+                     for d in leaks]
+
+
+def secrets_in_spec_text(text: str, file: str) -> list[Diagnostic]:
+    """``secrets_in_import`` for a spec that exists only as text (an adopted live object),
+    placed in that text; text that does not parse is refused when ``redact`` changes it."""
+    from ftspec.spec.diagnostics import SpecError
+    from ftspec.spec.loader import parse_yaml
+    from ftspec.spec.secrets import redact
+
+    try:
+        doc = parse_yaml(text, file)
+    except SpecError:
+        if redact(text) == text:
+            return []
+        return [replace(error((), "the imported spec would hold a credential (text hidden)",
+                              "secret-literal", hint=HINT), span=Span(file, 1, 1))]
+    return [d if d.span is not None else replace(d, span=doc.span_of(d.path))
+            for d in literal_secrets(doc.data, doc.key_spans)]
+
+
+SECRET_CODES = frozenset({"rule.secret-literal", "override.secret"})
+"""The codes of the findings above and of ``--set``'s own refusal (``spec.overrides``)."""
+
+
+def refused_for_secret(diagnostics: Iterable[Diagnostic]) -> bool:
+    """Was a spec refused because it holds a credential? Then nothing of it may be kept
+    (the compile cache asks before it stores a result)."""
+    return any(d.code in SECRET_CODES for d in diagnostics)
