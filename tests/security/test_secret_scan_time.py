@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from ftspec.spec.secrets import find_secret, redact
 
-from security.long_tokens import TOKEN_UNITS, long_token_spec, ordinary_spec
+from security.long_tokens import TOKEN_UNITS, best_cpu, long_token_spec, ordinary_spec
 
 ADVERSARIAL = {**TOKEN_UNITS, "url": "://a:", "pem": "-----BEGIN PRIVATE KEY-----",
                "flags": "--a", "api": "api", "sk": "sk-", "words": "a \n"}
@@ -27,12 +26,7 @@ ADVERSARIAL = {**TOKEN_UNITS, "url": "://a:", "pem": "-----BEGIN PRIVATE KEY----
 
 
 def _best_cpu(work: Callable[[], object], runs: int = 5) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.process_time()
-        work()
-        best = min(best, time.process_time() - start)
-    return best
+    return best_cpu(work, runs)
 
 
 def _text(unit: str, size: int) -> str:

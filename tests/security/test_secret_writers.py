@@ -165,3 +165,21 @@ def test_import_refuses_a_credential_and_writes_nothing(
     assert not out_spec.exists()
     code, out = _run(capsys, "import", "torchtune", str(clean), "-o", str(out_spec))
     assert code == 0 and out_spec.exists(), out  # the same import without it is written
+
+
+def test_a_job_printing_a_credential_is_redacted_by_logs(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``logs`` shows what the job printed: that passes through ``redact`` too (a pure
+    rendering test: the backend is a stand-in that yields the job's lines)."""
+    import ftspec.cli.live as live
+
+    printed = [f"step 1 loss 2.0 {KINDS['google']}", "DB_PASS=Zx9-db-passw0rd", "done"]
+
+    class Backend:
+        def logs(self, *_args: object, **_kwargs: object) -> list[str]:
+            return printed
+
+    monkeypatch.setattr(live, "prepare_specs", lambda *a, **k: (Backend(), [None]))
+    code, out = _run(capsys, "logs", str(TINY))
+    assert code == 0, out
+    assert out.splitlines() == ["step 1 loss 2.0 <redacted>", "DB_PASS=<redacted>", "done"]
