@@ -171,7 +171,7 @@ def test_a_job_printing_a_credential_is_redacted_by_logs(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """``logs`` shows what the job printed: that passes through ``redact`` too (a pure
     rendering test: the backend is a stand-in that yields the job's lines)."""
-    import ftspec.cli.live as live
+    from ftspec.cli import live
 
     printed = [f"step 1 loss 2.0 {KINDS['google']}", "DB_PASS=Zx9-db-passw0rd", "done"]
 
