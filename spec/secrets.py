@@ -91,8 +91,9 @@ def find_secret(value: str, path: tuple[Any, ...] = (), previous: str | None = N
     """
     key = _last_key(path)
     flag = _flag(previous)
-    commit = _context(key, COMMIT_WORDS) or _context(flag, COMMIT_WORDS)
-    checksum = commit or _context(key, CHECKSUM_WORDS) or _context(flag, CHECKSUM_WORDS)
+    before = previous.lstrip("-").split("=")[0] if previous else None
+    commit = _context(key, COMMIT_WORDS) or _context(before, COMMIT_WORDS)
+    checksum = commit or _context(key, CHECKSUM_WORDS) or _context(before, CHECKSUM_WORDS)
     for hit in scan(value):
         if not _accepted(hit, value, commit, checksum):
             what: str = hit.what
