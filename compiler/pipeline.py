@@ -31,6 +31,7 @@ from ftspec.compiler.cache import Slot
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.rules.secrets import refused_for_secret
 from ftspec.spec.validate import SchemaMode, Validated
 from ftspec.targets.base import Artifact
 
@@ -134,7 +135,7 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         result = _compile(spec, stage, opts)
     deps = cache.deps_of(opened, earlier)
     result = replace(result, cache=Slot(slot.key, deps))
-    if cache.keepable(deps, start) and not refused_for_secret(result):
+    if cache.keepable(deps, start) and not refused_for_secret(result.diagnostics):
         cache.store(slot, _with_doc(result, spec, keep=False), deps)
     return result
 
@@ -148,13 +149,6 @@ def _with_doc(result: Compiled, spec: SpecInput | SourceDoc | Compiled,
     if keep:
         return result if result.doc is not None else replace(result, doc=spec.doc)
     return replace(result, doc=None) if result.doc is spec.doc else result
-
-
-def refused_for_secret(result: Compiled) -> bool:
-    """Whether a check found a credential in what was compiled (``rule.secret-literal``,
-    ``override.secret`` …: every such code names a secret). Nothing of such a result is
-    kept: the document, the spec and the ``--set`` values would hold the literal."""
-    return any("secret" in d.code for d in result.diagnostics)
 
 
 def _slot(spec: SpecInput | SourceDoc | Compiled, stage: Stage,

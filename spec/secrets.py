@@ -1,15 +1,17 @@
 """What a credential looks like, and how to keep one out of every output.
 
-Two uses, one set of patterns:
+Two uses, one scan (``ftspec.spec.secret_scan``, linear in the text's length):
 
 - ``find_secret(value, path)`` decides whether a spec value (or mapping key) at ``path`` is a
   credential, so validation can refuse it without echoing it. Context decides the ambiguous
-  case: 40 lowercase hex digits are a Git commit id under a key such as ``revision`` or
-  ``commit`` (or after a ``--revision`` flag), and a possible Weights & Biases key anywhere
-  else. A key named like a credential (``password``, ``api_key``, ``WANDB_API_KEY`` …) makes
-  its token-shaped string value one.
-- ``redact(text)`` replaces every credential-shaped substring of any text (diagnostics,
-  JSON, plan values, crash logs) with ``<redacted>``, whole, never a prefix.
+  cases: 40 hex digits are a Git commit id under a key such as ``revision`` or ``commit``
+  (or after a ``--revision`` flag) and a possible Weights & Biases key anywhere else; 32 hex
+  digits are a checksum or an id under ``md5``, ``checksum``, ``uuid``, ``*_id`` … and a
+  possible Azure key anywhere else. A key named like a credential (``password``, ``DB_PASS``,
+  ``MY_SERVICE_KEY``, ``WANDB_API_KEY`` … see ``ftspec.spec.secret_names``), or a
+  ``--password`` flag before a list item, makes its token-shaped value with a digit one.
+- ``redact(text)`` replaces every credential-shaped part of any text (diagnostics, JSON,
+  plan values, crash logs, imported specs) with ``<redacted>``, whole, never a prefix.
 
 Our own code, because no well-kept library does both on plain strings without network or
 heavy dependencies (detect-secrets scans files and pulls plugins in at import).
@@ -20,62 +22,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ftspec.spec.secret_names import secret_named
+from ftspec.spec.secret_scan import (
+    CHECKSUM_WORDS,
+    COMMIT_WORDS,
+    HEX32,
+    HEX40,
+    NAMED,
+    Hit,
+    scan,
+)
+
+__all__ = ["REDACTED", "find_secret", "redact", "redact_data", "secret_named"]
+
 REDACTED = "<redacted>"
 
-_B64 = r"A-Za-z0-9+/"
-PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a PEM private key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        re.DOTALL)),
-    ("a password in a URL", re.compile(r"(?<=://)[^/\s:@?#]*:[^/\s@?#]+(?=@)")),
-    ("a JSON Web Token", re.compile(
-        r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")),
-    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a GitHub token", re.compile(r"\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{30,}|"
-                                  r"\bgithub_pat_\w{40,}")),
-    ("an API key", re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")),
-    ("a Slack token", re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("a Kubernetes bootstrap token", re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b")),
-    # 40 base64 characters with upper case, lower case and a digit: an AWS secret key
-    ("an AWS secret key", re.compile(
-        rf"(?<![{_B64}])(?=[{_B64}]*[A-Z])(?=[{_B64}]*[a-z])(?=[{_B64}]*[0-9])"
-        rf"[{_B64}]{{40}}(?![{_B64}=])")),
-)
-"""Credential formats recognised anywhere in a string."""
-
-HEX40 = re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{40}"
-                   r"(?![0-9A-Za-z])")
-"""A Git commit id or a Weights & Biases API key (random: both digits and letters), the
-context tells which."""
-
-_COMMIT_WORDS = ("revision", "commit", "sha", "githash", "gitref", "ref", "digest", "hash")
-_SECRET_WORDS = ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey",
-                 "credential", "bearer", "authorization")
-_NOT_SECRET_KEYS = frozenset({"pad_token", "eos_token", "bos_token", "unk_token", "key",
-                              "tokenizer", "num_virtual_tokens", "special_tokens_uri",
-                              "secretref", "secrets", "add_eos_token", "add_bos_token"})
 _TOKEN_SHAPED = re.compile(r"[A-Za-z0-9_\-+/=.~:]{8,}")
-
-
-def _words(key: str) -> str:
-    """``WANDB_API_KEY`` / ``wandbApiKey`` -> ``wandbapikey``."""
-    return re.sub(r"[^a-z0-9]", "", key.lower())
-
-
-def _commit_context(key: str) -> bool:
-    words = _words(key)
-    return any(words.endswith(w) or words.startswith(w) for w in _COMMIT_WORDS)
-
-
-def secret_named(key: str) -> bool:
-    """Is ``key`` the name of a credential (``password``, ``HF_TOKEN``, ``api_key``)?"""
-    if key.lower() in _NOT_SECRET_KEYS:
-        return False
-    words = _words(key)
-    return any(w in words for w in _SECRET_WORDS) and "tokenizer" not in words \
-        and not words.endswith(("tokens", "tokenid", "tokenids"))
 
 
 def _last_key(path: tuple[Any, ...]) -> str | None:
@@ -85,68 +47,86 @@ def _last_key(path: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _context(name: str | None, words: re.Pattern[str]) -> bool:
+    """Does ``name`` start or end with one of ``words`` (``model_revision``, ``md5sum``)?"""
+    if not name:
+        return False
+    squashed = re.sub(r"[^a-z0-9]", "", name.lower())
+    return bool(words.match(squashed)) or any(
+        words.fullmatch(squashed, i) for i in range(max(0, len(squashed) - 12), len(squashed)))
+
+
+def _flag(previous: str | None) -> str | None:
+    """``--revision`` / ``-p`` before a list item: the flag's name."""
+    if previous is None or not previous.startswith("-") or "=" in previous:
+        return None
+    return previous.lstrip("-")
+
+
+def credential_value(value: str) -> bool:
+    """Could ``value`` be a password or key given under a credential's name? One token of
+    at least 8 characters with a digit, not a reference (``$VAR``, ``{…}``), a path or a URL."""
+    return _TOKEN_SHAPED.fullmatch(value) is not None and any(c.isdigit() for c in value) \
+        and not value.startswith(("$", "{", "/", "./", "~/")) and "://" not in value
+
+
+def _accepted(hit: Hit, value: str, commit: bool, checksum: bool) -> bool:
+    """A hit that the context says is not a credential."""
+    if hit.kind == HEX40:
+        return commit or hit.in_context
+    if hit.kind == HEX32:
+        return checksum or hit.in_context
+    if hit.kind == NAMED:
+        return not credential_value(value[hit.start:hit.end])
+    return False
+
+
 def find_secret(value: str, path: tuple[Any, ...] = (), previous: str | None = None
                 ) -> str | None:
     """What credential ``value`` holds (``"a Hugging Face token"`` …), or None.
 
     ``path`` is where it lies (its last key gives the context); ``previous`` is the list
-    item before it, so ``["--revision", "<40 hex>"]`` reads as a commit id.
+    item before it, so ``["--revision", "<40 hex>"]`` reads as a commit id and
+    ``["--password", "…"]`` as a credential.
     """
-    for what, pattern in PATTERNS:
-        if pattern.search(value):
-            return what
     key = _last_key(path)
-    if HEX40.search(value):
-        commit = (key is not None and _commit_context(key)) or (
-            previous is not None and _commit_context(previous.lstrip("-").split("=")[0]))
-        inline = re.search(r"(?:revision|commit|sha)[=:@]\s*[0-9a-f]{40}", value.lower())
-        if not commit and not inline:
-            return "a Weights & Biases key (or another 40-hex credential)"
-    if key is not None and secret_named(key) and _TOKEN_SHAPED.fullmatch(value) \
-            and re.search(r"[0-9]", value) and not value.startswith(("$", "{")):
-        return f"a credential (the value of {key!r})"
+    flag = _flag(previous)
+    before = previous.lstrip("-").split("=")[0] if previous else None
+    commit = _context(key, COMMIT_WORDS) or _context(before, COMMIT_WORDS)
+    checksum = commit or _context(key, CHECKSUM_WORDS) or _context(before, CHECKSUM_WORDS)
+    for hit in scan(value):
+        if not _accepted(hit, value, commit, checksum):
+            what: str = hit.what
+            return what
+    for name in (key, flag):
+        if name is not None and secret_named(name) and credential_value(value):
+            return f"a credential (the value of {name!r})"
     return None
-
-
-_NAMED_VALUE = re.compile(
-    r"""(?P<name>[A-Za-z][\w.-]*)["']?\s*[=:]\s*["']?(?=(?P<value>[^\s"',;&)}\]]+))""")
-"""``password=…``, ``"api_key": "…"``, ``HF_TOKEN: …``: a value given its name in text (the
-value is looked ahead at, so ``error: password=…`` finds ``password`` after ``error``)."""
-
-
-def _redact_named_values(text: str) -> str:
-    out, done = [], 0
-    for match in _NAMED_VALUE.finditer(text):
-        start, end = match.span("value")
-        # the last dotted part names the value: ``secretKeyRef.name`` is a Secret's name
-        # (shown), ``env.HF_TOKEN`` a credential (redacted)
-        if start < done or not secret_named(match.group("name").rsplit(".", 1)[-1]):
-            continue
-        value = match.group("value")
-        if _TOKEN_SHAPED.fullmatch(value) and value != REDACTED:
-            out += [text[done:start], REDACTED]
-            done = end
-    return "".join(out) + text[done:]
 
 
 def redact(text: str) -> str:
     """``text`` with every credential-shaped part replaced by ``<redacted>``.
 
-    Without context, 40 hex digits are redacted too unless a commit word
-    (``revision``, ``commit``, ``sha`` …) stands right before them; a value after a
-    credential's name (``password=…``, ``"api_key": "…"``) is redacted whatever its shape.
+    Without context, 40 (32) hex digits are redacted too unless a commit (checksum) word
+    (``revision``, ``commit``, ``sha`` … ``md5``, ``uuid``, ``id`` …) stands right before
+    them; a value after a credential's name (``password=…``, ``"api_key": "…"``) is
+    redacted whatever its shape.
     """
-    for _what, pattern in PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    text = _redact_named_values(text)
-
-    def hex40(match: re.Match[str]) -> str:
-        before = text[max(0, match.start() - 24): match.start()].lower()
-        if re.search(r"(revision|commit|sha|ref|hash|digest|@)[\"'=: ]*$", before):
-            return match.group(0)
-        return REDACTED
-
-    return HEX40.sub(hex40, text)
+    spans: list[tuple[int, int]] = []
+    for hit in scan(text):
+        if hit.kind in (HEX40, HEX32) and hit.in_context:
+            continue
+        if spans and hit.start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], hit.end))
+        else:
+            spans.append((hit.start, hit.end))
+    if not spans:
+        return text
+    out, done = [], 0
+    for start, end in spans:
+        out += [text[done:start], REDACTED]
+        done = end
+    return "".join(out) + text[done:]
 
 
 def redact_data(data: Any) -> Any:

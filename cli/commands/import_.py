@@ -57,6 +57,15 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
         else:
             print_diagnostics(exc.diagnostics, err=True)
         return 1
+    from ftspec.spec.rules.secrets import secrets_in_import
+
+    leaks = secrets_in_import(result.data, file, args)  # never written, never printed
+    if leaks:
+        if as_json:
+            emit_json({"ok": False, "diagnostics": [d.to_json() for d in leaks]})
+        else:
+            print_diagnostics(leaks, err=True)
+        return 1
     ok = not any(d.is_error for d in result.warnings)
     if out is not None:
         out.write_text(result.text, encoding="utf-8")

@@ -29,8 +29,11 @@ def import_live(tool: str, file: Path | None, ref: str | None, out: Path | None,
     except SpecError as exc:
         print_diagnostics(exc.diagnostics, err=True)
         return 1
-    if any(d.is_error for d in found.warnings):
-        print_diagnostics(found.warnings, err=True)
+    from ftspec.spec.rules.secrets import secrets_in_spec_text
+
+    leaks = secrets_in_spec_text(found.text, str(out))  # never written, never printed
+    if any(d.is_error for d in found.warnings) or leaks:
+        print_diagnostics(list(found.warnings) + leaks, err=True)
         return 1
     out.write_text(found.text, encoding="utf-8")
     try:

@@ -27,12 +27,13 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
     pods its controller created, each line prefixed with the pod's name)."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
+    from ftspec.spec.secrets import redact
 
     try:
         backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
                                          identity_only=True)
         for line in backend.logs(desired[0], tail=tail, follow=follow, selector=selector):
-            click.echo(line)
+            click.echo(redact(line))  # a job may print a credential: never echoed
     except CommandFailed as exc:
         return exc.code
     except BackendError as exc:

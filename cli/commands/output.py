@@ -67,7 +67,10 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
 
             emit_json(value)
         else:
-            click.echo(value if not isinstance(value, list) else "\n".join(map(str, value)))
+            from ftspec.spec.secrets import redact
+
+            click.echo(redact(str(value) if not isinstance(value, list)
+                              else "\n".join(map(str, value))))
         return 0
     if as_json:
         from ftspec.cli.output import emit_json

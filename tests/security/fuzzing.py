@@ -32,13 +32,23 @@ from security.scripts import canaries, run_shell
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 SECRET = "hf_FuzzCanaryTok3nAbCdEfGhIjKlMnOpQr"
+SECRETS = (SECRET, "AIzaFuzzCanary0123456789abcdefGHIJKLMNO", "sk_live_FuzzCanary0123456789AbCd",
+           "rk_test_FuzzCanary0123456789AbCd", "npm_FuzzCanary0123456789abcdefGHIJKLMN")
+"""Planted credentials, one of each format that is one wherever it stands; none may reach
+output or an artifact. (32/40 hex digits depend on the key they land under, a checksum or a
+commit id being no credential: ``test_secret_formats.py`` covers them.)"""
+NAMED_SECRET = "Fuzz0named0value9"
+"""Planted under a credential's name (``DB_PASS: …``, ``password=…``)."""
+CREDENTIAL_KEYS = ("DB_PASS", "MY_SERVICE_KEY", "apiKey")
 BAD_CLASSES = ("crash", "echo", "injection", "hang")
 
 
 def hostile_values(canary: Path) -> list[str]:
     c = str(canary)
     return [
-        SECRET, f'"{SECRET}"', f"http://u:{SECRET}@h:1", f"'x\\n{SECRET}'",
+        SECRET, f'"{SECRET}"', f"http://u:{SECRET}@h:1", f"'x\\n{SECRET}'", *SECRETS[1:],
+        f'"--token={SECRETS[1]}"', f'"password={NAMED_SECRET}"',
+        "x" * 3000, "eyJa-" * 600, "a=" * 1500,  # long words: the scan stays linear
         f'"x\\ntouch {c}/nl"', f"'$(touch {c}/subst)'", f'"`touch {c}/bq`"',
         f"\"';touch {c}/sq;'\"", f'"${{x:=$(touch {c}/param)}}"', f'"\\"$(dirname \\"$0\\")/$(touch {c}/d)"',
         "!!int 12x", "!!float abc", "!!bool maybe", "!!int " + SECRET, "!!str", "!!map x",
@@ -50,8 +60,8 @@ def hostile_values(canary: Path) -> list[str]:
 
 
 def hostile_keys(canary: Path) -> list[str]:
-    return [SECRET, f'"x\\n{canary}"', '"\\e[2Jclear"', "<<", "? [a, b]", '"a.b"', "!!int 1",
-            "1", "true", "null", '"\\ud800"', "&k key", "*k", "apiVersion"]
+    return [*SECRETS, *CREDENTIAL_KEYS, f'"x\\n{canary}"', '"\\e[2Jclear"', "<<", "? [a, b]",
+            '"a.b"', "!!int 1", "1", "true", "null", '"\\ud800"', "&k key", "*k", "apiVersion"]
 
 
 Mutator = Callable[[list[str], random.Random, Path], list[str]]
@@ -103,8 +113,10 @@ def _replace_item(lines: list[str], rng: random.Random, canary: Path) -> list[st
 def _insert_key(lines: list[str], rng: random.Random, canary: Path) -> list[str]:
     i = _pick_line(lines, rng)
     indent = " " * rng.choice([0, 2, 4])
-    lines.insert(i, f"{indent}{rng.choice(hostile_keys(canary))}: "
-                    f"{rng.choice(hostile_values(canary))}")
+    key = rng.choice(hostile_keys(canary))
+    value = NAMED_SECRET if key in CREDENTIAL_KEYS and rng.random() < .5 \
+        else rng.choice(hostile_values(canary))
+    lines.insert(i, f"{indent}{key}: {value}")
     return lines
 
 
@@ -238,6 +250,16 @@ def _entrypoints(path: Path) -> Iterator[str]:
     yield from shell_entrypoints(data)
 
 
+def _planted(text: str) -> list[str]:
+    """The planted credentials still whole in ``text`` (a mutator may have broken one;
+    the named value counts only while its name stands before it)."""
+    found = [secret for secret in SECRETS if secret in text]
+    if any(f"{name}{sep}{NAMED_SECRET}" in text
+           for name in (*CREDENTIAL_KEYS, "password") for sep in (": ", "=")):
+        found.append(NAMED_SECRET)
+    return found
+
+
 def run_mutant(text: str, root: Path, targets: list[str], time_limit: int = 0) -> Outcome:
     """Validate and compile one mutant, run what it compiles to; the worst outcome."""
     spec = root / "spec.yaml"
@@ -256,7 +278,7 @@ def run_mutant(text: str, root: Path, targets: list[str], time_limit: int = 0) -
         runs += 1
         if "internal error" in output or "Traceback (most recent call last)" in output:
             return Outcome("crash", f"{args[0]}: {output.strip()[-300:]}", runs)
-        if SECRET in text and SECRET in output:
+        if any(secret in text and secret in output for secret in _planted(text)):
             return Outcome("echo", args[0], runs)
         if code != 0 and args[0] == "validate":
             refused = True
@@ -272,7 +294,8 @@ def run_mutant(text: str, root: Path, targets: list[str], time_limit: int = 0) -
                 for entry in _entrypoints(path):
                     run_shell(root, path.name, ["sh", "-c", entry], root)
                     runs += 1
-            if SECRET in text and path.is_file() and SECRET in path.read_text(errors="replace"):
+            written = path.read_text(errors="replace") if path.is_file() else ""
+            if any(secret in written for secret in _planted(text)):
                 return Outcome("echo", f"artifact {path.name}", runs)
     found = canaries(canary)
     if found:

@@ -26,6 +26,11 @@ SECRETS = {
     "bootstrap": "abcdef.0123456789abcdef",
     "github": "ghp_" + "a1B2c3D4e5" * 4,
     "pem": PEM,
+    "google": "AIzaSyD3v-Fake_Key0123456789abcdefGhIjk",
+    "stripe": "sk_live_51FakeKey0123456789AbCdEfGh",
+    "stripe_restricted": "rk_live_51FakeKey0123456789AbCdEfGh",
+    "npm": "npm_FakeT0ken0123456789abcdefGHIJKLMNOP",
+    "azure32": "9f2c4e1b7a3d45e8b6c0d2f4a1e3b5c7",
 }
 """Each secret's tell-tale part must never appear in output."""
 TELL = {"url_password": "s3cr3t-Passw0rd", "pem": "examplekeymaterial"}
