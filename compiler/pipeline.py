@@ -31,7 +31,6 @@ from ftspec.compiler.cache import Slot
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
-from ftspec.spec.rules.secrets import refused_for_secret
 from ftspec.spec.validate import SchemaMode, Validated
 from ftspec.targets.base import Artifact
 
@@ -135,6 +134,8 @@ def compile_spec(spec: SpecInput | SourceDoc | Compiled, stage: Stage = "artifac
         result = _compile(spec, stage, opts)
     deps = cache.deps_of(opened, earlier)
     result = replace(result, cache=Slot(slot.key, deps))
+    from ftspec.spec.rules.secrets import refused_for_secret  # a miss compiled: models loaded
+
     if cache.keepable(deps, start) and not refused_for_secret(result.diagnostics):
         cache.store(slot, _with_doc(result, spec, keep=False), deps)
     return result

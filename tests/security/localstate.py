@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import shutil
+import os
+import tempfile
 import subprocess
 import sys
 import time
@@ -25,10 +26,30 @@ RUN_DIR = f".ftspec/runs/{SPEC_ID}"
 RECORD = Path(f".ftspec/local/{SPEC_ID}.json")
 
 
+ASSETS_ENV = "FTSPEC_TEST_TINY_ASSETS"
+"""Where the tiny model, tokenizer and dataset are generated once (an inner pytest in a
+private PID namespace inherits it and reuses them)."""
+
+
+def _tiny_assets() -> Path:
+    from ftspec.reconciler.local.tiny import generate_tiny_assets
+
+    shared = os.environ.get(ASSETS_ENV)
+    dest = Path(shared) if shared else Path(tempfile.mkdtemp(prefix="ftspec-tiny-")) / "llama2"
+    os.environ[ASSETS_ENV] = str(dest)
+    return generate_tiny_assets(dest, family="llama2").dataset_path.parent
+
+
 def project(root: Path) -> Path:
-    """A working directory holding the quickstart spec (enough to plan; no run assets)."""
+    """A working directory holding the quickstart spec and the files it reads, linked in at
+    ``tiny/llama2`` (outside ``.ftspec``: the plan's preflight finds them, and ``.ftspec``
+    holds nothing but the state the tests attack)."""
     (root / "examples").mkdir(parents=True)
-    shutil.copy(REPO / SPEC, root / SPEC)
+    (root / "tiny").mkdir()
+    (root / "tiny" / "llama2").symlink_to(_tiny_assets(), target_is_directory=True)
+    text = (REPO / SPEC).read_text(encoding="utf-8")
+    (root / SPEC).write_text(text.replace("file://.ftspec/tiny/", "file://tiny/"),
+                             encoding="utf-8")
     return root
 
 
