@@ -75,6 +75,7 @@ CASES = (
     "smollm2-135m:acc-full:1x1024", "smollm2-135m:tt-full:1x1024",
 )
 TERMS = ("weights", "optimizer", "gradients", "activations", "logits")
+"""The estimate's terms that have a measured counterpart (its overhead has none here)."""
 
 
 def shape_dims(shape: str) -> dict[str, int]:
@@ -216,31 +217,32 @@ def measured_terms(result: dict[str, Any]) -> dict[str, Any]:
     """The measured counterparts of the estimate's terms, bytes (see the module docstring).
 
     The peak is the largest live total of any forward or backward phase after the first
-    optimizer step (the first forward also loads the model); the optimizer phase is
+    optimizer step (the first forward also loads the model); the optimizer phase's peak is
     reported beside it (on the CPU torch's AdamW steps one parameter at a time, so its
-    transients are one parameter's)."""
+    transients are one parameter's). At that peak: weights = the parameters' storages;
+    gradients = the parameters' gradients made so far; optimizer = tensors made by the
+    optimizer (its state); logits = logits-shaped tensors, whenever made; activations =
+    the rest made in this step's forward and backward (saved tensors, recomputed layers,
+    gradients in flight); other = what remains (buffers such as rotary tables)."""
     proc = next(p for p in result["processes"] if p["steps"])
     steady = [r for r in proc["phases"] if r["step"] >= 1]
-    fb = [r for r in steady if r["phase"] in ("forward", "backward")]
-    top = max(fb, key=lambda r: r["peak"])
+    top = max((r for r in steady if r["phase"] in ("forward", "backward")),
+              key=lambda r: r["peak"])
     opt = max((r["peak"] for r in steady if r["phase"] == "optimizer"), default=None)
-    last = proc["steps"][-1]
-    born = top["born"]
-    state = last.get("optimizer_state", 0)
-    made_forward = born.get("forward", 0)
-    made_backward = born.get("backward", 0) + born.get("clip", 0)
-    logits = top["logits"]
-    # logits-shaped tensors made in the backward (their gradients) count as logits
-    return {
-        "phase": top["phase"], "step": top["step"], "peak": top["peak"],
-        "optimizer_phase_peak": opt,
-        "weights": proc["weights"], "optimizer": state,
-        "gradients_at_step": last["gradients"],
-        "activations": made_forward - min(logits, made_forward),
-        "logits": logits,
-        "gradients": made_backward - max(0, logits - made_forward),
-        "rss_peak": proc["rss_peak"], "rss_start": proc["rss_start"],
-    }
+    born, shaped = top["born"], top["born_logits"]
+
+    def plain(phase: str) -> int:
+        return int(born.get(phase, 0) - shaped.get(phase, 0))
+
+    terms = {"weights": proc["weights"], "gradients": plain("grad"),
+             "optimizer": plain("optimizer"), "logits": sum(shaped.values()),
+             "activations": plain("forward") + plain("backward") + plain("clip")}
+    terms["other"] = top["peak"] - sum(terms.values())
+    return {**terms, "phase": top["phase"], "step": top["step"], "peak": top["peak"],
+            "optimizer_phase_peak": opt, "optimizer_state": proc["steps"][-1]
+            .get("optimizer_state"), "gradients_at_step": proc["steps"][-1]["gradients"],
+            "rss_peak": proc["rss_peak"], "rss_start": proc["rss_start"],
+            "logit_ops": proc.get("logit_ops")}
 
 
 def compare(result: dict[str, Any]) -> dict[str, Any]:
@@ -255,11 +257,13 @@ def compare(result: dict[str, Any]) -> dict[str, Any]:
         v = m[term] / gib
         rows[term] = {"estimate": e, "measured": round(v, 3),
                       "error": round((e - v) / v, 3) if v > 0.005 else None}
+    rows["other"] = {"estimate": 0.0, "measured": round(m["other"] / gib, 3), "error": None}
     total_e = round(est["total_gib"] - est["overhead_gib"], 2)
     total_m = m["peak"] / gib
     rows["total"] = {"estimate": total_e, "measured": round(total_m, 3),
                      "error": round((total_e - total_m) / total_m, 3)}
-    return {"terms": rows, "phase": m["phase"], "rss_peak_gib": round(m["rss_peak"] / gib, 2),
+    return {"terms": rows, "phase": m["phase"], "logit_ops": m["logit_ops"],
+            "rss_peak_gib": round(m["rss_peak"] / gib, 2),
             "optimizer_phase_peak_gib": None if m["optimizer_phase_peak"] is None
             else round(m["optimizer_phase_peak"] / gib, 3)}
 
@@ -271,7 +275,7 @@ def table(results: list[dict[str, Any]]) -> str:
             lines.append(f"| {r['case']} | failed: {r.get('exit', r.get('error'))} | | | |")
             continue
         cmp = r["comparison"]
-        for term in (*TERMS, "total"):
+        for term in (*TERMS, "other", "total"):
             row = cmp["terms"][term]
             err = "-" if row["error"] is None else f"{100 * row['error']:+.1f}%"
             label = f"total (peak at {cmp['phase']})" if term == "total" else term

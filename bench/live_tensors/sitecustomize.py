@@ -17,8 +17,11 @@ Phases, from hooks on the run's own calls:
 - ``optimizer``: between the optimizer's step pre- and post-hooks (global hooks).
 
 At each phase's peak the live bytes are split by when their storage was made (``born``:
-load / forward / backward / clip / optimizer of any step) and the bytes of tensors shaped
-like logits (last dimension the vocabulary, or TRL's 32768-wide fused-head tile) are noted.
+load / forward / backward / clip / optimizer of any step; ``grad`` for the parameters'
+gradients, retagged by a post-accumulate-grad hook on every trainable parameter) and, in
+``born_logits``, the same split of the tensors shaped like logits (last dimension the
+vocabulary, or TRL's 32768-wide fused-head tile); ``logit_ops`` names the operators that
+made those.
 At the optimizer's hooks the gradients, trainable parameters and optimizer state are summed
 from the optimizer itself. What an operator allocates inside itself and frees before it
 returns (kernel scratch) is not seen: the process's peak RSS is the cross-check.
@@ -51,11 +54,14 @@ TILE = 32768
 
 class _Tracker:
     def __init__(self, vocab: int) -> None:
-        self.widths = {vocab, min(vocab, TILE)} if vocab else set()
+        self.vocab = vocab
+        self.logit_ops: dict[str, list[int]] = {}
+        """Operators that made logits-shaped tensors: [count, bytes, last shape seen]."""
         self.live: dict[int, tuple[int, str, bool]] = {}
         self.total = 0
         self.born: dict[str, int] = {}
         self.logits = 0
+        self.born_logits: dict[str, int] = {}
         self.phase = "load"
         self.step = 0
         self.records: dict[tuple[int, str], dict[str, Any]] = {}
@@ -69,9 +75,10 @@ class _Tracker:
         self.phase = phase
         self.records.setdefault((self.step, phase), {
             "step": self.step, "phase": phase, "start": self.total, "peak": self.total,
-            "born": dict(self.born), "logits": self.logits})
+            "born": dict(self.born), "logits": self.logits,
+            "born_logits": dict(self.born_logits)})
 
-    def add(self, t: Any, born: str | None = None) -> None:
+    def add(self, t: Any, born: str | None = None, op: str = "") -> None:
         if t.device.type != "cpu":
             return
         st = t.untyped_storage()
@@ -79,8 +86,13 @@ class _Tracker:
         if key in self.live:
             return
         n = st.nbytes()
-        shaped = t.dim() >= 2 and t.shape[-1] in self.widths \
-            and not isinstance(t, _Parameter)
+        shaped = bool(self.vocab) and t.dim() >= 2 and not isinstance(t, _Parameter) \
+            and t.shape[-1] in (self.vocab, TILE)
+        if shaped:
+            seen = self.logit_ops.setdefault(op, [0, 0, []])
+            seen[0] += 1
+            seen[1] += n
+            seen[2] = [*t.shape, str(t.dtype)]
         phase = born or self.phase
         self.live[key] = (n, phase, shaped)
         weakref.finalize(st, self.free, key)
@@ -88,11 +100,30 @@ class _Tracker:
         self.born[phase] = self.born.get(phase, 0) + n
         if shaped:
             self.logits += n
+            self.born_logits[phase] = self.born_logits.get(phase, 0) + n
         rec = self.records[(self.step, self.phase)]
         if self.total > rec["peak"]:
             rec["peak"] = self.total
             rec["born"] = dict(self.born)
             rec["logits"] = self.logits
+            rec["born_logits"] = dict(self.born_logits)
+
+    def retag(self, t: Any, born: str) -> None:
+        """Count a live storage as made in ``born`` from now on (a parameter's gradient,
+        once autograd has accumulated it)."""
+        if t is None:
+            return
+        key = t.untyped_storage()._cdata
+        entry = self.live.get(key)
+        if entry is None or entry[1] == born:
+            return
+        n, phase, shaped = entry
+        self.live[key] = (n, born, shaped)
+        self.born[phase] -= n
+        self.born[born] = self.born.get(born, 0) + n
+        if shaped:
+            self.born_logits[phase] -= n
+            self.born_logits[born] = self.born_logits.get(born, 0) + n
 
     def free(self, key: int) -> None:
         entry = self.live.pop(key, None)
@@ -103,6 +134,7 @@ class _Tracker:
         self.born[phase] -= n
         if shaped:
             self.logits -= n
+            self.born_logits[phase] -= n
 
     # --- phase hooks ---------------------------------------------------------------------
 
@@ -123,6 +155,9 @@ class _Tracker:
                         if st._cdata not in seen:
                             seen.add(st._cdata)
                             self.weights += st.nbytes()
+                        if obj.requires_grad:
+                            obj.register_post_accumulate_grad_hook(
+                                lambda p: self.retag(p.grad, "grad"))
         self._enter("backward")
 
     def backward_ends(self) -> None:
@@ -147,7 +182,8 @@ class _Tracker:
         return {"pid": os.getpid(), "argv": sys.argv[:4], "weights": self.weights,
                 "rss_start": self.rss_start,
                 "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                "steps": self.steps, "phases": list(self.records.values())}
+                "steps": self.steps, "phases": list(self.records.values()),
+                "logit_ops": self.logit_ops}
 
 
 def _bytes(tensors: list[Any]) -> int:
@@ -182,7 +218,7 @@ def _install(torch: Any) -> None:
             out = func(*args, **(kwargs or {}))
             for t in tree_flatten(out)[0]:
                 if isinstance(t, _Tensor):
-                    tracker.add(t)
+                    tracker.add(t, op=str(func))
             return out
 
     original_backward = torch.Tensor.backward
