@@ -19,9 +19,10 @@ Phases, from hooks on the run's own calls:
 At each phase's peak the live bytes are split by when their storage was made (``born``:
 load / forward / backward / clip / optimizer of any step; ``grad`` for the parameters'
 gradients, retagged by a post-accumulate-grad hook on every trainable parameter) and, in
-``born_logits``, the same split of the tensors shaped like logits (last dimension the
-vocabulary, or TRL's 32768-wide fused-head tile); ``logit_ops`` names the operators that
-made those.
+``born_logits``, the same split of the loss head's tensors: shaped like logits (last
+dimension the vocabulary, or one of TRL's fused-head tiles: 32768 wide, the last one what
+is left of the vocabulary) or, made in the backward, vocabulary x hidden (the head weight's
+gradient before it is accumulated); ``logit_ops`` names the operators that made those.
 At the optimizer's hooks the gradients, trainable parameters and optimizer state are summed
 from the optimizer itself. What an operator allocates inside itself and frees before it
 returns (kernel scratch) is not seen: the process's peak RSS is the cross-check.
@@ -55,6 +56,9 @@ TILE = 32768
 class _Tracker:
     def __init__(self, vocab: int) -> None:
         self.vocab = vocab
+        self.widths = {vocab, TILE, vocab % TILE} - {0} if vocab else set()
+        """Logits-shaped: the vocabulary wide, or one of the fused head's tiles (the last
+        one is what is left of the vocabulary)."""
         self.logit_ops: dict[str, list[int]] = {}
         """Operators that made logits-shaped tensors: [count, bytes, last shape seen]."""
         self.live: dict[int, tuple[int, str, bool]] = {}
@@ -86,14 +90,17 @@ class _Tracker:
         if key in self.live:
             return
         n = st.nbytes()
+        phase = born or self.phase
+        # the loss head's: logits-shaped, or (made in the backward) vocabulary x hidden, the
+        # head weight's gradient before autograd accumulates it (then it is retagged grad)
         shaped = bool(self.vocab) and t.dim() >= 2 and not isinstance(t, _Parameter) \
-            and t.shape[-1] in (self.vocab, TILE)
+            and (t.shape[-1] in self.widths
+                 or (phase == "backward" and t.dim() == 2 and t.shape[0] == self.vocab))
         if shaped:
             seen = self.logit_ops.setdefault(op, [0, 0, []])
             seen[0] += 1
             seen[1] += n
             seen[2] = [*t.shape, str(t.dtype)]
-        phase = born or self.phase
         self.live[key] = (n, phase, shaped)
         weakref.finalize(st, self.free, key)
         self.total += n
