@@ -1,7 +1,8 @@
 """Benchmark: ftspec's memory estimate, term by term, against the live tensors of its
 compiled jobs on the CPU.
 
-    python bench/cpu_memory.py --work DIR [--cases CASE,...] [--steps 3] [--json OUT.json]
+    python bench/cpu_memory.py --work DIR [--cases CASE,...] [--steps 2] [--json OUT.json]
+    python bench/cpu_memory.py --table OUT.json   # the recorded runs, priced now
 
 Needs the launchers (``ftspec[accelerate,torchtune]``) and no network or GPU. A case is
 ``SHAPE:LAUNCHER-METHOD[-gc][-packed]:BATCHxSEQ``, for example
@@ -251,10 +252,29 @@ def measured_terms(result: dict[str, Any]) -> dict[str, Any]:
             "logit_ops": proc.get("logit_ops")}
 
 
-def compare(result: dict[str, Any]) -> dict[str, Any]:
+def case_job(report: dict[str, Any], result: dict[str, Any]) -> Any:
+    """The ``Job`` the installed ftspec builds for a recorded case (the spec rebuilt as the
+    run built it, under a work folder that need not exist: compiling reads no file)."""
+    from ftspec.compiler.build import build_job
+    from ftspec.spec.validate import spec_from_data
+
+    work = Path("/tmp/ftspec-cpu-bench")
+    assets = gpu_memory.Assets(work / "models" / result["shape"], work / "rows.jsonl",
+                               rows_for(result["batch"], report["steps"]), (0, 0))
+    return build_job(spec_from_data(case_spec(result["case"], assets, work, report["steps"])))
+
+
+def estimate_now(report: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """The installed ftspec's estimate for a recorded case, in ``explain --json``'s terms."""
+    memory = case_job(report, result).memory
+    return {**{f"{t}_gib": getattr(memory, f"{t}_gib") for t in (*TERMS, "overhead")},
+            "total_gib": memory.total_gib}
+
+
+def compare(result: dict[str, Any], estimate: dict[str, Any] | None = None) -> dict[str, Any]:
     """Estimate against measurement per term and in total (the estimate less its overhead),
-    GiB and relative error."""
-    est = result["estimate"]
+    GiB and relative error; ``estimate``: another than the one recorded with the run."""
+    est = estimate or result["estimate"]
     m = measured_terms(result)
     gib = float(1 << 30)
     rows = {}
@@ -275,6 +295,7 @@ def compare(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]]) -> str:
+    """Markdown: one row per case and term (the comparison each result carries)."""
     lines = ["| case | term | estimate GiB | measured GiB | error |", "|---|---|---|---|---|"]
     for r in results:
         if r.get("exit") != 0 or not r.get("processes"):
@@ -293,12 +314,24 @@ def table(results: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--work", type=Path)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--table", type=Path, metavar="JSON",
+                        help="print a recorded table priced by the installed estimator; run "
+                        "nothing")
     args = parser.parse_args()
+    if args.table:
+        report = json.loads(args.table.read_text())
+        done = [r for r in report["results"] if r.get("exit") == 0 and r.get("processes")]
+        for r in done:
+            r["comparison"] = compare(r, estimate_now(report, r))
+        print(table(done))
+        return
+    if args.work is None:
+        parser.error("--work is needed to run cases")
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
