@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,7 +145,7 @@ def case_spec(case: str, assets: gpu_memory.Assets, work: Path, steps: int
         method["lora"] = {"rank": 8, "alpha": 16, "dropout": 0.0,
                           "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
                           "mlp": True}
-    name = case.replace(":", "-").replace(".", "_").lower()
+    name = re.sub(r"[^a-z0-9-]", "-", case.lower())
     return {
         "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune",
         "metadata": {"name": f"cpu-{name}"},
