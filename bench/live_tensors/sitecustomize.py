@@ -59,6 +59,9 @@ class _Tracker:
         self.widths = {vocab, TILE, vocab % TILE} - {0} if vocab else set()
         """Logits-shaped: the vocabulary wide, or one of the fused head's tiles (the last
         one is what is left of the vocabulary)."""
+        self.widest = 0
+        """The widest logits-shaped tensor's last dimension: the vocabulary when the full
+        logits were built, a tile's width when only tiles were."""
         self.logit_ops: dict[str, list[int]] = {}
         """Operators that made logits-shaped tensors: [count, bytes, last shape seen]."""
         self.live: dict[int, tuple[int, str, bool]] = {}
@@ -96,6 +99,8 @@ class _Tracker:
         shaped = bool(self.vocab) and t.dim() >= 2 and not isinstance(t, _Parameter) \
             and (t.shape[-1] in self.widths
                  or (phase == "backward" and t.dim() == 2 and t.shape[0] == self.vocab))
+        if shaped and t.shape[-1] in self.widths:
+            self.widest = max(self.widest, int(t.shape[-1]))
         if shaped:
             seen = self.logit_ops.setdefault(op, [0, 0, []])
             seen[0] += 1
@@ -190,7 +195,7 @@ class _Tracker:
                 "rss_start": self.rss_start,
                 "rss_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                 "steps": self.steps, "phases": list(self.records.values()),
-                "logit_ops": self.logit_ops}
+                "logit_ops": self.logit_ops, "widest_logits": self.widest}
 
 
 def _bytes(tensors: list[Any]) -> int:
