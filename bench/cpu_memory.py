@@ -18,19 +18,20 @@ weights in bf16 (``gpu_memory.write_llama``; the spec gives the same numbers as
 ftspec's generated llama3 tokenizer (the model keeps its vocabulary, so the logits have the
 real size) and Alpaca rows longer than the sequence (every micro batch is exactly batch x
 seq tokens). Each case is one spec (local backend, CPU, bf16 pure, AdamW, clipping at 1.0,
-``--steps`` optimizer steps (2: the second is measured), no checkpoint for TRL): ``ftspec explain --json`` prices it and
-``ftspec apply --auto-approve --wait --json`` runs the compiled command unchanged, with
+``--steps`` optimizer steps, the second one measured; no checkpoint for TRL): ``ftspec
+explain --json`` prices it and ``ftspec apply --auto-approve --wait --json`` runs the compiled command unchanged, with
 ``bench/live_tensors/`` on ``PYTHONPATH``: its ``sitecustomize`` records the live tensor
 bytes of every step phase from torch's dispatcher (see its docstring) and the process's peak
 RSS. The cases run one after another (never two at once: the machine is shared).
 
-Measured terms, against the estimate's (``compare``): weights (the parameters' storages),
-optimizer state and gradients (summed from the optimizer at its step), the forward's
-and backward's peaks, and at the larger of them what is alive by origin: tensors made in
-the step's forward less the logits-shaped ones (activations), logits-shaped tensors
-(logits), tensors made in the backward (gradients and their transients). The estimate's
-``overhead`` (CUDA context and the caching allocator's slack) has no counterpart on the CPU
-and is left out of the compared total.
+Measured terms, against the estimate's (``measured_terms``, ``compare``), at the largest
+live total of the measured step's forward and backward: weights (the parameters' storages),
+optimizer (tensors the optimizer made), gradients (parameter gradients already accumulated),
+logits (the loss head's tensors: logits- or tile-shaped, and vocabulary x hidden gradients in
+flight), activations (the rest made in the step), other (buffers). The estimate's
+``overhead`` (CUDA context, NCCL, the caching allocator's slack) has no counterpart on the CPU
+and is left out of the compared total. ``--table`` prices a recorded JSON with the installed
+estimator (bench/results/cpu_memory-*.md; tests/compiler/test_memory_cpu.py replays it).
 """
 
 from __future__ import annotations
