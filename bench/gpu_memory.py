@@ -326,8 +326,8 @@ def _ftspec(args: list[str], work: Path, env: dict[str, str], timeout: float
 def _smi_used() -> int | None:
     if shutil.which("nvidia-smi") is None:
         return None
-    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,"
-                          "nounits"], capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", ("--format=csv,noheader,"
+                          "nounits")], capture_output=True, text=True, check=False).stdout
     return int(out.split()[0]) if out.strip() else None
 
 
@@ -435,8 +435,8 @@ def _gib(value: float | None, scale: float = 1 << 30) -> float | None:
 def table(results: list[dict[str, Any]]) -> str:
     head = (f"{'case':15s} {'estimate':>9s} {'est-ovh':>8s} {'allocated':>10s} "
             f"{'reserved':>9s} {'driver':>7s} {'err%':>6s} {'tok/s':>8s} {'wall':>6s}")
-    lines = [head, "(GiB; est-ovh = estimate less its overhead term; driver = nvidia-smi's "
-             "peak less its figure before the run; err% = (estimate - driver) / driver)"]
+    lines = [head, ("(GiB; est-ovh = estimate less its overhead term; driver = nvidia-smi's "
+             "peak less its figure before the run; err% = (estimate - driver) / driver)")]
     for r in results:
         if "estimate" not in r:
             lines.append(f"{r['case']:15s} {r.get('error', '')[:200]}")
