@@ -199,6 +199,8 @@ def run_case(case: str, work: Path, env: dict[str, str], steps: int, timeout: fl
         old.unlink()
     run_env = {**env, LIVE_ENV: str(live_file),
                VOCAB_ENV: str(shape_dims(c["shape"])["vocab_size"])}
+    # a spec applied before is up to date: apply would run nothing
+    gpu_memory._ftspec(["destroy", str(spec_path), "--auto-approve"], work, env, 120)
     start = time.perf_counter()
     try:
         applied = gpu_memory._ftspec(["apply", str(spec_path), "--auto-approve", "--wait",
