@@ -21,8 +21,8 @@ load / forward / backward / clip / optimizer of any step; ``grad`` for the param
 gradients, retagged by a post-accumulate-grad hook on every trainable parameter) and, in
 ``born_logits``, the same split of the loss head's tensors: shaped like logits (last
 dimension the vocabulary, or one of TRL's fused-head tiles: 32768 wide, the last one what
-is left of the vocabulary) or, made in the backward, vocabulary x hidden (the head weight's
-gradient before it is accumulated); ``logit_ops`` names the operators that made those.
+is left of the vocabulary) or, made in the backward, vocabulary (or tile) rows x hidden (the
+head weight's gradient before it is accumulated, the fp32 copy of a weight chunk); ``logit_ops`` names the operators that made those.
 At the optimizer's hooks the gradients, trainable parameters and optimizer state are summed
 from the optimizer itself. What an operator allocates inside itself and frees before it
 returns (kernel scratch) is not seen: the process's peak RSS is the cross-check.
@@ -94,11 +94,12 @@ class _Tracker:
             return
         n = st.nbytes()
         phase = born or self.phase
-        # the loss head's: logits-shaped, or (made in the backward) vocabulary x hidden, the
-        # head weight's gradient before autograd accumulates it (then it is retagged grad)
+        # the loss head's: logits-shaped, or (made in the backward) vocabulary rows x hidden:
+        # the head weight's gradient before autograd accumulates it (then it is retagged
+        # grad) and, in TRL's fold without Triton, the fp32 copy of a weight chunk
         shaped = bool(self.vocab) and t.dim() >= 2 and not isinstance(t, _Parameter) \
             and (t.shape[-1] in self.widths
-                 or (phase == "backward" and t.dim() == 2 and t.shape[0] == self.vocab))
+                 or (phase == "backward" and t.dim() == 2 and t.shape[0] in self.widths))
         if shaped and t.shape[-1] in self.widths:
             self.widest = max(self.widest, int(t.shape[-1]))
         if shaped:
