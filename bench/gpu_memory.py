@@ -206,31 +206,37 @@ def _write_hf_tokenizer(original: Path) -> None:
 
 def _write_model(model_dir: Path, *, tiny: bool, family: str) -> None:
     """Random weights with the catalog family's shapes (transformers' own initialisation)."""
-    import torch
     from ftspec.spec.catalog.models import MODEL_FAMILIES
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     f = MODEL_FAMILIES[family]
-    dims = {"num_hidden_layers": f.num_layers, "hidden_size": f.hidden_size,
-            "num_attention_heads": f.num_heads, "num_key_value_heads": f.num_kv_heads,
-            "intermediate_size": f.intermediate_size, "vocab_size": f.vocab_size,
-            "max_position_embeddings": f.max_seq_len, "head_dim": f.attn_head_dim}
-    if tiny:
-        t = TINY_DIMS
-        dims = {"num_hidden_layers": t["num_layers"], "hidden_size": t["embed_dim"],
-                "num_attention_heads": t["num_heads"], "num_key_value_heads": t["num_kv_heads"],
-                "intermediate_size": t["intermediate_dim"], "vocab_size": t["vocab_size"],
-                "max_position_embeddings": t["max_seq_len"],
-                "head_dim": t["embed_dim"] // t["num_heads"]}
+    dims = {"num_layers": f.num_layers, "embed_dim": f.hidden_size, "num_heads": f.num_heads,
+            "num_kv_heads": f.num_kv_heads, "intermediate_dim": f.intermediate_size,
+            "vocab_size": f.vocab_size, "max_seq_len": f.max_seq_len,
+            "head_dim": f.attn_head_dim}
+    write_llama(model_dir, TINY_DIMS if tiny else dims, fp32=tiny)
+
+
+def write_llama(model_dir: Path, dims: dict[str, int], *, fp32: bool = False) -> None:
+    """A Llama model of ``dims`` (torchtune's names, as ``model.architecture`` spells them;
+    tied embeddings) with transformers' random initialisation, saved in bf16 (fp32 with
+    ``fp32``) as one ``model.safetensors``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     config = LlamaConfig(
-        **dims, rms_norm_eps=1e-5, tie_word_embeddings=True, hidden_act="silu",
+        num_hidden_layers=dims["num_layers"], hidden_size=dims["embed_dim"],
+        num_attention_heads=dims["num_heads"], num_key_value_heads=dims["num_kv_heads"],
+        intermediate_size=dims["intermediate_dim"], vocab_size=dims["vocab_size"],
+        max_position_embeddings=dims["max_seq_len"],
+        head_dim=dims.get("head_dim") or dims["embed_dim"] // dims["num_heads"],
+        rms_norm_eps=1e-5, tie_word_embeddings=True, hidden_act="silu",
         rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
                          "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                          "original_max_position_embeddings": 8192},
         bos_token_id=304, eos_token_id=305)  # the generated tokenizer's ids
     torch.manual_seed(0)
     # on the CPU: a CUDA context here would sit in the driver's figure of every case
-    model = LlamaForCausalLM(config).to(torch.float32 if tiny else torch.bfloat16)
+    model = LlamaForCausalLM(config).to(torch.float32 if fp32 else torch.bfloat16)
     model.save_pretrained(model_dir, max_shard_size="20GB")  # one model.safetensors
 
 
@@ -320,8 +326,8 @@ def _ftspec(args: list[str], work: Path, env: dict[str, str], timeout: float
 def _smi_used() -> int | None:
     if shutil.which("nvidia-smi") is None:
         return None
-    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,"
-                          "nounits"], capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", ("--format=csv,noheader,"
+                          "nounits")], capture_output=True, text=True, check=False).stdout
     return int(out.split()[0]) if out.strip() else None
 
 
@@ -429,8 +435,8 @@ def _gib(value: float | None, scale: float = 1 << 30) -> float | None:
 def table(results: list[dict[str, Any]]) -> str:
     head = (f"{'case':15s} {'estimate':>9s} {'est-ovh':>8s} {'allocated':>10s} "
             f"{'reserved':>9s} {'driver':>7s} {'err%':>6s} {'tok/s':>8s} {'wall':>6s}")
-    lines = [head, "(GiB; est-ovh = estimate less its overhead term; driver = nvidia-smi's "
-             "peak less its figure before the run; err% = (estimate - driver) / driver)"]
+    lines = [head, ("(GiB; est-ovh = estimate less its overhead term; driver = nvidia-smi's "
+             "peak less its figure before the run; err% = (estimate - driver) / driver)")]
     for r in results:
         if "estimate" not in r:
             lines.append(f"{r['case']:15s} {r.get('error', '')[:200]}")

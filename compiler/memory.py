@@ -36,15 +36,28 @@ taken from a library: none prices a training step per launcher (accelerate's
     gradient accumulation, DDP's buckets, DeepSpeed's partitions;
   - at the end of backward: every gradient, one layer's saved tensors (recomputed under
     checkpointing) and the gradients in flight inside it, on top of the checkpoints;
+  - a trained embedding tied to the LM head: at the very end, every other gradient and the
+    tied weight's two gradients and their sum (3 x V x h);
   offloaded activations leave no checkpoints on the device;
-- overhead: what a CUDA process holds outside torch's allocator (``CONTEXT_GIB``), NCCL's
-  buffers when several processes train (``NCCL_GIB``, unmeasured), and the allocator's
-  reserve above its allocated peak, ``ALLOCATOR_SLACK`` x the largest tensor at the peak.
+- overhead, the GPU-only terms, none of them measurable on the CPU: what a CUDA process
+  holds outside torch's allocator (``CONTEXT_GIB``: context and loaded kernels, measured on
+  an H100), NCCL's buffers when several processes train (``NCCL_GIB``, a flat allowance,
+  unmeasured), and the caching allocator's reserve above its allocated peak
+  (fragmentation: ``ALLOCATOR_SLACK`` x the largest tensor at the peak, fitted to the H100
+  runs). Kernel workspaces (cuBLAS, flash attention) are not priced apart: they sit inside
+  the H100 runs' allocated peaks the other terms were checked against. On a CPU job the
+  overhead is still the GPU's (what ``explain`` shows for a CPU spec is a GPU's figure);
+  the CPU measurements compare the estimate less its overhead.
 Measured: bench/gpu_memory.py's runs on an H100 (bench/results/gpu_memory-h100-*.md) are
 replayed by tests/compiler/test_memory_measured.py against the driver's figure (what an
 out-of-memory is decided on: torch's reserved memory plus the context), within 5%;
-tests/compiler/test_memory_saved.py checks ``layer_saved_bytes`` against autograd's saved
-tensors in real layers on the CPU. Not measured on a GPU: mixed precision, fp32, QLoRA,
+bench/cpu_memory.py's runs on the CPU (bench/results/cpu_memory-*.md lists the cases: both
+launchers, catalog shapes and a 262144-entry vocabulary, full and LoRA, checkpointed or not)
+by tests/compiler/test_memory_cpu.py against the live tensors at the step's peak, within
+10% in total and 15% per term; tests/compiler/test_memory_saved.py checks
+``layer_saved_bytes`` against autograd's saved tensors in real layers on the CPU. On the
+CPU the only term priced differently is TRL's fused head, folded by torch ops instead of
+Triton (``_fused_head_bytes``). Not measured on a GPU: mixed precision, fp32, QLoRA,
 FSDP / DeepSpeed / DDP, offloading, mixtures of experts (priced as one expert's MLP per
 token), non-Llama layers (Gemma's extra norms, QK-norm, biases), other families' heads.
 Sanity anchors (tests/compiler/test_memory.py): Llama-3.1-8B full AdamW under mixed
@@ -77,6 +90,10 @@ TRL_TOKEN_CHUNK = 4096
 """``trl.kernels.chunked_logprob.TOKEN_CHUNK_SIZE``: tokens per fused-head tile."""
 TRL_VOCAB_CHUNK = 32768
 """``trl.trainer.utils._CHUNKED_LOGPROB_CHUNK_SIZE``: vocabulary entries per tile."""
+CPU_TILE_FP32 = 7.25
+"""fp32 tile-sized tensors alive at once in TRL's torch fold of a tile (devices without
+Triton: the CPU), counted from ``trl.kernels.chunked_logprob._backward_tile``: five locals
+(upcast, scaled logits, log p, p, gradient), the target mask (0.25) and two temporaries."""
 
 _DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 _STATE_COPIES = {
@@ -234,9 +251,12 @@ def estimate_memory(
     # gradients that outlive a step's backward: accumulated over micro batches, or kept in
     # DDP's buckets / DeepSpeed's partitions; else both launchers free them after the step
     persist = accumulation > 1 or strategy in ("ddp", "deepspeed")
+    # a trained input embedding shared with the LM head: its gradient is the last one made
+    tied = model.vocab_size * model.hidden_size * train_bytes \
+        if full and model.tied_embeddings and shard_grads == 1 and not params_offloaded else 0.0
     peak = _peak(spec, model, lora_modules, micro_batch=micro_batch_size,
                  adapter_bytes=train_bytes if kind in _ADAPTERS else 0.0,
-                 gradients=gradients, gradients_persist=persist)
+                 gradients=gradients, gradients_persist=persist, tied_gradient=tied)
     if peak.phase == "loss" and not persist and gradients:
         notes.append("peak at the loss, before this step's gradients exist")
     overhead = CONTEXT_GIB * GIB + (NCCL_GIB * GIB if world_size > 1 else 0.0) \
@@ -319,23 +339,38 @@ def _fused_head_bytes(spec: FineTuneSpec, model: ModelFacts, tokens: float,
     ``compute_loss_func`` or label smoother is set (ftspec's entrypoint sets neither):
     ``ChunkedLogProbFunction`` (``trl/kernels/chunked_logprob.py``) projects
     ``TOKEN_CHUNK_SIZE`` (4096) tokens x ``_CHUNKED_LOGPROB_CHUNK_SIZE`` (32768) vocabulary
-    entries at a time into one reused compute-dtype tile, and never builds the logits. Its
-    backward holds that tile, the hidden-state gradient in fp32 (tokens x h x 4), the gathered
-    hidden states it saved (tokens x h x compute bytes) and, when the LM head's weight trains
-    (a full fine-tune; tied to the embedding or not), the weight's gradient accumulated in fp32
-    (V x h x 4) and its cast to the weight's dtype at return.
+    entries at a time into one reused compute-dtype tile, and never builds the logits
+    (measured on the CPU: no tensor as wide as the vocabulary is ever made,
+    bench/results/cpu_memory-*.md). Its backward holds that tile, the hidden-state gradient
+    in fp32 (tokens x h x 4), the gathered hidden states it saved (tokens x h x compute
+    bytes) and, when the LM head's weight trains (a full fine-tune; tied to the embedding or
+    not), the weight's gradient accumulated in fp32 (V x h x 4) and its cast to the weight's
+    dtype at return. Without Triton (the CPU) each tile is folded by torch ops
+    (``_backward_tile``), whose locals are fp32 tiles: the upcast, the scaled logits, log p,
+    p and the gradient, with the target mask (1 byte) and the two temporaries of the
+    gradient's product: 7.25 x 4 bytes per tile element; then ``_addmm_fp32`` upcasts the
+    tile and the weight's chunk (32768 x h) for the hidden states' gradient: 4 bytes each.
+    The larger of the two, freed before the cast.
     """
     h = model.hidden_size
     compute = _DTYPE_BYTES[spec.model.dtype]
-    tile = min(tokens, TRL_TOKEN_CHUNK) * min(model.vocab_size, TRL_VOCAB_CHUNK) * compute
+    tile_elements = min(tokens, TRL_TOKEN_CHUNK) * min(model.vocab_size, TRL_VOCAB_CHUNK)
+    tile = tile_elements * compute
     held = tile + tokens * h * (4.0 + compute)
     largest = tile
+    folded = 0.0
+    if spec.resources.total_gpus == 0:  # no Triton: torch folds the tiles
+        chunk = min(model.vocab_size, TRL_VOCAB_CHUNK)
+        folded = max(tile_elements * CPU_TILE_FP32 * 4.0,
+                     tile_elements * 4.0 + chunk * h * 4.0)
+    cast = 0.0
     if head_trained:
         load = 4.0 if spec.model.precision_mode == "mixed" else compute
         fp32_grad = model.vocab_size * h * 4.0
-        held += fp32_grad + model.vocab_size * h * load
+        held += fp32_grad
+        cast = model.vocab_size * h * load
         largest = max(largest, fp32_grad)
-    return held, largest
+    return held + max(folded, cast), max(largest, tile_elements * 4.0 if folded else 0.0)
 
 
 def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...],
@@ -429,8 +464,8 @@ class _Peak:
 
 def _peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...], *,
           micro_batch: int, adapter_bytes: float, gradients: float,
-          gradients_persist: bool) -> _Peak:
-    """The two moments a step can peak at, and the larger one.
+          gradients_persist: bool, tied_gradient: float = 0.0) -> _Peak:
+    """The moments a step can peak at, and the largest.
 
     - the loss: every layer's saved tensors (or, checkpointed, every layer's input) are
       alive, and the loss head holds its transient (torchtune's log-softmax backward, TRL's
@@ -438,7 +473,12 @@ def _peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...], 
       after each step (``zero_grad(set_to_none=True)``) unless they persist (accumulation,
       DDP's buckets, DeepSpeed's partitions);
     - the end of backward: every gradient made, one layer's saved tensors (recomputed under
-      checkpointing) and its backward's gradients in flight, on top of the checkpoints.
+      checkpointing) and its backward's gradients in flight, on top of the checkpoints;
+    - with an embedding tied to the LM head and trained (``tied_gradient``: its gradient's
+      bytes), the very end: autograd sums the head's and the embedding lookup's gradients
+      before accumulating the weight's, so every other gradient is made and the two
+      contributions and their sum are alive (3 x V x h; counted with the loss head's
+      tensors, ``logits``). Measured on the CPU with a 262144-entry vocabulary.
     """
     s = spec.data.max_seq_len or model.context_len  # null: as long as the model allows
     tokens = float(micro_batch * s)
@@ -470,7 +510,11 @@ def _peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...], 
     widest = max(c, adapter_bytes if spec.method.kind in _LORA_KINDS else c)
     at_end = _Peak(end_stored, 0.0, gradients, model.intermediate_size * tokens * widest,
                    "backward")
-    return at_loss if at_loss.total >= at_end.total else at_end
+    moments = [at_loss, at_end]
+    if tied_gradient:
+        moments.append(_Peak(0.0, 3 * tied_gradient, gradients - tied_gradient,
+                             tied_gradient, "embedding"))
+    return max(moments, key=lambda m: m.total)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""bench/gpu_memory.py's specs, rebuilt from its recorded results (the script is loaded from
-its file: bench/ is no package)."""
+"""bench/gpu_memory.py's and bench/cpu_memory.py's specs, rebuilt from their recorded
+results (the scripts are loaded from their files: bench/ is no package)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ RESULTS = ROOT / "bench" / "results"
 
 
 def bench_module() -> ModuleType:
-    name = "ftspec_bench_gpu_memory"
+    return _load("ftspec_bench_gpu_memory", "gpu_memory.py")
+
+
+def _load(name: str, file: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "gpu_memory.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while the file runs
@@ -46,3 +49,14 @@ def case_job(report: dict[str, Any], result: dict[str, Any]) -> Job:
     data = bench.case_spec(result["case"], assets, work, tiny=False, batch=report["batch"],
                            seq=report["seq"], **bench.report_options(report))
     return build_job(spec_from_data(data))
+
+
+def cpu_bench_module() -> ModuleType:
+    """bench/cpu_memory.py, loaded from its file (it imports its sibling gpu_memory)."""
+    return _load("ftspec_bench_cpu_memory", "cpu_memory.py")
+
+
+def cpu_case_job(report: dict[str, Any], result: dict[str, Any]) -> Job:
+    """The Job ``ftspec explain`` priced for one case of bench/cpu_memory.py's table."""
+    job: Job = cpu_bench_module().case_job(report, result)
+    return job
