@@ -54,6 +54,9 @@ class Change:
     drift: bool = False
     """Live was changed outside ftspec since the last apply."""
     spec_file: str | None = None
+    upgrade: str | None = None
+    """Set when the spec as written is the one applied, yet what would run differs: the
+    change comes from a new ftspec (``ftspec.reconciler.applied.upgrade_note``)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class Plan:
     read_digests: dict[str, str] = field(default_factory=dict)
     """address -> digest of the live object read; apply refuses a stale plan."""
     specs: dict[str, str] = field(default_factory=dict)
-    """spec file -> spec hash planned."""
+    """spec file -> digest of the spec as written (``Job.written``) planned."""
     warnings: tuple[str, ...] = ()
     format_version: int = PLAN_FORMAT_VERSION
 

@@ -55,12 +55,12 @@ def start(root: Path, after: dict[str, Any], reporter: Reporter) -> RunRecord:
     if code != 0 or sup is None:
         raise BackendError(f"the local run did not start; see {log}", retryable=True)
     record = RunRecord(
-        spec_id=after["spec_id"], spec_hash=after["spec_hash"], spec_file=after["spec_file"],
+        spec_id=after["spec_id"], spec_hash=str(after.get("spec_hash", "")), spec_file=after["spec_file"],
         launcher=after["launcher"], argv=list(after["argv"]), env=dict(after["env"]),
         cwd=str(root), run_dir=after["run_dir"], log=after["log"],
         started_at=float(sup["started_at"]), supervisor_pid=int(sup["pid"]),
         supervisor_create_time=float(sup["create_time"]), pgid=int(sup["pgid"]),
-        summary=dict(after.get("summary", {})),
+        summary=dict(after.get("summary", {})), applied=str(after.get("applied", "")),
     )
     reporter.event(f"started {record.argv[0].rsplit('/', 1)[-1]} (pid {record.supervisor_pid}, "
                    f"log {record.log})", pid=record.supervisor_pid, log=record.log)

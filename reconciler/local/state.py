@@ -47,6 +47,9 @@ class RunRecord:
     pgid: int
     summary: dict[str, str] = field(default_factory=dict)
     version: int = RECORD_VERSION
+    applied: str = ""
+    """``ftspec.reconciler.applied`` record (version, spec as written, defaults, summary);
+    empty in records of an older ftspec."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
