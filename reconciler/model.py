@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
-PLAN_FORMAT_VERSION = 1
+PLAN_FORMAT_VERSION = 2
+"""2: ``inputs`` and ``Change.upgrade`` (plans of version 1 are still read)."""
 
 
 class Action(str, Enum):
@@ -68,6 +69,9 @@ class Plan:
     specs: dict[str, str] = field(default_factory=dict)
     """spec file -> digest of the spec as written (``Job.written``) planned."""
     warnings: tuple[str, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """What the plan was made from (``specs``, ``overlays``, ``sets``, ``namespace``): how
+    ``apply PLAN --wait`` finds the jobs to follow. Set by the CLI."""
     format_version: int = PLAN_FORMAT_VERSION
 
     @property

@@ -153,11 +153,19 @@ class LocalBackend:
     def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
         applied: list[Change] = []
         failed: list[tuple[str, str]] = []
-        with self.store.lock():
+        def waiting(holder: str) -> None:
+            reporter.event(f"waiting for the local state lock, held by {holder}")
+
+        with self.store.lock(on_wait=waiting) as waited_for:
             for addr, digest in plan.read_digests.items():
-                if self.store.digest(addr[len(PREFIX):]) != digest:
+                now = self.store.digest(addr[len(PREFIX):])
+                if now != digest:
+                    what = "recorded" if digest == "absent" else \
+                        "removed" if now == "absent" else "replaced"
+                    by = f" by another ftspec ({waited_for}), which held the lock while " \
+                        "this one waited" if waited_for else ""
                     raise StalePlanError(
-                        f"Saved plan is stale: the local state of {addr} changed since the "
+                        f"Saved plan is stale: the run of {addr} was {what}{by} since the "
                         "plan was made", hint="run `ftspec plan` again")
             for change in plan.changes:
                 if change.action is Action.NOOP:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -106,11 +106,17 @@ class StateStore:
         return out
 
     @contextmanager
-    def lock(self, timeout_s: float = 30.0) -> Iterator[None]:
-        """Exclusive lock on the local state; a second apply waits, then fails clearly."""
+    def lock(self, timeout_s: float = 30.0, on_wait: Callable[[str], None] | None = None
+             ) -> Iterator[str | None]:
+        """Exclusive lock on the local state. A second apply waits (``on_wait`` is told whom
+        for), then fails clearly naming the holder; yields the holder it waited for (None
+        when the lock was free), so a plan made before can say who changed the state."""
+        from ftspec.reconciler.local.lockinfo import holder_record, read_holder
+
         self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / "state.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        waited_for: str | None = None
         try:
             deadline = time.monotonic() + timeout_s
             while True:
@@ -118,18 +124,21 @@ class StateStore:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
+                    holder = read_holder(fd)
+                    if waited_for is None and on_wait is not None:
+                        on_wait(holder)
+                    waited_for = holder
                     if time.monotonic() >= deadline:
-                        holder = path.read_text(encoding="utf-8").strip() or "?"
                         raise BackendError(
-                            f"the local state {self.dir} is locked by another ftspec "
-                            f"(pid {holder})",
-                            hint="wait for that apply/destroy to finish; the lock is released "
-                            "automatically when its process ends",
+                            f"another ftspec apply/destroy holds the lock on the local state "
+                            f"{self.dir}: {holder}",
+                            hint="wait for it to finish (the lock is released when its "
+                            "process ends), then run this command again",
                             retryable=True,
                         ) from None
                     time.sleep(0.1)
             os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-            yield
+            os.pwrite(fd, holder_record(), 0)
+            yield waited_for
         finally:
             os.close(fd)  # closing releases the flock
