@@ -5,7 +5,8 @@ digest of the run (``spec.jobId``), repeats it inside the entrypoint (the run fo
 carries the launcher's files inside ``runtimeEnvYAML`` (base64 JSON, with ftspec's header
 comments): compared as is, a new ftspec that submits the same run would replace every
 live RayJob. So those three fields are compared as the Ray backend compares jobs
-(``reconciler.ray.compare.run_view``): the id put aside, files unpacked, headers dropped.
+(``reconciler.ray.compare.run_view``): the id put aside, files unpacked, headers dropped;
+the Ray job's ``spec.metadata`` without the spec hash an older ftspec put there.
 The live object is untrusted: YAML that does not load (or is too large) compares as text.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.reconciler.kubernetes.essence import IGNORED_ANNOTATIONS
 from ftspec.reconciler.ray.compare import run_view
 
 RUN_FIELDS = ("jobId", "entrypoint", "runtimeEnvYAML")
@@ -41,4 +43,7 @@ def comparable(obj: dict[str, Any]) -> dict[str, Any]:
     if runtime is not None and not isinstance(runtime, dict):
         view["runtimeEnvYAML"] = runtime
     rest = {key: value for key, value in spec.items() if key not in RUN_FIELDS}
+    if isinstance(rest.get("metadata"), dict):  # the Ray job's metadata: ftspec's marks
+        rest["metadata"] = {k: v for k, v in rest["metadata"].items()
+                            if k not in IGNORED_ANNOTATIONS}
     return {**obj, "spec": {**rest, "run": view}}

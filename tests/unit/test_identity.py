@@ -99,6 +99,7 @@ def test_rayjob_of_an_older_ftspec_plans_no_change() -> None:
     sid = desired["spec"]["jobId"]
     live = json.loads(json.dumps(desired).replace(sid, "tiny-lora-0ld0ld0ld0ld"))
     live["metadata"].setdefault("annotations", {})["ftspec.dev/spec-hash"] = "f63372041240fd2e"
+    live["spec"]["metadata"]["ftspec.dev/spec-hash"] = "f63372041240fd2e"
     inp = ObjectInput("kuberay", job.spec_id, "x.yaml", desired, live)
     assert decide(inp).action is Action.NOOP
     changed = rayjob(make_job(deploy={"target": "kuberay"}, training={"learning_rate": 0.5}))
