@@ -56,9 +56,10 @@ def _pip(value: Any) -> Any:
 def run_view(job: dict[str, Any]) -> dict[str, Any]:
     """``job`` (a Jobs API submission or a listed job) as what it runs, by path."""
     sid = str(job.get("submission_id") or "")
-    runtime_env = job.get("runtime_env") if isinstance(job.get("runtime_env"), dict) else {}
-    env_vars = runtime_env.get("env_vars") if isinstance(runtime_env.get("env_vars"), dict) \
-        else {}
+    raw_env = job.get("runtime_env")
+    runtime_env: dict[str, Any] = raw_env if isinstance(raw_env, dict) else {}
+    raw_vars = runtime_env.get("env_vars")
+    env_vars: dict[str, Any] = raw_vars if isinstance(raw_vars, dict) else {}
     view: dict[str, Any] = {"entrypoint": _unid(job.get("entrypoint"), sid),
                             "pip": _pip(runtime_env.get("pip"))}
     for key, value in sorted(env_vars.items()):
