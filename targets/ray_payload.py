@@ -96,8 +96,10 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
     from ftspec.targets.ray_nodes import DRIVER_MODULE, NODES_ENV, encode_plan, node_plan
 
     env = {**dict(launch.env), **env_vars}
+    # the job's identity takes part: two specs running the same get two ids (a renamed
+    # metadata.id is submitted before its old job is deleted)
     content: dict[str, Any] = {
-        "argv": list(launch.argv), "env": env, "pip": pip,
+        "spec_id": job.spec_id, "argv": list(launch.argv), "env": env, "pip": pip,
         "files": {name: without_generated_lines(text) for name, text in launch.files.items()},
         "resources": resources, "download": _download_step(job)}
     if job.nodes > 1:

@@ -41,11 +41,11 @@ def _run(*cmd: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def _commit() -> str:
+def _commit(revision: str) -> str:
     try:
-        return _run("git", "rev-parse", "--verify", f"{PREVIOUS}^{{commit}}", cwd=REPO).strip()
+        return _run("git", "rev-parse", "--verify", f"{revision}^{{commit}}", cwd=REPO).strip()
     except PreviousUnavailable as exc:
-        raise PreviousUnavailable(f"commit {PREVIOUS[:12]} is not in this clone's history "
+        raise PreviousUnavailable(f"commit {revision[:12]} is not in this clone's history "
                                   f"(a shallow clone?): {exc}") from None
 
 
@@ -65,9 +65,10 @@ def _works(python: Path, venv: Path) -> bool:
     return done.returncode == 0 and done.stdout.startswith(str(venv))
 
 
-def previous_ftspec() -> Path:
-    """The ``ftspec`` command of the previous release (built once, then cached)."""
-    commit = _commit()
+def previous_ftspec(revision: str = PREVIOUS) -> Path:
+    """The ``ftspec`` command of the previous release (built once, then cached); another
+    ``revision`` of main for measurements by hand."""
+    commit = _commit(revision)
     root = _cache_root() / commit[:12]
     venv, src = root / "venv", root / "src"
     python, command = venv / "bin" / "python", venv / "bin" / "ftspec"
