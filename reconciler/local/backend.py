@@ -64,7 +64,8 @@ def _spec_file(path: str, root: Path) -> str:
 
 def _before(view: RunView) -> dict[str, Any]:
     r = view.record
-    return {"spec_id": r.spec_id, "spec_file": r.spec_file, "argv": r.argv, "phase": view.phase.value, "pid": r.supervisor_pid,
+    return {"spec_id": r.spec_id, "spec_file": r.spec_file, "argv": r.argv,
+            "phase": view.phase.value, "pid": r.supervisor_pid,
             "exit_code": view.returncode}
 
 
