@@ -123,13 +123,23 @@ def moved_defaults(old: AppliedRecord, new: AppliedRecord) -> list[tuple[str, An
     return out
 
 
-def upgrade_note(record: AppliedRecord | None, now: Job | AppliedRecord) -> str | None:
+LEGACY_NOTE = ("applied by an older ftspec, which kept no record of the spec as written: if "
+               "the spec did not change, this change comes from the ftspec upgrade (to "
+               "ftspec {version}); the next apply records what is needed to tell")
+
+
+def upgrade_note(record: AppliedRecord | None, now: Job | AppliedRecord, *,
+                 legacy: bool = False) -> str | None:
     """Why what would run differs although the spec as written does not: a new ftspec.
 
-    ``record``: what was applied; ``now``: the Job planned (or its record). None when there
-    is no record or the user changed the spec (then the change is theirs)."""
+    ``record``: what was applied; ``now``: the Job planned (or its record); ``legacy``: the
+    run was applied by an ftspec that wrote no record (it cannot be told apart from the
+    user's own change, and the note says so). None when there is no record or the user
+    changed the spec (then the change is theirs)."""
     new = record_of(now) if isinstance(now, Job) else now
-    if record is None or record.written != new.written:
+    if record is None:
+        return LEGACY_NOTE.format(version=new.ftspec) if legacy else None
+    if record.written != new.written:
         return None
     versions = (f"ftspec {record.ftspec} -> {new.ftspec}" if record.ftspec != new.ftspec
                 else f"ftspec {new.ftspec}, another build")

@@ -22,7 +22,7 @@ from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern
 from ftspec.reconciler.model import Action, Change
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
 
 
 class OwnershipError(Exception):
@@ -119,8 +119,9 @@ def decide(inp: ObjectInput) -> Change:
         reasons.append(f"drift: changed outside ftspec{by}")
     action = Action.REPLACE if forcing else Action.UPDATE
     new_record = record_in(inp.desired)
-    upgrade = None if drift or new_record is None else upgrade_note(record_in(inp.live),
-                                                                     new_record)
+    live_notes = (inp.live.get("metadata") or {}).get("annotations") or {}
+    upgrade = None if drift or new_record is None else upgrade_note(
+        record_in(inp.live), new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
     return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
                   fields=fields, ml_changes=ml, drift=drift, spec_file=inp.spec_file,
                   upgrade=upgrade)

@@ -116,7 +116,8 @@ class LocalBackend:
         old_summary = applied.summary if applied and applied.summary else record.summary
         return Change(addr, Action.REPLACE, before, after, reason=reason, fields=tuple(fields),
                       ml_changes=describe_changes(old_summary, after["summary"]),
-                      spec_file=d.spec_file, upgrade=upgrade_note(applied, job))
+                      spec_file=d.spec_file,
+                      upgrade=upgrade_note(applied, job, legacy=not record.applied))
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes = [self._change(d) for d in desired]

@@ -40,7 +40,7 @@ from ftspec.reconciler.progress import status_metrics, track_text, tracker_for, 
 from ftspec.reconciler.ray.compare import run_changes
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL, Job
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 from ftspec.targets.ray_nodes import node_states
 
 PREFIX = "ray.job."
@@ -166,7 +166,8 @@ class RayBackend:
                       fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
                               *fields),
                       ml_changes=describe_changes(old_summary, d.job.summary),
-                      upgrade=upgrade_note(applied, d.job))
+                      upgrade=upgrade_note(applied, d.job,
+                                           legacy=SPEC_HASH_ANNOTATION in old_meta))
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes: list[Change] = []

@@ -131,3 +131,5 @@ def test_upgrade_note_names_the_moved_default() -> None:
     # the user changed the spec: the change is theirs, no upgrade note
     assert upgrade_note(replace(old, written="other"), job) is None
     assert upgrade_note(None, job) is None
+    legacy = upgrade_note(None, job, legacy=True)
+    assert legacy is not None and "kept no record of the spec as written" in legacy
