@@ -107,8 +107,8 @@ def _not_saved(exc: StalePlanError) -> BackendError:
     """The live state changed between this apply's own plan and its changes (another apply
     ran meanwhile): not a saved plan's staleness."""
     detail = str(exc).removeprefix("Saved plan is stale: ")
-    return BackendError(f"the live state changed while this apply ran ({detail}); another "
-                        "apply probably ran at the same time. Nothing was changed",
+    return BackendError(f"the live state changed between this apply's plan and its changes "
+                        f"(another apply ran meanwhile): {detail}. Nothing was changed",
                         hint="run `ftspec apply` again: it plans against the state as it is "
                         "now", retryable=True)
 

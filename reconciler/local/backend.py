@@ -155,6 +155,7 @@ class LocalBackend:
     def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
         applied: list[Change] = []
         failed: list[tuple[str, str]] = []
+
         def waiting(holder: str) -> None:
             reporter.event(f"waiting for the local state lock, held by {holder}")
 
@@ -164,11 +165,12 @@ class LocalBackend:
                 if now != digest:
                     what = "recorded" if digest == "absent" else \
                         "removed" if now == "absent" else "replaced"
-                    by = f" by another ftspec ({waited_for}), which held the lock while " \
-                        "this one waited" if waited_for else ""
-                    raise StalePlanError(
-                        f"Saved plan is stale: the run of {addr} was {what}{by} since the "
-                        "plan was made", hint="run `ftspec plan` again")
+                    message = f"the run of {addr} was {what} since the plan was made"
+                    if waited_for:
+                        message += (", by another ftspec that held the state lock meanwhile: "
+                                    + waited_for)
+                    raise StalePlanError(f"Saved plan is stale: {message}",
+                                         hint="run `ftspec plan` again")
             for change in plan.changes:
                 if change.action is Action.NOOP:
                     continue

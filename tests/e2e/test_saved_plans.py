@@ -121,6 +121,8 @@ def test_concurrent_apply_names_the_lock_holder(workdir: Path, e2e_env: dict[str
     assert f"waiting for the local state lock, held by pid {os.getpid()}" in err, err
     assert "since " in err and " s ago" in err
     assert "Saved plan is stale" not in err
-    assert "the live state changed while this apply ran" in err
-    assert "was removed by another ftspec" in err and "Nothing was changed" in err
+    assert "the live state changed between this apply's plan and its changes" in err
+    assert ("the run of local.run.tiny-local was removed since the plan was made, by another "
+            f"ftspec that held the state lock meanwhile: pid {os.getpid()}") in err, err
+    assert "Nothing was changed" in err
     assert not (workdir / ".ftspec/local/tiny-local.json").exists()
