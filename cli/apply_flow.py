@@ -13,8 +13,8 @@ from ftspec.cli.live import (
     prepare_specs,
     report_error,
 )
-from ftspec.reconciler.backend import BackendError, Desired
-from ftspec.reconciler.model import Phase, Plan
+from ftspec.reconciler.backend import BackendError, Desired, StalePlanError
+from ftspec.reconciler.model import Action, Phase, Plan
 
 
 def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
@@ -29,6 +29,9 @@ def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, 
         plan = load_plan(specs[0])
         options = BackendOptions(kubeconfig, context, force_conflicts)
         return get_backend(plan.backend, options), plan, [], True
+    if any(is_saved_plan(p) for p in specs):
+        raise BackendError("a saved plan is applied on its own: `ftspec apply PLAN` with no "
+                           "spec files beside it")
     backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                      force_conflicts=force_conflicts, identity_only=destroy)
     plan = backend.plan_destroy(desired) if destroy else backend.plan(desired)
@@ -58,6 +61,9 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
         result = backend.apply(plan, ConsoleReporter(quiet=as_json))
     except CommandFailed as exc:
         return exc.code
+    except StalePlanError as exc:
+        report_error(exc if saved else _not_saved(exc))
+        return 1
     except BackendError as exc:
         report_error(exc)
         return 1
@@ -86,6 +92,13 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
     if not result.ok:
         return 1
     if wait and not destroy:
+        if saved:
+            try:
+                backend, desired = _planned_jobs(plan, kubeconfig, context)
+            except CommandFailed as exc:
+                return exc.code
+            if not desired:
+                return 0  # the plan only destroys: nothing left to follow
         return _wait(backend, desired, timeout, as_json, ok_data)
     return 0
 
@@ -102,11 +115,43 @@ def _interrupted(desired: list[Desired]) -> None:
               f"stop it with `ftspec destroy {escape(specs)}`.")
 
 
+def _not_saved(exc: StalePlanError) -> BackendError:
+    """The live state changed between this apply's own plan and its changes (another apply
+    ran meanwhile): not a saved plan's staleness."""
+    detail = str(exc).removeprefix("Saved plan is stale: ")
+    return BackendError(f"the live state changed between this apply's plan and its changes "
+                        f"(another apply ran meanwhile): {detail}. Nothing was changed",
+                        hint="run `ftspec apply` again: it plans against the state as it is "
+                        "now", retryable=True)
+
+
+def _planned_jobs(plan: Plan, kubeconfig: str | None, context: str | None
+                  ) -> tuple[Any, list[Desired]]:
+    """The jobs a saved plan created or changed, from the specs it was made from."""
+    inputs = plan.inputs
+    if not inputs.get("specs"):
+        raise _fail(BackendError("this saved plan does not name its spec files (made by an "
+                                 "older ftspec), so --wait cannot follow its jobs",
+                                 hint="use `ftspec status --watch SPEC`"))
+    backend, desired = prepare_specs(
+        [Path(p) for p in inputs["specs"]], tuple(Path(p) for p in inputs["overlays"]),
+        tuple(inputs["sets"]), inputs.get("namespace"), kubeconfig, context,
+        identity_only=True)
+    kept = {Path(c.spec_file).resolve() for c in plan.changes
+            if c.action is not Action.DELETE and c.spec_file}
+    return backend, [d for d in desired if Path(d.spec_file).resolve() in kept]
+
+
+def _fail(exc: BackendError) -> CommandFailed:
+    report_error(exc)
+    return CommandFailed(1)
+
+
 def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: bool,
           ok_data: dict[str, Any]) -> int:
     if not desired:
-        report_error(BackendError("--wait needs the spec files (a saved plan does not name "
-                                  "the jobs to follow)", hint="use `ftspec status --watch`"))
+        report_error(BackendError("--wait has no job to follow",
+                                  hint="use `ftspec status --watch`"))
         return 1
     failed = False
     statuses = []

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compile": ("compile", "Write a target's artifacts (torchtune, accelerate, kubeflow, ...)."),
     "plan": ("plan", "Show the changes apply would make to the live objects."),
     "apply": ("apply", "Apply specs (or a saved plan) to the live objects."),
+    "show": ("show", "Print a saved plan (written by plan --out), or --json."),
     "destroy": ("destroy", "Delete the live objects these specs own."),
     "status": ("status", "Show each spec's job: phase, steps, loss, time left, outputs."),
     "logs": ("logs", "Print (or --follow) the logs of a spec's job."),

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
+from ftspec.reconciler.applied import RECORD_KEY
 from ftspec.reconciler.fielddiff import count_leaves, leaves
 
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
@@ -88,12 +89,16 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
                      "[/yellow]")
     if ch.get("reason") and action in ("replace", "delete"):
         lines.append(f"  [dim]# ({_esc(ch['reason'])})[/dim]")
+    if ch.get("upgrade"):
+        lines.append(f"  [yellow]# ({_esc(ch['upgrade'])})[/yellow]")
     sym = SYMBOL[action]
     lines.append(f"[{style}]{sym:>3}[/{style}] resource \"{kind}\" \"{_esc(name)}\" {{")
     if action == "create":
         for path, after in leaves(ch["after"] or {}):
             if SUMMARY_ANNOTATION in path:
                 after = "(ML summary)"
+            elif RECORD_KEY in path or path == "applied":
+                after = "(ftspec's record of this apply: version, spec, ML summary)"
             lines.append(f"      [green]+[/green] {_esc(path)} = {_esc(_val(after))}")
     elif action == "delete":
         shown = 0

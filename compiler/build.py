@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ftspec.compiler.memory import estimate_memory
 from ftspec.compiler.summary import ml_summary
@@ -16,7 +16,6 @@ from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import (
     OWNER_LABEL,
     OWNER_VALUE,
-    SPEC_HASH_ANNOTATION,
     SPEC_ID_LABEL,
     Job,
     ModelFacts,
@@ -28,9 +27,37 @@ from ftspec.spec.platforms import NEWEST_TRAINER
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
 
-def spec_hash(spec: FineTuneSpec) -> str:
-    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+def _digest(data: Any) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def spec_hash(spec: FineTuneSpec) -> str:
+    """The spec with every default: a cache key, never a reason to change a live run."""
+    return _digest(spec.model_dump(mode="json"))
+
+
+def written_digest(spec: FineTuneSpec) -> str:
+    """The spec as the user wrote it (no defaults): unchanged by a new ftspec."""
+    return _digest(spec.model_dump(mode="json", exclude_unset=True))
+
+
+def _leaves(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for key, sub in value.items():
+            _leaves(sub, f"{prefix}.{key}" if prefix else str(key), out)
+    else:
+        out[prefix] = value
+
+
+def spec_defaults(spec: FineTuneSpec) -> dict[str, Any]:
+    """dotted path -> value for every leaf the spec took from ftspec's defaults."""
+    full: dict[str, Any] = {}
+    written: dict[str, Any] = {}
+    _leaves(spec.model_dump(mode="json"), "", full)
+    _leaves(spec.model_dump(mode="json", exclude_unset=True), "", written)
+    return {path: value for path, value in full.items() if path not in written
+            and not any(path.startswith(w + ".") or w.startswith(path + ".") for w in written)}
 
 
 def spec_id(spec: FineTuneSpec, source: Path | None) -> str:
@@ -134,7 +161,6 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     labels = dict(spec.metadata.labels)
     labels.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: ident})
     annotations = dict(spec.metadata.annotations)
-    annotations[SPEC_HASH_ANNOTATION] = digest
     job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,
         name=spec.metadata.name, namespace=spec.metadata.namespace,
@@ -149,6 +175,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         model=facts, lora_modules=lora_modules, memory=memory,
         labels=labels, annotations=annotations,
         trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
+        written=written_digest(spec), defaults=spec_defaults(spec),
     )
     return replace(job, summary=ml_summary(job))
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
-PLAN_FORMAT_VERSION = 1
+PLAN_FORMAT_VERSION = 2
+"""2: ``inputs`` and ``Change.upgrade`` (plans of version 1 are still read)."""
 
 
 class Action(str, Enum):
@@ -54,6 +55,9 @@ class Change:
     drift: bool = False
     """Live was changed outside ftspec since the last apply."""
     spec_file: str | None = None
+    upgrade: str | None = None
+    """Set when the spec as written is the one applied, yet what would run differs: the
+    change comes from a new ftspec (``ftspec.reconciler.applied.upgrade_note``)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,11 @@ class Plan:
     read_digests: dict[str, str] = field(default_factory=dict)
     """address -> digest of the live object read; apply refuses a stale plan."""
     specs: dict[str, str] = field(default_factory=dict)
-    """spec file -> spec hash planned."""
+    """spec file -> digest of the spec as written (``Job.written``) planned."""
     warnings: tuple[str, ...] = ()
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """What the plan was made from (``specs``, ``overlays``, ``sets``, ``namespace``): how
+    ``apply PLAN --wait`` finds the jobs to follow. Set by the CLI."""
     format_version: int = PLAN_FORMAT_VERSION
 
     @property

@@ -21,6 +21,8 @@ OWNER_LABEL = "app.kubernetes.io/managed-by"
 OWNER_VALUE = "ftspec"
 SPEC_ID_LABEL = "ftspec.dev/spec-id"
 SPEC_HASH_ANNOTATION = "ftspec.dev/spec-hash"
+"""Written by ftspec before the applied record (``ftspec.dev/applied``); only read now, so
+objects an older ftspec applied compare equal (it changed with every new default)."""
 
 if TYPE_CHECKING:
     from ftspec.spec.model import FineTuneSpec
@@ -93,7 +95,9 @@ class Job(Deferred):
     spec: FineTuneSpec
     spec_id: str
     spec_hash: str
-    """sha256 (hex, 16 chars) of the canonical spec: changes whenever the spec does."""
+    """sha256 (hex, 16 chars) of the canonical spec with every default: changes whenever
+    the spec or one of ftspec's defaults does. A cache key only: never written into
+    artifacts or live objects, never compared by ``plan`` (see ``written``)."""
     name: str
     namespace: str
     launcher: Launcher
@@ -130,6 +134,12 @@ class Job(Deferred):
     (``auto`` = newest)."""
     trainer_pin: str | None = None
     """``deploy.kubeflow.trainer_version`` unless ``auto``: the version the spec insists on."""
+    written: str = ""
+    """sha256 (hex, 16 chars) of the spec as the user wrote it (overlays and ``--set``
+    included, defaults not): tells a change the user made from one a new ftspec makes."""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    """Every value the spec took from ftspec's defaults, by dotted key path
+    (``training.seed``): what ``plan`` names when an upgrade changed one."""
     summary: dict[str, str] = field(default_factory=dict)
     """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
     what platform objects carry and what ``plan`` words its changes with."""

@@ -206,6 +206,8 @@ GAPS: dict[str, tuple[Gap, ...]] = {
 
 NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
     ("metadata", "description"): "documentation only",
+    ("metadata", "id"): "the job's identity: the address plan and apply use, the ownership "
+                        "label of platform objects, the local run folder",
     ("data", "train", "num_examples"): "steps per epoch and warm-up in the Job (explain)",
     ("data", "validation", "num_examples"): "documentation only (evaluation size)",
     ("data", "mixture", "datasets", "*", "num_examples"): "steps per epoch in the Job",

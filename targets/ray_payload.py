@@ -25,9 +25,9 @@ import json
 import re
 from typing import Any
 
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL, Job
 from ftspec.targets import shell
-from ftspec.targets.base import Launch
+from ftspec.targets.base import Launch, without_generated_lines
 from ftspec.targets.embed import relocate
 from ftspec.targets.unpack_script import UNPACK
 
@@ -53,7 +53,6 @@ def metadata(job: Job) -> dict[str, str]:
     return {
         OWNER_LABEL: OWNER_VALUE,
         SPEC_ID_LABEL: job.spec_id,
-        SPEC_HASH_ANNOTATION: job.spec_hash,
         NAME_KEY: job.name,
     }
 
@@ -77,7 +76,9 @@ def encode_files(files: Any) -> str:
 
 
 def submission_id(job: Job, content: Any) -> str:
-    """``<name>-<12 hex of the content hash>``: letters, digits, ``.``, ``_``, ``-`` only."""
+    """``<name>-<12 hex of the content hash>``: letters, digits, ``.``, ``_``, ``-`` only.
+    ``content`` is what the job runs (no hash of the spec, no ftspec version), so the id
+    stays while the run does."""
     digest = hashlib.sha256(
         json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()[:12]
@@ -95,8 +96,11 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
     from ftspec.targets.ray_nodes import DRIVER_MODULE, NODES_ENV, encode_plan, node_plan
 
     env = {**dict(launch.env), **env_vars}
+    # the job's identity takes part: two specs running the same get two ids (a renamed
+    # metadata.id is submitted before its old job is deleted)
     content: dict[str, Any] = {
-        "argv": list(launch.argv), "files": dict(launch.files), "env": env, "pip": pip,
+        "spec_id": job.spec_id, "argv": list(launch.argv), "env": env, "pip": pip,
+        "files": {name: without_generated_lines(text) for name, text in launch.files.items()},
         "resources": resources, "download": _download_step(job)}
     if job.nodes > 1:
         content["nodes"] = node_plan(job, list(launch.argv), [], "")

@@ -14,7 +14,8 @@ from ftspec.cli.specs import spec_options
 @spec_options
 @connection_options
 @click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Save the plan to FILE; `ftspec apply FILE` applies exactly it.")
+              help="Save the plan to FILE (any name, written 0600); `ftspec apply FILE` applies "
+              "exactly it, `ftspec show FILE` prints it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (see "
               "reconciler/README.md for the format).")
 @click.option("--detailed-exitcode", is_flag=True,
@@ -37,8 +38,14 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     from ftspec.reconciler.saved import plan_document, save_plan
 
     if out is not None:
+        from dataclasses import replace
+
         from ftspec.cli.output import write_error
 
+        plan = replace(plan, inputs={
+            "specs": [str(p.resolve()) for p in specs],
+            "overlays": [str(p.resolve()) for p in overlays], "sets": list(sets),
+            "namespace": namespace})
         try:
             save_plan(plan, out)
         except OSError as exc:

@@ -277,7 +277,7 @@ class KubernetesBackend:
 
     @staticmethod
     def _specs(desired: Sequence[Desired]) -> dict[str, str]:
-        return {d.spec_file: d.job.spec_hash for d in desired}
+        return {d.spec_file: d.job.written for d in desired}
 
     # ------------------------------------------------------------------ apply
     def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:

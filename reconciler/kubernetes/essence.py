@@ -12,6 +12,9 @@ import hashlib
 import json
 from typing import Any
 
+from ftspec.compiler.summary import SUMMARY_ANNOTATION
+from ftspec.reconciler.applied import RECORD_KEY
+from ftspec.spec.ir import SPEC_HASH_ANNOTATION
 from ftspec.spec.jsondata import copy_json
 
 SERVER_METADATA = (
@@ -20,7 +23,12 @@ SERVER_METADATA = (
 )
 APPLIED_DIGEST_ANNOTATION = "ftspec.dev/applied-digest"
 """Digest of the object ftspec last applied (its own value excluded): drift detection."""
-IGNORED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", APPLIED_DIGEST_ANNOTATION)
+LEGACY_ANNOTATIONS = (SPEC_HASH_ANNOTATION, SUMMARY_ANNOTATION)
+"""What an older ftspec wrote in place of the applied record (a spec hash that moved with
+every new default, the ML summary): ignored, so its objects compare by what they run."""
+IGNORED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", APPLIED_DIGEST_ANNOTATION,
+                       RECORD_KEY, *LEGACY_ANNOTATIONS)
+"""Bookkeeping: ftspec's applied record explains a change, it never is one."""
 
 
 def essence(obj: dict[str, Any]) -> dict[str, Any]:

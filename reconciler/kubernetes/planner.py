@@ -6,16 +6,23 @@ I/O, so every decision is unit-testable with hand-written objects.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ftspec.reconciler.applied import (
+    RECORD_KEY,
+    AppliedRecord,
+    decode,
+    legacy_summary,
+    upgrade_note,
+)
 from ftspec.reconciler.fielddiff import field_changes
+from ftspec.reconciler.kubernetes.comparable import comparable
 from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern
 from ftspec.reconciler.model import Action, Change
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
+from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
 
 
 class OwnershipError(Exception):
@@ -37,17 +44,23 @@ def owner_of(obj: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def record_in(obj: dict[str, Any] | None) -> AppliedRecord | None:
+    """The applied record an object carries (``ftspec.reconciler.applied``)."""
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    return decode(annotations.get(RECORD_KEY)) if isinstance(annotations, dict) else None
+
+
 def ml_of(obj: dict[str, Any] | None) -> dict[str, str] | None:
+    """The ML summary: from the applied record, or where an older ftspec kept it."""
     from ftspec.compiler.summary import SUMMARY_ANNOTATION
 
     if obj is None:
         return None
+    record = record_in(obj)
+    if record is not None:
+        return record.summary or None
     raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(SUMMARY_ANNOTATION)
-    try:
-        data = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    return legacy_summary(raw) or None
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,7 @@ def decide(inp: ObjectInput) -> Change:
     kind = str(inp.desired.get("kind"))
     before = essence(inp.live)
     after = essence(inp.dry_run if inp.dry_run is not None else inp.desired)
+    live_run, desired_run = comparable(before), comparable(after)
 
     forcing: list[str] = []
 
@@ -88,7 +102,7 @@ def decide(inp: ObjectInput) -> Change:
             forcing.append(pattern)
         return pattern is not None
 
-    fields = field_changes(before, after, forces)
+    fields = field_changes(live_run, desired_run, forces)
     ml_before, ml_after = ml_of(inp.live), ml_of(inp.desired)
     ml = describe_changes(ml_before, ml_after) if ml_before and ml_after else ()
     if not fields:
@@ -104,8 +118,13 @@ def decide(inp: ObjectInput) -> Change:
         by = f" by {', '.join(managers)}" if managers else ""
         reasons.append(f"drift: changed outside ftspec{by}")
     action = Action.REPLACE if forcing else Action.UPDATE
+    new_record = record_in(inp.desired)
+    live_notes = (inp.live.get("metadata") or {}).get("annotations") or {}
+    upgrade = None if drift or new_record is None else upgrade_note(
+        record_in(inp.live), new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
     return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
-                  fields=fields, ml_changes=ml, drift=drift, spec_file=inp.spec_file)
+                  fields=fields, ml_changes=ml, drift=drift, spec_file=inp.spec_file,
+                  upgrade=upgrade)
 
 
 def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:

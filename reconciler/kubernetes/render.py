@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Desired
@@ -37,8 +36,10 @@ def _manifests(desired: Desired) -> list[dict[str, Any]]:
 
 
 def render(desired: Desired) -> list[dict[str, Any]]:
-    """The objects with ownership labels, namespace and the ML summary annotation."""
-    from ftspec.compiler.summary import SUMMARY_ANNOTATION
+    """The objects with ownership labels, namespace and, on the job object, the applied
+    record annotation (``ftspec.reconciler.applied``: version, spec as written, defaults,
+    ML summary; ignored when comparing)."""
+    from ftspec.reconciler.applied import RECORD_KEY, encode, record_of
 
     job = desired.job
     out = []
@@ -52,6 +53,6 @@ def render(desired: Desired) -> list[dict[str, Any]]:
         for key, value in job.annotations.items():
             annotations.setdefault(key, value)
         if obj.get("kind") == JOB_KIND.get(job.target):
-            annotations[SUMMARY_ANNOTATION] = json.dumps(job.summary, sort_keys=False)
+            annotations[RECORD_KEY] = encode(record_of(job))
         out.append(obj)
     return out

@@ -1,10 +1,14 @@
 """The local backend (``deploy.target: local``): the launcher's command as a process here.
 
-One resource per spec, ``local.run.<spec-id>``. ``plan`` compares the spec's content hash
-with the recorded run's: none -> create; same hash -> no-op (running or succeeded) or replace
-when the last run failed (like a tainted resource in Terraform); other hash -> replace, which
-stops an active run first. Runs of a spec file that no longer produces them (renamed
-``metadata.id``) are deleted. Never two runs of one spec.
+One resource per spec, ``local.run.<spec-id>``. ``plan`` compares what would run (the
+program, its arguments, the environment ftspec adds and the launcher's files, as
+``reconciler.local.compare`` normalises them) with what the recorded run was started
+with: no record -> create; the same run -> no-op (running or succeeded) or replace when
+the last run failed (like a tainted resource in Terraform); another run -> replace, which
+stops an active run first. No hash of the spec (which moves with every new default) takes
+part, so a new ftspec that compiles the same run plans "No changes"; where it compiles a
+different one, the change says so (``Change.upgrade``). Runs of a spec file that no longer
+produces them (renamed ``metadata.id``) are deleted. Never two runs of one spec.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import describe_changes
+from ftspec.reconciler.applied import decode, encode, record_of, upgrade_note
 from ftspec.reconciler.backend import (
     BackendError,
     Desired,
@@ -23,6 +28,7 @@ from ftspec.reconciler.backend import (
     StalePlanError,
 )
 from ftspec.reconciler.local import runner
+from ftspec.reconciler.local.compare import run_changes
 from ftspec.reconciler.local.launch import prepare
 from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
@@ -33,7 +39,6 @@ from ftspec.reconciler.model import (
     Action,
     ApplyResult,
     Change,
-    FieldChange,
     Phase,
     Plan,
     Status,
@@ -62,8 +67,8 @@ def _spec_file(path: str, root: Path) -> str:
 
 def _before(view: RunView) -> dict[str, Any]:
     r = view.record
-    return {"spec_id": r.spec_id, "spec_hash": r.spec_hash, "spec_file": r.spec_file,
-            "argv": r.argv, "phase": view.phase.value, "pid": r.supervisor_pid,
+    return {"spec_id": r.spec_id, "spec_file": r.spec_file, "argv": r.argv,
+            "phase": view.phase.value, "pid": r.supervisor_pid,
             "exit_code": view.returncode}
 
 
@@ -85,9 +90,10 @@ class LocalBackend:
 
     def _after(self, d: Desired) -> dict[str, Any]:
         launch = prepare(d)
-        return {"spec_id": d.job.spec_id, "spec_hash": d.job.spec_hash,
+        return {"spec_id": d.job.spec_id,
                 "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
-                "summary": d.job.summary, **launch.to_json()}
+                "summary": d.job.summary, "applied": encode(record_of(d.job)),
+                **launch.to_json()}
 
     def _change(self, d: Desired) -> Change:
         job = d.job
@@ -99,7 +105,9 @@ class LocalBackend:
                           spec_file=d.spec_file)
         view = observe(record, self.root)
         before = _before(view)
-        if record.spec_hash == job.spec_hash:
+        fields = run_changes(record, after,
+                             lambda name: runner.launch_file(self.root, record.run_dir, name))
+        if not fields:
             if view.phase is Phase.FAILED:
                 drift = not view.stop_requested
                 return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
@@ -108,25 +116,15 @@ class LocalBackend:
             what = "is running" if view.active else "already succeeded"
             return Change(addr, Action.NOOP, before, after, spec_file=d.spec_file,
                           reason=f"the run of this spec {what} (pid {record.supervisor_pid})")
-        reason = f"spec changed (spec hash {record.spec_hash} -> {job.spec_hash})"
+        applied = decode(record.applied)
+        reason = f"what would run changed ({', '.join(f.path for f in fields)})"
         if view.active:
             reason += f"; the active run (pid {record.supervisor_pid}) is stopped first"
-        fields = [FieldChange("spec_hash", record.spec_hash, job.spec_hash, True)]
-        if record.argv != after["argv"]:
-            fields.append(FieldChange("argv", record.argv, after["argv"], True))
-        fields.extend(self._file_changes(record.run_dir, after.get("files") or {}))
+        old_summary = applied.summary if applied and applied.summary else record.summary
         return Change(addr, Action.REPLACE, before, after, reason=reason, fields=tuple(fields),
-                      ml_changes=describe_changes(record.summary, after["summary"]),
-                      spec_file=d.spec_file)
-
-    def _file_changes(self, run_dir: str, files: dict[str, str]) -> list[FieldChange]:
-        """The generated files that differ from those the recorded run was started with."""
-        changed = []
-        for name, new in sorted(files.items()):
-            old = runner.launch_file(self.root, run_dir, name)
-            if old != new:
-                changed.append(FieldChange(f'files["{name}"]', old, new, True))
-        return changed
+                      ml_changes=describe_changes(old_summary, after["summary"]),
+                      spec_file=d.spec_file,
+                      upgrade=upgrade_note(applied, job, legacy=not record.applied))
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes = [self._change(d) for d in desired]
@@ -157,19 +155,29 @@ class LocalBackend:
     def _plan(self, changes: list[Change], desired: Sequence[Desired]) -> Plan:
         digests = {c.address: self.store.digest(c.address[len(PREFIX):]) for c in changes}
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
-                    specs={d.spec_file: d.job.spec_hash for d in desired})
+                    specs={d.spec_file: d.job.written for d in desired})
 
     # ------------------------------------------------------------------ apply
 
     def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
         applied: list[Change] = []
         failed: list[tuple[str, str]] = []
-        with self.store.lock():
+
+        def waiting(holder: str) -> None:
+            reporter.event(f"waiting for the local state lock, held by {holder}")
+
+        with self.store.lock(on_wait=waiting) as waited_for:
             for addr, digest in plan.read_digests.items():
-                if self.store.digest(addr[len(PREFIX):]) != digest:
-                    raise StalePlanError(
-                        f"Saved plan is stale: the local state of {addr} changed since the "
-                        "plan was made", hint="run `ftspec plan` again")
+                now = self.store.digest(addr[len(PREFIX):])
+                if now != digest:
+                    what = "recorded" if digest == "absent" else \
+                        "removed" if now == "absent" else "replaced"
+                    message = f"the run of {addr} was {what} since the plan was made"
+                    if waited_for:
+                        message += (", by another ftspec that held the state lock meanwhile: "
+                                    + waited_for)
+                    raise StalePlanError(f"Saved plan is stale: {message}",
+                                         hint="run `ftspec plan` again")
             for change in plan.changes:
                 try:
                     record = self.store.read(change.address[len(PREFIX):])
@@ -214,8 +222,6 @@ class LocalBackend:
             return [Status(addr, Phase.UNKNOWN, "not applied: no local run recorded for this "
                            "spec (run `ftspec apply`)", platform={"exists": False})]
         message = view.message
-        if view.record.spec_hash != desired.job.spec_hash:
-            message += " (of an older version of the spec; `ftspec plan` shows the replace)"
         return [Status(addr, view.phase, message, platform={"exists": True, **view.platform()},
                        metrics=view.metrics(),
                        outputs=self._outputs(desired, view.record.started_at),

@@ -59,6 +59,10 @@ class RunRecord:
     summary: dict[str, str] = field(default_factory=dict)
     version: int = RECORD_VERSION
     state: str = STARTED
+    applied: str = ""
+    """``ftspec.reconciler.applied``'s record of what was applied (ftspec version, spec as
+    written, defaults, ML summary), decoded and checked there; empty in records of an
+    older ftspec."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,7 +116,8 @@ def parse_record(data: object, spec_id: str) -> RunRecord:
         launcher=f.text("launcher"), argv=f.texts("argv"), env=f.mapping("env"),
         cwd=f.text("cwd"), run_dir=run_dir, log=log, started_at=started_at,
         supervisor_pid=pid, supervisor_create_time=create_time, pgid=pgid,
-        summary=f.mapping("summary", required=False), version=version, state=state)
+        summary=f.mapping("summary", required=False), version=version, state=state,
+        applied=f.text("applied", default=""))
 
 
 def _inside_project(run_dir: str, spec_id: str) -> None:

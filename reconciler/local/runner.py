@@ -72,12 +72,13 @@ def start(store: StateStore, after: dict[str, Any], reporter: Reporter) -> RunRe
         log_fd = _prepare(root, after)
     try:
         intent = RunRecord(
-            spec_id=after["spec_id"], spec_hash=after["spec_hash"],
+            spec_id=after["spec_id"], spec_hash=str(after.get("spec_hash", "")),
             spec_file=after["spec_file"], launcher=after["launcher"],
             argv=list(after["argv"]), env=dict(after["env"]), cwd=str(root),
             run_dir=after["run_dir"], log=after["log"], started_at=time.time(),
             supervisor_pid=None, supervisor_create_time=None, pgid=None,
-            summary=dict(after.get("summary", {})), state=STARTING)
+            summary=dict(after.get("summary", {})), applied=str(after.get("applied", "")),
+            state=STARTING)
         store.write(intent)
         env = {**os.environ, **after["env"]}
         cmd = [sys.executable, "-m", procs.SUPERVISOR_MODULE, str(run_abs), "--",

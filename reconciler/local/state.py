@@ -16,7 +16,7 @@ import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -135,9 +135,15 @@ class StateStore:
         return out
 
     @contextmanager
-    def lock(self, timeout_s: float = 30.0) -> Iterator[None]:
-        """Exclusive lock on the local state; a second apply waits, then fails clearly."""
+    def lock(self, timeout_s: float = 30.0, on_wait: Callable[[str], None] | None = None
+             ) -> Iterator[str | None]:
+        """Exclusive lock on the local state. A second apply waits (``on_wait`` is told whom
+        for), then fails clearly naming the holder; yields the holder it waited for (None
+        when the lock was free), so a plan made before can say who changed the state."""
+        from ftspec.reconciler.local.lockinfo import holder_record, read_holder
+
         path = self.dir / LOCK_FILE
+        waited_for: str | None = None
         with guarded(self.dir), self.state_dir(create=True) as folder:
             fd = folder.open_fd(LOCK_FILE, os.O_RDWR | os.O_CREAT, mode=0o600)
         try:
@@ -147,20 +153,22 @@ class StateStore:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
+                    holder = read_holder(fd)
+                    if waited_for is None and on_wait is not None:
+                        on_wait(holder)
+                    waited_for = holder
                     if time.monotonic() >= deadline:
-                        held = os.pread(fd, 32, 0).decode(errors="replace")
-                        holder = "".join(c for c in held if c.isdigit()) or "?"
                         raise BackendError(
-                            f"the local state {self.dir} is locked by another ftspec "
-                            f"(pid {holder})",
-                            hint="wait for that apply/destroy to finish; the lock is released "
-                            "automatically when its process ends",
+                            f"another ftspec apply/destroy holds the lock on the local state "
+                            f"{self.dir}: {holder}",
+                            hint="wait for it to finish (the lock is released when its "
+                            "process ends), then run this command again",
                             retryable=True,
                         ) from None
                     time.sleep(0.1)
             with guarded(path):
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
+                os.pwrite(fd, holder_record(), 0)
+            yield waited_for
         finally:
             os.close(fd)  # closing releases the flock

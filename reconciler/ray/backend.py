@@ -1,10 +1,13 @@
 """The Ray backend (``deploy.target: ray``): jobs on an existing cluster via the Jobs API.
 
 Ray is the state: a job is ftspec's when its metadata says so (``app.kubernetes.io/managed-by:
-ftspec``) and belongs to a spec through ``ftspec.dev/spec-id``. One resource per spec,
-``ray.job.<spec-id>``. The submission id comes from the ray target's artifact (spec name +
-content hash), so a changed spec gets a new id: Ray jobs are immutable, a change is a
-replace (stop + delete the old job, submit the new). A job of the current id that was
+ftspec``) and belongs to a spec through ``ftspec.dev/spec-id``; its metadata also holds the
+applied record (``ftspec.reconciler.applied``). One resource per spec, ``ray.job.<spec-id>``.
+A live job is the spec's current one when it runs what the spec would submit now
+(``reconciler.ray.compare``: entrypoint, runtime environment, files, resources; not the
+submission id, not ftspec's metadata), so a new ftspec that submits the same run keeps it.
+Otherwise Ray jobs being immutable, a change is a replace (stop + delete the old job, submit
+the new, whose id is the spec name + a digest of its content). A current job that was
 STOPPED outside ftspec is drift; one that FAILED is submitted again (both replaces). Jobs
 of a spec file that no longer produces them (renamed spec id) are cleaned up.
 """
@@ -21,6 +24,14 @@ from urllib.parse import urlparse
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
+from ftspec.reconciler.applied import (
+    RECORD_KEY,
+    decode,
+    encode,
+    legacy_summary,
+    record_of,
+    upgrade_note,
+)
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.failure import reason
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
@@ -34,6 +45,7 @@ from ftspec.reconciler.progress import (
     tracker_for,
     tracker_settings,
 )
+from ftspec.reconciler.ray.compare import run_changes
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
@@ -67,11 +79,11 @@ def submission(d: Desired) -> dict[str, Any]:
         raise BackendError("the ray target produced no Jobs API submission")
     payload: dict[str, Any] = json.loads(json.dumps(dict(objs[0])))
     job = d.job
-    payload.setdefault("submission_id", f"ftspec-{job.spec_id}-{job.spec_hash}")
+    if not payload.get("submission_id"):
+        raise BackendError("the ray target's submission has no submission_id")
     meta = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
     meta.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: job.spec_id,
-                 SPEC_HASH_ANNOTATION: job.spec_hash, SPEC_FILE_KEY: _spec_file(d.spec_file),
-                 SUMMARY_ANNOTATION: json.dumps(job.summary, sort_keys=True)})
+                 SPEC_FILE_KEY: _spec_file(d.spec_file), RECORD_KEY: encode(record_of(job))})
     payload["metadata"] = meta
     return payload
 
@@ -84,8 +96,13 @@ def _owned(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _brief(job: dict[str, Any]) -> dict[str, Any]:
     meta = job.get("metadata") or {}
     return {"submission_id": job.get("submission_id"), "status": job.get("status"),
-            "spec_hash": meta.get(SPEC_HASH_ANNOTATION), "spec_file": meta.get(SPEC_FILE_KEY),
+            "spec_file": meta.get(SPEC_FILE_KEY),
             "message": job.get("message"), "driver_exit_code": job.get("driver_exit_code")}
+
+
+def _started(job: dict[str, Any]) -> float:
+    value = job.get("start_time")
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def _digest(jobs: list[dict[str, Any]]) -> str:
@@ -120,36 +137,45 @@ class RayBackend:
         after = {"address": self.api(d).address, **submission(d)}
         addr = address(d.job.spec_id)
         sid = after["submission_id"]
-        current = next((j for j in mine if j.get("submission_id") == sid), None)
+        # the newest job that runs what the spec would submit now is the current one
+        same = [j for j in mine if not run_changes(j, after)]
+        current = max(same, key=_started) if same else None
         before = {"jobs": [_brief(j) for j in mine]} if mine else None
         others = [j for j in mine if j is not current]
         if current is None and not mine:
             return Change(addr, Action.CREATE, None, after, reason="no job of this spec",
                           spec_file=d.spec_file)
         if current is not None and not others:
+            live_id = str(current.get("submission_id"))
             status = str(current.get("status"))
             if status == "STOPPED":
                 return Change(addr, Action.REPLACE, before, after, drift=True,
-                              spec_file=d.spec_file,
-                              reason=f"job {sid} was stopped outside ftspec; it is resubmitted")
+                              spec_file=d.spec_file, reason=f"job {live_id} was stopped "
+                              "outside ftspec; it is resubmitted")
             if status == "FAILED":
                 return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
-                              drift=True, reason=f"job {sid} FAILED "
+                              drift=True, reason=f"job {live_id} FAILED "
                               f"({current.get('message') or 'no message'}); it is resubmitted")
-            return Change(addr, Action.NOOP, before, after, spec_file=d.spec_file,
-                          reason=f"job {sid} is {status}")
-        old = others[-1] if others else current
+            return Change(addr, Action.NOOP, before, {**after, "submission_id": live_id},
+                          spec_file=d.spec_file, reason=f"job {live_id} is {status}")
+        old = max(others, key=_started) if others else current
         assert old is not None
         old_meta = old.get("metadata") or {}
-        old_summary = json.loads(old_meta.get(SUMMARY_ANNOTATION, "{}") or "{}")
+        applied = decode(old_meta.get(RECORD_KEY))
+        old_summary = applied.summary if applied and applied.summary else \
+            legacy_summary(old_meta.get(SUMMARY_ANNOTATION))
         active = [str(j.get("submission_id")) for j in mine if j.get("status") not in TERMINAL]
-        reason = (f"spec changed (spec hash {old_meta.get(SPEC_HASH_ANNOTATION)} -> "
-                  f"{d.job.spec_hash}): Ray jobs are immutable, the new job gets id {sid}")
+        fields = run_changes(old, after)
+        reason = (f"what would run changed ({', '.join(f.path for f in fields) or 'jobs'}): "
+                  f"Ray jobs are immutable, the new job gets id {sid}")
         if active:
             reason += f"; {', '.join(active)} is stopped first"
         return Change(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
-                      fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),),
-                      ml_changes=describe_changes(old_summary, d.job.summary))
+                      fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
+                              *fields),
+                      ml_changes=describe_changes(old_summary, d.job.summary),
+                      upgrade=upgrade_note(applied, d.job,
+                                           legacy=SPEC_HASH_ANNOTATION in old_meta))
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes: list[Change] = []
@@ -180,7 +206,7 @@ class RayBackend:
                     "(spec id renamed)", spec_file=jobs[0]["metadata"][SPEC_FILE_KEY]))
                 digests[addr] = _digest(jobs)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
-                    specs={d.spec_file: d.job.spec_hash for d in desired})
+                    specs={d.spec_file: d.job.written for d in desired})
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         changes, digests = [], {}
@@ -194,7 +220,7 @@ class RayBackend:
                     reason="stops the job if it runs and deletes it", spec_file=d.spec_file))
                 digests[addr] = _digest(mine)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
-                    specs={d.spec_file: d.job.spec_hash for d in desired})
+                    specs={d.spec_file: d.job.written for d in desired})
 
     # ------------------------------------------------------------------ apply
 
@@ -268,12 +294,10 @@ class RayBackend:
     # ------------------------------------------------------------------ observe
 
     def _current(self, d: Desired) -> dict[str, Any] | None:
-        """The newest Ray job of this spec's current version, else of any version (the job's
-        identity is enough: status and logs compile nothing)."""
+        """The newest Ray job of this spec (the job's identity is enough: status and logs
+        compile nothing; plan and apply leave at most one)."""
         mine = self._mine(d)
-        exact = [j for j in mine
-                 if (j.get("metadata") or {}).get(SPEC_HASH_ANNOTATION) == d.job.spec_hash]
-        return max(exact or mine, key=lambda j: j.get("start_time") or 0) if mine else None
+        return max(mine, key=_started) if mine else None
 
     def status(self, desired: Desired) -> list[Status]:
         addr = address(desired.job.spec_id)
@@ -294,8 +318,6 @@ class RayBackend:
         message = f"job {sid} {raw}"
         if job.get("message"):
             message += f": {job['message']}"
-        if (job.get("metadata") or {}).get(SPEC_HASH_ANNOTATION) != desired.job.spec_hash:
-            message += " (of an older version of the spec; `ftspec plan` shows the replace)"
         platform = {"exists": True, **_brief(job), "address": self.api(desired).address,
                     "start_time": job.get("start_time"), "end_time": job.get("end_time"),
                     "entrypoint": job.get("entrypoint"), "log_tail": tail_lines(text, 20)}

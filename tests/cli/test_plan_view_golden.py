@@ -32,8 +32,9 @@ def _ray_job(sid: str) -> dict[str, object]:
             "metadata": {"ftspec.dev/spec-id": "tiny-local"}}
 
 
-def _local_run(hash_: str) -> dict[str, object]:
-    return {"spec_id": "tiny-local", "spec_hash": hash_, "launcher": "torchtune",
+def _local_run(lr: str) -> dict[str, object]:
+    return {"spec_id": "tiny-local", "launcher": "torchtune", "files": {
+                "config.yaml": f"lr: {lr}\nepochs: 1\n"},
             "argv": ["tune", "run", "lora_finetune_single_device", "--config", "config.yaml"],
             "run_dir": ".ftspec/runs/tiny-local"}
 
@@ -90,29 +91,39 @@ CASES: dict[str, Plan] = {
         Change("ray.job.tiny-local", Action.NOOP, {"jobs": []}, _ray_job("tiny-local-aaa"),
                reason="job tiny-local-aaa is RUNNING"),)),
     "local-create": Plan("local", (
-        Change("local.run.tiny-local", Action.CREATE, None, _local_run("h1"),
+        Change("local.run.tiny-local", Action.CREATE, None, _local_run("0.001"),
                reason="no local run recorded"),)),
     "local-replace": Plan("local", (
-        Change("local.run.tiny-local", Action.REPLACE, _local_run("h1"), _local_run("h2"),
-               reason="spec changed: a finished run is not edited, it is run again",
-               fields=(FieldChange("spec_hash", "h1", "h2", True),
-                       FieldChange("files.config.yaml", "lr: 0.001\nepochs: 1\n",
-                                   "lr: 0.002\nepochs: 1\n")),
+        Change("local.run.tiny-local", Action.REPLACE, _local_run("0.001"),
+               _local_run("0.002"), reason='what would run changed (files["config.yaml"])',
+               fields=(FieldChange('files["config.yaml"]', "lr: 0.001\nepochs: 1\n",
+                                   "lr: 0.002\nepochs: 1\n", True),),
                ml_changes=("learning rate 0.001 -> 0.002",)),)),
+    "local-upgrade": Plan("local", (
+        # the spec as written is the one applied; a new ftspec's default moved
+        Change("local.run.tiny-local", Action.REPLACE, _local_run("0.001"),
+               _local_run("0.001"), reason='what would run changed (files["config.yaml"])',
+               fields=(FieldChange('files["config.yaml"]', "lr: 0.001\nweight_decay: 0.01\n",
+                                   "lr: 0.001\nweight_decay: 0.0\n", True),),
+               upgrade="the spec is unchanged since it was applied: the change comes from the "
+               "ftspec upgrade (ftspec 0.1.0 -> 0.2.0), whose defaults changed: "
+               "training.optimizer.weight_decay 0.01 -> 0.0; to keep the old run, pin it in "
+               "the spec (training.optimizer.weight_decay: 0.01)"),)),
     "local-delete": Plan("local", (
-        Change("local.run.tiny-local", Action.DELETE, _local_run("h1"), None,
+        Change("local.run.tiny-local", Action.DELETE, _local_run("0.001"), None,
                reason="stops the run if active and forgets it"),)),
     "local-drift": Plan("local", (
-        # reconciler/local/backend.py: same spec hash, the last run failed and ftspec did
+        # reconciler/local/backend.py: the same run, the last run failed and ftspec did
         # not stop it (the record has no stop request), so the REPLACE is drift.
         Change("local.run.tiny-local", Action.REPLACE,
-               {"spec_id": "tiny-local", "spec_hash": "h1", "spec_file": "tiny-local.yaml",
+               {"spec_id": "tiny-local", "spec_file": "tiny-local.yaml",
                 "argv": ["tune", "run", "lora_finetune_single_device", "--config",
                          "config.yaml"], "phase": "Failed", "pid": 4242, "exit_code": 1},
-               _local_run("h1"), drift=True,
+               _local_run("0.001"), drift=True,
                reason="the last run failed: exit code 1; apply runs it again"),)),
     "local-noop": Plan("local", (
-        Change("local.run.tiny-local", Action.NOOP, _local_run("h1"), _local_run("h1")),)),
+        Change("local.run.tiny-local", Action.NOOP, _local_run("0.001"),
+               _local_run("0.001")),)),
 }
 
 

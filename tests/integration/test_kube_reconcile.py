@@ -211,7 +211,7 @@ def test_saved_plan_applies_exactly_and_refuses_stale(env: dict[str, Any],
     res = run_cli(capsys, "plan", spec, "-n", ns, "--out", saved)
     assert res.code == 0 and "ftspec apply" in res.out
     data = json.loads(saved.read_text())
-    assert data["format_version"] == 1
+    assert data["kind"] == "ftspec-plan" and data["format_version"] == 2
     assert data["read_digests"] == {f"kubeflow.TrainJob.{ns}/{NAME}": "absent"}
     assert run_cli(capsys, "apply", saved).code == 0
     assert len(_trainjobs(cluster, ns)) == 1

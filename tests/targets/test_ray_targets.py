@@ -143,8 +143,8 @@ def test_submission_fields_and_ownership() -> None:
     assert env["HF_HOME"] == "/cache" and env["HF_TOKEN"] == "${MY_HF_TOKEN}"
     assert body["metadata"] == {
         "app.kubernetes.io/managed-by": "ftspec", "ftspec.dev/spec-id": "tiny-lora",
-        "ftspec.dev/spec-hash": job.spec_hash, "ftspec.dev/name": "tiny-lora",
-        "team": "nlp"}  # the spec's labels ride along
+        "ftspec.dev/name": "tiny-lora",
+        "team": "nlp"}  # the spec's labels ride along; no hash of the spec with its defaults
     assert "tune download meta-llama/Llama-3.2-1B-Instruct --output-dir" in body["entrypoint"]
     kwargs = ray_target.submit_kwargs(body)
     assert set(kwargs) == set(body)

@@ -1,0 +1,154 @@
+"""The record of what ftspec applied, kept with the run (Kubernetes annotation, Ray job
+metadata, local run record): one compact JSON string, the same on every backend.
+
+It is what a later ``plan`` needs beside the live run itself:
+
+* ``ftspec``: the version that applied it;
+* ``written``: the digest of the spec as the user wrote it (``Job.written``);
+* ``defaults``: the values the spec took from ftspec's defaults (``Job.defaults``), as
+  zlib-compressed JSON in base64 (a few hundred bytes);
+* ``summary``: the job in ML terms (``ml_summary``): the one channel through which the
+  plan words a change in ML quantities.
+
+Whether a run changes is never decided from this record (``plan`` compares what would
+run); the record explains a change: when the spec as written is the one applied, the
+change comes from a new ftspec, and the defaults that moved are named so the user can pin
+the old value. Records are read back from the cluster, so they are untrusted input: a
+record that is too large, not JSON, or of the wrong shape reads as no record.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ftspec.spec.ir import Job
+
+RECORD_KEY = "ftspec.dev/applied"
+"""The annotation (Kubernetes) and metadata key (Ray) holding the record."""
+MAX_RECORD_CHARS = 64 * 1024
+MAX_DEFAULTS_BYTES = 1 << 20
+
+
+@lru_cache(maxsize=1)
+def ftspec_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ftspec")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class AppliedRecord:
+    ftspec: str
+    written: str
+    defaults: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, str] = field(default_factory=dict)
+
+
+def record_of(job: Job) -> AppliedRecord:
+    return AppliedRecord(ftspec_version(), job.written, dict(job.defaults), dict(job.summary))
+
+
+def encode(record: AppliedRecord) -> str:
+    packed = zlib.compress(json.dumps(record.defaults, sort_keys=True,
+                                      separators=(",", ":")).encode(), 9)
+    return json.dumps({"ftspec": record.ftspec, "written": record.written,
+                       "defaults": base64.b64encode(packed).decode(),
+                       "summary": record.summary}, separators=(",", ":"), sort_keys=False)
+
+
+def _defaults(text: Any) -> dict[str, Any] | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.b64decode(text, validate=True), MAX_DEFAULTS_BYTES)
+        if inflate.unconsumed_tail:
+            return None
+        data = json.loads(raw)
+    except (ValueError, zlib.error, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def decode(text: Any) -> AppliedRecord | None:
+    """The record in ``text``, or None when there is none or it is not one of ours."""
+    if not isinstance(text, str) or len(text) > MAX_RECORD_CHARS:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    version, written, summary = data.get("ftspec"), data.get("written"), data.get("summary")
+    defaults = _defaults(data.get("defaults"))
+    if not isinstance(version, str) or not isinstance(written, str) or defaults is None:
+        return None
+    if not isinstance(summary, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in summary.items()):
+        summary = {}
+    return AppliedRecord(version, written, defaults, summary)
+
+
+def legacy_summary(text: Any) -> dict[str, str]:
+    """The ML summary an older ftspec wrote under its own key (``ftspec.dev/summary``)."""
+    try:
+        data = json.loads(text) if isinstance(text, str) and len(text) < MAX_RECORD_CHARS \
+            else None
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def moved_defaults(old: AppliedRecord, new: AppliedRecord) -> list[tuple[str, Any, Any]]:
+    """(path, old, new) for each default the applied run had that this ftspec changed."""
+    out = []
+    for path, value in sorted(old.defaults.items()):
+        if path in new.defaults and new.defaults[path] != value:
+            out.append((path, value, new.defaults[path]))
+    return out
+
+
+LEGACY_NOTE = ("applied by an older ftspec, which kept no record of the spec as written: if "
+               "the spec did not change, this change comes from the ftspec upgrade (to "
+               "ftspec {version}); the next apply records what is needed to tell")
+
+
+def upgrade_note(record: AppliedRecord | None, now: Job | AppliedRecord, *,
+                 legacy: bool = False) -> str | None:
+    """Why what would run differs although the spec as written does not: a new ftspec.
+
+    ``record``: what was applied; ``now``: the Job planned (or its record); ``legacy``: the
+    run was applied by an ftspec that wrote no record (it cannot be told apart from the
+    user's own change, and the note says so). None when there is no record or the user
+    changed the spec (then the change is theirs)."""
+    new = record_of(now) if isinstance(now, Job) else now
+    if record is None:
+        return LEGACY_NOTE.format(version=new.ftspec) if legacy else None
+    if record.written != new.written:
+        return None
+    versions = (f"ftspec {record.ftspec} -> {new.ftspec}" if record.ftspec != new.ftspec
+                else f"ftspec {new.ftspec}, another build")
+    moved = moved_defaults(record, new)
+    if not moved:
+        return (f"the spec is unchanged since it was applied: the change comes from the "
+                f"ftspec upgrade ({versions}), which compiles it differently")
+    parts = [f"{path} {_show(old)} -> {_show(value)}" for path, old, value in moved]
+    pins = ", ".join(f"{path}: {_show(old)}" for path, old, _ in moved)
+    return (f"the spec is unchanged since it was applied: the change comes from the ftspec "
+            f"upgrade ({versions}), whose defaults changed: {'; '.join(parts)}; to keep the "
+            f"old run, pin it in the spec ({pins})")

@@ -1,0 +1,49 @@
+"""An object's essence as what it runs, for the planner's comparison.
+
+Most objects are compared as they are (their essence). A RayJob names its Ray job by a
+digest of the run (``spec.jobId``), repeats it inside the entrypoint (the run folder) and
+carries the launcher's files inside ``runtimeEnvYAML`` (base64 JSON, with ftspec's header
+comments): compared as is, a new ftspec that submits the same run would replace every
+live RayJob. So those three fields are compared as the Ray backend compares jobs
+(``reconciler.ray.compare.run_view``): the id put aside, files unpacked, headers dropped;
+the Ray job's ``spec.metadata`` without the spec hash an older ftspec put there.
+The live object is untrusted: YAML that does not load (or is too large) compares as text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftspec.reconciler.kubernetes.essence import IGNORED_ANNOTATIONS
+from ftspec.reconciler.ray.compare import run_view
+
+RUN_FIELDS = ("jobId", "entrypoint", "runtimeEnvYAML")
+MAX_YAML_CHARS = 4 << 20
+
+
+def _runtime_env(text: Any) -> Any:
+    if not isinstance(text, str) or len(text) > MAX_YAML_CHARS:
+        return text
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (an essence) with a RayJob's run fields replaced by ``spec.run``."""
+    spec = obj.get("spec")
+    if obj.get("kind") != "RayJob" or not isinstance(spec, dict):
+        return obj
+    runtime = _runtime_env(spec.get("runtimeEnvYAML"))
+    view = run_view({"submission_id": spec.get("jobId"), "entrypoint": spec.get("entrypoint"),
+                     "runtime_env": runtime if isinstance(runtime, dict) else {}})
+    if runtime is not None and not isinstance(runtime, dict):
+        view["runtimeEnvYAML"] = runtime
+    rest = {key: value for key, value in spec.items() if key not in RUN_FIELDS}
+    if isinstance(rest.get("metadata"), dict):  # the Ray job's metadata: ftspec's marks
+        rest["metadata"] = {k: v for k, v in rest["metadata"].items()
+                            if k not in IGNORED_ANNOTATIONS}
+    return {**obj, "spec": {**rest, "run": view}}

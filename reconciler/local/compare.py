@@ -1,0 +1,59 @@
+"""Whether a local run would differ from the recorded one: what runs, not how ftspec said it.
+
+Compared: the program (by what it runs), its arguments, the environment ftspec adds, and the
+launcher's files (without ftspec's header comments). Not compared: where the interpreter
+or a console script is installed (``/venv-a/bin/python -m torchtune._cli.tune`` and
+``/venv-b/bin/tune`` run the same program), ftspec's version, hashes of the spec with
+defaults. So upgrading ftspec, or running it from another virtualenv, plans no change
+unless the run itself would change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ftspec.reconciler.local.launch import PYTHON_PROGRAMS
+from ftspec.reconciler.local.record import RunRecord
+from ftspec.reconciler.model import FieldChange
+from ftspec.targets.base import without_generated_lines
+
+_PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
+_MODULES = {module: name for name, module in PYTHON_PROGRAMS.items()}
+
+
+def program(argv: list[str]) -> list[str]:
+    """``argv`` with the program named by what it runs: a console script by its name, a
+    Python interpreter as ``python``, and ``python -m <launcher's module>`` as the launcher's
+    script name (the form ``launch`` picks depends on what is installed beside Python)."""
+    if not argv:
+        return []
+    head = os.path.basename(argv[0])
+    if _PYTHON.match(head):
+        if len(argv) >= 3 and argv[1] == "-m" and argv[2] in _MODULES:
+            return [_MODULES[argv[2]], *argv[3:]]
+        return ["python", *argv[1:]]
+    return [head, *argv[1:]]
+
+
+def run_changes(record: RunRecord, after: dict[str, Any],
+                old_file: Callable[[str], str | None]) -> list[FieldChange]:
+    """The differences between the recorded run and ``after`` (``LocalBackend._after``),
+    each forcing a replace (a process cannot be changed in place). ``old_file(name)``: a
+    launch file the recorded run was started with (``runner.launch_file``: never through a
+    link; None when gone)."""
+    out: list[FieldChange] = []
+    if program(list(record.argv)) != program(list(after["argv"])):
+        out.append(FieldChange("argv", record.argv, after["argv"], True))
+    old_env, new_env = dict(record.env), dict(after.get("env") or {})
+    for key in sorted(set(old_env) | set(new_env)):
+        if old_env.get(key) != new_env.get(key):
+            out.append(FieldChange(f'env["{key}"]', old_env.get(key), new_env.get(key), True))
+    files: dict[str, str] = after.get("files") or {}
+    for name, new in sorted(files.items()):
+        old = old_file(name)
+        if old is None or without_generated_lines(old) != without_generated_lines(new):
+            out.append(FieldChange(f'files["{name}"]', old, new, True))
+    return out
