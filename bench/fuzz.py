@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -75,14 +76,8 @@ def main() -> int:
                 print(f"  {n + 1} mutants, {time.perf_counter() - start:.0f} s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    elapsed = time.perf_counter() - start
-    print(f"mutants: {tally.mutants}  CLI runs and script runs: {tally.runs}  "
-          f"time: {elapsed:.0f} s")
-    for kind in ("ok", "refused", *BAD_CLASSES):
-        print(f"  {kind:<10} {tally.classes.get(kind, 0)}")
-    for detail, mutant in tally.bad[:5]:
-        print(f"\n--- {detail}\n{mutant[:2000]}")
-    bad = any(tally.classes.get(k) for k in BAD_CLASSES)
+    bad = _report("mutants", "CLI runs and script runs", tally, start, ("ok", "refused"),
+                  BAD_CLASSES)
     if args.cache_mutants:
         bad = _fuzz_cache(args.cache_mutants, args.seed) or bad
     return 1 if bad else 0
@@ -105,13 +100,8 @@ def _fuzz_cache(mutants: int, seed: int) -> bool:
             shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"cache-entry mutants: {tally.mutants}  CLI runs: {tally.runs}  "
-          f"time: {time.perf_counter() - start:.0f} s")
-    for kind in ("miss", "accepted", *BAD_CACHE_CLASSES):
-        print(f"  {kind:<10} {tally.classes.get(kind, 0)}")
-    for detail, mutant in tally.bad[:5]:
-        print(f"\n--- {detail}\n{mutant}")
-    return any(tally.classes.get(k) for k in BAD_CACHE_CLASSES)
+    return _report("cache-entry mutants", "CLI runs", tally, start, ("miss", "accepted"),
+                   BAD_CACHE_CLASSES)
 
 
 def records(count: int, seed: int) -> int:
@@ -152,13 +142,21 @@ def records(count: int, seed: int) -> int:
         with contextlib.suppress(Exception):
             victim.kill()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"record mutants: {tally.mutants}  command runs: {tally.runs}  "
+    bad = _report("record mutants", "command runs", tally, start, ("ok", "refused"),
+                  RECORD_BAD_CLASSES)
+    return 1 if bad else 0
+
+
+def _report(what: str, runs: str, tally: Any, start: float, good: tuple[str, ...],
+            bad: tuple[str, ...]) -> bool:
+    """Print one fuzz kind's counts and its first bad mutants; True when any was bad."""
+    print(f"{what}: {tally.mutants}  {runs}: {tally.runs}  "
           f"time: {time.perf_counter() - start:.0f} s")
-    for kind in ("ok", "refused", *RECORD_BAD_CLASSES):
+    for kind in (*good, *bad):
         print(f"  {kind:<10} {tally.classes.get(kind, 0)}")
     for detail, mutant in tally.bad[:5]:
         print(f"\n--- {detail}\n{mutant[:2000]}")
-    return 1 if any(tally.classes.get(k) for k in RECORD_BAD_CLASSES) else 0
+    return any(tally.classes.get(k) for k in bad)
 
 
 if __name__ == "__main__":

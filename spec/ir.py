@@ -12,7 +12,7 @@ pydantic models.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ftspec.spec.kept import Deferred
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
