@@ -34,7 +34,8 @@ def command(plan_file: Path, as_json: bool) -> int:
     from ftspec.cli.render_plan import render_plan
 
     plan = plan_from_json(doc)
-    made = doc.get("made_by") if isinstance(doc.get("made_by"), dict) else {}
+    made_by = doc.get("made_by")
+    made: dict[str, object] = made_by if isinstance(made_by, dict) else {}
     head = f"Saved plan {plan_file} ({plan.backend} backend"
     if isinstance(made.get("ftspec"), str) and isinstance(made.get("created_at"), str):
         head += f", made by ftspec {made['ftspec']} at {made['created_at']}"

@@ -101,7 +101,8 @@ class _OfficialSender:
         self._config = client.Configuration()
         try:
             config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=conn.config_files[0] if conn.config_files else None,
+                # every KUBECONFIG file: the client's own merger reads them as kubectl does
+                config_file=os.pathsep.join(conn.config_files) if conn.config_files else None,
                 context=conn.context, client_configuration=self._config,
                 persist_config=False)
         except Exception as exc:  # noqa: BLE001 - the client raises anything on bad input

@@ -114,6 +114,13 @@ def _cases(c: KubeCluster, proxy: ConnectProxy) -> dict[str, Case]:
             "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin",
             "interactiveMode": "Never"}}}, one, "c")}, False,
             extra={"plugin": _plugin(c.token("limited"))}),
+        # the exec user only the second file defines: the official client merges them too
+        "exec plugin in the second file": Case({
+            "a.yaml": _config({"k": good}, {}, one, "c"),
+            "b/b.yaml": _config({}, {"u": {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin",
+                "interactiveMode": "Never"}}}, {})}, True,
+            extra={"b/plugin": _plugin(c.token("admin"))}),
         # loopback servers never go through an environment proxy (Go's rule), NO_PROXY aside
         "HTTPS_PROXY skips loopback": Case({"a.yaml": _config(
             {"k": good}, {"u": admin}, one, "c")}, True, env={"HTTPS_PROXY": "http://127.0.0.1:1"}),

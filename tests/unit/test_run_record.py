@@ -19,7 +19,7 @@ BASE: dict[str, Any] = {
     "argv": ["tune", "run"], "env": {"A": "1"}, "cwd": "/p", "run_dir": ".ftspec/runs/job",
     "log": ".ftspec/runs/job/train.log", "started_at": 1.7e9, "supervisor_pid": 4321,
     "supervisor_create_time": 1.7e9, "pgid": 4321, "summary": {}, "version": 1,
-    "state": STARTED,
+    "state": STARTED, "applied": '{"ftspec": "0.1.0"}',
 }
 
 
@@ -32,6 +32,14 @@ def test_a_record_as_ftspec_writes_it_round_trips() -> None:
 def test_an_older_record_without_state_is_started_and_unknown_fields_are_ignored() -> None:
     old = {k: v for k, v in BASE.items() if k != "state"}
     assert parse_record({**old, "added_by_a_newer_ftspec": [1]}, "job").state == STARTED
+
+
+def test_a_record_of_an_older_ftspec_has_no_applied_record() -> None:
+    old = {k: v for k, v in BASE.items() if k != "applied"}
+    assert parse_record(old, "job").applied == ""
+    with pytest.raises(RecordError) as caught:
+        parse_record({**BASE, "applied": 7}, "job")
+    assert caught.value.key == "applied"
 
 
 def test_an_intent_record_has_no_pid() -> None:
@@ -80,7 +88,7 @@ def test_each_wrong_field_is_named(change: dict[str, Any], key: str) -> None:
     assert caught.value.key == key, str(caught.value)
 
 
-@pytest.mark.parametrize("key", sorted(set(BASE) - {"summary", "version", "state"}))
+@pytest.mark.parametrize("key", sorted(set(BASE) - {"summary", "version", "state", "applied"}))
 def test_a_missing_field_is_named(key: str) -> None:
     with pytest.raises(RecordError) as caught:
         parse_record({k: v for k, v in BASE.items() if k != key}, "job")
