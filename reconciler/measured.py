@@ -3,8 +3,10 @@
 - ``train_runtime_s``: from the start of the first training step to the end of the last.
   The Hugging Face / TRL trainer reports it (``train_runtime``); torchtune does not, so it
   is read from torchtune's own progress bar: the bar starts with the epoch's first step and
-  prints the elapsed time after each step (``16/16 [00:35<00:00]``); the epochs' last
-  elapsed times are summed (1 s resolution).
+  prints the elapsed time after each step (``16/16 [00:35<00:00, 2.19s/it]``); the epochs'
+  last elapsed times are summed. The bar counts whole seconds, so an epoch shorter than
+  ``BAR_EXACT_S`` is timed by its steps over the bar's rate instead (tqdm's smoothed
+  iterations per second: a sub-second epoch would otherwise measure 0 s).
 - ``dataset_tokens``: the tokens of the rows trained on, padding excluded, truncation applied.
   TRL counts them itself (``num_tokens``, from the attention mask). For torchtune, the run's
   dataset is tokenized by torchtune's own config loader (``local/tokens.py``) and the
@@ -27,7 +29,10 @@ from typing import Any
 
 from ftspec.reconciler.progress import Tracker, split_lines
 
-_BAR = re.compile(r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<")
+_BAR = re.compile(r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<[^,\]]*"
+                  r"(?:, *(\d+(?:\.\d+)?)(it/s|s/it))?")
+BAR_EXACT_S = 10
+"""From this many seconds on, the bar's whole-second elapsed time is within 10%."""
 _PEAK_ALLOC = re.compile(r"peak_memory_alloc:([\d.]+)")
 _CUDA_PEAK = re.compile(r"\[ftspec\] cuda_max_allocated_bytes=(\d+)")
 
@@ -40,11 +45,15 @@ def bar_runtime(text: str) -> float | None:
     for line in split_lines(text):
         for found in _BAR.finditer(line):
             n, of = int(found.group(1)), int(found.group(2))
-            elapsed = (int(found.group(3) or 0) * 3600 + int(found.group(4)) * 60
-                       + int(found.group(5)))
+            elapsed = float(int(found.group(3) or 0) * 3600 + int(found.group(4)) * 60
+                            + int(found.group(5)))
+            rate, unit = found.group(6), found.group(7)
+            if elapsed < BAR_EXACT_S and rate is not None and float(rate) > 0:
+                per_step = 1 / float(rate) if unit == "it/s" else float(rate)
+                elapsed = n * per_step
             if last is not None and (of != last[1] or n < last[0]):
                 total += last[2]  # a new bar: the previous epoch ended
-            last = (n, of, float(elapsed))
+            last = (n, of, elapsed)
             seen = True
     if not seen or last is None:
         return None

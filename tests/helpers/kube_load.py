@@ -22,10 +22,10 @@ def throttled_flags(inflight: int, mutating: int) -> list[str]:
 
 def grant_limited(cluster: Any, namespace: str) -> None:
     """What plan and apply need, for the ``limited`` user (admins skip priority and fairness)."""
+    from helpers.kubecli import prepare_namespace
+
     cluster.create_namespace(namespace)
-    cluster.request("POST", f"/api/v1/namespaces/{namespace}/secrets", {
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"},
-        "stringData": {"token": "dummy"}})
+    prepare_namespace(cluster, namespace)  # the secret and the claim the example names
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     cluster.request("POST", f"{rbac}/clusterroles", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",

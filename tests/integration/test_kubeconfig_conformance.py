@@ -39,6 +39,8 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     extra: dict[str, bytes] = field(default_factory=dict)
     """Other files beside the kubeconfigs (relative path -> content)."""
+    path_extra: str = ""
+    """A folder (relative, like ``extra``'s files) put first on PATH."""
 
 
 def _config(clusters: dict[str, dict[str, Any]], users: dict[str, dict[str, Any]],
@@ -114,13 +116,15 @@ def _cases(c: KubeCluster, proxy: ConnectProxy) -> dict[str, Case]:
             "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin",
             "interactiveMode": "Never"}}}, one, "c")}, False,
             extra={"plugin": _plugin(c.token("limited"))}),
-        # the exec user only the second file defines: the official client merges them too
+        # the exec user only the second file defines (the plugin found on PATH): the
+        # official client, which ftspec hands exec users to, merges every file too
         "exec plugin in the second file": Case({
             "a.yaml": _config({"k": good}, {}, one, "c"),
             "b/b.yaml": _config({}, {"u": {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin",
-                "interactiveMode": "Never"}}}, {})}, True,
-            extra={"b/plugin": _plugin(c.token("admin"))}),
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": "ftspec-test-credential", "interactiveMode": "Never"}}}, {})}, True,
+            extra={"bin/ftspec-test-credential": _plugin(c.token("admin"))},
+            path_extra="bin"),
         # loopback servers never go through an environment proxy (Go's rule), NO_PROXY aside
         "HTTPS_PROXY skips loopback": Case({"a.yaml": _config(
             {"k": good}, {"u": admin}, one, "c")}, True, env={"HTTPS_PROXY": "http://127.0.0.1:1"}),
@@ -188,7 +192,10 @@ def _env(tmp: Path, case: Case) -> dict[str, str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(config))
         paths.append(str(path))
-    return {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp / "home"),
+    search = os.environ.get("PATH", "")
+    if case.path_extra:
+        search = f"{tmp / case.path_extra}{os.pathsep}{search}"
+    return {"PATH": search, "HOME": str(tmp / "home"),
             "KUBECONFIG": os.pathsep.join(paths), **case.env}
 
 

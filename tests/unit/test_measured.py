@@ -22,6 +22,14 @@ def test_torchtune_runtime_is_the_bars_elapsed_summed_over_epochs() -> None:
     assert bar_runtime("no bar here\n") is None
 
 
+def test_a_sub_second_epoch_is_timed_by_its_steps_over_the_bars_rate() -> None:
+    fast = ("1|16|Loss: 3.65: 100%|##########| 16/16 [00:00<00:00, 29.56it/s]"
+            "Step 16 | loss:3.65 lr:0.0\n")
+    assert bar_runtime(fast) == pytest.approx(16 / 29.56)
+    slow = "1|2|Loss: 5.1: 100%|##########| 2/2 [00:12<00:00, 5.0s/it]\n"
+    assert bar_runtime(slow) == 12  # whole seconds are close enough from 10 s on
+
+
 def test_torchtune_tokens_from_the_counted_dataset() -> None:
     tracker = track_text(TORCHTUNE, total_steps=4, steps_per_epoch=2)
     got = measure(TORCHTUNE, tracker, validity="ok", devices=2, global_batch=4,
