@@ -60,3 +60,13 @@ def prepare_namespace(cluster: Any, namespace: str) -> None:
 
 def copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst)
+
+
+def reconcile_env(cluster: Any, namespace: str, monkeypatch: pytest.MonkeyPatch,
+                  tmp_path: Path) -> dict[str, Any]:
+    """A namespace ready for the example spec, the CLI pointed at ``cluster`` with few
+    retries, and a copy of the spec: what the plan/apply tests start from."""
+    use_cluster(monkeypatch, cluster)
+    monkeypatch.setenv("FTSPEC_KUBE_RETRIES", "2")
+    prepare_namespace(cluster, namespace)
+    return {"cluster": cluster, "ns": namespace, "spec": spec_copy(tmp_path), "tmp": tmp_path}

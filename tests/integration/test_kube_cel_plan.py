@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.kubecli import prepare_namespace, run_cli, spec_copy, use_cluster
+from helpers.kubecli import reconcile_env, run_cli
 
 pytestmark = pytest.mark.kube
 
@@ -16,11 +16,7 @@ pytestmark = pytest.mark.kube
 @pytest.fixture
 def env(kube_cluster: Any, kube_namespace: str, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> dict[str, Any]:
-    use_cluster(monkeypatch, kube_cluster)
-    monkeypatch.setenv("FTSPEC_KUBE_RETRIES", "2")
-    prepare_namespace(kube_cluster, kube_namespace)
-    return {"cluster": kube_cluster, "ns": kube_namespace, "spec": spec_copy(tmp_path),
-            "tmp": tmp_path}
+    return reconcile_env(kube_cluster, kube_namespace, monkeypatch, tmp_path)
 
 
 def test_rule_broken_by_the_spec_is_refused_at_its_line(

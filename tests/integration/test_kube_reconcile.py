@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.kubecli import prepare_namespace, run_cli, spec_copy, use_cluster
+from helpers.kubecli import reconcile_env, run_cli, spec_copy
 
 pytestmark = pytest.mark.kube
 
@@ -17,11 +17,7 @@ TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 @pytest.fixture
 def env(kube_cluster: Any, kube_namespace: str, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> dict[str, Any]:
-    use_cluster(monkeypatch, kube_cluster)
-    monkeypatch.setenv("FTSPEC_KUBE_RETRIES", "2")
-    prepare_namespace(kube_cluster, kube_namespace)
-    spec = spec_copy(tmp_path)
-    return {"cluster": kube_cluster, "ns": kube_namespace, "spec": spec, "tmp": tmp_path}
+    return reconcile_env(kube_cluster, kube_namespace, monkeypatch, tmp_path)
 
 
 def _trainjobs(cluster: Any, ns: str) -> list[dict[str, Any]]:
