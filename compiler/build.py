@@ -23,6 +23,7 @@ from ftspec.spec.ir import (
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR
 from ftspec.spec.platforms import NEWEST_TRAINER
+from ftspec.spec.sweep import Point, with_point
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
@@ -71,6 +72,13 @@ def spec_id(spec: FineTuneSpec, source: Path | None) -> str:
     return spec.metadata.name[:63]
 
 
+def point_id(ident: str, spec: FineTuneSpec, point: Point | None) -> tuple[str, str]:
+    """A sweep point's (identity, job name): ``spec_id`` and ``metadata.name`` with the
+    point's label (``ftspec.spec.sweep.with_point``); outside a sweep, both unchanged."""
+    name_limit = 47 if spec.deploy.target == "kuberay" else 63  # a RayJob name: 47
+    return with_point(ident, point), with_point(spec.metadata.name, point, name_limit)
+
+
 def model_facts(spec: FineTuneSpec) -> ModelFacts:
     m = spec.model
     if m.architecture is not None:
@@ -115,11 +123,12 @@ def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
 
 
 def build_job(spec: FineTuneSpec, source: Path | None = None,
-              trainer_version: str | None = None) -> Job:
+              trainer_version: str | None = None, point: Point | None = None) -> Job:
     """The IR of a validated spec (the rules guarantee the arithmetic is consistent).
 
     ``trainer_version``: the Kubeflow Trainer API the live cluster serves, when a backend
-    detected it; otherwise the spec's pin (``auto`` = newest)."""
+    detected it; otherwise the spec's pin (``auto`` = newest). ``point``: the sweep point
+    ``spec`` is (its values already in ``spec``)."""
     r = spec.resources
     t = spec.training
     world = r.world_size
@@ -154,7 +163,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         spec, facts, lora_modules, strategy=strategy, world_size=world,
         procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size, accumulation=accum,
     )
-    ident = spec_id(spec, source)
+    ident, name = point_id(spec_id(spec, source), spec, point)
     digest = spec_hash(spec)
     pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \
         spec.deploy.kubeflow.trainer_version
@@ -163,7 +172,8 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     annotations = dict(spec.metadata.annotations)
     job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,
-        name=spec.metadata.name, namespace=spec.metadata.namespace,
+        name=name, namespace=spec.metadata.namespace,
+        point=point.as_dict() if point is not None else {},
         launcher=spec.launcher, target=spec.deploy.target,
         nodes=r.nodes, procs_per_node=r.procs_per_node, world_size=world,
         gpus_per_node=r.gpus_on_each_node, total_gpus=r.total_gpus,

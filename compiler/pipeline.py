@@ -31,6 +31,7 @@ from ftspec.compiler.cache import Slot
 from ftspec.spec.diagnostics import Diagnostic, Diagnostics, Severity, SpecError
 from ftspec.spec.ir import Job
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.sweep import Point
 from ftspec.spec.validate import SchemaMode, Validated
 from ftspec.targets.base import Artifact
 
@@ -47,6 +48,9 @@ class SpecInput:
     in_memory: bool = False
     """A document that was never a file (``path`` only names it; the spec id then comes
     from metadata, not from the file name)."""
+    point: Point | None = None
+    """One point of the file's ``sweep`` (``compiler/sweep.py``): its values laid over
+    the document, which then has no sweep."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,10 @@ def load(source: SpecInput, schema: SchemaMode = "always") -> Validated:
             doc = apply_overlay(doc, load_spec_file(overlay))
         if source.sets:
             doc = apply_sets(doc, list(source.sets))
+        if source.point is not None:
+            from ftspec.spec.sweep import point_doc
+
+            doc = point_doc(doc, source.point)
     except SpecError as exc:
         return Validated(None, None, Diagnostics(list(exc.diagnostics)))
     return validate_doc(doc, schema)
@@ -163,7 +171,8 @@ def _slot(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
     if spec.in_memory:
         return None
     return cache.slot_for("file", str(spec.path), tuple(str(p) for p in spec.overlays),
-                          spec.sets, stage, opts)
+                          spec.sets, stage, opts,
+                          *(() if spec.point is None else (spec.point.values,)))
 
 
 def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
@@ -189,7 +198,7 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
         from ftspec.compiler.build import build_job
 
         job = build_job(validated.spec, None if source.in_memory else source.path,
-                        opts.trainer_version)
+                        opts.trainer_version, source.point)
     validation = tuple(found)
     if stage == "identity":
         return Compiled(source, doc, job, diagnostics=_sorted(found, doc),

@@ -2,7 +2,8 @@
 
 The live commands (plan, apply, destroy, status, logs) all start here:
 
-1. every spec goes through ``compile_spec`` to its Job (``identity``);
+1. every spec goes through ``compile_spec`` to its Job (``identity``); a spec with a
+   ``sweep`` becomes one Job per point (``compiler/sweep.py``), each an ordinary job here;
 2. the specs' deploy targets pick one backend;
 3. unless only the job's identity is needed (destroy, status, logs), the backend says what
    to compile for (``compile_options``: the Trainer API the cluster serves) and the same
@@ -44,8 +45,11 @@ def with_namespace(sets: tuple[str, ...], namespace: str | None) -> tuple[str, .
 
 def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
             identity_only: bool = False, preflight: bool = True) -> Prepared:
+    from ftspec.compiler.sweep import expand
+
     base = CompileOptions(schema="on-error")
-    first = [compile_spec(src, "identity", base) for src in inputs]
+    first = [point for src in inputs  # a sweep: one spec per point
+             for point in expand(compile_spec(src, "identity", base), "identity", base)]
     failed = [d for c in first if not c.ok for d in c.diagnostics]
     if failed:
         return Prepared(None, (), tuple(failed))

@@ -140,6 +140,9 @@ class Job(Deferred):
     defaults: dict[str, Any] = field(default_factory=dict)
     """Every value the spec took from ftspec's defaults, by dotted key path
     (``training.seed``): what ``plan`` names when an upgrade changed one."""
+    point: dict[str, Any] = field(default_factory=dict)
+    """The sweep point this job is (dotted path -> value, ``sweep.grid``'s order); empty
+    outside a sweep."""
     summary: dict[str, str] = field(default_factory=dict)
     """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
     what platform objects carry and what ``plan`` words its changes with."""

@@ -221,6 +221,8 @@ NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
     ("secrets",): "read by the backend at apply time (environment / Secret references)",
     ("deploy", "local", "env"): "read by the local backend at apply time",
     ("deploy", "ray", "address"): "read by the ray backend: the Jobs API it submits to",
+    ("sweep",): "expanded before compiling: one job per grid point, each compiled with the "
+                "point's values (compiler/sweep.py)",
     ("deploy", "target"): "picks the compile target (and backend) when --target is not given",
     ("model", "family"): "accelerate: the memory estimate and the FSDP layer class "
                          "(torchtune: its recipe config)",

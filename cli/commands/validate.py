@@ -62,9 +62,10 @@ def _check(path: Path, overlays: tuple[Path, ...], sets: tuple[str, ...], strict
         if not is_spec_file(path):
             return FileReport(path, True, [], skipped=True)
     from ftspec.compiler.crd_findings import validate_findings
+    from ftspec.compiler.sweep import expand, point_findings
 
     result = compile_spec(SpecInput(path, overlays, sets), "checks")
-    ordered = list(result.diagnostics) + validate_findings(result)
+    ordered = point_findings(result, expand(result, "checks")) + validate_findings(result)
     bad = any(d.is_error for d in ordered) or (strict and bool(ordered))
     return FileReport(path, not bad, ordered)
 

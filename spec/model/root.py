@@ -13,6 +13,7 @@ from ftspec.spec.model.metadata import Metadata
 from ftspec.spec.model.method import Method
 from ftspec.spec.model.model import ModelSpec
 from ftspec.spec.model.resources import Resources
+from ftspec.spec.model.sweep import Sweep
 from ftspec.spec.model.training import Training
 from ftspec.spec.platforms import Launcher
 from pydantic import Field
@@ -108,6 +109,9 @@ class FineTuneSpec(SpecModel):
         "literal values are rejected.",
     )
     overrides: Overrides = Field(default_factory=Overrides, description="Escape hatches.")
+    sweep: Sweep | None = Field(
+        default=None, description="A grid over spec fields: one run per point (the spec's "
+        "own values are the defaults every point starts from).")
 
     def uris(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Every location the spec names, as (key path, URI), in document order: the one

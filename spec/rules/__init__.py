@@ -20,6 +20,7 @@ from ftspec.spec.rules import (
     inert,
     method,
     naming,
+    sweep,
     training,
 )
 
@@ -50,6 +51,7 @@ RULES: tuple[Rule, ...] = (
     combos.fsdp_layer_class,
     combos.target_supports_spec,
     inert.inert_settings,
+    sweep.grid_is_valid,
 )
 
 

@@ -152,6 +152,7 @@ VALUES: dict[tuple[str, ...], Any] = {
     ("model", "attn_implementation"): "eager",
     ("training", "gradient_accumulation_steps"): None,
     ("model", "device_map"): "auto",
+    ("sweep", "grid"): {"training.learning_rate": [1.0e-4, 2.0e-4]},
 }
 """Non-default values where a generic one would be invalid or meaningless; None: the leaf is
 not varied on its own (listed in ``NOT_VARIED`` with the reason)."""
