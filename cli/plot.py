@@ -46,3 +46,22 @@ def draw_curves(curve: dict[str, list[Any]], path: Path, title: str | None = Non
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return fig
+
+
+def draw_overlay(curves: list[tuple[str, dict[str, list[Any]]]], path: Path, title: str) -> Any:
+    """The loss curves of several runs (a sweep's points) on one axis, one line and legend
+    entry each, under ``title`` (the sweep); returns the Figure."""
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for label, curve in curves:
+        loss = [(s, v) for s, v in zip(curve["step"], curve.get("loss") or [], strict=False)
+                if v is not None]
+        ax.plot([s for s, _ in loss], [v for _, v in loss], marker=".", label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("train loss")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return fig

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -24,15 +25,23 @@ from ftspec.targets.base import Artifact
 @spec_options
 def command(spec_file: Path, target: str | None, out: Path | None, as_json: bool,
             overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
-    """Compile SPEC_FILE into the artifacts of one target (deterministic output)."""
+    """Compile SPEC_FILE into the artifacts of one target (deterministic output). A spec
+    with a sweep: every point's, each under a folder named after the point."""
     from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
+    from ftspec.compiler.sweep import expand, point_findings
 
-    result = compile_spec(SpecInput(spec_file, overlays, sets), "artifacts",
-                          CompileOptions(target=target))
-    diags = list(result.diagnostics)
-    if not result.ok:
+    options = CompileOptions(target=target)
+    result = compile_spec(SpecInput(spec_file, overlays, sets), "artifacts", options)
+    expanded = expand(result, "artifacts", options)
+    swept = expanded[0] is not result
+    diags = point_findings(result, expanded) if swept else list(result.diagnostics)
+    if not result.ok or not all(each.ok for each in expanded):
         _report(diags, as_json, result.target, [])
         return 1
+    if swept:  # one folder per point
+        result = replace(result, artifacts=tuple(
+            replace(a, path=f"{each.job.name}/{a.path}") for each in expanded
+            if each.job is not None for a in each.artifacts))
     if out is not None:
         try:
             _write(out, list(result.artifacts))

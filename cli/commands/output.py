@@ -3,6 +3,9 @@
 The adapter / model location and checkpoints the run wrote, and its final metrics (train
 and eval loss, steps, tokens, wall time), read from the run's files and logged metrics.
 NAME prints one value alone (`adapter`, `model`, `train_loss`, ...) for scripts.
+`--compare` (and any spec with a ``sweep``) prints the points side by side: the swept
+fields that differ, phase, final loss, the measured properties and validity
+(``reconciler.comparison``); `--plot` then overlays the points' loss curves.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from ftspec.cli.live import connection_options
+from ftspec.cli.live import connection_options, console
 from ftspec.cli.specs import spec_options
 
 
@@ -23,18 +26,26 @@ from ftspec.cli.specs import spec_options
 @click.option("--plot", "plot", type=click.Path(path_type=Path), default=None,
               help="Draw the loss and learning-rate curves to this PNG (needs matplotlib: "
                    "the [plot] extra).")
+@click.option("--compare", is_flag=True,
+              help="A table of the sweep's points: the fields that differ, final loss, "
+                   "measured properties, validity (the default for a spec with a sweep).")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            plot: Path | None, as_json: bool) -> int:
+            plot: Path | None, compare: bool, as_json: bool) -> int:
     """Show what SPEC's run produced: adapter / model, checkpoints, final metrics."""
-    from ftspec.cli.live import CommandFailed, console, prepare_specs, report_error
+    from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError, Measurer
     from ftspec.reconciler.outputs import produced
 
     try:
         backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
                                          identity_only=True)
+        if compare or len(desired) > 1:
+            if name is not None:
+                raise BackendError(f"{spec} is a sweep of {len(desired)} points: NAME reads "
+                                   "one run's output", hint="use --compare --json")
+            return _compare(backend, desired, plot, as_json)
         (status, *_) = backend.status(desired[0])
     except CommandFailed as exc:
         return exc.code
@@ -82,6 +93,48 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
         out.print(line, markup=False)
     if plot is not None:
         out.print(f"\nCurves drawn to {plot}", markup=False)
+    return 0
+
+
+def _compare(backend: Any, desired: list[Any], plot: Path | None, as_json: bool) -> int:
+    from ftspec.reconciler.comparison import compare
+
+    table = compare(backend, desired)
+    data = table.to_json()
+    if plot is not None:
+        name = desired[0].job.spec.metadata.name
+        curves = [(r.name, r.curve) for r in table.rows if r.curve.get("step")]
+        code = _plot_points(curves, plot, f"sweep {name}: {len(table.rows)} points "
+                            f"({', '.join(table.fields) or 'one point'})")
+        if code:
+            return code
+    if as_json:
+        from ftspec.cli.output import emit_json
+
+        emit_json(data)
+        return 0
+    from ftspec.cli.output import print_markup
+    from ftspec.cli.render_compare import render_comparison
+
+    print_markup(render_comparison(data))
+    if plot is not None:
+        console().print(f"\nCurves drawn to {plot}", markup=False)
+    return 0
+
+
+def _plot_points(curves: list[tuple[str, dict[str, Any]]], path: Path, title: str) -> int:
+    from ftspec.cli.live import report_error
+    from ftspec.reconciler.backend import BackendError
+
+    try:
+        from ftspec.cli.plot import draw_overlay
+    except ImportError:
+        report_error(BackendError("--plot needs matplotlib", hint="pip install 'ftspec[plot]'"))
+        return 1
+    if not curves:
+        report_error(BackendError("no point has recorded steps to plot yet"))
+        return 1
+    draw_overlay(curves, path, title)
     return 0
 
 

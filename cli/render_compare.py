@@ -1,0 +1,65 @@
+"""The human view of `ftspec output --compare`, drawn from the same data `--json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+
+COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
+_MEASURED = ("RUNTIME", "TOKENS/S", "TOKENS/S/DEV", "PEAK MEM", "VALIDITY")
+
+
+def _number(value: Any, digits: int = 1) -> str:
+    return "" if value is None else f"{value:.{digits}f}" if isinstance(value, float) \
+        else str(value)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def _cells(row: dict[str, Any], fields: list[str]) -> list[str]:
+    m = row.get("measured") or {}
+    metrics = row.get("metrics") or {}
+    steps = "" if metrics.get("steps") is None else str(metrics["steps"])
+    if steps and metrics.get("total_steps"):
+        steps += f"/{metrics['total_steps']}"
+    peak = m.get("peak_memory") or {}
+    runtime = m.get("train_runtime_s")
+    return [row["name"], *(_value(row["point"].get(f)) for f in fields), row["phase"], steps,
+            "" if row.get("final_loss") is None else f"{row['final_loss']:.4f}",
+            "" if runtime is None else f"{runtime:.1f}s",
+            _number(m.get("dataset_tokens_per_second")),
+            _number(m.get("dataset_tokens_per_second_per_device")),
+            f"{peak['bytes'] / 2**20:.0f} MiB" if peak.get("bytes") else "",
+            row.get("validity") or ""]
+
+
+def render_comparison(data: dict[str, Any]) -> str:
+    """A table of the points (rich markup): the fields that differ, then the results."""
+    rows = data["points"]
+    fields = list(data["fields"])
+    header = ["NAME", *fields, "PHASE", "STEPS", "FINAL LOSS", *_MEASURED]
+    table = [header] + [_cells(r, fields) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    phase_at = 1 + len(fields)
+    plural = "s" if len(rows) != 1 else ""
+    out = [f"Sweep of {escape(data['spec_file'])}: {len(rows)} point{plural}", ""]
+    for n, line in enumerate(table):
+        cells = [escape(cell.ljust(width)) for cell, width in zip(line, widths, strict=True)]
+        if n == 0:
+            out.append("[bold]" + "  ".join(cells).rstrip() + "[/bold]")
+            continue
+        color = COLORS.get(rows[n - 1]["phase"])
+        if color:
+            cells[phase_at] = f"[{color}]{cells[phase_at]}[/{color}]"
+        out.append("  ".join(cells).rstrip())
+    if data.get("best"):
+        best = next(r for r in rows if r["name"] == data["best"])
+        out += ["", f"Lowest final loss: {escape(best['name'])} ({best['final_loss']:.4f})"]
+    return "\n".join(out)
