@@ -1,0 +1,94 @@
+"""A sweep on the local backend, through the real CLI and real torchtune runs of the tiny
+model: examples/tiny-sweep.yaml's three points train, are compared (table, --json, --plot),
+a value added to the grid plans one create beside three no-ops, and destroy removes the set."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.tinyspec import REPO
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+FTSPEC = str(Path(sys.executable).parent / "ftspec")
+SPEC = "examples/tiny-sweep.yaml"
+NAMES = ["tiny-sweep-lr-1e-2", "tiny-sweep-lr-3e-3", "tiny-sweep-lr-1e-3"]
+
+
+def ftspec(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([FTSPEC, *args], cwd=workdir, env=env, capture_output=True,
+                          check=False, text=True, timeout=900)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def _json(done: subprocess.CompletedProcess[str]) -> Any:
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
+        workdir: Path, e2e_env: dict[str, str]) -> None:
+    shutil.copy(REPO / SPEC, workdir / SPEC)
+    env = {**e2e_env, "NO_COLOR": "1"}
+    applied = ftspec(workdir, env, "apply", SPEC, "--auto-approve", "--wait")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "Apply complete! Resources: 3 added, 0 changed, 0 destroyed." in applied.stdout
+
+    got = _json(ftspec(workdir, env, "output", SPEC, "--compare", "--json"))
+    assert got["fields"] == ["training.learning_rate"]
+    rows = got["points"]
+    assert [r["name"] for r in rows] == NAMES
+    assert [r["point"] for r in rows] == [{"training.learning_rate": v}
+                                          for v in (1.0e-2, 3.0e-3, 1.0e-3)]
+    for row in rows:
+        m = row["measured"]
+        assert row["phase"] == "Succeeded" and row["validity"] == "ok" == m["validity"]
+        assert row["metrics"]["steps"] == 16 and math.isfinite(row["final_loss"])
+        assert row["final_loss"] < row["metrics"]["first_loss"]  # every point learned
+        assert 0 < m["train_runtime_s"] <= row["metrics"]["wall_time_s"]
+        assert m["dataset_tokens_per_second"] > 0 and m["peak_memory"]["bytes"] > 0
+        assert (workdir / ".ftspec/runs/tiny-sweep/output" / row["name"][11:]
+                / "epoch_0/adapter_model.safetensors").stat().st_size > 0
+    # the same seed and data: a higher learning rate moves the tiny adapters further
+    losses = [r["final_loss"] for r in rows]
+    assert losses == sorted(losses) and got["best"] == NAMES[0]
+
+    table = ftspec(workdir, env, "output", SPEC, "--compare", "--plot", "sweep.png")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0] == f"Sweep of {SPEC}: 3 points"
+    assert lines[2].split() == ["NAME", "training.learning_rate", "PHASE", "STEPS",
+                                "FINAL", "LOSS", "RUNTIME", "TOKENS/S", "TOKENS/S/DEV",
+                                "PEAK", "MEM", "VALIDITY"]
+    first = lines[3].split()
+    assert first[:5] == [NAMES[0], "0.01", "Succeeded", "16/16", f"{losses[0]:.4f}"]
+    assert first[-1] == "ok"
+    assert (workdir / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    listed = _json(ftspec(workdir, env, "list", "--json"))
+    assert sorted(r["name"] for r in listed) == sorted(NAMES)
+
+    text = (workdir / SPEC).read_text(encoding="utf-8")
+    grown = text.replace("[1.0e-2, 3.0e-3, 1.0e-3]", "[1.0e-2, 3.0e-3, 1.0e-3, 3.0e-2]")
+    assert grown != text
+    (workdir / SPEC).write_text(grown, encoding="utf-8")
+    plan = _json(ftspec(workdir, env, "plan", SPEC, "--json"))
+    actions = {c["address"]: c["action"] for c in plan["changes"]}
+    assert actions == {**{f"local.run.{n}": "no-op" for n in NAMES},
+                       "local.run.tiny-sweep-lr-3e-2": "create"}
+
+    (workdir / SPEC).write_text(text, encoding="utf-8")
+    gone = ftspec(workdir, env, "destroy", SPEC, "--auto-approve")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert "Destroy complete! Resources: 3 destroyed." in gone.stdout
+    assert _json(ftspec(workdir, env, "list", "--json")) == []
+    assert all(s["phase"] == "Unknown" for s in _json(ftspec(workdir, env, "status", SPEC,
+                                                             "--json")))
