@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import click
 from ftspec.cli.live import connection_options
@@ -20,9 +21,12 @@ from ftspec.cli.specs import spec_options
 @click.option("--selector", "-l", default=None,
               help="Kubernetes: only the job's pods that match this label selector, e.g. "
                    "one rank: -l jobset.sigs.k8s.io/job-index=0.")
+@click.option("--point", default=None, metavar="NAME",
+              help="A sweep: the point whose logs to print (its name, e.g. tiny-sweep-lr-1e-2, "
+                   "or its label, lr-1e-2).")
 def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            tail: int | None, follow: bool, selector: str | None) -> int:
+            tail: int | None, follow: bool, selector: str | None, point: str | None) -> int:
     """Print the logs of SPEC's job (local: the run's log; Ray: the job's; Kubernetes: the
     pods its controller created, each line prefixed with the pod's name)."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
@@ -32,7 +36,8 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
     try:
         backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
                                          identity_only=True)
-        for line in backend.logs(desired[0], tail=tail, follow=follow, selector=selector):
+        one = _one(desired, point, spec)
+        for line in backend.logs(one, tail=tail, follow=follow, selector=selector):
             click.echo(redact(line))  # a job may print a credential: never echoed
     except CommandFailed as exc:
         return exc.code
@@ -40,3 +45,19 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
         report_error(exc)
         return 1
     return 0
+
+
+def _one(desired: list[Any], point: str | None, spec: Path) -> Any:
+    """The job whose logs are asked for: the spec's, or one point of a sweep."""
+    from ftspec.reconciler.backend import BackendError
+
+    if point is None and len(desired) == 1:
+        return desired[0]
+    names = [d.job.name for d in desired]
+    chosen = [d for d in desired if point in (d.job.name, d.job.spec_id)
+              or d.job.name.endswith(f"-{point}")]
+    if len(chosen) != 1:
+        what = f"has no point named {point!r}" if point else \
+            f"is a sweep of {len(desired)} points: name one with --point"
+        raise BackendError(f"{spec} {what}", hint="points: " + ", ".join(names))
+    return chosen[0]

@@ -167,3 +167,16 @@ def test_compile_writes_each_point_under_its_name(
         config = (tmp_path / f"out/tiny-sweep-rank-{rank}/config.yaml").read_text()
         assert f"lora_rank: {rank}\n" in config
         assert f"output_dir: .ftspec/runs/tiny-sweep/output/rank-{rank}\n" in config
+
+
+@pytest.mark.usefixtures("_plain")
+def test_logs_of_a_sweep_name_the_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    _spec(tmp_path, "    method.lora.rank: [4, 8]\n")
+    code, _, err = run(capsys, "logs", "sweep.yaml")
+    assert code == 1 and "sweep.yaml is a sweep of 2 points: name one with --point" in err
+    assert "points: tiny-sweep-rank-4, tiny-sweep-rank-8" in err
+    code, _, err = run(capsys, "logs", "sweep.yaml", "--point", "rank-8")
+    assert code == 1 and "no local run recorded for sweep.yaml" in err, err
+    code, _, err = run(capsys, "logs", "sweep.yaml", "--point", "rank-16")
+    assert code == 1 and "sweep.yaml has no point named 'rank-16'" in err, err
