@@ -19,6 +19,7 @@ from ftspec.spec.rules import (
     inert,
     method,
     naming,
+    sweep,
     training,
 )
 from ftspec.spec.rules.secrets import literal_secrets
@@ -216,6 +217,23 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"data.train": {"uri": "file://train.jsonl"}},
      {"data.train": {"uri": "file://train.jsonl"}, "deploy": {"target": "ray"}},
      "rule.remote-file-uri", "data.train.uri"),
+    ("sweep-path", sweep.grid_is_valid,
+     {"sweep": {"grid": {"training.learning_rate": [1e-4, 2e-4], "method.lora.rank": [8]}}},
+     {"sweep": {"grid": {"training.learnin_rate": [1e-4]}}}, "rule.sweep-path",
+     "sweep.grid.training.learnin_rate"),
+    ("sweep-fixed-path", sweep.grid_is_valid,
+     {"sweep": {"grid": {"overrides.torchtune.compile": [True, False]}}},
+     {"sweep": {"grid": {"metadata.name": ["a", "b"]}}}, "rule.sweep-fixed-path",
+     "sweep.grid.metadata.name"),
+    ("sweep-duplicate", sweep.grid_is_valid,
+     {"sweep": {"grid": {"data.max_seq_len": [512, 1024]}}},
+     {"sweep": {"grid": {"data.max_seq_len": [512, 512]}}}, "rule.sweep-duplicate",
+     "sweep.grid.data.max_seq_len[1]"),
+    ("sweep-size", sweep.grid_is_valid,
+     {"sweep": {"grid": {"training.seed": list(range(8)), "training.max_grad_norm": [float(i + 1) for i in range(8)]}}},
+     {"sweep": {"grid": {"training.seed": list(range(9)),
+                         "training.max_grad_norm": [float(i + 1) for i in range(8)]}}},
+     "rule.sweep-size", "sweep.grid"),
 ]
 
 
