@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.cli.render_list import table_lines
 from rich.markup import escape
 
-COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
 _MEASURED = ("RUNTIME", "TOKENS/S", "TOKENS/S/DEV", "PEAK MEM", "VALIDITY")
 
 
@@ -45,20 +45,10 @@ def render_comparison(data: dict[str, Any]) -> str:
     rows = data["points"]
     fields = list(data["fields"])
     header = ["NAME", *fields, "PHASE", "STEPS", "FINAL LOSS", *_MEASURED]
-    table = [header] + [_cells(r, fields) for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    phase_at = 1 + len(fields)
     plural = "s" if len(rows) != 1 else ""
     out = [f"Sweep of {escape(data['spec_file'])}: {len(rows)} point{plural}", ""]
-    for n, line in enumerate(table):
-        cells = [escape(cell.ljust(width)) for cell, width in zip(line, widths, strict=True)]
-        if n == 0:
-            out.append("[bold]" + "  ".join(cells).rstrip() + "[/bold]")
-            continue
-        color = COLORS.get(rows[n - 1]["phase"])
-        if color:
-            cells[phase_at] = f"[{color}]{cells[phase_at]}[/{color}]"
-        out.append("  ".join(cells).rstrip())
+    out += table_lines(header, [_cells(r, fields) for r in rows], [r["phase"] for r in rows],
+                       1 + len(fields))
     if data.get("best"):
         best = next(r for r in rows if r["name"] == data["best"])
         out += ["", f"Lowest final loss: {escape(best['name'])} ({best['final_loss']:.4f})"]

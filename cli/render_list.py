@@ -31,16 +31,23 @@ def render_rows(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "No runs found (`ftspec apply` starts one; SPEC arguments and --namespace / " \
                "--ray-address add places to look)."
-    table = [list(COLUMNS)] + [_cells(r) for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    return "\n".join(table_lines(list(COLUMNS), [_cells(r) for r in rows],
+                                 [r["phase"] for r in rows], 3))
+
+
+def table_lines(header: list[str], cells: list[list[str]], phases: list[str],
+                phase_at: int) -> list[str]:
+    """Aligned columns (rich markup): a bold header, each row's phase cell in its colour."""
+    table = [header, *cells]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     out = []
     for n, line in enumerate(table):
-        cells = [escape(cell.ljust(width)) for cell, width in zip(line, widths, strict=True)]
+        padded = [escape(cell.ljust(width)) for cell, width in zip(line, widths, strict=True)]
         if n == 0:
-            out.append("[bold]" + "  ".join(cells).rstrip() + "[/bold]")
+            out.append("[bold]" + "  ".join(padded).rstrip() + "[/bold]")
             continue
-        color = COLORS.get(rows[n - 1]["phase"])
+        color = COLORS.get(phases[n - 1])
         if color:
-            cells[3] = f"[{color}]{cells[3]}[/{color}]"
-        out.append("  ".join(cells).rstrip())
-    return "\n".join(out)
+            padded[phase_at] = f"[{color}]{padded[phase_at]}[/{color}]"
+        out.append("  ".join(padded).rstrip())
+    return out

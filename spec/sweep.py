@@ -11,6 +11,7 @@ to the grid adds one point and leaves every other point's name as it was.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import json
@@ -89,13 +90,13 @@ def point_doc(doc: SourceDoc, point: Point) -> SourceDoc:
     """``doc`` with the point's values laid over it and ``sweep`` removed; positions of the
     point's fields are their grid values'. An ``output.uri`` the grid does not set gets the
     point's label as a last folder (points never write over each other)."""
-    data = _copy(doc.data)
+    data = copy.deepcopy(doc.data)
     data.pop("sweep", None)
     key_spans = {p: s for p, s in doc.key_spans.items() if p[:1] != ("sweep",)}
     value_spans = {p: s for p, s in doc.value_spans.items() if p[:1] != ("sweep",)}
     for (dotted, value), i in zip(point.values, point.index, strict=True):
         path = key_path(dotted)
-        _assign(data, path, _copy(value))
+        _assign(data, path, copy.deepcopy(value))
         for spans in (key_spans, value_spans):
             for stale in [p for p in spans if p[: len(path)] == path]:
                 del spans[stale]
@@ -126,14 +127,6 @@ def _assign(data: Any, path: KeyPath, value: Any) -> None:
     last = path[-1]
     if isinstance(node, dict) or isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
         node[last] = value
-
-
-def _copy(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _copy(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_copy(v) for v in node]
-    return node
 
 
 def _words(paths: list[str]) -> list[str]:

@@ -1,0 +1,44 @@
+"""`output --compare`'s data and table, from hand-written rows (pure: no backend, no run)."""
+
+from __future__ import annotations
+
+from ftspec.cli.render_compare import render_comparison
+from ftspec.reconciler.comparison import Comparison, PointRow, differing
+from rich.text import Text
+
+OK = {"validity": "ok", "train_runtime_s": 12.0, "dataset_tokens_per_second": 100.0,
+      "dataset_tokens_per_second_per_device": 50.0,
+      "peak_memory": {"kind": "cuda max allocated", "bytes": 3 * 2**30}}
+
+
+def _row(name: str, lr: float, rank: int, phase: str, loss: float | None,
+         measured: dict[str, object]) -> PointRow:
+    metrics = {"steps": 16, "total_steps": 16} | ({"train_loss": loss} if loss else {})
+    return PointRow(name, f"ray.job.{name}", phase,
+                    {"training.learning_rate": lr, "method.lora.rank": rank,
+                     "training.seed": 1}, metrics, measured)
+
+
+def test_only_the_fields_that_differ_are_columns_and_the_best_is_a_valid_success() -> None:
+    table = Comparison("s.yaml", (
+        _row("s-a", 1e-4, 8, "Succeeded", 2.5, OK),
+        _row("s-b", 3e-4, 8, "Failed", 0.5, {"validity": "invalid"}),  # OOM: never best
+        _row("s-c", 3e-4, 16, "Succeeded", 1.25, OK),
+        _row("s-d", 1e-4, 16, "Running", None, {})))
+    data = table.to_json()
+    assert data["fields"] == ["training.learning_rate", "method.lora.rank"]
+    assert data["best"] == "s-c"
+    lines = Text.from_markup(render_comparison(data)).plain.splitlines()
+    assert lines[0] == "Sweep of s.yaml: 4 points"
+    assert lines[2].split()[:3] == ["NAME", "training.learning_rate", "method.lora.rank"]
+    assert lines[3].split() == ["s-a", "0.0001", "8", "Succeeded", "16/16", "2.5000", "12.0s",
+                                "100.0", "50.0", "3072", "MiB", "ok"]
+    assert lines[4].split() == ["s-b", "0.0003", "8", "Failed", "16/16", "0.5000", "invalid"]
+    assert lines[6].split() == ["s-d", "0.0001", "16", "Running", "16/16"]
+    assert lines[-1] == "Lowest final loss: s-c (1.2500)"
+
+
+def test_differing_keeps_grid_order_and_tells_types_apart() -> None:
+    assert differing([{"a": 1, "b": True}, {"a": 1, "b": 1}]) == ["b"]
+    assert differing([{"x": [1], "y": "k"}, {"x": [2], "y": "k"}]) == ["x"]
+    assert differing([]) == []
