@@ -29,7 +29,8 @@ def grid_of(compiled: Compiled) -> dict[str, list[Any]] | None:
     sweep = compiled.doc.data.get("sweep") if isinstance(compiled.doc.data, dict) else None
     if not isinstance(sweep, dict) or not isinstance(sweep.get("grid"), dict):
         return None
-    return sweep["grid"]
+    grid: dict[str, list[Any]] = sweep["grid"]
+    return grid
 
 
 def expand(compiled: Compiled, stage: Stage, options: CompileOptions | None = None

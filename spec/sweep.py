@@ -125,7 +125,9 @@ def _assign(data: Any, path: KeyPath, value: Any) -> None:
         else:
             return
     last = path[-1]
-    if isinstance(node, dict) or isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
+    if isinstance(node, dict):  # noqa: SIM114 (separate for typing)
+        node[last] = value
+    elif isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
         node[last] = value
 
 
