@@ -180,3 +180,27 @@ def test_logs_of_a_sweep_name_the_point(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 1 and "no local run recorded for sweep.yaml" in err, err
     code, _, err = run(capsys, "logs", "sweep.yaml", "--point", "rank-16")
     assert code == 1 and "sweep.yaml has no point named 'rank-16'" in err, err
+
+
+@pytest.mark.parametrize("example,kind,limit", [
+    ("kubeflow-llama32-1b-lora-alpaca.yaml", "TrainJob", 63),
+    ("sfttrainer-ray-2x8-roce.yaml", "RayJob", 47),
+])
+def test_on_kubernetes_each_point_is_an_object_of_its_own(
+        tmp_path: Path, example: str, kind: str, limit: int) -> None:
+    """Separate TrainJobs / RayJobs: each point's name (within the platform's limit) and
+    ownership label differ; a name too long for a RayJob is hashed, not refused."""
+    path = tmp_path / example
+    path.write_text((ROOT / "examples" / example).read_text(encoding="utf-8") + (
+        "sweep:\n  grid:\n    training.learning_rate: [1.0e-4, 2.0e-4]\n"
+        "    training.seed: [1, 2]\n"), encoding="utf-8")
+    base = compile_spec(SpecInput(path), "artifacts")
+    assert base.ok, [d.format() for d in base.diagnostics]
+    names, owners = set(), set()
+    for point in expand(base, "artifacts"):
+        assert point.ok, [d.format() for d in point.diagnostics]
+        (obj,) = [a.obj for a in point.artifacts if a.obj and a.obj.get("kind") == kind]
+        names.add(obj["metadata"]["name"])
+        owners.add(obj["metadata"]["labels"]["ftspec.dev/spec-id"])
+        assert len(obj["metadata"]["name"]) <= limit
+    assert len(names) == len(owners) == 4
