@@ -1,6 +1,7 @@
 """The local backend (``deploy.target: local``): the launcher's command as a process here.
 
-One resource per spec, ``local.run.<spec-id>``. ``plan`` compares what would run (the
+One resource per spec (per point of a sweep: its id has the point's label),
+``local.run.<spec-id>``. ``plan`` compares what would run (the
 program, its arguments, the environment ftspec adds and the launcher's files, as
 ``reconciler.local.compare`` normalises them) with what the recorded run was started
 with: no record -> create; the same run -> no-op (running or succeeded) or replace when
