@@ -90,6 +90,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         peft_config=peft_config(plan.peft, model_args) or get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks)
+    from ftspec.targets.entrypoints.hf_sft.compat import moe_expert_count
+
+    note = moe_expert_count(trainer.model)
+    if note is not None:
+        print(f"[ftspec] {note}", flush=True)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     _print_cuda_peak()
     trainer.save_model(training_args.output_dir)
