@@ -147,6 +147,8 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
 
         if torchtune_tokenized(job):
             out["completion_only_loss"] = True  # the rows' completion_mask: torchtune's mask
+        elif any(s.format == "multimodal" for s in sources):  # prompt / completion messages
+            out["completion_only_loss"] = not sources[0].trains_on_input
         elif all(s.format == "text" or s.trains_on_input for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
         chats = [s for s in sources if is_chat(s)]
