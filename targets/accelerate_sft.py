@@ -61,6 +61,9 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
     if template_kind(spec.model.chat_template) == "jinja":
         why.append("model.chat_template: an inline template (TRL's CLI takes a path)")
+    if job.model.hf_layer_cls.startswith("GraniteMoe"):
+        why.append("model: a Granite MoE config, whose expert count TRL's MoE loss reads "
+                   "under another name (entrypoints/hf_sft/compat.py)")
     return why
 
 

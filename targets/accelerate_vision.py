@@ -47,7 +47,6 @@ def check_vision(job: Job) -> Iterator[Diagnostic]:
     if not vision:
         return
     spec = job.spec
-    path, _ = vision[0]
     if spec.model.auto_class != "AutoModelForVision2Seq":
         yield _FINDINGS.error(("model", "auto_class"), "multimodal data trains a "
                               "vision-language model: TRL loads its processor and image "

@@ -80,7 +80,7 @@ def tiny_vlm(dest: Path, assets: TinyAssets) -> Path:
 
 def colour_dataset(dest: Path, rows: int = 24) -> Path:
     """PNGs under ``dest/images`` and ``dest/train.jsonl``: ``images`` (a path relative to
-    the images folder) and ``messages`` (user asks, assistant names the colour)."""
+    the data file's folder) and ``messages`` (user asks, assistant names the colour)."""
     import numpy as np
     from PIL import Image
 
@@ -94,7 +94,7 @@ def colour_dataset(dest: Path, rows: int = 24) -> Path:
     lines = []
     for i in range(rows):
         name = names[i % len(names)]
-        lines.append(json.dumps({"images": [f"{name}.png"], "messages": [
+        lines.append(json.dumps({"images": [f"images/{name}.png"], "messages": [
             {"role": "user", "content": "What colour is this picture?"},
             {"role": "assistant", "content": f"It is {name}."}]}))
     path = dest / "train.jsonl"
