@@ -228,6 +228,10 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
 def environment(job: Job) -> list[Diagnostic]:
     """Probes of this machine that compiling needs (is the launcher's package installed);
     ``validate`` never runs them, so its answer does not depend on the machine."""
+    if job.launcher == "accelerate":  # a local model's image tokens against max_seq_len
+        from ftspec.targets.accelerate_vision import probe as vision_probe
+
+        return vision_probe(job)
     if job.launcher != "torchtune":
         return []
     from ftspec.targets.torchtune_snapshot import probe

@@ -92,10 +92,15 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     t = spec.training
     hint = "set entrypoint.module or entrypoint.script to your own training program"
-    if spec.model.auto_class != "AutoModelForCausalLM":
+    from ftspec.targets.accelerate_vision import check_vision, multimodal
+
+    if spec.model.auto_class not in ("AutoModelForCausalLM", "AutoModelForVision2Seq") or (
+            spec.model.auto_class == "AutoModelForVision2Seq" and not multimodal(job)):
         yield _err(("model", "auto_class"), "the default entrypoint trains causal language "
-                   f"models (AutoModelForCausalLM), not {spec.model.auto_class}",
+                   "models (AutoModelForCausalLM) and, on multimodal data, vision-language "
+                   f"models (AutoModelForVision2Seq); not {spec.model.auto_class} here",
                    "entrypoint-model", hint=hint)
+    yield from check_vision(job)
     if spec.method.task_type != "CAUSAL_LM":
         yield _err(("method", "task_type"), "the default entrypoint trains causal language "
                    f"models (task_type CAUSAL_LM), not {spec.method.task_type}",
@@ -118,9 +123,6 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
         if ds is None:
             continue
         path = ("data", *where)
-        if ds.format == "multimodal":
-            yield _err((*path, "format"), "the default entrypoint trains on text; multimodal "
-                       "data needs an image-aware program", "entrypoint-format", hint=hint)
         has_prompt = ds.prompt_template is not None or ds.prompt_func is not None
         has_completion = ds.completion_template is not None or ds.completion_func is not None
         if ds.format == "completion" and has_prompt != has_completion:

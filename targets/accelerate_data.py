@@ -19,7 +19,7 @@ DEFAULT_TEMPLATES: dict[str, tuple[str, str]] = {
 RENDERING = ("format", "as_chat", "column_map", "prompt_template", "completion_template",
              "prompt_func", "completion_func", "text_field", "conversation_column",
              "conversation_style", "new_system_prompt",
-             "response_template", "train_on_input")
+             "response_template", "train_on_input", "image_field", "image_dir", "image_tag")
 """Dataset fields that decide how a row becomes text (the rest say where the rows are)."""
 
 
@@ -49,7 +49,9 @@ def rendering(ds: Dataset) -> dict[str, Any]:
                        ("conversation_style", "sharegpt" if ds.format == "sharegpt"
                         else ds.conversation_style),
                        ("new_system_prompt", ds.new_system_prompt),
-                       ("response_template", ds.response_template)):
+                       ("response_template", ds.response_template),
+                       ("image_field", ds.image_field), ("image_dir", ds.image_dir),
+                       ("image_tag", ds.image_tag)):
         if value is not None:
             out[key] = value
     if ds.trains_on_input:

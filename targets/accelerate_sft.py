@@ -61,6 +61,9 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
     if template_kind(spec.model.chat_template) == "jinja":
         why.append("model.chat_template: an inline template (TRL's CLI takes a path)")
+    if job.model.hf_layer_cls.startswith("GraniteMoe"):
+        why.append("model: a Granite MoE config, whose expert count TRL's MoE loss reads "
+                   "under another name (entrypoints/hf_sft/compat.py)")
     return why
 
 
@@ -147,6 +150,8 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
 
         if torchtune_tokenized(job):
             out["completion_only_loss"] = True  # the rows' completion_mask: torchtune's mask
+        elif any(s.format == "multimodal" for s in sources):  # prompt / completion messages
+            out["completion_only_loss"] = not sources[0].trains_on_input
         elif all(s.format == "text" or s.trains_on_input for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
         chats = [s for s in sources if is_chat(s)]

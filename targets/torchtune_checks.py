@@ -39,6 +39,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
     spec = job.spec
     t = spec.training
     kind = spec.method.kind
+    yield from _multimodal(job)
     if kind not in METHODS:
         yield _err(("method", "kind"), f"torchtune has no recipe for {kind}", "method",
                    hint="use method.kind full, lora, qlora or dora, or launcher: accelerate")
@@ -79,7 +80,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                        "the tokenizer's prompt template, so the tokens would differ",
                        "dataset-format", hint="use format: instruct with column_map {input: "
                        "prompt, output: completion}: torchtune's tokens on both launchers")
-        elif ds.format not in DATASETS:
+        elif ds.format not in DATASETS and ds.format != "multimodal":  # (_multimodal)
             yield _err(("data", "train", "format"),
                        f"the torchtune target builds {', '.join(DATASETS)} datasets, not "
                        f"{ds.format}", "dataset-format")
@@ -232,3 +233,18 @@ def _builder_shape(job: Job) -> Iterator[Diagnostic]:
         if wrong:
             yield _err(at + (field,), f"torchtune's {a.base} builder cannot build this: {why}",
                        "architecture-shape", hint="use launcher: accelerate")
+
+
+def _multimodal(job: Job) -> Iterator[Diagnostic]:
+    """torchtune 0.6.1 reads image+text rows (``multimodal_chat_dataset``,
+    ``multimodal_instruct_dataset``) only through a vision model's transform (Llama 3.2
+    Vision's tokenizer + CLIP image transform), and ftspec's torchtune target builds text
+    decoders: nothing would turn the images into the model's inputs."""
+    from ftspec.spec.rules.data import datasets
+
+    for path, ds in datasets(job.spec):
+        if ds.format == "multimodal":
+            yield _err((*path, "format"), "torchtune 0.6.1's multimodal datasets feed only "
+                       "its Llama 3.2 Vision models (their tokenizer and image transform); "
+                       "the torchtune target builds text models", "multimodal",
+                       hint="use launcher: accelerate (TRL's vision-language SFT)")

@@ -29,7 +29,8 @@ class Dataset(SpecModel):
         "instruction/input/output with the Alpaca prompt (the input section only when the row "
         "has one); chat: conversations; sharegpt: chat in ShareGPT from/value turns; text: raw "
         "text; completion: prompt/completion templates; prompt_completion: the rows' own "
-        "prompt/completion columns; multimodal: text plus images.",
+        "prompt/completion columns; multimodal: a conversation column (as chat) plus an image "
+        "column (image_field), trained on the final assistant turn (accelerate launcher).",
     )
     split: str = Field(default="train", description="Split to read.")
     subset: str | None = Field(default=None, description="Dataset configuration / subset name.")
@@ -95,8 +96,22 @@ class Dataset(SpecModel):
         default=None,
         description="Marker after which tokens are trained on (completion-only loss).",
     )
-    image_dir: str | None = Field(default=None, description="multimodal: image folder.")
-    image_tag: str | None = Field(default=None, description="multimodal: image placeholder.")
+    image_field: str | None = Field(
+        default=None,
+        description="multimodal: column holding each row's image or list of images (a file "
+        "path, a base64 data: URI, or an image of a hub dataset); default `images` (as "
+        "fms-hf-tuning's dataset_image_field).",
+    )
+    image_dir: str | None = Field(
+        default=None,
+        description="multimodal: folder relative image paths are read from (on the machine "
+        "that runs the launcher); default: the data file's folder.",
+    )
+    image_tag: str | None = Field(
+        default=None,
+        description="multimodal: placeholder in the user's text where each image goes, e.g. "
+        "'<image>'; without it the images precede the first user message.",
+    )
     proportion: float | None = Field(
         default=None,
         gt=0,

@@ -16,9 +16,10 @@ from ftspec.spec.rules._diag import warning
 
 _DATASET_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("as_chat", ("instruct",)),
-    ("conversation_column", ("chat", "sharegpt")),
-    ("conversation_style", ("chat",)),
+    ("conversation_column", ("chat", "sharegpt", "multimodal")),
+    ("conversation_style", ("chat", "multimodal")),
     ("text_field", ("text",)),
+    ("image_field", ("multimodal",)),
     ("image_dir", ("multimodal",)),
     ("image_tag", ("multimodal",)),
 )

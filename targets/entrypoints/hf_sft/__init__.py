@@ -90,6 +90,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         peft_config=peft_config(plan.peft, model_args) or get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks)
+    from ftspec.targets.entrypoints.hf_sft.compat import moe_expert_count
+
+    note = moe_expert_count(trainer.model)
+    if note is not None:
+        print(f"[ftspec] {note}", flush=True)
+    if _multimodal(plan):
+        from ftspec.targets.entrypoints.hf_sft.vision import check_lengths
+
+        check_lengths(trainer, training_args.max_length)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     _print_cuda_peak()
     trainer.save_model(training_args.output_dir)
@@ -117,14 +126,21 @@ def _uses_gloo() -> bool:
                 and dist.get_backend() == "gloo")
 
 
-def _tokenizer(plan: Plan, model_args: Any, training_args: Any) -> Any:
-    from transformers import AutoTokenizer
+def _multimodal(plan: Plan) -> bool:
+    return any(s.format == "multimodal" for s in plan.train)
 
-    tokenizer = AutoTokenizer.from_pretrained(
+
+def _tokenizer(plan: Plan, model_args: Any, training_args: Any) -> Any:
+    """The tokenizer, or for multimodal data the model's processor (its tokenizer inside)."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    loader: Any = AutoProcessor if _multimodal(plan) else AutoTokenizer
+    tokenizer = loader.from_pretrained(
         plan.tokenizer or model_args.model_name_or_path, revision=model_args.model_revision,
         trust_remote_code=training_args.trust_remote_code)
+    text = getattr(tokenizer, "tokenizer", tokenizer)
     if plan.pad_token is not None:
-        tokenizer.pad_token = plan.pad_token
+        text.pad_token = plan.pad_token
     if plan.chat_template is not None:  # inline Jinja (a file or folder stays TRL's)
         tokenizer.chat_template = plan.chat_template
     return tokenizer

@@ -99,8 +99,10 @@ def build_data(plan: Plan, tokenizer: Any, seed: int) -> Data:
     if unmarked:
         notes.append(f"warning: {unmarked} training examples lack their response template; "
                      "they add no loss")
-    train_ds = datasets.Dataset.from_list(train)  # the trainer's sampler shuffles (or not)
-    return Data(train_ds, datasets.Dataset.from_list(ev) if ev else None, notes)
+    from ftspec.targets.entrypoints.hf_sft.vision import with_images
+
+    train_ds = with_images(datasets.Dataset.from_list(train))  # the sampler shuffles (or not)
+    return Data(train_ds, with_images(datasets.Dataset.from_list(ev)) if ev else None, notes)
 
 
 def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, Any]], int]:

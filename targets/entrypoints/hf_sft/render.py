@@ -7,6 +7,8 @@
   torchtune's own pieces: ``torchtune_rows``): ``{input}`` / ``{output}``, or the Alpaca
   prompt (``alpaca``) and the output.
 - text: the prompt is empty, the completion is the ``text_field`` column.
+- multimodal: a chat row with images becomes TRL's conversational prompt / completion row
+  with ``images`` (``vision``).
 - chat: the conversation column (OpenAI ``role``/``content`` or ShareGPT ``from``/``value``)
   becomes a finished TRL row, trained on every assistant turn: with a ``chat_layout``,
   ``input_ids`` + ``assistant_masks`` laid out as torchtune lays them out (``chat_tokens``);
@@ -36,6 +38,13 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
     if src.format == "text":
         return [(_system_line(src), str(_column(row, src.text_field, where)))
                 for where, row in rows]
+    if src.format == "multimodal":
+        from ftspec.targets.entrypoints.hf_sft.vision import vision_row
+
+        if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
+            raise SystemExit(f"{src.source}: multimodal rows need a processor with a chat "
+                             "template (set model.chat_template)")
+        return [vision_row(row, src, where) for where, row in rows]
     if src.format == "chat" or src.as_chat:
         return [_chat(row, src, tokenizer, where) for where, row in rows]
     if src.format == "alpaca":
@@ -98,15 +107,17 @@ class _Fields(dict[str, str]):
         return str(self._row[column])
 
 
-def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, str]]:
-    """The row's conversation as role/content messages, with the system prompt applied."""
+def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, Any]]:
+    """The row's conversation as role/content messages, with the system prompt applied
+    (content is text, or kept as TRL's list of typed blocks where the row has one)."""
     raw = _turns(row, src, where)
     messages = []
     for turn in raw:
         if "role" in turn:
-            messages.append({"role": str(turn["role"]), "content": str(turn["content"])})
+            messages.append({"role": str(turn["role"]), "content": _content(turn["content"])})
         elif turn.get("from") in SHAREGPT_ROLES:
-            messages.append({"role": SHAREGPT_ROLES[turn["from"]], "content": str(turn["value"])})
+            messages.append({"role": SHAREGPT_ROLES[turn["from"]],
+                             "content": _content(turn["value"])})
         else:
             raise SystemExit(f"{where}: a turn needs role/content or from/value: {turn}")
     if src.new_system_prompt is not None:
@@ -115,6 +126,10 @@ def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, 
     if not messages or messages[-1]["role"] != "assistant":
         raise SystemExit(f"{where}: the conversation must end with an assistant turn")
     return messages
+
+
+def _content(value: Any) -> Any:
+    return value if isinstance(value, list) else str(value)
 
 
 def _chat(row: dict[str, Any], src: Source, tokenizer: Any, where: str) -> Example:

@@ -41,6 +41,12 @@ class Source:
     response_template: str | None = None
     train_on_input: bool = False
     proportion: float | None = None
+    image_field: str = "images"
+    """multimodal: the column with the row's image(s)."""
+    image_dir: str | None = None
+    """multimodal: folder of relative image paths; None: the data file's folder."""
+    image_tag: str | None = None
+    """multimodal: the placeholder in user text where an image goes."""
 
     @property
     def hub_name(self) -> str | None:
