@@ -138,7 +138,7 @@ def test_trl_fused_head_never_builds_the_logits() -> None:
 
 def test_layer_saved_bytes_hand_computed() -> None:
     # Llama 3.2 1B (h 2048, q 2048, kv 512, MLP 8192), bf16, bytes per token per layer over h
-    from ftspec.compiler.memory import layer_saved_bytes
+    from ftspec.compiler.memory_peak import layer_saved_bytes
 
     every = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     lora = {"kind": "lora", "lora": {"rank": 8, "target_modules": list(every)}}
