@@ -75,12 +75,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftspec.compiler.memory_peak import (
-    DTYPE_BYTES,
-    LORA_KINDS,
-    Peak,
-    step_peak,
-)
+from ftspec.compiler.memory_peak import LORA_KINDS, Peak, step_peak
+from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ftspec.compiler.memory_arch import (
+    image_tokens,
+    mamba_layer_saved_bytes,
+    mamba_scan_buffer_bytes,
+    vision_activation_bytes,
+)
+from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.model import FineTuneSpec
 
@@ -23,7 +30,6 @@ Triton: the CPU), counted from ``trl.kernels.chunked_logprob._backward_tile``: f
 (upcast, scaled logits, log p, p, gradient), the target mask (0.25) and two temporaries."""
 
 
-DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 LORA_KINDS = ("lora", "qlora", "dora", "gptq_lora")
 CHUNKS = 8
 """torchtune's ``CEWithChunkedOutputLoss`` default ``num_output_chunks``."""
@@ -136,6 +142,8 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
     saved += c * 4 * q if tune else c * (2 * q + 2 * kv)
     saved += 4.0 * heads
     saved += (3 if model.gated_mlp else 1) * c * inter
+    if model.shared_intermediate_size:  # a shared expert beside the routed ones
+        saved += (3 if model.gated_mlp else 1) * c * model.shared_intermediate_size
     if spec.method.kind in LORA_KINDS:
         rank = spec.method.lora_settings.rank
         widths = {"q_proj": h, "k_proj": h, "v_proj": h, "o_proj": q,
@@ -183,8 +191,12 @@ class Peak:
 
 def step_tokens(spec: FineTuneSpec, model: ModelFacts, micro_batch: int) -> float:
     """Tokens per device per forward: micro batch x ``data.max_seq_len`` (null: as long as
-    the model allows)."""
+    the model allows); a vision-language model's sequence holds at least one image's tokens
+    (``image_tokens`` at the tower's own tile size: ftspec has no image-size field yet)."""
     s = spec.data.max_seq_len or model.context_len
+    if model.vision is not None:
+        v = model.vision
+        s = max(s, image_tokens(v, v.image_size, v.image_size))
     return float(micro_batch * s)
 
 
@@ -208,9 +220,25 @@ def stored_activations(spec: FineTuneSpec, model: ModelFacts, layer: float,
         stored = 0.0  # the checkpoints sit in CPU memory
     elif t.gradient_checkpointing:
         stored = checkpoint_bytes(spec, model, tokens)
-    else:
+    elif model.mamba is None:
         stored = layer * model.num_layers
+    else:  # hybrid: attention layers and Mamba-2 layers keep different tensors
+        attention = len(model.mamba.attention_layers)
+        stored = layer * attention + mamba_layer_saved_bytes(spec, model) * tokens \
+            * (model.num_layers - attention)
     return stored + (4.0 + c) * model.hidden_size * tokens
+
+
+def one_layer_bytes(spec: FineTuneSpec, model: ModelFacts, layer: float, tokens: float,
+                    micro_batch: int) -> float:
+    """The widest single layer's saved tensors while its backward runs (``layer``: an
+    attention layer's): in a hybrid stack a Mamba-2 layer's, with its scan's transient
+    buffers (``mamba_scan_buffer_bytes``), may be wider."""
+    if model.mamba is None:
+        return layer
+    mamba = mamba_layer_saved_bytes(spec, model) * tokens + mamba_scan_buffer_bytes(
+        spec, model.mamba, micro_batch, int(tokens) // micro_batch)
+    return max(layer, mamba)
 
 
 def loss_head(spec: FineTuneSpec, model: ModelFacts, tokens: float) -> tuple[float, float]:
@@ -249,10 +277,14 @@ def step_peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ..
     layer = layer_saved_bytes(spec, model, lora_modules, adapter_bytes) * tokens
     backward = layer_backward_bytes(spec, model, lora_modules, adapter_bytes) * tokens
     logits, largest = loss_head(spec, model, tokens)
-    at_loss = Peak(stored_activations(spec, model, layer, tokens), logits,
-                   gradients if gradients_persist else 0.0, largest, "loss")
+    activations = stored_activations(spec, model, layer, tokens)
+    if model.vision is not None:  # one image per example, at the tower's tile size
+        v = model.vision
+        activations += vision_activation_bytes(spec, v, micro_batch, v.image_size, v.image_size)
+    at_loss = Peak(activations, logits, gradients if gradients_persist else 0.0, largest, "loss")
     kept = t.gradient_checkpointing and not t.activation_offloading
-    end_stored = (checkpoint_bytes(spec, model, tokens) if kept else 0.0) + layer + backward
+    end_stored = (checkpoint_bytes(spec, model, tokens) if kept else 0.0) \
+        + one_layer_bytes(spec, model, layer, tokens, micro_batch) + backward
     widest = max(c, adapter_bytes if spec.method.kind in LORA_KINDS else c)
     at_end = Peak(end_stored, 0.0, gradients, model.intermediate_size * tokens * widest,
                   "backward")
