@@ -4,7 +4,7 @@
 training state here (``trainable_params``, ``base_weights``, ``autocast_copy``,
 ``adapter_weights``, ``frozen_casts``, ``gradient_bytes``, ``optimizer_bytes``,
 ``tied_gradient_bytes``, ``overhead_bytes``, over a ``Placement``: shards, offloads and
-expert parallelism), the step's peak in ``compiler/memory_peak.py`` (activations, logits).
+expert parallelism, in ``compiler/memory_placement.py``), the step's peak in ``compiler/memory_peak.py`` (activations, logits).
 
 Priced by what each launcher really allocates under ``model.precision``. Written here, not
 taken from a library: none prices a training step per launcher (accelerate's
@@ -76,6 +76,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ftspec.compiler.memory_peak import LORA_KINDS, Peak, step_peak
+from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
@@ -132,15 +133,6 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     return float(per_layer * model.num_layers)
 
 
-def expert_params(model: ModelFacts) -> float:
-    """Parameters in the experts of a mixture-of-experts model (0 for dense models)."""
-    if not model.num_experts:
-        return 0.0
-    mats = 3 if model.gated_mlp else 2
-    return float(model.num_layers * model.num_experts * mats * model.hidden_size
-                 * model.intermediate_size)
-
-
 def trainable_params(spec: FineTuneSpec, model: ModelFacts,
                      lora_modules: tuple[str, ...]) -> float:
     """Parameters that train: every one (full); LoRA's r x (in + out) per adapted
@@ -178,82 +170,6 @@ def base_weight_bytes(spec: FineTuneSpec) -> float:
         return load_bytes(spec)
     quant = spec.method.quantization
     return _quant_bits(spec) / 8 + (0.02 if quant is None or quant.double_quant else 0.06)
-
-
-@dataclass(frozen=True)
-class Placement:
-    """How the training state is spread over devices: shard counts for parameters,
-    gradients and optimizer state, what is offloaded, and the expert-parallel split."""
-
-    params: int = 1
-    grads: int = 1
-    optim: int = 1
-    optim_offloaded: bool = False
-    params_offloaded: bool = False
-    expert_parallel: int = 1
-    experts: float = 0.0
-    """Expert parameters split by expert parallelism (0 without it)."""
-    notes: tuple[str, ...] = ()
-
-    def per_device(self, total: float, shard: int) -> float:
-        """``total`` parameters over ``shard`` devices; each device holds
-        num_experts / ep of every MoE layer's experts unless sharding splits them finer."""
-        if not self.experts:
-            return total / shard
-        return (total - self.experts) / shard + self.experts / max(shard, self.expert_parallel)
-
-
-def _fsdp_placement(spec: FineTuneSpec, world_size: int, procs_per_node: int) -> Placement:
-    """FSDP: full_shard / hybrid_shard shard everything, shard_grad_op / hybrid_shard_zero2
-    gradients and optimizer state, over all ranks or (hybrid) one node's; cpu_offload moves
-    parameters and optimizer state to the CPU."""
-    fsdp = spec.distributed.fsdp
-    sharding = fsdp.sharding if fsdp else "full_shard"
-    group = procs_per_node if sharding.startswith("hybrid") else world_size
-    params = grads = 1
-    if sharding in ("full_shard", "hybrid_shard"):
-        params = grads = group
-    elif sharding in ("shard_grad_op", "hybrid_shard_zero2"):
-        grads = group
-    if fsdp is not None and fsdp.cpu_offload:
-        return Placement(params, grads, grads, True, True,
-                         notes=("parameters and optimizer state offloaded to CPU",))
-    return Placement(params, grads, grads)
-
-
-def _deepspeed_placement(spec: FineTuneSpec, world_size: int) -> Placement:
-    """DeepSpeed ZeRO stages 1 / 2 / 3 shard optimizer state / + gradients / + parameters
-    (Rajbhandari et al. 2020); its offloads move optimizer state, and at stage 3 parameters."""
-    ds = spec.distributed.deepspeed
-    stage = ds.stage if ds else 2
-    notes: list[str] = []
-    optim_off = ds is not None and ds.offload_optimizer != "none"
-    params_off = ds is not None and stage == 3 and ds.offload_params != "none"
-    if ds is not None and optim_off:
-        notes.append(f"optimizer state offloaded to {ds.offload_optimizer}")
-    if ds is not None and params_off:
-        notes.append(f"parameters offloaded to {ds.offload_params}")
-    return Placement(world_size if stage >= 3 else 1, world_size if stage >= 2 else 1,
-                     world_size if stage >= 1 else 1, optim_off, params_off,
-                     notes=tuple(notes))
-
-
-def placement(spec: FineTuneSpec, model: ModelFacts, *, strategy: str, world_size: int,
-              procs_per_node: int) -> Placement:
-    """The strategy's shards and offloads, and expert parallelism's split of the experts."""
-    if strategy == "fsdp":
-        place = _fsdp_placement(spec, world_size, procs_per_node)
-    elif strategy == "deepspeed":
-        place = _deepspeed_placement(spec, world_size)
-    else:
-        place = Placement()
-    ep = spec.distributed.expert_parallel
-    experts = expert_params(model) if ep > 1 else 0.0
-    if not experts:
-        return place
-    return Placement(place.params, place.grads, place.optim, place.optim_offloaded,
-                     place.params_offloaded, ep, experts,
-                     (*place.notes, f"experts split over {ep} devices (expert parallel)"))
 
 
 def base_weights(spec: FineTuneSpec, model: ModelFacts, place: Placement) -> float:

@@ -238,7 +238,7 @@ def test_fit_table_covers_every_accelerator() -> None:
 def test_expert_parallel_splits_the_experts() -> None:
     """Mixtral 8x7B full fine-tuning under DDP on 8 GPUs: EP 8 keeps 1 of 8 experts per
     device, so weights, gradients and optimizer state shrink by the experts' share."""
-    from ftspec.compiler.memory import expert_params
+    from ftspec.compiler.memory_placement import expert_params
 
     def memory(ep: int) -> Any:
         return make_job(allow_errors=True, model={"family": "mixtral-8x7b", "dtype": "bf16"},

@@ -17,7 +17,6 @@ from ftspec.compiler.memory import (
     CONTEXT_GIB,
     GIB,
     NCCL_GIB,
-    Placement,
     adapter_weights,
     autocast_copy,
     base_weight_bytes,
@@ -29,7 +28,6 @@ from ftspec.compiler.memory import (
     load_bytes,
     optimizer_bytes,
     overhead_bytes,
-    placement,
     tied_gradient_bytes,
     trainable_params,
 )
@@ -39,6 +37,7 @@ from ftspec.compiler.memory_peak import (
     step_tokens,
     stored_activations,
 )
+from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.model import FineTuneSpec
 
