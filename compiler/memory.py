@@ -4,7 +4,9 @@
 training state here (``trainable_params``, ``base_weights``, ``autocast_copy``,
 ``adapter_weights``, ``frozen_casts``, ``gradient_bytes``, ``optimizer_bytes``,
 ``tied_gradient_bytes``, ``overhead_bytes``, over a ``Placement``: shards, offloads and
-expert parallelism, in ``compiler/memory_placement.py``), the step's peak in ``compiler/memory_peak.py`` (activations, logits).
+expert parallelism, in ``compiler/memory_placement.py``), the step's peak in
+``compiler/memory_peak.py`` (activations, logits) and the Mamba-2 / vision terms in
+``compiler/memory_arch.py``.
 
 Priced by what each launcher really allocates under ``model.precision``. Written here, not
 taken from a library: none prices a training step per launcher (accelerate's
