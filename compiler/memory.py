@@ -116,7 +116,8 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
 
     Shapes come from the architecture numbers: query/output width heads x head size (not
     always the hidden size: Gemma, Qwen3), key/value width KV heads x head size, and MLP
-    projections once per expert in mixtures of experts.
+    projections once per expert in mixtures of experts. In a hybrid stack only the
+    attention layers have q/k/v/o projections.
     """
     h = model.hidden_size
     q = model.num_heads * model.attn_head_dim
@@ -127,12 +128,19 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
         "q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
         "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
     }
-    per_layer = 0
+    attention = mlp = 0
     for name, (i, o) in shapes.items():
         if name in modules and (model.gated_mlp or name != "gate_proj"):
-            per_layer += rank * (i + o) * (experts if name.endswith(("gate_proj", "up_proj",
-                                                                     "down_proj")) else 1)
-    return float(per_layer * model.num_layers)
+            if name.endswith(("gate_proj", "up_proj", "down_proj")):
+                mlp += rank * (i + o) * experts
+            else:
+                attention += rank * (i + o)
+    return float(attention * _attention_layers(model) + mlp * model.num_layers)
+
+
+def _attention_layers(model: ModelFacts) -> int:
+    """Layers with attention projections: all of them, or a hybrid stack's attention ones."""
+    return model.num_layers if model.mamba is None else len(model.mamba.attention_layers)
 
 
 def trainable_params(spec: FineTuneSpec, model: ModelFacts,

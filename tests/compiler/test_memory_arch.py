@@ -154,3 +154,13 @@ def test_catalog_shapes_reach_the_facts(family: str) -> None:
     m = model_facts(s)
     assert (m.mamba is not None) == ("-h-" in family)
     assert (m.vision is not None) == ("vision" in family)
+
+
+def test_lora_on_a_hybrid_stack_adapts_the_attention_layers_only() -> None:
+    from ftspec.compiler.memory import trainable_params
+
+    s = spec(**HYBRID)
+    # r=8 on q (64 -> 64) and v (64 -> 32) in the one attention layer of three
+    assert trainable_params(s, model_facts(s), ("q_proj", "v_proj")) == 8 * (128 + 96)
+    # MLP projections are in every layer: down_proj 128 -> 64, three layers
+    assert trainable_params(s, model_facts(s), ("down_proj",)) == 3 * 8 * (128 + 64)
