@@ -96,6 +96,7 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
             torchtune_builder=CUSTOM_BASES[a.base] if a.base else None, custom=True,
             head_dim=f.attn_head_dim, tied_embeddings=f.tied_embeddings,
             num_experts=f.num_experts, gated_mlp=f.gated_mlp, context_len=f.max_seq_len,
+            shared_intermediate_size=f.shared_intermediate_size, mamba=f.mamba, vision=f.vision,
         )
     assert m.family is not None  # guaranteed by the rules
     f = MODEL_FAMILIES[m.family]
@@ -106,7 +107,8 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
         hf_layer_cls=f.hf_layer_cls, torchtune_config=f.torchtune,
         torchtune_builder=f.torchtune_builder, head_dim=f.attn_head_dim,
         tied_embeddings=f.tied_embeddings, num_experts=f.num_experts, gated_mlp=f.gated_mlp,
-        context_len=f.max_seq_len,
+        context_len=f.max_seq_len, shared_intermediate_size=f.shared_intermediate_size,
+        mamba=f.mamba, vision=f.vision,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
 from ftspec.spec.kept import Deferred
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
 
@@ -56,6 +57,12 @@ class ModelFacts:
     """gate/up/down projections (3 matrices) or up/down only (2)."""
     context_len: int = 0
     """The longest sequence the model supports (prices ``data.max_seq_len: null``)."""
+    shared_intermediate_size: int = 0
+    """Mixture-of-experts: a shared expert's MLP size beside the routed ones."""
+    mamba: MambaFacts | None = None
+    """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
+    vision: VisionFacts | None = None
+    """Vision-language models: the image encoder and projector."""
 
     @property
     def attn_head_dim(self) -> int:

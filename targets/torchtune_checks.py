@@ -228,6 +228,9 @@ def _builder_shape(job: Job) -> Iterator[Diagnostic]:
          f"{a.base} builders {'always' if tied else 'never'} tie the output projection"),
         ("num_experts", a.num_experts != 0, "its MLP is dense"),
         ("gated_mlp", not a.gated_mlp, "its MLP is gated (SwiGLU)"),
+        ("shared_expert_dim", a.shared_expert_dim != 0, "its MLP is dense"),
+        ("mamba", a.mamba is not None, "every layer is attention"),
+        ("vision", a.vision is not None, "it is a text-only decoder"),
     )
     for field, wrong, why in checks:
         if wrong:

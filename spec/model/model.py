@@ -5,14 +5,70 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
-from ftspec.spec.catalog.models import MODEL_FAMILY_NAMES, ModelFamily, param_count
+from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
+from ftspec.spec.catalog.models import (
+    FAMILY_NAMES_WRITTEN,
+    ModelFamily,
+    param_count,
+    resolve_family,
+)
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
-from pydantic import Field
+from pydantic import Field, field_validator
 
-FamilyName = Literal[MODEL_FAMILY_NAMES]  # type: ignore[valid-type]
+FamilyName = Literal[FAMILY_NAMES_WRITTEN]  # type: ignore[valid-type]
 
 Dtype = Literal["bf16", "fp16", "fp32"]
 PrecisionMode = Literal["pure", "mixed"]
+
+
+class MambaLayers(SpecModel):
+    """The Mamba-2 layers of a hybrid Mamba-2 / attention stack (Granite 4.0-H, Bamba): the
+    ``mamba_*`` numbers of its config.json. heads x head_dim is the inner width
+    (``mamba_expand`` x embed_dim)."""
+
+    attention_layers: list[int] = Field(
+        description="Indices of the attention layers (config.json layer_types); every other "
+        "layer is Mamba-2."
+    )
+    state_size: int = Field(ge=1, description="SSM state per head and group (mamba_d_state).")
+    conv_kernel: int = Field(default=4, ge=1, description="Causal convolution width (mamba_d_conv).")
+    n_groups: int = Field(default=1, ge=1, description="Groups sharing B and C (mamba_n_groups).")
+    num_heads: int = Field(ge=1, description="SSM heads (mamba_n_heads).")
+    head_dim: int = Field(ge=1, description="Channels per SSM head (mamba_d_head).")
+    chunk_size: int = Field(default=256, ge=1, description="SSD scan chunk (mamba_chunk_size).")
+
+    def facts(self) -> MambaFacts:
+        return MambaFacts(tuple(self.attention_layers), self.state_size, self.conv_kernel,
+                          self.n_groups, self.num_heads, self.head_dim, self.chunk_size)
+
+
+class VisionTower(SpecModel):
+    """A vision-language model's image encoder and projector (LLaVA / LLaVA-NeXT shape: the
+    ``vision_config`` of its config.json)."""
+
+    hidden_size: int = Field(ge=8, description="Encoder width.")
+    num_layers: int = Field(ge=1, description="Encoder layers.")
+    intermediate_size: int = Field(ge=8, description="Encoder MLP inner size.")
+    num_heads: int = Field(ge=1, description="Encoder attention heads.")
+    patch_size: int = Field(ge=1, description="Pixels a side per patch token.")
+    image_size: int = Field(ge=1, description="The encoder's input tile, pixels a side.")
+    feature_layers: int = Field(
+        default=1, ge=1, description="Encoder layers concatenated into the projector's input "
+        "(vision_feature_layer: 1, or the list's length)."
+    )
+    projector: Literal["mlp2x_gelu"] = Field(
+        default="mlp2x_gelu", description="LLaVA's two-layer GELU projector to the text width."
+    )
+    anyres: bool = Field(
+        default=False, description="LLaVA-NeXT tiling (image_grid_pinpoints): a base tile, a "
+        "grid of tiles and a newline token per row; false: one tile (LLaVA 1.5)."
+    )
+    class_token: bool = Field(default=False, description="The encoder has a class token (CLIP).")
+
+    def facts(self) -> VisionFacts:
+        return VisionFacts(self.hidden_size, self.num_layers, self.intermediate_size,
+                           self.num_heads, self.patch_size, self.image_size,
+                           self.feature_layers, self.anyres, self.class_token)
 
 
 class Architecture(SpecModel):
@@ -54,9 +110,22 @@ class Architecture(SpecModel):
             self.num_kv_heads, self.intermediate_dim, self.vocab_size, self.max_seq_len,
             self.layer_cls or ("LlamaDecoderLayer" if self.base else ""),
             num_experts=self.num_experts, head_dim=self.head_dim, tied_embeddings=self.tied,
-            gated_mlp=self.gated_mlp, arch="")
+            gated_mlp=self.gated_mlp, arch="",
+            shared_intermediate_size=self.shared_expert_dim,
+            mamba=self.mamba.facts() if self.mamba else None,
+            vision=self.vision.facts() if self.vision else None)
         return replace(numbers, params_b=param_count(numbers) / 1e9)
     num_experts: int = Field(default=0, ge=0, description="Experts per MoE layer (0: dense).")
+    shared_expert_dim: int = Field(
+        default=0, ge=0, description="MoE: a shared expert's MLP size beside the routed ones "
+        "(shared_intermediate_size; Granite 4.0)."
+    )
+    mamba: MambaLayers | None = Field(
+        default=None, description="Hybrid Mamba-2 / attention stack: its Mamba-2 layers."
+    )
+    vision: VisionTower | None = Field(
+        default=None, description="Vision-language model: its image encoder and projector."
+    )
     gated_mlp: bool = Field(
         default=True, description="Gated MLP (gate/up/down) rather than plain (up/down)."
     )
@@ -97,6 +166,13 @@ class ModelSpec(SpecModel):
     architecture: Architecture | None = Field(
         default=None, description="Custom dimensions instead of a known family."
     )
+
+    @field_validator("family")
+    @classmethod
+    def _catalog_key(cls, value: str | None) -> str | None:
+        """An alias (the SFTTrainer actuator's short name, a Hugging Face repo id) becomes
+        the catalog's key."""
+        return None if value is None else resolve_family(value)
     params_b: float | None = Field(
         default=None,
         gt=0,

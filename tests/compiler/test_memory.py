@@ -138,7 +138,7 @@ def test_trl_fused_head_never_builds_the_logits() -> None:
 
 def test_layer_saved_bytes_hand_computed() -> None:
     # Llama 3.2 1B (h 2048, q 2048, kv 512, MLP 8192), bf16, bytes per token per layer over h
-    from ftspec.compiler.memory import layer_saved_bytes
+    from ftspec.compiler.memory_peak import layer_saved_bytes
 
     every = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     lora = {"kind": "lora", "lora": {"rank": 8, "target_modules": list(every)}}
@@ -238,7 +238,7 @@ def test_fit_table_covers_every_accelerator() -> None:
 def test_expert_parallel_splits_the_experts() -> None:
     """Mixtral 8x7B full fine-tuning under DDP on 8 GPUs: EP 8 keeps 1 of 8 experts per
     device, so weights, gradients and optimizer state shrink by the experts' share."""
-    from ftspec.compiler.memory import expert_params
+    from ftspec.compiler.memory_placement import expert_params
 
     def memory(ep: int) -> Any:
         return make_job(allow_errors=True, model={"family": "mixtral-8x7b", "dtype": "bf16"},

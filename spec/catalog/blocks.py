@@ -1,0 +1,100 @@
+"""Blocks beyond the dense decoder: Mamba-2 layers of hybrid stacks and vision towers.
+
+The numbers are ``config.json`` facts (names as transformers spells them in brackets); the
+parameter formulas count what transformers builds for them, so a catalog entry's published
+size can be checked against its numbers (``tests/compiler/test_catalog.py``) and a custom
+``model.architecture`` gets its size from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MambaFacts:
+    """The Mamba-2 layers of a hybrid Mamba-2 / attention stack (Granite 4.0-H, Bamba)."""
+
+    attention_layers: tuple[int, ...]
+    """Indices of the attention layers (``layer_types``); every other layer is Mamba-2."""
+    state_size: int
+    """N, the SSM state per head and group (``mamba_d_state``)."""
+    conv_kernel: int
+    """Width of the causal depthwise convolution (``mamba_d_conv``)."""
+    n_groups: int
+    """Groups sharing B and C (``mamba_n_groups``)."""
+    num_heads: int
+    """SSM heads (``mamba_n_heads``)."""
+    head_dim: int
+    """P, channels per SSM head (``mamba_d_head``); heads x head_dim = the inner width."""
+    chunk_size: int = 256
+    """Tokens per chunk of the SSD scan (``mamba_chunk_size``)."""
+
+    @property
+    def inner(self) -> int:
+        """The inner width (``mamba_expand`` x hidden size)."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels through the convolution: x, B and C."""
+        return self.inner + 2 * self.n_groups * self.state_size
+
+
+def mamba_layer_params(hidden: int, m: MambaFacts) -> float:
+    """Parameters of one Mamba-2 mixer, as transformers' ``GraniteMoeHybridMambaLayer`` (and
+    ``BambaMixer``) builds it, biases left out like the catalog's other counts: ``in_proj``
+    h -> (z, x, B, C, dt) = 2 x inner + 2 x groups x N + heads; the depthwise ``conv1d``,
+    conv_dim x kernel; ``dt_bias``, ``A_log`` and ``D``, one per head; the gated RMSNorm's
+    weight (inner); ``out_proj`` inner -> h (Dao & Gu 2024, "Transformers are SSMs", sec. 7.1:
+    the parallel Mamba-2 block)."""
+    in_proj = hidden * (2 * m.inner + 2 * m.n_groups * m.state_size + m.num_heads)
+    conv = m.conv_dim * m.conv_kernel
+    return float(in_proj + conv + 3 * m.num_heads + m.inner + m.inner * hidden)
+
+
+def attention_params(hidden: int, heads: int, kv_heads: int, head_dim: int) -> float:
+    """q and o (h x heads x head size each), k and v (h x KV heads x head size each)."""
+    return float(2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim)
+
+
+@dataclass(frozen=True)
+class VisionFacts:
+    """A vision-language model's image encoder and projector (LLaVA, LLaVA-NeXT)."""
+
+    hidden_size: int
+    num_layers: int
+    intermediate_size: int
+    """The encoder MLP's inner size (plain GELU MLP: fc1, fc2)."""
+    num_heads: int
+    patch_size: int
+    image_size: int
+    """The encoder's input tile, pixels a side."""
+    feature_layers: int = 1
+    """Encoder layers whose outputs are concatenated into the projector's input
+    (``vision_feature_layer``: one index, or a list as Granite Vision's four)."""
+    anyres: bool = False
+    """LLaVA-NeXT's any-resolution tiling (``image_grid_pinpoints``): a base tile plus a
+    grid of tiles, one newline token per row; False: one tile (LLaVA 1.5)."""
+    class_token: bool = False
+    """The encoder prepends a class token (CLIP); SigLIP has none."""
+
+    @property
+    def patches(self) -> int:
+        """Patch tokens per tile: (image_size // patch_size)^2."""
+        side = self.image_size // self.patch_size
+        return side * side
+
+
+def vision_tower_params(v: VisionFacts, text_hidden: int) -> float:
+    """Encoder and projector parameters: the patch embedding (3 x patch^2 x d, a stride-p
+    convolution) and one position embedding per patch (+ class token), every encoder layer's
+    attention (4 d^2) and plain MLP (2 d x I), and LLaVA's two-layer projector
+    (``LlavaMultiModalProjector``: linear_1 from feature_layers x d to the text width,
+    linear_2 text -> text). Biases and norms left out."""
+    d = v.hidden_size
+    patch_embed = 3 * v.patch_size * v.patch_size * d
+    positions = (v.patches + (1 if v.class_token else 0)) * d
+    layers = v.num_layers * (4 * d * d + 2 * d * v.intermediate_size)
+    projector = v.feature_layers * d * text_hidden + text_hidden * text_hidden
+    return float(patch_embed + positions + layers + projector)
