@@ -17,6 +17,7 @@ from ftspec.spec.ir import (
     OWNER_LABEL,
     OWNER_VALUE,
     SPEC_ID_LABEL,
+    SWEEP_LABEL,
     Job,
     ModelFacts,
 )
@@ -165,12 +166,15 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         spec, facts, lora_modules, strategy=strategy, world_size=world,
         procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size, accumulation=accum,
     )
-    ident, name = point_id(spec_id(spec, source), spec, point)
+    base = spec_id(spec, source)
+    ident, name = point_id(base, spec, point)
     digest = spec_hash(spec)
     pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \
         spec.deploy.kubeflow.trainer_version
     labels = dict(spec.metadata.labels)
     labels.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: ident})
+    if point is not None:
+        labels[SWEEP_LABEL] = base
     annotations = dict(spec.metadata.annotations)
     job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,

@@ -12,12 +12,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
-from ftspec.spec.ir import OWNER_LABEL, SPEC_ID_LABEL
+from ftspec.spec.ir import OWNER_LABEL, SPEC_ID_LABEL, SWEEP_LABEL
 from ftspec.spec.jsondata import copy_json
 
 IDENTITY: tuple[tuple[str, ...], ...] = (
     ("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"),
     ("metadata", "labels", OWNER_LABEL), ("metadata", "labels", SPEC_ID_LABEL),
+    ("metadata", "labels", SWEEP_LABEL),
 )
 
 

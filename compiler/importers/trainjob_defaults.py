@@ -18,7 +18,7 @@ import copy
 from typing import Any
 
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
-from ftspec.spec.ir import OWNER_LABEL, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
+from ftspec.spec.ir import OWNER_LABEL, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, SWEEP_LABEL
 from ftspec.spec.platforms import NEWEST_TRAINER
 
 TRAINER_API = NEWEST_TRAINER
@@ -34,6 +34,7 @@ CRD_DEFAULTS: dict[tuple[str, ...], Any] = {
 MUST_DIFFER: dict[tuple[str, ...], str] = {
     ("metadata", "labels", OWNER_LABEL): "ftspec's ownership label",
     ("metadata", "labels", SPEC_ID_LABEL): "the spec's identity label",
+    ("metadata", "labels", SWEEP_LABEL): "the sweep a point's object belongs to",
     ("metadata", "annotations", SPEC_HASH_ANNOTATION): "digest of the spec",
     ("metadata", "annotations", SUMMARY_ANNOTATION): "the ML summary plan reads",
     ("metadata", "annotations", "ftspec.dev/applied-digest"): "what ftspec last applied",

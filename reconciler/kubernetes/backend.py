@@ -22,8 +22,10 @@ from ftspec.reconciler.kubernetes.planner import (
     address,
     decide,
     destroy,
+    left_sweep,
     orphan,
     owner_of,
+    spec_strays,
 )
 from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
@@ -190,12 +192,17 @@ class KubernetesBackend:
 
         digests: dict[str, str] = {}
         changes = []
+        strays = spec_strays(desired, owned)
         if destroy_all:
             for d in desired:
                 for item in owned.get(f"{d.job.namespace}/{d.job.spec_id}", []):
                     change = destroy(d.job.target, item, d.spec_file)
                     digests[change.address] = read_digest(item)
                     changes.append(change)
+            for d, item in strays:  # every point of the spec, in the grid or not
+                change = destroy(d.job.target, item, d.spec_file)
+                digests[change.address] = read_digest(item)
+                changes.append(change)
             return Plan(self.name, tuple(changes), digests, self._specs(desired),
                         tuple(warnings))
 
@@ -272,6 +279,10 @@ class KubernetesBackend:
                 if addr not in wanted:
                     digests[addr] = read_digest(live)
                     changes.append(orphan(addr.split(".", 1)[0], live, spec_files[key]))
+        for d, live in strays:
+            change = left_sweep(d.job.target, live, d.spec_file)
+            digests[change.address] = read_digest(live)
+            changes.append(change)
         return Plan(self.name, tuple(changes), digests, self._specs(desired),
                     tuple(dict.fromkeys(warnings)))
 

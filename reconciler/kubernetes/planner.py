@@ -6,6 +6,7 @@ I/O, so every decision is unit-testable with hand-written objects.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,13 +17,20 @@ from ftspec.reconciler.applied import (
     legacy_summary,
     upgrade_note,
 )
+from ftspec.reconciler.backend import Desired
 from ftspec.reconciler.fielddiff import field_changes
 from ftspec.reconciler.kubernetes.comparable import comparable
 from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern
 from ftspec.reconciler.model import Action, Change
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL
+from ftspec.spec.ir import (
+    OWNER_LABEL,
+    OWNER_VALUE,
+    SPEC_HASH_ANNOTATION,
+    SPEC_ID_LABEL,
+    SWEEP_LABEL,
+)
 
 
 class OwnershipError(Exception):
@@ -41,6 +49,13 @@ def owner_of(obj: dict[str, Any]) -> str | None:
     if labels.get(OWNER_LABEL) != OWNER_VALUE:
         return None
     value = labels.get(SPEC_ID_LABEL)
+    return value if isinstance(value, str) else None
+
+
+def sweep_of(obj: dict[str, Any]) -> str | None:
+    """The identity of the sweep whose point ``obj`` is (ftspec's objects only), or None."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    value = labels.get(SWEEP_LABEL) if owner_of(obj) else None
     return value if isinstance(value, str) else None
 
 
@@ -134,6 +149,37 @@ def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:
                   spec_file=spec_file)
 
 
+def left_sweep(target: str, live: dict[str, Any], spec_file: str | None) -> Change:
+    """A delete of ``live``, an object of the spec whose current jobs do not include it:
+    a point no longer in ``sweep.grid`` (or the spec's job from before it had a sweep)."""
+    return Change(address(target, live), Action.DELETE, essence(live), None,
+                  reason=f"{owner_of(live)!r} is not a point of the spec's sweep.grid now",
+                  spec_file=spec_file)
+
+
 def destroy(target: str, live: dict[str, Any], spec_file: str | None) -> Change:
     return Change(address(target, live), Action.DELETE, essence(live), None,
                   reason="destroy requested", spec_file=spec_file)
+
+
+def spec_strays(desired: Sequence[Desired], owned: dict[str, list[dict[str, Any]]]
+                ) -> list[tuple[Desired, dict[str, Any]]]:
+    """ftspec's objects of the desired specs that no desired job is: points that left a
+    sweep's grid (their sweep label names the spec's identity, ``SWEEP_LABEL``), a point of
+    a spec whose sweep was removed, and the job of a spec from before it had a sweep. Each
+    with the Desired of its spec; objects of any other spec are never included."""
+    jobs = {f"{d.job.namespace}/{d.job.spec_id}" for d in desired}
+    specs: dict[str, Desired] = {}
+    for d in desired:
+        specs.setdefault(f"{d.job.namespace}/{d.job.labels.get(SWEEP_LABEL, d.job.spec_id)}", d)
+    found = []
+    for key, items in sorted(owned.items()):
+        if key in jobs:
+            continue
+        ns = key.split("/", 1)[0]
+        for live in items:
+            base = sweep_of(live)
+            spec = specs.get(key) or (specs.get(f"{ns}/{base}") if base else None)
+            if spec is not None:
+                found.append((spec, live))
+    return found

@@ -9,7 +9,8 @@ the last run failed (like a tainted resource in Terraform); another run -> repla
 stops an active run first. No hash of the spec (which moves with every new default) takes
 part, so a new ftspec that compiles the same run plans "No changes"; where it compiles a
 different one, the change says so (``Change.upgrade``). Runs of a spec file that no longer
-produces them (renamed ``metadata.id``) are deleted. Never two runs of one spec.
+produces them (renamed ``metadata.id``, a point no longer in ``sweep.grid``) are deleted;
+``destroy`` deletes them with the spec's own. Never two runs of one spec.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ftspec.reconciler.local.launch import prepare
 from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.preflight import preflight
+from ftspec.reconciler.local.record import RunRecord
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
@@ -129,28 +131,36 @@ class LocalBackend:
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         changes = [self._change(d) for d in desired]
-        wanted = {d.job.spec_id for d in desired}
-        files = {_spec_file(d.spec_file, self.root) for d in desired}
-        for record in self.store.all():
-            if record.spec_id not in wanted and record.spec_file in files:
-                view = observe(record, self.root)
-                changes.append(Change(
-                    address(record.spec_id), Action.DELETE, _before(view), None,
-                    reason=f"{record.spec_file} no longer produces it (spec id renamed); "
-                    + ("the active run is stopped" if view.active else "the run ended"),
-                    spec_file=record.spec_file))
+        swept = {_spec_file(d.spec_file, self.root) for d in desired if d.job.point}
+        for record in self._strays(desired):
+            view = observe(record, self.root)
+            why = ("not a point of its sweep.grid now" if record.spec_file in swept
+                   else "spec id renamed")
+            changes.append(Change(
+                address(record.spec_id), Action.DELETE, _before(view), None,
+                reason=f"{record.spec_file} no longer produces it ({why}); "
+                + ("the active run is stopped" if view.active else "the run ended"),
+                spec_file=record.spec_file))
         return self._plan(changes, desired)
 
+    def _strays(self, desired: Sequence[Desired]) -> Iterator[RunRecord]:
+        """Runs of the desired spec files that no desired job is: points that left a
+        sweep's grid, a spec's run from before its id was renamed."""
+        wanted = {d.job.spec_id for d in desired}
+        files = {_spec_file(d.spec_file, self.root) for d in desired}
+        return (r for r in self.store.all() if r.spec_id not in wanted and r.spec_file in files)
+
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
+        records = [(d.spec_file, self.store.read(d.job.spec_id)) for d in desired]
+        records += [(r.spec_file, r) for r in self._strays(desired)]  # every point of a sweep
         changes = []
-        for d in desired:
-            record = self.store.read(d.job.spec_id)
+        for spec_file, record in records:
             if record is None:
                 continue
             view = observe(record, self.root)
             how = "stops the active run and forgets it" if view.active else "forgets the run"
             changes.append(Change(address(record.spec_id), Action.DELETE, _before(view), None,
-                                  reason=how, spec_file=d.spec_file))
+                                  reason=how, spec_file=spec_file))
         return self._plan(changes, desired)
 
     def _plan(self, changes: list[Change], desired: Sequence[Desired]) -> Plan:

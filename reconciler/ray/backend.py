@@ -9,7 +9,8 @@ submission id, not ftspec's metadata), so a new ftspec that submits the same run
 Otherwise Ray jobs being immutable, a change is a replace (stop + delete the old job, submit
 the new, whose id is the spec name + a digest of its content). A current job that was
 STOPPED outside ftspec is drift; one that FAILED is submitted again (both replaces). Jobs
-of a spec file that no longer produces them (renamed spec id) are cleaned up.
+of a spec file that no longer produces them (renamed spec id, a point no longer in
+``sweep.grid``) are cleaned up, and deleted by ``destroy`` with the spec's own.
 """
 
 from __future__ import annotations
@@ -110,6 +111,29 @@ def _digest(jobs: list[dict[str, Any]]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] if ids else "absent"
 
 
+def _strays(desired: Sequence[Desired], listed: dict[str, list[dict[str, Any]]]
+            ) -> Iterator[tuple[str, str, list[dict[str, Any]]]]:
+    """(address, spec id, jobs) of the desired spec files' jobs that no desired job is:
+    points that left a sweep's grid, a spec's jobs from before its id was renamed."""
+    wanted = {d.job.spec_id for d in desired}
+    files = {_spec_file(d.spec_file) for d in desired}
+    for url, owned in listed.items():
+        stale: dict[str, list[dict[str, Any]]] = {}
+        for j in owned:
+            meta = j["metadata"]
+            if meta[SPEC_ID_LABEL] not in wanted and meta.get(SPEC_FILE_KEY) in files:
+                stale.setdefault(meta[SPEC_ID_LABEL], []).append(j)
+        for spec_id, jobs in stale.items():
+            yield url, spec_id, jobs
+
+
+def _delete(url: str, spec_id: str, jobs: list[dict[str, Any]], spec_file: str,
+            why: str) -> Change:
+    return Change(address(spec_id), Action.DELETE,
+                  {"address": url, "jobs": [_brief(j) for j in jobs]}, None, reason=why,
+                  spec_file=spec_file)
+
+
 class RayBackend:
     name = "ray"
 
@@ -177,48 +201,50 @@ class RayBackend:
                       upgrade=upgrade_note(applied, d.job,
                                            legacy=SPEC_HASH_ANNOTATION in old_meta))
 
-    def plan(self, desired: Sequence[Desired]) -> Plan:
-        changes: list[Change] = []
-        digests: dict[str, str] = {}
+    def _listed(self, desired: Sequence[Desired]) -> dict[str, list[dict[str, Any]]]:
+        """Each cluster's ftspec jobs (Jobs API address -> jobs), listed once."""
         listed: dict[str, list[dict[str, Any]]] = {}
         for d in desired:
             api = self.api(d)
             if api.address not in listed:
                 listed[api.address] = _owned(api.list_jobs())
-            mine = [j for j in listed[api.address]
+        return listed
+
+    def plan(self, desired: Sequence[Desired]) -> Plan:
+        changes: list[Change] = []
+        digests: dict[str, str] = {}
+        listed = self._listed(desired)
+        for d in desired:
+            mine = [j for j in listed[self.api(d).address]
                     if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
             change = self._change(d, mine)
             changes.append(change)
             digests[change.address] = _digest(mine)
-        wanted = {d.job.spec_id for d in desired}
-        files = {_spec_file(d.spec_file) for d in desired}
-        for url, owned in listed.items():
-            stale: dict[str, list[dict[str, Any]]] = {}
-            for j in owned:
-                meta = j["metadata"]
-                if meta[SPEC_ID_LABEL] not in wanted and meta.get(SPEC_FILE_KEY) in files:
-                    stale.setdefault(meta[SPEC_ID_LABEL], []).append(j)
-            for spec_id, jobs in stale.items():
-                addr = address(spec_id)
-                changes.append(Change(
-                    addr, Action.DELETE, {"address": url, "jobs": [_brief(j) for j in jobs]},
-                    None, reason=f"{jobs[0]['metadata'][SPEC_FILE_KEY]} no longer produces it "
-                    "(spec id renamed)", spec_file=jobs[0]["metadata"][SPEC_FILE_KEY]))
-                digests[addr] = _digest(jobs)
+        swept = {_spec_file(d.spec_file) for d in desired if d.job.point}
+        for url, spec_id, jobs in _strays(desired, listed):
+            spec_file = jobs[0]["metadata"][SPEC_FILE_KEY]
+            why = "not a point of its sweep.grid now" if spec_file in swept else \
+                "spec id renamed"
+            changes.append(_delete(url, spec_id, jobs, spec_file,
+                                   f"{spec_file} no longer produces it ({why})"))
+            digests[changes[-1].address] = _digest(jobs)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
                     specs={d.spec_file: d.job.written for d in desired})
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
+        listed = self._listed(desired)
+        found = [(self.api(d).address, d.job.spec_id,
+                  [j for j in listed[self.api(d).address]
+                   if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id], d.spec_file)
+                 for d in desired]
+        found += [(url, spec_id, jobs, jobs[0]["metadata"][SPEC_FILE_KEY])  # every point
+                  for url, spec_id, jobs in _strays(desired, listed)]
         changes, digests = [], {}
-        for d in desired:
-            mine = self._mine(d)
-            if mine:
-                addr = address(d.job.spec_id)
-                changes.append(Change(
-                    addr, Action.DELETE,
-                    {"address": self.api(d).address, "jobs": [_brief(j) for j in mine]}, None,
-                    reason="stops the job if it runs and deletes it", spec_file=d.spec_file))
-                digests[addr] = _digest(mine)
+        for url, spec_id, jobs, spec_file in found:
+            if jobs:
+                changes.append(_delete(url, spec_id, jobs, spec_file,
+                                       "stops the job if it runs and deletes it"))
+                digests[changes[-1].address] = _digest(jobs)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
                     specs={d.spec_file: d.job.written for d in desired})
 

@@ -1,6 +1,7 @@
 """A sweep on the local backend, through the real CLI and real torchtune runs of the tiny
 model: examples/tiny-sweep.yaml's three points train, are compared (table, --json, --plot),
-a value added to the grid plans one create beside three no-ops, and destroy removes the set."""
+a value added to the grid plans one create beside three no-ops, a value removed plans its
+run's delete beside two no-ops, and destroy (of the shrunk grid) removes all three runs."""
 
 from __future__ import annotations
 
@@ -85,7 +86,18 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
     assert actions == {**{f"local.run.{n}": "no-op" for n in NAMES},
                        "local.run.tiny-sweep-lr-3e-2": "create"}
 
-    (workdir / SPEC).write_text(text, encoding="utf-8")
+    # a value removed from the grid: its point's run is planned for deletion
+    shrunk = text.replace("[1.0e-2, 3.0e-3, 1.0e-3]", "[1.0e-2, 3.0e-3]")
+    (workdir / SPEC).write_text(shrunk, encoding="utf-8")
+    plan = _json(ftspec(workdir, env, "plan", SPEC, "--json"))
+    actions = {c["address"]: c["action"] for c in plan["changes"]}
+    assert actions == {**{f"local.run.{n}": "no-op" for n in NAMES[:2]},
+                       f"local.run.{NAMES[2]}": "delete"}
+    human = ftspec(workdir, env, "plan", SPEC)
+    assert "Plan: 0 to add, 0 to change, 1 to destroy." in human.stdout, human.stdout
+    assert "not a point of its sweep.grid now" in human.stdout, human.stdout
+
+    # destroy with the shrunk grid still removes every point's run, the removed one too
     gone = ftspec(workdir, env, "destroy", SPEC, "--auto-approve")
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert "Destroy complete! Resources: 3 destroyed." in gone.stdout

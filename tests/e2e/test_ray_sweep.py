@@ -1,5 +1,6 @@
 """A sweep on a REAL Ray head (harness ``ray_head``): each point is a Jobs API job of its own
-(its own submission id and spec-id label), trained to completion, compared, destroyed."""
+(its own submission id and spec-id label), trained to completion, compared; a value removed
+from the grid plans its job's delete; destroy of the shrunk grid deletes every point's job."""
 
 from __future__ import annotations
 
@@ -71,6 +72,14 @@ def test_each_point_is_a_ray_job_of_its_own(workdir: Path, e2e_env: dict[str, st
                     / "epoch_0/adapter_model.safetensors").stat().st_size > 0
         plan = ftspec(workdir, e2e_env, "plan", SPEC, "--detailed-exitcode", *sets)
         assert plan.returncode == 0, plan.stdout + plan.stderr
+        # a value removed from the grid: its point's job is planned for deletion, and
+        # destroy (below, of the shrunk grid) deletes both points' jobs
+        (workdir / SPEC).write_text(text.replace(GRID[0], "[1.0e-2]"), encoding="utf-8")
+        shrunk = ftspec(workdir, e2e_env, "plan", SPEC, "--json", *sets)
+        assert shrunk.returncode == 0, shrunk.stderr
+        actions = {c["address"]: c["action"] for c in json.loads(shrunk.stdout)["changes"]}
+        assert actions == {"ray.job.tiny-sweep-lr-1e-2": "no-op",
+                           "ray.job.tiny-sweep-lr-1e-3": "delete"}, actions
     finally:
         gone = ftspec(workdir, e2e_env, "destroy", SPEC, "--auto-approve", *sets)
     assert gone.returncode == 0, gone.stdout + gone.stderr

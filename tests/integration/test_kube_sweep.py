@@ -1,5 +1,7 @@
 """A sweep on a real kube-apiserver: one TrainJob per point, a value added to the grid
-plans one create beside no-ops, destroy deletes every point's TrainJob."""
+plans one create beside no-ops, a value removed plans the delete of its point's TrainJob
+(found by its sweep label), and destroy after the grid shrank deletes every point's
+TrainJob, in the grid or not."""
 
 from __future__ import annotations
 
@@ -44,6 +46,31 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
                        ("no-op", "llama32-1b-alpaca-lora-lr-1e-4"),
                        ("no-op", "llama32-1b-alpaca-lora-lr-2e-4")], actions
 
+    grown = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
+    assert "Resources: 1 added, 0 changed, 0 destroyed." in grown.out, grown.out + grown.err
+    assert jobs["llama32-1b-alpaca-lora-lr-1e-4"]["metadata"]["labels"][
+        "ftspec.dev/sweep"] == "job"
+
+    # a value removed from the grid: its point's TrainJob is found by the sweep label
+    spec.write_text(text + GRID.format(values="[1.0e-4, 5.0e-5]"), encoding="utf-8")
+    res = run_cli(capsys, "plan", spec, "-n", ns, "--json")
+    assert res.code == 0, res.err
+    actions = sorted((c["action"], c["address"].rsplit("/", 1)[-1])
+                     for c in json.loads(res.out)["changes"])
+    assert actions == [("delete", "llama32-1b-alpaca-lora-lr-2e-4"),
+                       ("no-op", "llama32-1b-alpaca-lora-lr-1e-4"),
+                       ("no-op", "llama32-1b-alpaca-lora-lr-5e-5")], actions
+    human = run_cli(capsys, "plan", spec, "-n", ns)
+    assert "Plan: 0 to add, 0 to change, 1 to destroy." in human.out, human.out
+    assert "'job-lr-2e-4' is not a point of the spec's sweep.grid now" in human.out, human.out
+    shrunk = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
+    assert "Resources: 0 added, 0 changed, 1 destroyed." in shrunk.out, shrunk.out + shrunk.err
+    assert sorted(trainjobs()) == ["llama32-1b-alpaca-lora-lr-1e-4",
+                                   "llama32-1b-alpaca-lora-lr-5e-5"]
+
+    # destroy after the grid shrank again: every point of the spec that exists goes
+    spec.write_text(text + GRID.format(values="[1.0e-4]"), encoding="utf-8")
     gone = run_cli(capsys, "destroy", spec, "-n", ns, "--auto-approve")
     assert gone.code == 0, gone.out + gone.err
+    assert "Destroy complete! Resources: 2 destroyed." in gone.out, gone.out
     assert trainjobs() == {}

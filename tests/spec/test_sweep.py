@@ -202,5 +202,45 @@ def test_on_kubernetes_each_point_is_an_object_of_its_own(
         (obj,) = [a.obj for a in point.artifacts if a.obj and a.obj.get("kind") == kind]
         names.add(obj["metadata"]["name"])
         owners.add(obj["metadata"]["labels"]["ftspec.dev/spec-id"])
+        assert obj["metadata"]["labels"]["ftspec.dev/sweep"] == base.job.spec_id
         assert len(obj["metadata"]["name"]) <= limit
     assert len(names) == len(owners) == 4
+
+
+def _owned(ns: str, spec_id: str, sweep: str | None = None) -> dict[str, object]:
+    labels = {"app.kubernetes.io/managed-by": "ftspec", "ftspec.dev/spec-id": spec_id}
+    if sweep is not None:
+        labels["ftspec.dev/sweep"] = sweep
+    return {"kind": "TrainJob", "metadata": {"name": spec_id, "namespace": ns,
+                                             "labels": labels}}
+
+
+def test_kubernetes_finds_the_points_that_left_the_grid_and_nothing_else(
+        tmp_path: Path) -> None:
+    """``spec_strays`` (what plan deletes and destroy removes beside the desired jobs): a
+    point no longer in the grid, the spec's job from before it had a sweep, the points of a
+    spec whose sweep was removed; never another spec's objects."""
+    from ftspec.reconciler.backend import Desired
+    from ftspec.reconciler.kubernetes.planner import spec_strays
+
+    def desired(grid: str | None) -> list[Desired]:
+        path = _spec(tmp_path, grid or "")
+        if grid is None:  # no sweep: the spec as written, without its sweep block
+            text = path.read_text(encoding="utf-8")
+            path.write_text(text[: text.index("sweep:")], encoding="utf-8")
+        base = compile_spec(SpecInput(path), "identity")
+        return [Desired(job=c.job, artifacts=(), spec_file=str(path))
+                for c in expand(base, "identity") if c.job is not None]
+
+    ns = desired(None)[0].job.namespace
+    live = {"{namespace}/{name}".format(**o["metadata"]): [o] for o in (  # type: ignore[arg-type]
+        _owned(ns, "sweep-lr-1e-2", "sweep"), _owned(ns, "sweep-lr-3e-3", "sweep"),
+        _owned(ns, "sweep"), _owned(ns, "other"), _owned(ns, "other-lr-1e-2", "other"),
+        _owned("elsewhere", "sweep-lr-1e-3", "sweep"))}
+
+    def found(grid: str | None) -> list[str]:
+        return sorted(o["metadata"]["name"] for _, o in spec_strays(desired(grid), live))
+
+    assert found("    training.learning_rate: [1.0e-2]\n") == ["sweep", "sweep-lr-3e-3"]
+    assert found("    training.learning_rate: [1.0e-2, 3.0e-3]\n") == ["sweep"]
+    assert found(None) == ["sweep-lr-1e-2", "sweep-lr-3e-3"]
