@@ -80,6 +80,30 @@ def test_auto_stop_measures_the_throughput_without_the_warmup(
         w["tokens"] / w["seconds"], abs=0.1)
 
 
+def test_two_processes_stop_at_the_same_step(workdir: Path, e2e_env: dict[str, str]) -> None:
+    """DDP over 2 gloo processes: the main process's clock decides for both (a process that
+    stopped alone would leave the other waiting in its next all-reduce until the timeout)."""
+    d = yaml.safe_load(EXAMPLE.read_text())
+    d["metadata"]["name"] = "stop-ddp"
+    d["launcher"] = "accelerate"
+    d["method"]["lora"]["output"] = False
+    d["training"].update({"epochs": None, "max_steps": MAX_STEPS, "global_batch_size": 8,
+                          "stop": {"warmup_seconds": 1, "stable_seconds": 2,
+                                   "stable_steps": 3}})
+    d["resources"] = {"gpus_per_node": 0, "processes_per_node": 2}
+    d["distributed"] = {"strategy": "ddp"}
+    d["output"]["uri"] = "file://.ftspec/runs/stop-ddp/output"
+    spec = workdir / "examples" / "stop-ddp.yaml"
+    spec.write_text(yaml.safe_dump(d, sort_keys=False))
+    m = _apply_and_measure(workdir, e2e_env, spec.relative_to(workdir))["measured"]
+    assert m["validity"] == "ok" and m["stopped_by"] == "auto" and m["devices"] == 2
+    assert m["dataset_tokens_per_second_stable_per_device"] == pytest.approx(
+        m["dataset_tokens_per_second_stable"] / 2, abs=0.1)
+    log = (workdir / ".ftspec/runs/stop-ddp/train.log").read_text()
+    assert log.count("[ftspec] stop {") == 1  # printed by the main process only
+    assert "--num_processes 2" in log or "num_processes 2" in log
+
+
 def test_prompt_tuning_trains_on_cpu(workdir: Path, e2e_env: dict[str, str]) -> None:
     d = yaml.safe_load(EXAMPLE.read_text())
     d["metadata"]["name"] = "tiny-pt"
