@@ -20,6 +20,8 @@
   resident set of the largest training process (the kernel's ``ru_maxrss`` of the run's
   descendants, recorded by the supervisor when the run ends).
 - ``validity``: ok / invalid (out of memory) / failed (another error), from ``failure``.
+- with ``training.stop``: ``stopped_by``, ``stable_window`` and
+  ``dataset_tokens_per_second_stable`` (the throughput without the warm-up), from ``stopped``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import re
 from typing import Any
 
 from ftspec.reconciler.progress import Tracker, split_lines
+from ftspec.reconciler.stopped import stopped
 
 _BAR = re.compile(r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<[^,\]]*"
                   r"(?:, *(\d+(?:\.\d+)?)(it/s|s/it))?")
@@ -97,6 +100,7 @@ def measure(text: str, tracker: Tracker, *, validity: str | None, devices: int,
         out["dataset_tokens_per_second"] = round(rate, 1)
         out["dataset_tokens_per_second_per_device"] = round(rate / max(1, devices), 1)
         out["devices"] = devices
+    out.update(stopped(text, devices))
     cuda = peak_cuda_bytes(text)
     if cuda is not None:
         out["peak_memory"] = {"kind": "cuda max allocated", "bytes": cuda}

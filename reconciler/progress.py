@@ -89,7 +89,9 @@ def parse_line(line: str) -> Record | None:
 
 def _trainer_record(text: str) -> Record | None:
     nums = {k: float(v) for k, v in _TRAINER_VALUE.findall(text)}
-    if "train_runtime" in nums or "train_loss" in nums:
+    # a step's record carries train_runtime too when the trainer counts input tokens
+    # (include_num_input_tokens_seen); the summary has train_loss and no loss
+    if "train_loss" in nums or ("train_runtime" in nums and "loss" not in nums):
         return Record(final=nums, epoch=nums.get("epoch"))
     if "eval_loss" in nums:
         return Record(eval_loss=nums["eval_loss"], epoch=nums.get("epoch"))

@@ -116,6 +116,13 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
         yield _err(("method", "quantization", "quant_type"), "qlora quantizes with "
                    "bitsandbytes (nf4 / fp4); a GPTQ model is method.kind gptq_lora",
                    "entrypoint-gptq")
+    if spec.method.kind == "gptq_lora" and job.device == "cpu":
+        yield _err(("method", "kind"), "GPTQ-LoRA trains through GPTQ kernels that need a "
+                   "CUDA GPU (the seed's triton_v2 and fused-LoRA kernels; transformers' GPTQ "
+                   "loader refuses a machine without one unless gptqmodel's slow CPU kernels "
+                   "are installed, which would not be the same run)", "gptq-cpu",
+                   hint="give resources.gpus_per_node and resources.accelerator, or use "
+                   "method.kind: lora on the unquantized model")
     datasets = [("train",), *[("mixture", "datasets", i) for i in range(
         len(spec.data.mixture.datasets) if spec.data.mixture else 0)], ("validation",)]
     for where in datasets:

@@ -36,7 +36,7 @@ FSDP_KEYS = frozenset({
     "fsdp_min_num_params", "fsdp_backward_prefetch", "fsdp_forward_prefetch",
     "fsdp_cpu_ram_efficient_loading", "fsdp_offload_params", "fsdp_reshard_after_forward",
     "fsdp_state_dict_type", "fsdp_sync_module_states", "fsdp_use_orig_params",
-    "fsdp_activation_checkpointing",
+    "fsdp_activation_checkpointing", "fsdp_sharding_strategy",
 })
 DEEPSPEED_KEYS = frozenset({
     "zero_stage", "offload_optimizer_device", "offload_param_device", "zero3_init_flag",
@@ -119,6 +119,9 @@ def fsdp_config(job: Job) -> dict[str, Any]:
         out["fsdp_backward_prefetch"] = PREFETCH[f.backward_prefetch]
         out["fsdp_forward_prefetch"] = f.forward_prefetch
         out["fsdp_reshard_after_forward"] = FSDP1_SHARDING[f.sharding]
+        # what `accelerate launch` exports as FSDP_SHARDING_STRATEGY (FULL_SHARD when absent),
+        # which FSDP1 reads before fsdp_reshard_after_forward
+        out["fsdp_sharding_strategy"] = FSDP1_SHARDING[f.sharding]
         out["fsdp_use_orig_params"] = f.use_orig_params
     else:
         out["fsdp_reshard_after_forward"] = f.sharding == "full_shard" and f.reshard_after_forward

@@ -18,6 +18,7 @@ from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR, IA3, PromptTuning
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
+from ftspec.targets.accelerate_stop import stop_entry
 from ftspec.targets.chat_format import template_kind, torchtune_layout
 from ftspec.targets.paths import RunPaths, default_paths, local_path
 
@@ -56,6 +57,8 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
         why.append(f"method: {spec.method.kind} settings TRL's ModelConfig lacks")
     if spec.training.early_stopping is not None:
         why.append("training.early_stopping: a callback TRL's CLI does not add")
+    if stop_entry(job) is not None:
+        why.append("training.stop: a callback TRL's CLI does not add")
     p = p or default_paths(job)
     if p.tokenizer is not None and tokenizer_dir(p.tokenizer) != p.model_id:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
@@ -186,6 +189,8 @@ def _precision(job: Job) -> dict[str, Any]:
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.bits == 4:
         load = BNB_DTYPES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype
+    elif spec.method.kind == "gptq_lora" and q is not None:  # the GPTQ kernels' dtype; the
+        load = BNB_DTYPES[q.compute_dtype]  # adapters PEFT keeps in fp32 are the master copy
     out = {"bf16": mixed and dtype == "bf16", "fp16": mixed and dtype == "fp16", "dtype": load}
     if mixed and job.device == "cpu":
         out["use_cpu"] = True  # TrainingArguments refuses bf16 autocast without a GPU unless told
@@ -303,6 +308,9 @@ def prepare_plan(job: Job, p: RunPaths) -> dict[str, Any] | None:
     es = spec.training.early_stopping
     if es is not None:
         plan["early_stopping"] = {"patience": es.patience, "threshold": es.threshold}
+    stop = stop_entry(job)
+    if stop is not None:
+        plan["stop"] = stop
     return plan
 
 

@@ -61,6 +61,7 @@ class Gap:
 
 
 _E, _W = Severity.ERROR, Severity.WARNING
+_STOP_KEYS = ("after_seconds", "method", "warmup_seconds", "stable_seconds", "stable_steps")
 _TT = "torchtune"
 _FSDP_KNOB = "torchtune's recipes shard every decoder layer with FSDP2 and expose no {}"
 _HF_ONLY = "torchtune builds the model from its own builders; {} is a Hugging Face setting"
@@ -91,8 +92,16 @@ def _jinja_template(job: Job) -> bool:
     return template_kind(job.spec.model.chat_template) in ("jinja", "file")
 
 
+_TT_STOP = ("torchtune 0.6.1's recipes have no callback and no hook between optimizer steps: "
+            "their loop ends by epochs and max_steps_per_epoch only, so nothing can ask it to "
+            "stop by the clock (and Kubeflow's torchtune runtimes run `tune run` as it is)")
+
+
 GAPS: dict[str, tuple[Gap, ...]] = {
     "torchtune": (
+        *(Gap(("training", "stop", key), _E, _TT_STOP, "use launcher: accelerate (its "
+              "entrypoint stops by the clock), or bound the run with training.max_steps / "
+              "max_steps_per_epoch") for key in _STOP_KEYS),
         Gap(("distributed", "expert_parallel"), _E, "torchtune 0.6.1 has no expert "
             "parallelism, nor any mixture-of-experts model (the memory estimate in `explain` "
             "shows what it would save)", "use launcher: accelerate (transformers' expert "

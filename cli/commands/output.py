@@ -185,6 +185,16 @@ def _measured_rows(m: dict[str, Any]) -> list[tuple[str, Any]]:
     rows += [("dataset_tokens_per_second", m.get("dataset_tokens_per_second")),
              ("dataset_tokens_per_second_per_device",
               m.get("dataset_tokens_per_second_per_device"))]
+    if m.get("stopped_by"):
+        rows.append(("stopped_by", f"{m['stopped_by']} after step {m.get('stopped_at_step')}"))
+    w = m.get("stable_window")
+    if isinstance(w, dict):  # measured.json is read back: no key is taken for granted
+        rows.append(("stable_window", f"steps {w.get('from_step')}..{w.get('to_step')}: "
+                     f"{w.get('tokens')} tokens in {w.get('seconds')} s"
+                     + ("" if w.get("complete") else " (the rule did not complete)")))
+        rows += [("dataset_tokens_per_second_stable", m.get("dataset_tokens_per_second_stable")),
+                 ("dataset_tokens_per_second_stable_per_device",
+                  m.get("dataset_tokens_per_second_stable_per_device"))]
     peak = m.get("peak_memory")
     if peak:
         rows.append(("peak_memory", f"{peak['bytes'] / 2**30:.3f} GiB ({peak['kind']})"))

@@ -68,6 +68,45 @@ class EarlyStopping(SpecModel):
     metric: str = Field(default="eval_loss", description="Metric watched.")
 
 
+AUTO_STOP_METHODS: dict[str, tuple[float, float, int]] = {
+    "WARMUP_60S_STABLE_120S_OR_10_STEPS": (60.0, 120.0, 10),
+}
+"""The SFTTrainer actuator's named auto-stop methods -> (warm-up seconds, stable seconds,
+stable optimizer steps)."""
+
+
+class Stop(SpecModel):
+    """Stop a run by the clock, as the SFTTrainer actuator's benchmarks do
+    (``stop_after_seconds``, ``auto_stop_method``). Checked after each optimizer step."""
+
+    after_seconds: float | None = Field(
+        default=None, gt=0, description="Ask the trainer to stop once this many seconds of "
+        "training have passed (checked after each optimizer step; the actuator's "
+        "stop_after_seconds).")
+    method: Literal["WARMUP_60S_STABLE_120S_OR_10_STEPS"] | None = Field(
+        default=None, description="A named auto-stop method: WARMUP_60S_STABLE_120S_OR_10_STEPS "
+        "stops after 60 s of warm-up plus the longer of 120 s or 10 optimizer steps, and "
+        "measures throughput without the warm-up (the actuator's auto_stop_method).")
+    warmup_seconds: float | None = Field(
+        default=None, ge=0, description="Auto-stop spelled out: seconds of warm-up, excluded "
+        "from the stable throughput (instead of method).")
+    stable_seconds: float | None = Field(
+        default=None, ge=0, description="Auto-stop spelled out: at least this many seconds "
+        "after the warm-up (instead of method).")
+    stable_steps: int | None = Field(
+        default=None, ge=1, description="Auto-stop spelled out: at least this many optimizer "
+        "steps after the warm-up (instead of method).")
+
+    def auto(self) -> tuple[float, float, int] | None:
+        """(warm-up s, stable s, stable steps) of the auto-stop rule; None: no auto-stop."""
+        if self.method is not None:
+            return AUTO_STOP_METHODS[self.method]
+        if self.warmup_seconds is None and self.stable_seconds is None \
+                and self.stable_steps is None:
+            return None
+        return (self.warmup_seconds or 0.0, self.stable_seconds or 0.0, self.stable_steps or 1)
+
+
 class Training(SpecModel):
     epochs: int | None = Field(default=1, ge=1, description="Passes over the training data.")
     max_steps: int | None = Field(
@@ -107,4 +146,8 @@ class Training(SpecModel):
     )
     early_stopping: EarlyStopping | None = Field(
         default=None, description="Stop when the eval metric stops improving."
+    )
+    stop: Stop | None = Field(
+        default=None, description="Stop by the clock: after_seconds, and an auto-stop rule "
+        "(warm-up, then a stable window) whose throughput excludes the warm-up."
     )

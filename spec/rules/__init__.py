@@ -46,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     training.duration,
     training.warmup,
     training.step_strategies,
+    training.stop_rule,
     combos.family_or_architecture,
     combos.strategy_settings,
     combos.fsdp_layer_class,

@@ -29,3 +29,17 @@ def step_strategies(spec: FineTuneSpec) -> Iterator[Diagnostic]:
             yield error(("training", section, "strategy"),
                         f"{section} strategy steps needs training.{section}.steps",
                         "steps-missing")
+
+
+def stop_rule(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """``training.stop``: a named auto-stop method fixes its own numbers."""
+    stop = spec.training.stop
+    if stop is None or stop.method is None:
+        return
+    for name in ("warmup_seconds", "stable_seconds", "stable_steps"):
+        if getattr(stop, name) is not None:
+            yield error(("training", "stop", name), f"stop.method {stop.method} fixes the "
+                        f"warm-up and the stable window; {name} cannot change it",
+                        "stop-method-and-numbers",
+                        hint=f"remove {name}, or remove method and spell the rule out with "
+                        "warmup_seconds, stable_seconds and stable_steps")

@@ -78,6 +78,7 @@ CONTEXTS: dict[tuple[str, ...], dict[str, Any]] = {
         "ttl_seconds_after_finished": 0}}},
     ("method", "prompt_tuning", "init"): {"method": {"prompt_tuning": {
         "init_text": "Classify the sentiment:"}}},
+    ("training", "stop"): {"training": {"stop": {}}},
     ("training", "early_stopping"): {"data": {"validation": {"uri": "hf://org/val"}},
                                      "training": {"evaluation": {"strategy": "epoch"},
                                                   "early_stopping": {}}},

@@ -93,7 +93,10 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     if autocast is None:
         precision = f"{loaded} pure"
     else:
-        assert loaded == "fp32" or sft.get("load_in_4bit"), "mixed precision loads fp32"
+        # a quantized base loads in its kernels' compute dtype (bnb 4-bit; GPTQ: the
+        # autocast dtype), its LoRA adapters kept in fp32 by PEFT
+        assert loaded == "fp32" or sft.get("load_in_4bit") or (
+            sft.get("use_peft") and loaded == autocast), "mixed precision loads fp32"
         precision = f"{autocast} mixed"
     lora = None
     if sft.get("use_peft"):  # the LoRA family (lora, dora, qlora)

@@ -80,6 +80,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         callbacks.append(EarlyStoppingCallback(
             early_stopping_patience=plan.early_stopping["patience"],
             early_stopping_threshold=plan.early_stopping["threshold"]))
+    if plan.stop is not None:
+        from ftspec.targets.entrypoints.hf_sft.stop import stop_callback
+
+        callbacks.append(stop_callback(plan.stop))
+        training_args.include_num_input_tokens_seen = "non_padding"  # the window's tokens
     from ftspec.targets.entrypoints.hf_sft.peft import peft_config
 
     trainer = SFTTrainer(

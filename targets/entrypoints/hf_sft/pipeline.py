@@ -31,6 +31,8 @@ class Plan:
     chat_template: str | None = None
     peft: dict[str, Any] | None = None
     early_stopping: dict[str, Any] | None = None
+    stop: dict[str, Any] | None = None
+    """``training.stop``: after_seconds and the auto-stop rule (``stop.py``)."""
     torchtune_tokenizer: dict[str, Any] | None = None
     """The torchtune tokenizer section: instruct / alpaca rows are tokenized as torchtune
     does (``torchtune_rows``)."""
@@ -46,6 +48,7 @@ class Plan:
             tokenizer=obj.get("tokenizer"),
             pad_token=obj.get("pad_token"), chat_template=obj.get("chat_template"),
             peft=obj.get("peft"), early_stopping=obj.get("early_stopping"),
+            stop=obj.get("stop"),
             torchtune_tokenizer=obj.get("torchtune_tokenizer"))
 
 
