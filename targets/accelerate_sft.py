@@ -5,7 +5,7 @@
 ``DatasetMixtureConfig``), so ``trl sft --config sft.yaml`` and TRL's ``TrlParser`` read it.
 Where TRL's CLI can express the spec the command is TRL's own script under ``accelerate
 launch``; otherwise (``needs_preparation`` says why) ftspec's small entrypoint
-``ftspec.targets.entrypoints.hf_sft`` reads the same ``sft.yaml`` plus ``prepare.json`` (the
+``ftspec.runtime.hf_sft`` reads the same ``sft.yaml`` plus ``prepare.json`` (the
 rows' rendering, a mixture by proportion, the PEFT method TRL's CLI lacks, early stopping)
 and hands the prepared datasets to ``SFTTrainer``.
 """

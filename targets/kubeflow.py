@@ -169,7 +169,7 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
 
 
 _HF_STACK = ("accelerate, transformers, TRL, peft and ftspec's training entrypoint "
-             "(ftspec.targets.entrypoints) installed")
+             "(ftspec.runtime) installed")
 """What an image must hold to run the accelerate launcher's job."""
 RESTART_JOB_TRAINER = "v2.3"
 """The first Trainer release whose runtimes' JobSet knows the RestartJob actions."""

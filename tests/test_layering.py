@@ -3,6 +3,11 @@
 spec imports nothing of ours; targets import spec; compiler imports spec and targets;
 reconciler imports spec, compiler and targets; cli imports everything. Dynamic imports
 (``importlib.import_module("ftspec.x...")`` with a literal prefix) count too.
+
+runtime (the code that runs inside training jobs) imports nothing but itself, so a job's
+image needs no compile-time module; compile-time packages import only runtime's contract
+modules (``RUNTIME_CONTRACTS``: the formats both sides agree on, standard library only), never
+the entrypoints themselves.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "reconciler": frozenset({"reconciler", "spec", "compiler", "targets"}),
     "cli": frozenset({"cli", "spec", "compiler", "targets", "reconciler", "schemas"}),
     "schemas": frozenset({"schemas"}),
+    "runtime": frozenset({"runtime"}),
 }
+RUNTIME_CONTRACTS = frozenset({"ftspec.runtime.ray_nodes.wire", "ftspec.runtime.unpack"})
+"""The runtime modules compile-time code may import."""
 
 
 def _imported(tree: ast.AST, module: str) -> list[tuple[int, str]]:
@@ -55,7 +63,10 @@ def violations(root: Path) -> list[str]:
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
             for line, name in _imported(tree, module):
                 target = name.split(".")[1] if name.count(".") >= 1 else ""
-                if target not in allowed:
+                if target == "runtime" and package != "runtime":
+                    if name not in RUNTIME_CONTRACTS:
+                        out.append(f"{rel}:{line}: {package} may not import {name}")
+                elif target not in allowed:
                     out.append(f"{rel}:{line}: {package} may not import {name}")
     return out
 
@@ -76,8 +87,16 @@ def test_the_checker_finds_violations(tmp_path: Path) -> None:
         "import importlib\nimportlib.import_module(f'ftspec.cli.commands.{x}')\n"
     )
     (tmp_path / "cli" / "fine.py").write_text("import ftspec.reconciler.model\n")
+    (tmp_path / "targets" / "wire.py").write_text(
+        "from ftspec.runtime.ray_nodes.wire import fill\nfrom ftspec.runtime.hf_sft import main\n"
+    )
+    (tmp_path / "runtime" / "up.py").write_text(
+        "from ftspec.runtime.unpack import UNPACK\nfrom ftspec.targets.ray_nodes import bundle\n"
+    )
     assert violations(tmp_path) == [
         "spec/bad.py:4: spec may not import ftspec.compiler.build",
         "targets/rel.py:1: targets may not import ftspec.reconciler",
+        "targets/wire.py:2: targets may not import ftspec.runtime.hf_sft",
         "compiler/dyn.py:2: compiler may not import ftspec.cli.commands",
+        "runtime/up.py:2: runtime may not import ftspec.targets.ray_nodes",
     ]

@@ -48,8 +48,8 @@ from ftspec.reconciler.progress import (
 from ftspec.reconciler.ray.compare import run_changes
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
+from ftspec.runtime.ray_nodes.wire import node_states
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
-from ftspec.targets.ray_nodes import node_states
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"

@@ -55,7 +55,7 @@ class Entrypoint(SpecModel):
     module: str | None = Field(
         default=None,
         pattern=patterns.MODULE,
-        description="Python module run with -m (default ftspec.targets.entrypoints.hf_sft).",
+        description="Python module run with -m (default ftspec.runtime.hf_sft).",
     )
     script: str | None = Field(default=None, description="A script path instead of a module.")
     args: list[str] = Field(default_factory=list, description="Extra arguments appended.")

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
-from ftspec.targets.entrypoints.hf_sft.render import Example, render
-from ftspec.targets.entrypoints.hf_sft.sources import Source, read_rows, source_from_json
+from ftspec.runtime.hf_sft.mixing import interleave, split_off
+from ftspec.runtime.hf_sft.render import Example, render
+from ftspec.runtime.hf_sft.sources import Source, read_rows, source_from_json
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, Any]], int]:
 def _tokenized_data(plan: Plan, seed: int) -> Data:
     """Every source tokenized by torchtune's own builder pieces (``torchtune_rows``)."""
     import datasets
-    from ftspec.targets.entrypoints.hf_sft.torchtune_rows import (
+    from ftspec.runtime.hf_sft.torchtune_rows import (
         tokenized_rows,
         torchtune_tokenizer,
     )

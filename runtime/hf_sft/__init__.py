@@ -1,7 +1,7 @@
 """Data preparation for TRL's ``SFTTrainer``: ftspec's accelerate entrypoint where ``trl sft``
 cannot express the spec.
 
-    accelerate launch --config_file accelerate.yaml -m ftspec.targets.entrypoints.hf_sft \\
+    accelerate launch --config_file accelerate.yaml -m ftspec.runtime.hf_sft \\
         --config sft.yaml --prepare prepare.json
 
 ``sft.yaml`` is TRL's own config (read with TRL's ``TrlParser`` and the argument classes of
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.pipeline import Plan, build_data, load_examples
+from ftspec.runtime.hf_sft.pipeline import Plan, build_data, load_examples
 
 __all__ = ["Plan", "build_data", "load_examples", "main"]
 
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         callbacks.append(EarlyStoppingCallback(
             early_stopping_patience=plan.early_stopping["patience"],
             early_stopping_threshold=plan.early_stopping["threshold"]))
-    from ftspec.targets.entrypoints.hf_sft.peft import peft_config
+    from ftspec.runtime.hf_sft.peft import peft_config
 
     trainer = SFTTrainer(
         model=model_args.model_name_or_path, args=training_args,
