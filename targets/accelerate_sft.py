@@ -16,6 +16,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR, IA3, PromptTuning
+from ftspec.spec.urls import is_uri
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
 from ftspec.targets.chat_format import template_kind, torchtune_layout
@@ -228,7 +229,7 @@ def _save(job: Job) -> dict[str, Any]:
     if expert_parallel(job) and out["save_strategy"] != "no":
         out["save_only_model"] = True  # the Trainer's condition for a model sharded at load
     if c.resume_from is not None:
-        out["resume_from_checkpoint"] = (local_path(c.resume_from) if "://" in c.resume_from
+        out["resume_from_checkpoint"] = (local_path(c.resume_from) if is_uri(c.resume_from)
                                          else c.resume_from)
     return out
 

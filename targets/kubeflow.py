@@ -28,6 +28,7 @@ from ftspec.spec.platforms import (
     TRAINER_GROUP,
     TRAINER_VERSIONS,
 )
+from ftspec.spec.urls import pvc_parts, scheme
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.base import Artifact, Launch
@@ -252,8 +253,8 @@ def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
     out = {name: {} if generated else pod_placement(job, gpu=name == "node") for name in jobs}
     node = out["node"]
     output = job.spec.output
-    if job.launcher == "torchtune" and output is not None and output.uri.startswith("pvc://"):
-        claim, _, sub = output.uri[len("pvc://"):].partition("/")
+    if job.launcher == "torchtune" and output is not None and scheme(output.uri) == "pvc":
+        claim, sub = pvc_parts(output.uri)
         mount: dict[str, Any] = {"name": OUTPUT_VOLUME, "mountPath": OUTPUT_MOUNT}
         if sub:
             mount["subPath"] = sub

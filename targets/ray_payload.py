@@ -58,13 +58,13 @@ def metadata(job: Job) -> dict[str, str]:
 
 
 def _download_step(job: Job) -> list[str]:
-    from ftspec.targets.paths import local_path, scheme
+    from ftspec.spec.urls import hub_id, scheme
+    from ftspec.targets.paths import local_path
 
     uri = job.spec.model.uri
     if job.launcher != "torchtune" or scheme(uri) != "hf":
         return []
-    repo = uri[len("hf://"):].strip("/")
-    return ["tune", "download", repo, "--output-dir", local_path(uri)]
+    return ["tune", "download", hub_id(uri), "--output-dir", local_path(uri)]
 
 
 def encode_files(files: Any) -> str:

@@ -29,7 +29,8 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
 from ftspec.spec.rules.data import datasets
-from ftspec.targets.paths import default_paths, local_path, scheme
+from ftspec.spec.urls import scheme
+from ftspec.targets.paths import default_paths, local_path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 PACKAGES: dict[str, tuple[str, ...]] = {

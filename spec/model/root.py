@@ -15,6 +15,7 @@ from ftspec.spec.model.model import ModelSpec
 from ftspec.spec.model.resources import Resources
 from ftspec.spec.model.training import Training
 from ftspec.spec.platforms import Launcher
+from ftspec.spec.urls import is_uri
 from pydantic import Field
 
 API_VERSION = "ftspec.dev/v1alpha1"
@@ -129,6 +130,6 @@ class FineTuneSpec(SpecModel):
         if self.output is not None:
             found.append((("output", "uri"), self.output.uri))
         resume = self.training.checkpointing.resume_from
-        if resume is not None and "://" in resume:  # else a path where the launcher runs
+        if resume is not None and is_uri(resume):  # else a path where the launcher runs
             found.append((("training", "checkpointing", "resume_from"), resume))
         return [(path, uri) for path, uri in found if uri]
