@@ -13,15 +13,10 @@ from typing import Any, Literal
 from ftspec.compiler.memory import estimate_memory
 from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.spec.ir import (
-    OWNER_LABEL,
-    OWNER_VALUE,
-    SPEC_ID_LABEL,
-    Job,
-    ModelFacts,
-)
+from ftspec.spec.ir import Job, ModelFacts
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR
+from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import NEWEST_TRAINER
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
@@ -159,7 +154,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \
         spec.deploy.kubeflow.trainer_version
     labels = dict(spec.metadata.labels)
-    labels.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: ident})
+    labels.update(ownership_labels(ident))
     annotations = dict(spec.metadata.annotations)
     job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,

@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from ftspec.spec.kept import Deferred
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
 
-OWNER_LABEL = "app.kubernetes.io/managed-by"
-OWNER_VALUE = "ftspec"
-SPEC_ID_LABEL = "ftspec.dev/spec-id"
 SPEC_HASH_ANNOTATION = "ftspec.dev/spec-hash"
 """Written by ftspec before the applied record (``ftspec.dev/applied``); only read now, so
 objects an older ftspec applied compare equal (it changed with every new default)."""

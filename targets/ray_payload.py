@@ -26,7 +26,8 @@ import re
 from typing import Any
 
 from ftspec.runtime.unpack import UNPACK
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL, Job
+from ftspec.spec.ir import Job
+from ftspec.spec.ownership import ownership_labels
 from ftspec.targets import shell
 from ftspec.targets.base import Launch, without_generated_lines
 from ftspec.targets.embed import relocate
@@ -50,11 +51,7 @@ def launch_for(job: Job) -> Launch:
 
 def metadata(job: Job) -> dict[str, str]:
     """Ownership marks (string values only, as Ray requires)."""
-    return {
-        OWNER_LABEL: OWNER_VALUE,
-        SPEC_ID_LABEL: job.spec_id,
-        NAME_KEY: job.name,
-    }
+    return {**ownership_labels(job.spec_id), NAME_KEY: job.name}
 
 
 def _download_step(job: Job) -> list[str]:
