@@ -15,7 +15,7 @@ from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import Job, ModelFacts
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import ALL_LINEAR
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import NEWEST_TRAINER
 
@@ -99,7 +99,7 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
 
 def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
     lora = spec.method.lora_settings
-    if spec.method.kind not in ("lora", "qlora", "dora", "gptq_lora"):
+    if spec.method.kind not in LORA_FAMILY:
         return ()
     modules = list(lora.target_modules)
     if modules == [ALL_LINEAR]:  # a decoder block's linear layers, as torchtune names them

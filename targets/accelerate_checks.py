@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
+from ftspec.spec.model.method import LORA_FAMILY
 from ftspec.spec.urls import is_uri, scheme
 from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
 from ftspec.targets.accelerate_data import is_chat
@@ -100,7 +101,7 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                    f"models (task_type CAUSAL_LM), not {spec.method.task_type}",
                    "entrypoint-model", hint=hint)
     lora = spec.method.lora
-    if lora is not None and lora.output and spec.method.kind in ("lora", "dora", "qlora"):
+    if lora is not None and lora.output and spec.method.kind in LORA_FAMILY:
         yield _err(("method", "lora", "output"), "TRL's SFTTrainer refuses a LoRA adapter on "
                    "lm_head (it computes the log-probabilities from lm_head.weight directly, so "
                    "the adapter would never train)", "lora-output",

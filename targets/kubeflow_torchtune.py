@@ -16,9 +16,11 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.model.method import LORA_FAMILY
 from ftspec.spec.urls import hub_parts, scheme
 from ftspec.targets import shell
 from ftspec.targets.paths import DataSource, RunPaths
+from ftspec.targets.torchtune_checks import METHODS
 
 RUNTIME_OWNED: tuple[str, ...] = (
     "output_dir", "tokenizer.path", "tokenizer.merges_file", "checkpointer.checkpoint_dir",
@@ -55,7 +57,8 @@ SDK_ORDER: tuple[str, ...] = (
     "dataset.train_on_input", "dataset.new_system_prompt", "dataset.column_map",
 )
 """The order the Kubeflow SDK writes TorchTuneConfig args in; other keys follow."""
-LORA_KINDS = frozenset({"lora", "qlora", "dora"})
+LORA_KINDS = LORA_FAMILY & METHODS
+"""The LoRA methods torchtune trains."""
 
 
 def is_torchtune_runtime(name: str) -> bool:

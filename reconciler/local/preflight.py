@@ -190,7 +190,7 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
 
 def _launcher(checks: _Checks, job: Job) -> None:
     needed = list(PACKAGES.get(job.launcher, ()))
-    if job.launcher == "accelerate" and job.spec.method.kind in ("lora", "qlora"):
+    if job.launcher == "accelerate" and job.spec.method.kind != "full":  # adapters: PEFT
         needed.append("peft")
     missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
