@@ -5,9 +5,9 @@ reconciler imports spec, compiler and targets; cli imports everything. Dynamic i
 (``importlib.import_module("ftspec.x...")`` with a literal prefix) count too.
 
 runtime (the code that runs inside training jobs) imports nothing but itself, so a job's
-image needs no compile-time module; targets, compiler, reconciler and cli import only runtime's contract
-modules (``RUNTIME_CONTRACTS``: the formats both sides agree on, standard library only), never
-the entrypoints themselves.
+image needs no compile-time module; targets, compiler, reconciler and cli import only
+runtime's contract modules (``RUNTIME_CONTRACTS``: the formats both sides agree on, standard
+library only), never the entrypoints themselves; spec imports none of it.
 """
 
 from __future__ import annotations
