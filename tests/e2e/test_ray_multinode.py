@@ -1,7 +1,7 @@
 """Multi-node runs on a REAL two-node Ray cluster on loopback: the harness head plus a second
 raylet joined to it (``harness.ray_node``), each a separate Ray node with its own resources.
 The compiled tiny spec with ``resources.nodes: 2`` runs through the driver of
-``ftspec.targets.ray_nodes``: one STRICT_SPREAD bundle per node, the accelerate launcher
+``ftspec.runtime.ray_nodes``: one STRICT_SPREAD bundle per node, the accelerate launcher
 once per node with its machine rank, gloo over loopback, world size 2."""
 
 from __future__ import annotations
