@@ -12,17 +12,11 @@ from typing import Any, Literal
 
 from ftspec.compiler.memory import estimate_memory
 from ftspec.compiler.summary import ml_summary
-from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.spec.ir import (
-    OWNER_LABEL,
-    OWNER_VALUE,
-    SPEC_ID_LABEL,
-    SWEEP_LABEL,
-    Job,
-    ModelFacts,
-)
+from ftspec.spec.catalog.models import MODEL_FAMILIES, ModelFamily
+from ftspec.spec.ir import Job, ModelFacts
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import ALL_LINEAR
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
+from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import NEWEST_TRAINER
 from ftspec.spec.sweep import Point, with_point
 
@@ -81,28 +75,28 @@ def point_id(ident: str, spec: FineTuneSpec, point: Point | None) -> tuple[str, 
 
 
 def model_facts(spec: FineTuneSpec) -> ModelFacts:
+    """The model's facts: its catalog family's, or those of the family its custom
+    ``model.architecture`` makes (custom: torchtune's builders of its base, no shipped
+    config but the base's); ``model.params_b`` overrides the count either way."""
     m = spec.model
     if m.architecture is not None:
-        a = m.architecture
         from ftspec.spec.catalog.models import CUSTOM_BASES
 
-        f = a.as_family()
-        return ModelFacts(
-            display=f.display, params_b=m.params_b or f.params_b, num_layers=f.num_layers,
-            hidden_size=f.hidden_size, num_heads=f.num_heads, num_kv_heads=f.num_kv_heads,
-            intermediate_size=f.intermediate_size, vocab_size=f.vocab_size,
-            hf_layer_cls=f.hf_layer_cls,
+        a = m.architecture
+        return replace(
+            _facts_of(a.as_family(), m.params_b),
             torchtune_config=None if a.base is None else
             ("llama2", "7B") if a.base == "llama2" else ("llama3_2", "1B"),
             torchtune_builder=CUSTOM_BASES[a.base] if a.base else None, custom=True,
-            head_dim=f.attn_head_dim, tied_embeddings=f.tied_embeddings,
-            num_experts=f.num_experts, gated_mlp=f.gated_mlp, context_len=f.max_seq_len,
-            shared_intermediate_size=f.shared_intermediate_size, mamba=f.mamba, vision=f.vision,
         )
     assert m.family is not None  # guaranteed by the rules
-    f = MODEL_FAMILIES[m.family]
+    return _facts_of(MODEL_FAMILIES[m.family], m.params_b)
+
+
+def _facts_of(f: ModelFamily, params_b: float | None) -> ModelFacts:
+    """A family's numbers as the IR carries them (one copy for catalog and custom models)."""
     return ModelFacts(
-        display=f.display, params_b=m.params_b or f.params_b, num_layers=f.num_layers,
+        display=f.display, params_b=params_b or f.params_b, num_layers=f.num_layers,
         hidden_size=f.hidden_size, num_heads=f.num_heads, num_kv_heads=f.num_kv_heads,
         intermediate_size=f.intermediate_size, vocab_size=f.vocab_size,
         hf_layer_cls=f.hf_layer_cls, torchtune_config=f.torchtune,
@@ -115,7 +109,7 @@ def model_facts(spec: FineTuneSpec) -> ModelFacts:
 
 def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
     lora = spec.method.lora_settings
-    if spec.method.kind not in ("lora", "qlora", "dora", "gptq_lora"):
+    if spec.method.kind not in LORA_FAMILY:
         return ()
     modules = list(lora.target_modules)
     if modules == [ALL_LINEAR]:  # a decoder block's linear layers, as torchtune names them
@@ -172,9 +166,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \
         spec.deploy.kubeflow.trainer_version
     labels = dict(spec.metadata.labels)
-    labels.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: ident})
-    if point is not None:
-        labels[SWEEP_LABEL] = base
+    labels.update(ownership_labels(ident, base if point is not None else None))
     annotations = dict(spec.metadata.annotations)
     job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,

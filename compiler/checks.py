@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.model.method import LORA_FAMILY, QUANTIZED_LORA
 
 MEMORY_FIT_CODE = "rule.memory-fit"
 
@@ -53,7 +54,7 @@ def _memory_hint(job: Job) -> str:
         ideas.append("distributed.strategy: fsdp to shard weights and optimizer state")
     if spec.method.kind == "full":
         ideas.append("method.kind: lora or qlora")
-    elif spec.method.kind in ("lora", "dora"):
+    elif spec.method.kind in LORA_FAMILY - QUANTIZED_LORA:
         ideas.append("method.kind: qlora")
     ideas.append("more GPUs or a larger accelerator")
     return "try " + "; ".join(ideas)

@@ -18,7 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
+from ftspec.spec.ownership import OWNER_SELECTOR, SPEC_ID_LABEL, owned_spec_id
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,8 @@ def ray_rows(address: str) -> list[RunRow]:
     newest: dict[str, dict[str, Any]] = {}
     for job in api.list_jobs():
         meta = job.get("metadata") or {}
-        sid = meta.get(SPEC_ID_LABEL)
-        if meta.get(OWNER_LABEL) != OWNER_VALUE or not sid:
+        sid = owned_spec_id(meta)
+        if sid is None:
             continue
         if sid not in newest or (job.get("start_time") or 0) > (
                 newest[sid].get("start_time") or 0):
@@ -157,7 +157,7 @@ def kube_rows(transport: Any, namespace: str) -> list[RunRow]:
         try:
             found = transport.request(
                 "GET", KINDS[kind].path(namespace),
-                query={"labelSelector": f"{OWNER_LABEL}={OWNER_VALUE}"}, verb="list",
+                query={"labelSelector": OWNER_SELECTOR}, verb="list",
                 what=f"{kind}s in namespace {namespace}", ok_404=True) or {}
         except ApiError as exc:
             if exc.status in (403, 404):

@@ -15,7 +15,8 @@ from typing import Any
 
 from ftspec.reconciler.model import Status
 from ftspec.spec.ir import Job
-from ftspec.targets.paths import default_paths, scheme
+from ftspec.spec.urls import scheme
+from ftspec.targets.paths import default_paths
 
 _CHECKPOINT = re.compile(r"^(?:epoch_|checkpoint-|step_)(\d+)$")
 _ADAPTER = ("adapter_model.safetensors", "adapter_model.bin", "adapter_model.pt")

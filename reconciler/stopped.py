@@ -1,6 +1,6 @@
 """How a run with ``training.stop`` ended, read from its log (pure: text in, dict out).
 
-The accelerate entrypoint's stop callback (``targets/entrypoints/hf_sft/stop.py``) prints one
+The accelerate entrypoint's stop callback (``runtime/hf_sft/stop.py``) prints one
 line when training ends::
 
     [ftspec] stop {"last": {"elapsed_s": 3.2, "step": 14, "tokens": 9120}, "reason": "auto",
@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from ftspec.reconciler.progress import split_lines
-from ftspec.targets.entrypoints.hf_sft.stop import STOP_LINE
+from ftspec.runtime.stop_line import STOP_LINE
 
 _REASONS = ("after_seconds", "auto")
 

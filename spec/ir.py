@@ -18,12 +18,6 @@ from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
 from ftspec.spec.kept import Deferred
 from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
 
-OWNER_LABEL = "app.kubernetes.io/managed-by"
-OWNER_VALUE = "ftspec"
-SPEC_ID_LABEL = "ftspec.dev/spec-id"
-SWEEP_LABEL = "ftspec.dev/sweep"
-"""On a sweep point's objects: the spec's identity without the point (``sweep.grid``'s
-points of one spec share it), so a point that left the grid is still found as the spec's."""
 SPEC_HASH_ANNOTATION = "ftspec.dev/spec-hash"
 """Written by ftspec before the applied record (``ftspec.dev/applied``); only read now, so
 objects an older ftspec applied compare equal (it changed with every new default)."""

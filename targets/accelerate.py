@@ -6,7 +6,7 @@ where TRL's CLI cannot express the spec, and ``command.sh``:
 
     accelerate launch --config_file accelerate.yaml [--num_processes N] \\
         -m trl.scripts.sft --config sft.yaml                 # what `trl sft` runs
-    ... -m ftspec.targets.entrypoints.hf_sft --config sft.yaml --prepare prepare.json
+    ... -m ftspec.runtime.hf_sft --config sft.yaml --prepare prepare.json
 
 A spec's own ``entrypoint.module`` / ``entrypoint.script`` gets ``--config sft.yaml`` and
 ``entrypoint.args``.
@@ -33,7 +33,7 @@ PREPARE_FILE = "prepare.json"
 COMMAND_FILE = "command.sh"
 TRL_SFT = "trl.scripts.sft"
 """TRL's own SFT script: what ``trl sft`` runs under ``accelerate launch``."""
-DEFAULT_ENTRYPOINT = "ftspec.targets.entrypoints.hf_sft"
+DEFAULT_ENTRYPOINT = "ftspec.runtime.hf_sft"
 
 
 

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
+from ftspec.spec.model.method import LORA_FAMILY
+from ftspec.spec.urls import is_uri, scheme
 from ftspec.targets.accelerate_config import DEEPSPEED_KEYS, FSDP_KEYS
 from ftspec.targets.accelerate_data import is_chat
 
@@ -25,7 +27,7 @@ def _loaders(job: Job) -> Iterator[Diagnostic]:
     from ftspec.spec.rules.data import datasets
 
     for path, ds in datasets(job.spec):
-        hub = ds.uri.startswith("hf://")
+        hub = scheme(ds.uri) == "hf"
         name = ds.loader or (None if hub else detect(ds.uri))
         if name not in (None, "json"):
             yield _err((*path, "loader" if ds.loader else "uri"), f"the accelerate "
@@ -41,10 +43,8 @@ def _resume(job: Job) -> Iterator[Diagnostic]:
     """``Trainer.train(resume_from_checkpoint=...)`` reads a folder where the launcher runs;
     nothing fetches a checkpoint from hf:// or s3:// there (the initializers fetch the model
     and the data only)."""
-    from ftspec.targets.paths import scheme
-
     resume = job.spec.training.checkpointing.resume_from
-    if resume is not None and "://" in resume and scheme(resume) not in ("file", "pvc"):
+    if resume is not None and is_uri(resume) and scheme(resume) not in ("file", "pvc"):
         yield _err(("training", "checkpointing", "resume_from"), f"the Trainer resumes from "
                    f"a checkpoint folder where it runs; nothing fetches {scheme(resume)}:// "
                    "checkpoints", "resume-scheme",
@@ -106,7 +106,7 @@ def _default_entrypoint(job: Job) -> Iterator[Diagnostic]:
                    f"models (task_type CAUSAL_LM), not {spec.method.task_type}",
                    "entrypoint-model", hint=hint)
     lora = spec.method.lora
-    if lora is not None and lora.output and spec.method.kind in ("lora", "dora", "qlora"):
+    if lora is not None and lora.output and spec.method.kind in LORA_FAMILY:
         yield _err(("method", "lora", "output"), "TRL's SFTTrainer refuses a LoRA adapter on "
                    "lm_head (it computes the log-probabilities from lm_head.weight directly, so "
                    "the adapter would never train)", "lora-output",

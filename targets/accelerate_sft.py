@@ -5,7 +5,7 @@
 ``DatasetMixtureConfig``), so ``trl sft --config sft.yaml`` and TRL's ``TrlParser`` read it.
 Where TRL's CLI can express the spec the command is TRL's own script under ``accelerate
 launch``; otherwise (``needs_preparation`` says why) ftspec's small entrypoint
-``ftspec.targets.entrypoints.hf_sft`` reads the same ``sft.yaml`` plus ``prepare.json`` (the
+``ftspec.runtime.hf_sft`` reads the same ``sft.yaml`` plus ``prepare.json`` (the
 rows' rendering, a mixture by proportion, the PEFT method TRL's CLI lacks, early stopping)
 and hands the prepared datasets to ``SFTTrainer``.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR, IA3, PromptTuning
+from ftspec.spec.urls import is_uri
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
 from ftspec.targets.accelerate_stop import stop_entry
@@ -238,7 +239,7 @@ def _save(job: Job) -> dict[str, Any]:
     if expert_parallel(job) and out["save_strategy"] != "no":
         out["save_only_model"] = True  # the Trainer's condition for a model sharded at load
     if c.resume_from is not None:
-        out["resume_from_checkpoint"] = (local_path(c.resume_from) if "://" in c.resume_from
+        out["resume_from_checkpoint"] = (local_path(c.resume_from) if is_uri(c.resume_from)
                                          else c.resume_from)
     return out
 

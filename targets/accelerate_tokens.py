@@ -3,7 +3,7 @@
 torchtune's builders tokenize each message apart through the model's torchtune tokenizer
 (its prompt template or role headers, per-message whitespace rules); TRL tokenizes rendered
 text at once. To make one spec one training, the accelerate entrypoint tokenizes these rows
-with torchtune's own tokenizer and message transforms (``entrypoints/hf_sft/torchtune_rows``)
+with torchtune's own tokenizer and message transforms (``runtime/hf_sft/torchtune_rows``)
 and hands TRL ``input_ids`` + ``completion_mask``; this module writes the tokenizer section
 it needs into ``prepare.json`` and says where that cannot be done.
 """

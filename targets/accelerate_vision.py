@@ -3,7 +3,7 @@
 The rows are conversations (``conversation_column``, OpenAI role/content or ShareGPT
 from/value turns) with an image column (``image_field``, default ``images``). ftspec's
 entrypoint turns each into TRL's conversational prompt / completion row with ``images``
-(``entrypoints/hf_sft/vision.py``): the prompt is every turn before the last, the completion
+(``runtime/hf_sft/vision.py``): the prompt is every turn before the last, the completion
 the final assistant turn, images go where ``image_tag`` stands in the user's text or before
 the first user message. TRL's ``SFTTrainer`` then loads the model's processor and its
 ``DataCollatorForVisionLanguageModeling`` renders the chat template, expands each image into

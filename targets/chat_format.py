@@ -11,7 +11,7 @@ message layout torchtune's tokenizer gives them (which the accelerate entrypoint
   ``chat_template`` (and ``accelerate_checks`` refuses it where torchtune could run the model).
 - a name in ``NAMED``: torchtune's prompt template class of that name (``tokenizer.
   prompt_template``) and, under accelerate, the same layout tokenized message by message
-  (``entrypoints/hf_sft/chat_tokens.py``).
+  (``runtime/hf_sft/chat_tokens.py``).
 - inline Jinja (it contains ``{``) or a file / tokenizer folder: TRL renders it
   (``assistant_only_loss``); torchtune 0.6.1 cannot read Jinja.
 """

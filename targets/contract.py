@@ -25,6 +25,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import scheme
 from ftspec.targets.accelerate_ep import expert_parallel
 from pydantic import BaseModel
 
@@ -187,12 +188,12 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("data", "train", "loader"), _W, "the accelerate entrypoint loads hub "
             "datasets by the hub's own layout", "remove loader",
             when=lambda job: job.spec.data.train is not None
-            and job.spec.data.train.uri.startswith("hf://")
+            and scheme(job.spec.data.train.uri) == "hf"
             and job.spec.data.train.loader == "json"),
         Gap(("data", "validation", "loader"), _W, "the accelerate entrypoint loads hub "
             "datasets by the hub's own layout", "remove loader",
             when=lambda job: job.spec.data.validation is not None
-            and job.spec.data.validation.uri.startswith("hf://")
+            and scheme(job.spec.data.validation.uri) == "hf"
             and job.spec.data.validation.loader == "json"),
         Gap(("data", "validation", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
             "files and hub datasets", "convert the data to JSON Lines",

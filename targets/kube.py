@@ -12,6 +12,7 @@ from typing import Any
 from ftspec.spec.catalog.accelerators import NODE_LABEL, accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import pvc_parts, scheme
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -161,8 +162,8 @@ def pvc_claims(job: Job) -> list[str]:
     """PersistentVolumeClaims the spec's ``pvc://claim/path`` URIs name, in first-use order."""
     claims: list[str] = []
     for _, uri in job.spec.uris():
-        if uri.startswith("pvc://"):
-            claim = uri[len("pvc://"):].split("/", 1)[0]
+        if scheme(uri) == "pvc":
+            claim = pvc_parts(uri)[0]
             if claim not in claims:
                 claims.append(claim)
     return claims
@@ -184,8 +185,6 @@ def pvc_volumes(job: Job) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 def fetched_in_container(job: Job, target: str) -> list[Diagnostic]:
     """Without an initializer the container reads hf:// (downloads it) and pvc:// (mounted);
     other schemes have nothing that puts the data where the launcher looks."""
-    from ftspec.targets.paths import scheme
-
     uris = job.spec.uris()
     found = []
     for path, uri in uris:

@@ -28,6 +28,7 @@ from ftspec.spec.platforms import (
     TRAINER_GROUP,
     TRAINER_VERSIONS,
 )
+from ftspec.spec.urls import pvc_parts, scheme
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
 from ftspec.targets.base import Artifact, Launch
@@ -169,7 +170,7 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
 
 
 _HF_STACK = ("accelerate, transformers, TRL, peft and ftspec's training entrypoint "
-             "(ftspec.targets.entrypoints) installed")
+             "(ftspec.runtime) installed")
 """What an image must hold to run the accelerate launcher's job."""
 RESTART_JOB_TRAINER = "v2.3"
 """The first Trainer release whose runtimes' JobSet knows the RestartJob actions."""
@@ -252,8 +253,8 @@ def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
     out = {name: {} if generated else pod_placement(job, gpu=name == "node") for name in jobs}
     node = out["node"]
     output = job.spec.output
-    if job.launcher == "torchtune" and output is not None and output.uri.startswith("pvc://"):
-        claim, _, sub = output.uri[len("pvc://"):].partition("/")
+    if job.launcher == "torchtune" and output is not None and scheme(output.uri) == "pvc":
+        claim, sub = pvc_parts(output.uri)
         mount: dict[str, Any] = {"name": OUTPUT_VOLUME, "mountPath": OUTPUT_MOUNT}
         if sub:
             mount["subPath"] = sub

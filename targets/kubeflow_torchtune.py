@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ftspec.spec.catalog.loaders import hub_parts
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.model.method import LORA_FAMILY
+from ftspec.spec.urls import hub_parts, scheme
 from ftspec.targets import shell
 from ftspec.targets.paths import DataSource, RunPaths
+from ftspec.targets.torchtune_checks import METHODS
 
 RUNTIME_OWNED: tuple[str, ...] = (
     "output_dir", "tokenizer.path", "tokenizer.merges_file", "checkpointer.checkpoint_dir",
@@ -55,7 +57,8 @@ SDK_ORDER: tuple[str, ...] = (
     "dataset.train_on_input", "dataset.new_system_prompt", "dataset.column_map",
 )
 """The order the Kubeflow SDK writes TorchTuneConfig args in; other keys follow."""
-LORA_KINDS = frozenset({"lora", "qlora", "dora"})
+LORA_KINDS = LORA_FAMILY & METHODS
+"""The LoRA methods torchtune trains."""
 
 
 def is_torchtune_runtime(name: str) -> bool:
@@ -109,7 +112,7 @@ def _dataset_location(job: Job) -> list[tuple[str, str]]:
     train = job.spec.data.train
     if train is None:
         return []
-    rel = hub_parts(train.uri)[1] if train.uri.startswith("hf://") else ""
+    rel = hub_parts(train.uri)[1] if scheme(train.uri) == "hf" else ""
     path = f"{DATASET_ROOT}/{rel}" if rel else DATASET_ROOT
     found = dataset_location(f"file://{path}", train.loader, path)
     return [(f"dataset.{key}", format_value(value)) for key, value in found.items()]
@@ -256,7 +259,7 @@ def _owned_keys(job: Job, runtime: str) -> Iterator[Diagnostic]:
         yield _error(("model", "tokenizer", "special_tokens_uri"),
                      "the torchtune runtime reads the tokenizer from its model volume only",
                      "runtime-tokenizer", hint="remove model.tokenizer.special_tokens_uri")
-    if spec.output is not None and not spec.output.uri.startswith("pvc://"):
+    if spec.output is not None and scheme(spec.output.uri) != "pvc":
         yield Diagnostic(
             Severity.WARNING,
             f"the runtime owns output_dir (/workspace/output); {spec.output.uri} is not "
@@ -271,9 +274,9 @@ def _locations(job: Job) -> Iterator[Diagnostic]:
                      "a mixture cannot be trained by a torchtune runtime", "data-mixture",
                      hint="use data.train")
     train = spec.data.train
-    if train is not None and not train.uri.startswith(("hf://", "s3://")):
+    if train is not None and scheme(train.uri) not in ("hf", "s3"):
         yield _error(("data", "train", "uri"), "the dataset initializer reads hf:// or s3:// "
-                     f"URIs, not {train.uri.split('://')[0]}://", "initializer-uri")
-    if not spec.model.uri.startswith(("hf://", "s3://")):
+                     f"URIs, not {scheme(train.uri)}://", "initializer-uri")
+    if scheme(spec.model.uri) not in ("hf", "s3"):
         yield _error(("model", "uri"), "the model initializer reads hf:// or s3:// URIs, not "
-                     f"{spec.model.uri.split('://')[0]}://", "initializer-uri")
+                     f"{scheme(spec.model.uri)}://", "initializer-uri")

@@ -24,6 +24,7 @@ from typing import Any
 from ftspec.spec.catalog.accelerators import RAY_TYPE_PREFIX
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import scheme
 from ftspec.targets import shell
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
@@ -157,7 +158,7 @@ def check(job: Job) -> list[Diagnostic]:
     found += check_patch(job.spec.overrides.rayjob, "rayjob", "RayJob", "kuberay")
     found += [d for d in fetched_in_container(job, "kuberay")
               if not (job.launcher == "torchtune" and d.path == ("model", "uri")
-                      and job.spec.model.uri.startswith("hf://"))]
+                      and scheme(job.spec.model.uri) == "hf")]
     if len(job.name) > MAX_NAME:
         found.append(Diagnostic(
             Severity.ERROR, f"a RayJob name may have at most {MAX_NAME} characters "

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
-from ftspec.spec.ir import OWNER_LABEL, SPEC_ID_LABEL, SWEEP_LABEL
 from ftspec.spec.jsondata import copy_json
+from ftspec.spec.ownership import OWNER_LABEL, SPEC_ID_LABEL, SWEEP_LABEL
 
 IDENTITY: tuple[tuple[str, ...], ...] = (
     ("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"),

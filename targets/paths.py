@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import hub_id, rest, scheme
 
 PVC_MOUNT_ROOT = "/mnt"
 
@@ -47,28 +48,20 @@ class RunPaths:
     output_dir: str
 
 
-def scheme(uri: str) -> str:
-    return uri.split("://", 1)[0].lower()
-
-
-def _rest(uri: str) -> str:
-    return uri.split("://", 1)[1]
-
-
 def local_path(uri: str) -> str:
     """The path where ``uri`` lies on the machine that runs the launcher (see module doc)."""
     kind = scheme(uri)
-    rest = _rest(uri)
+    tail = rest(uri)
     if kind == "file":
-        return rest
+        return tail
     if kind == "pvc":
-        return f"{PVC_MOUNT_ROOT}/{rest.strip('/')}"
-    return "/tmp/" + rest.rstrip("/").rsplit("/", 1)[-1]
+        return f"{PVC_MOUNT_ROOT}/{tail.strip('/')}"
+    return "/tmp/" + tail.rstrip("/").rsplit("/", 1)[-1]
 
 
 def data_source(uri: str) -> DataSource:
     if scheme(uri) == "hf":
-        return DataSource(hub_name=_rest(uri).strip("/"))
+        return DataSource(hub_name=hub_id(uri))
     return DataSource(files=local_path(uri))
 
 
@@ -76,7 +69,7 @@ def default_paths(job: Job) -> RunPaths:
     spec = job.spec
     model_uri = spec.model.uri
     model_dir = local_path(model_uri)
-    model_id = _rest(model_uri).strip("/") if scheme(model_uri) == "hf" else model_dir
+    model_id = hub_id(model_uri) if scheme(model_uri) == "hf" else model_dir
     tok = spec.model.tokenizer
     train = spec.data.train
     if spec.output is not None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import scheme
 from ftspec.targets.base import Artifact
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import secret_env_name, wandb_needs_key
@@ -88,7 +89,7 @@ def check(job: Job) -> list[Diagnostic]:
     for path, uri in (((("model", "uri"), job.spec.model.uri),)
                       + tuple(((("data", "train", "uri"), job.spec.data.train.uri),)
                               if job.spec.data.train else ())):
-        if uri.startswith("s3://"):
+        if scheme(uri) == "s3":
             found.append(Diagnostic(
                 Severity.ERROR, "nothing fetches s3:// onto the Ray node before the launcher "
                 "runs", path=path, hint="use an hf:// id, or a path on the Ray nodes "

@@ -1,6 +1,6 @@
 """Multi-node runs on Ray (``deploy.target: ray`` / ``kuberay`` with ``resources.nodes > 1``).
 
-The Ray job's entrypoint is the driver ``python -m ftspec.targets.entrypoints.ray_nodes``. It
+The Ray job's entrypoint is the driver ``python -m ftspec.runtime.ray_nodes``. It
 reads the ``NodePlan`` below (base64 JSON in the runtime_env variable ``FTSPEC_NODES``),
 reserves one placement-group bundle per node (STRICT_SPREAD: every bundle on its own Ray
 node), and starts the launcher's command once per bundle, with that node's rank and the
@@ -22,23 +22,17 @@ resource when RoCE is on (with NCCL's RoCE settings in every node's environment)
 
 from __future__ import annotations
 
-import base64
-import json
-import re
 from typing import Any
 
+from ftspec.runtime.ray_nodes.wire import ADDR, PORT, RANK
 from ftspec.spec.catalog.accelerators import accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.targets.embed import set_flags
 
-DRIVER_MODULE = "ftspec.targets.entrypoints.ray_nodes"
-NODES_ENV = "FTSPEC_NODES"
-RANK, ADDR, PORT = "${NODE_RANK}", "${MASTER_ADDR}", "${MASTER_PORT}"
+DRIVER_MODULE = "ftspec.runtime.ray_nodes"
 ACCELERATOR_SHARE = 0.001
 """How Ray itself asks for an accelerator type: a tiny share of ``accelerator_type:X``."""
-NODE_LOG_PREFIX = "[ftspec-node]"
-"""Driver log lines that tell each node's state (the Ray backend's status reads them)."""
 
 
 def rank_flags(job: Job) -> dict[str, str]:
@@ -120,23 +114,6 @@ def node_plan(job: Job, argv: list[str], pre: list[list[str]], run_dir: str
     }
 
 
-def encode_plan(plan: dict[str, Any]) -> str:
-    """Base64 JSON (Ray expands ``${…}`` in runtime_env variables; base64 keeps the
-    placeholders intact)."""
-    return base64.b64encode(json.dumps(plan, sort_keys=True).encode()).decode()
-
-
-def decode_plan(text: str) -> dict[str, Any]:
-    plan: dict[str, Any] = json.loads(base64.b64decode(text))
-    return plan
-
-
-def fill(argv: list[str], rank: int, addr: str, port: int) -> list[str]:
-    """The argv of one node: placeholders replaced."""
-    return [a.replace(RANK, str(rank)).replace(ADDR, addr).replace(PORT, str(port))
-            for a in argv]
-
-
 def _warn(path: tuple[str, ...], summary: str, code: str) -> Diagnostic:
     return Diagnostic(Severity.WARNING, summary, path=("deploy", "ray_nodes", *path), code=code)
 
@@ -182,19 +159,3 @@ def check(job: Job, target: str) -> list[Diagnostic]:
             hint="give each node GPUs, or use launcher: accelerate for a CPU run",
             code=f"{target}.torchtune-cpu-nodes"))
     return found
-
-
-
-def node_states(log: str) -> list[dict[str, str]]:
-    """Each node's latest state from the driver's ``[ftspec-node] rank=R key=value …``
-    lines (rank order); empty for a single-node job."""
-    latest: dict[str, dict[str, str]] = {}
-    for line in log.splitlines():
-        at = line.find(NODE_LOG_PREFIX)
-        if at < 0:
-            continue
-        fields = dict(re.findall(r"(\w+)=(\S+)", line[at + len(NODE_LOG_PREFIX):]))
-        rank = fields.get("rank", "*")
-        if rank.isdigit():
-            latest[rank] = {**latest.get(rank, {}), **fields}
-    return [latest[r] for r in sorted(latest, key=int)]

@@ -4,7 +4,7 @@ Files: Ray's ``runtime_env`` cannot carry inline file contents (``working_dir`` 
 ``py_modules`` take local folders or remote zip URIs, which a KubeRay submitter pod does not
 have). So the launcher's files travel as base64 JSON in the runtime_env variable
 ``FTSPEC_FILES`` (base64 because Ray expands ``${…}`` in runtime_env variables),
-and the entrypoint starts with a short ``python -c`` (``unpack_script``) that writes them into
+and the entrypoint starts with a short ``python -c`` (``ftspec.runtime.unpack``) that writes them into
 a per-run folder ``/tmp/ftspec/<submission id>`` on the node that runs the entrypoint, refusing
 a folder or file someone else prepared there; the launcher's command line reads them there
 (absolute paths). runtime_env variables reach the entrypoint's
@@ -25,11 +25,12 @@ import json
 import re
 from typing import Any
 
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL, Job
+from ftspec.runtime.unpack import UNPACK
+from ftspec.spec.ir import Job
+from ftspec.spec.ownership import ownership_labels
 from ftspec.targets import shell
 from ftspec.targets.base import Launch, without_generated_lines
 from ftspec.targets.embed import relocate
-from ftspec.targets.unpack_script import UNPACK
 
 FILES_ENV = "FTSPEC_FILES"
 RUN_ROOT = "/tmp/ftspec"
@@ -50,21 +51,17 @@ def launch_for(job: Job) -> Launch:
 
 def metadata(job: Job) -> dict[str, str]:
     """Ownership marks (string values only, as Ray requires)."""
-    return {
-        OWNER_LABEL: OWNER_VALUE,
-        SPEC_ID_LABEL: job.spec_id,
-        NAME_KEY: job.name,
-    }
+    return {**ownership_labels(job.spec_id), NAME_KEY: job.name}
 
 
 def _download_step(job: Job) -> list[str]:
-    from ftspec.targets.paths import local_path, scheme
+    from ftspec.spec.urls import hub_id, scheme
+    from ftspec.targets.paths import local_path
 
     uri = job.spec.model.uri
     if job.launcher != "torchtune" or scheme(uri) != "hf":
         return []
-    repo = uri[len("hf://"):].strip("/")
-    return ["tune", "download", repo, "--output-dir", local_path(uri)]
+    return ["tune", "download", hub_id(uri), "--output-dir", local_path(uri)]
 
 
 def encode_files(files: Any) -> str:
@@ -93,7 +90,8 @@ def ray_job(job: Job, launch: Launch, env_vars: dict[str, str], pip: list[str],
     One node: the entrypoint unpacks the files, downloads, and runs the launcher. More
     nodes: the entrypoint is the driver (``ftspec.targets.ray_nodes``), which does those
     steps on every node it reserves."""
-    from ftspec.targets.ray_nodes import DRIVER_MODULE, NODES_ENV, encode_plan, node_plan
+    from ftspec.runtime.ray_nodes.wire import NODES_ENV, encode_plan
+    from ftspec.targets.ray_nodes import DRIVER_MODULE, node_plan
 
     env = {**dict(launch.env), **env_vars}
     # the job's identity takes part: two specs running the same get two ids (a renamed

@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ftspec.spec.catalog.loaders import LOADERS, detect, hub_parts, is_folder
+from ftspec.spec.catalog.loaders import LOADERS, detect, is_folder
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import hub_parts, scheme
 from ftspec.targets import shell
 from ftspec.targets.base import Artifact, Launch, generated_line, launch_data
 from ftspec.targets.chat_format import NAMED
@@ -408,12 +409,12 @@ def dataset_location(uri: str, loader: str | None, local: str | None) -> dict[st
     in it as data_files / data_dir) unless a loader is named; a local file is read by the
     loader its name implies (or the spec's ``loader``); a local folder without one is left
     to ``datasets``' own inference (``source`` = the folder)."""
-    if uri.startswith("hf://") and loader is None:
+    if scheme(uri) == "hf" and loader is None:
         repo, rel = hub_parts(uri)
         if not rel:
             return {"source": repo}
         return {"source": repo, ("data_dir" if is_folder(rel) else "data_files"): rel}
-    if uri.startswith("hf://"):
+    if scheme(uri) == "hf":
         repo, rel = hub_parts(uri)  # a named loader reads the repository's files directly
         local = f"hf://datasets/{repo}" + (f"/{rel}" if rel else "")
     path = local or uri

@@ -3,6 +3,11 @@
 spec imports nothing of ours; targets import spec; compiler imports spec and targets;
 reconciler imports spec, compiler and targets; cli imports everything. Dynamic imports
 (``importlib.import_module("ftspec.x...")`` with a literal prefix) count too.
+
+runtime (the code that runs inside training jobs) imports nothing but itself, so a job's
+image needs no compile-time module; targets, compiler, reconciler and cli import only
+runtime's contract modules (``RUNTIME_CONTRACTS``: the formats both sides agree on, standard
+library only), never the entrypoints themselves; spec imports none of it.
 """
 
 from __future__ import annotations
@@ -13,12 +18,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED: dict[str, frozenset[str]] = {
     "spec": frozenset({"spec"}),
-    "targets": frozenset({"targets", "spec"}),
-    "compiler": frozenset({"compiler", "spec", "targets"}),
-    "reconciler": frozenset({"reconciler", "spec", "compiler", "targets"}),
-    "cli": frozenset({"cli", "spec", "compiler", "targets", "reconciler", "schemas"}),
+    "targets": frozenset({"targets", "spec", "runtime"}),
+    "compiler": frozenset({"compiler", "spec", "targets", "runtime"}),
+    "reconciler": frozenset({"reconciler", "spec", "compiler", "targets", "runtime"}),
+    "cli": frozenset({"cli", "spec", "compiler", "targets", "reconciler", "schemas", "runtime"}),
     "schemas": frozenset({"schemas"}),
+    "runtime": frozenset({"runtime"}),
 }
+RUNTIME_CONTRACTS = frozenset({"ftspec.runtime.ray_nodes.wire", "ftspec.runtime.unpack",
+                               "ftspec.runtime.stop_line"})
+"""The runtime modules compile-time code may import."""
 
 
 def _imported(tree: ast.AST, module: str) -> list[tuple[int, str]]:
@@ -55,7 +64,8 @@ def violations(root: Path) -> list[str]:
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
             for line, name in _imported(tree, module):
                 target = name.split(".")[1] if name.count(".") >= 1 else ""
-                if target not in allowed:
+                contract_only = target == "runtime" and package != "runtime"
+                if target not in allowed or contract_only and name not in RUNTIME_CONTRACTS:
                     out.append(f"{rel}:{line}: {package} may not import {name}")
     return out
 
@@ -76,8 +86,18 @@ def test_the_checker_finds_violations(tmp_path: Path) -> None:
         "import importlib\nimportlib.import_module(f'ftspec.cli.commands.{x}')\n"
     )
     (tmp_path / "cli" / "fine.py").write_text("import ftspec.reconciler.model\n")
+    (tmp_path / "targets" / "wire.py").write_text(
+        "from ftspec.runtime.ray_nodes.wire import fill\nfrom ftspec.runtime.hf_sft import main\n"
+    )
+    (tmp_path / "spec" / "wire.py").write_text("from ftspec.runtime.unpack import UNPACK\n")
+    (tmp_path / "runtime" / "up.py").write_text(
+        "from ftspec.runtime.unpack import UNPACK\nfrom ftspec.targets.ray_nodes import bundle\n"
+    )
     assert violations(tmp_path) == [
         "spec/bad.py:4: spec may not import ftspec.compiler.build",
+        "spec/wire.py:1: spec may not import ftspec.runtime.unpack",
         "targets/rel.py:1: targets may not import ftspec.reconciler",
+        "targets/wire.py:2: targets may not import ftspec.runtime.hf_sft",
         "compiler/dyn.py:2: compiler may not import ftspec.cli.commands",
+        "runtime/up.py:2: runtime may not import ftspec.targets.ray_nodes",
     ]

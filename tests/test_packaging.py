@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAPPED = ("spec", "compiler", "targets", "reconciler", "cli", "schemas")
+MAPPED = ("spec", "compiler", "targets", "runtime", "reconciler", "cli", "schemas")
 
 
 def test_every_package_folder_is_listed_in_pyproject() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spec", "compiler", "targets", "reconciler", "cli", "schemas")
+PACKAGES = ("spec", "compiler", "targets", "runtime", "reconciler", "cli", "schemas")
 
 
 @pytest.mark.slow

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 from ftspec.compiler.importers.base import Imported, NotThisTool
 
@@ -29,20 +31,36 @@ class ImportOptions:
 Importer = Callable[[Path, tuple[str, ...], ImportOptions], Imported]
 
 
+def _topology(opts: ImportOptions) -> dict[str, Any]:
+    """What every tool's importer takes from the options: the launch topology and machine."""
+    return {"nproc": opts.nproc_per_node, "nnodes": opts.nnodes, "accelerator": opts.accelerator}
+
+
+def _whole_file(tool: str, module: str, function: str) -> Importer:
+    """The importer of a tool whose config file is all it reads (no ``KEY=VALUE`` arguments):
+    ``function(path, nproc=, nnodes=, accelerator=)`` of ``importers/<module>.py``, imported
+    when the tool is used."""
+    def run(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+        from ftspec.compiler.importers.base import unexpected_args
+
+        unexpected_args(tool, args)
+        imported: Imported = getattr(import_module(f"{__name__}.{module}"), function)(
+            path, **_topology(opts))
+        return imported
+
+    return run
+
+
 def _torchtune(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
     from ftspec.compiler.importers.torchtune import import_torchtune
 
-    return import_torchtune(path, args, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
-                            accelerator=opts.accelerator)
+    return import_torchtune(path, args, **_topology(opts))
 
 
-def _trl(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
-    from ftspec.compiler.importers.base import unexpected_args
-    from ftspec.compiler.importers.trl import import_trl
+def _oumi(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.oumi import import_oumi
 
-    unexpected_args("trl", args)
-    return import_trl(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
-                      accelerator=opts.accelerator)
+    return import_oumi(path, args, job=opts.job, **_topology(opts))
 
 
 def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
@@ -54,34 +72,14 @@ def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Importe
     return import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
 
 
-def _oumi(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
-    from ftspec.compiler.importers.oumi import import_oumi
-
-    return import_oumi(path, args, job=opts.job, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
-                       accelerator=opts.accelerator)
-
-
-def _axolotl(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
-    from ftspec.compiler.importers.axolotl import import_axolotl
-    from ftspec.compiler.importers.base import unexpected_args
-
-    unexpected_args("axolotl", args)
-    return import_axolotl(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
-                          accelerator=opts.accelerator)
-
-
-def _llamafactory(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
-    from ftspec.compiler.importers.base import unexpected_args
-    from ftspec.compiler.importers.llamafactory import import_llamafactory
-
-    unexpected_args("llamafactory", args)
-    return import_llamafactory(path, nproc=opts.nproc_per_node, nnodes=opts.nnodes,
-                               accelerator=opts.accelerator)
-
-
-IMPORTERS: dict[str, Importer] = {"torchtune": _torchtune, "trl": _trl, "trainjob": _trainjob,
-                                  "oumi": _oumi, "axolotl": _axolotl,
-                                  "llamafactory": _llamafactory}
+IMPORTERS: dict[str, Importer] = {
+    "torchtune": _torchtune,
+    "trl": _whole_file("trl", "trl", "import_trl"),
+    "trainjob": _trainjob,
+    "oumi": _oumi,
+    "axolotl": _whole_file("axolotl", "axolotl", "import_axolotl"),
+    "llamafactory": _whole_file("llamafactory", "llamafactory", "import_llamafactory"),
+}
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 
 __all__ = ["IMPORTERS", "TOOL_NAMES", "ImportOptions", "Imported", "Importer", "NotThisTool"]

@@ -12,35 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.compiler.importers.transformers_defaults import TRAINING_ARGUMENTS
+
 TOOL = "LLaMA-Factory 0.9.5 / transformers 4.57.1"
 
-TRAIN_DEFAULTS: dict[str, Any] = {
-    "learning_rate": 5e-05,
-    "per_device_train_batch_size": 8,
-    "gradient_accumulation_steps": 1,
-    "num_train_epochs": 3.0,
-    "max_steps": -1,
-    "lr_scheduler_type": "linear",
-    "warmup_steps": 0,
-    "weight_decay": 0.0,
-    "adam_beta1": 0.9,
-    "adam_beta2": 0.999,
-    "adam_epsilon": 1e-08,
-    "max_grad_norm": 1.0,
-    "optim": "adamw_torch_fused",
-    "seed": 42,
+TRAIN_DEFAULTS: dict[str, Any] = TRAINING_ARGUMENTS | {
     "gradient_checkpointing": True,
-    "logging_steps": 500,
-    "logging_strategy": "steps",
-    "save_strategy": "steps",
-    "save_steps": 500,
-    "eval_strategy": "no",
-    "torch_compile": False,
     "report_to": "all",
     "max_length": 2048,
     "packing": False,
 }
-"""transformers 4.57.1 ``TrainingArguments`` (``optim`` adamw_torch_fused on torch >= 2.8,
+"""transformers 4.57.1 ``TrainingArguments`` (``transformers_defaults``; ``optim`` adamw_torch_fused on torch >= 2.8,
 ``report_to`` all: every installed integration), except ``gradient_checkpointing``: LLaMA-Factory turns it on unless
 ``disable_gradient_checkpointing``; ``max_length`` is ``cutoff_len`` (2048), ``packing`` is
 off outside stage pt."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from ftspec.compiler.importers.base import SpecDraft, match_family
 from ftspec.spec.diagnostics import KeyPath
+from ftspec.spec.urls import is_uri
 
 DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet", ".arrow", ".txt",
                  ".json.gz", ".jsonl.gz")
@@ -31,7 +32,7 @@ MAX_ROW_BYTES = 1 << 20
 def local_path(name: str, draft: SpecDraft) -> Path | None:
     """The local file or folder ``name`` means, when it is one that exists (relative names
     beside the config first, then in the working folder)."""
-    if "://" in name:
+    if is_uri(name):
         return None
     candidates = [Path(name).expanduser()]
     if not Path(name).is_absolute():

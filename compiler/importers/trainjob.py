@@ -30,8 +30,8 @@ from ftspec.compiler.importers.trainjob_defaults import (
     TOOL,
 )
 from ftspec.compiler.importers.trainjob_patch import ftspec_patch
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
 from ftspec.targets.kube import GPU_RESOURCE, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
 
 PLACEHOLDER_FAMILY = "smollm2-135m"
@@ -127,9 +127,9 @@ def _metadata(d: SpecDraft) -> None:
     d.take(("metadata", "name"), ("metadata", "name"))
     d.take(("metadata", "namespace"), ("metadata", "namespace"))
     labels = meta.get("labels") or {}
-    owned = labels.get(OWNER_LABEL) == OWNER_VALUE and labels.get(SPEC_ID_LABEL)
+    owned = owned_spec_id(labels)
     if owned:
-        d.put(("metadata", "id"), labels[SPEC_ID_LABEL], d.origin_of(("metadata", "labels",
+        d.put(("metadata", "id"), owned, d.origin_of(("metadata", "labels",
                                                                        SPEC_ID_LABEL)))
     elif re.fullmatch(r"[a-z0-9]([-a-z0-9_.]*[a-z0-9])?", str(meta.get("name", ""))):
         d.put(("metadata", "id"), meta["name"], "the TrainJob's name: the spec's identity "

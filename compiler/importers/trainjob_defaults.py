@@ -18,7 +18,8 @@ import copy
 from typing import Any
 
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
-from ftspec.spec.ir import OWNER_LABEL, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, SWEEP_LABEL
+from ftspec.spec.ir import SPEC_HASH_ANNOTATION
+from ftspec.spec.ownership import OWNER_LABEL, SPEC_ID_LABEL, SWEEP_LABEL
 from ftspec.spec.platforms import NEWEST_TRAINER
 
 TRAINER_API = NEWEST_TRAINER

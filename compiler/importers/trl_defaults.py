@@ -9,40 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.compiler.importers.transformers_defaults import TRAINING_ARGUMENTS
+
 TRL_VERSION = "1.16.0"
 TRANSFORMERS_VERSION = "5.23.0"
 TOOL = f"TRL {TRL_VERSION} / transformers {TRANSFORMERS_VERSION}"
 
-SFT_DEFAULTS: dict[str, Any] = {
+SFT_DEFAULTS: dict[str, Any] = TRAINING_ARGUMENTS | {
     "learning_rate": 2e-05,
-    "per_device_train_batch_size": 8,
-    "gradient_accumulation_steps": 1,
-    "num_train_epochs": 3.0,
-    "max_steps": -1,
-    "lr_scheduler_type": "linear",
-    "warmup_steps": 0,
-    "weight_decay": 0.0,
-    "adam_beta1": 0.9,
-    "adam_beta2": 0.999,
-    "adam_epsilon": 1e-08,
-    "max_grad_norm": 1.0,
-    "optim": "adamw_torch_fused",
-    "seed": 42,
     "fp16": False,
     "gradient_checkpointing": True,
     "logging_steps": 10,
-    "logging_strategy": "steps",
-    "save_strategy": "steps",
-    "save_steps": 500,
-    "eval_strategy": "no",
     "max_length": 1024,
     "packing": False,
     "dataset_text_field": "text",
-    "torch_compile": False,
     "report_to": "none",
     "assistant_only_loss": False,
 }
-"""``SFTConfig`` fields (``bf16`` is None there: True unless ``fp16``, per SFTConfig's docs).
+"""``TrainingArguments`` (``transformers_defaults``) with ``SFTConfig``'s own fields over it
+(``bf16`` is None there: True unless ``fp16``, per SFTConfig's docs).
 ``assistant_only_loss`` False: a conversational row trains on every token (``SFTTrainer``
 asks the template for an assistant mask only when it is True); ``completion_only_loss``
 None: prompt-completion rows train on the completion only (trl/trainer/sft_trainer.py)."""

@@ -25,7 +25,7 @@ from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.kubernetes.backend import KubernetesBackend
 from ftspec.reconciler.kubernetes.resources import resource_of
 from ftspec.spec.diagnostics import Diagnostic
-from ftspec.spec.ir import OWNER_LABEL, SPEC_ID_LABEL
+from ftspec.spec.ownership import OWNER_LABEL, SPEC_ID_LABEL
 
 _SERVER = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
            "selfLink")

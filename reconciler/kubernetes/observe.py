@@ -9,7 +9,7 @@ decides what to show).
 - reason (a failed job): its condition's message, the first container that ended badly
   (``OOMKilled``: out of memory) and the trainer's last exception in that pod's log;
 - nodes: a multi-node KubeRay job's driver prints ``[ftspec-node]`` lines per node
-  (``targets.ray_nodes.node_states``); they show in ``platform.nodes``.
+  (``runtime.ray_nodes.wire.node_states``); they show in ``platform.nodes``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
 from ftspec.reconciler.model import Phase, Status
 from ftspec.reconciler.outputs import location
 from ftspec.reconciler.progress import parse_line, status_metrics, tracker_for
+from ftspec.runtime.ray_nodes.wire import node_states
 from ftspec.spec.ir import Job
-from ftspec.targets.ray_nodes import node_states
 
 
 def _pod_of(line: str) -> str:

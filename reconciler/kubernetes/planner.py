@@ -24,13 +24,8 @@ from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern
 from ftspec.reconciler.model import Action, Change
-from ftspec.spec.ir import (
-    OWNER_LABEL,
-    OWNER_VALUE,
-    SPEC_HASH_ANNOTATION,
-    SPEC_ID_LABEL,
-    SWEEP_LABEL,
-)
+from ftspec.spec.ir import SPEC_HASH_ANNOTATION
+from ftspec.spec.ownership import SWEEP_LABEL, owned_spec_id
 
 
 class OwnershipError(Exception):
@@ -45,11 +40,7 @@ def address(target: str, obj: dict[str, Any]) -> str:
 
 def owner_of(obj: dict[str, Any]) -> str | None:
     """The spec-id owning ``obj``, or None when ftspec does not manage it."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    if labels.get(OWNER_LABEL) != OWNER_VALUE:
-        return None
-    value = labels.get(SPEC_ID_LABEL)
-    return value if isinstance(value, str) else None
+    return owned_spec_id((obj.get("metadata") or {}).get("labels"))
 
 
 def sweep_of(obj: dict[str, Any]) -> str | None:

@@ -14,6 +14,7 @@ import os
 from urllib.parse import urlsplit
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.spec.urls import is_uri
 
 
 def _env(*names: str) -> str:
@@ -63,7 +64,7 @@ def proxy_for(server: str, proxy_url: object = None) -> str | None:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         if not chosen or _excluded(host, port, _env("NO_PROXY")):
             return None
-    if "://" not in chosen:
+    if not is_uri(chosen):
         chosen = "http://" + chosen
     scheme = urlsplit(chosen).scheme
     if scheme != "http":

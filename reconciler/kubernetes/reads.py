@@ -20,7 +20,7 @@ from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER, unchanged_since_ap
 from ftspec.reconciler.kubernetes.errors import ApiError, missing_crd
 from ftspec.reconciler.kubernetes.resources import KINDS, describe, object_path, resource_of
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE
+from ftspec.spec.ownership import OWNER_SELECTOR
 
 T = TypeVar("T")
 POOL_SIZE = 8
@@ -56,7 +56,7 @@ class Reader:
         res = resource_of(kind)
         try:
             out = self.t.request("GET", res.path(namespace),
-                                 query={"labelSelector": f"{OWNER_LABEL}={OWNER_VALUE}"},
+                                 query={"labelSelector": OWNER_SELECTOR},
                                  verb="list", what=f"{res.plural} in namespace {namespace}")
         except ApiError as exc:
             if exc.status == 404 and res.group:

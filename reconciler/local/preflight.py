@@ -29,7 +29,8 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
 from ftspec.spec.rules.data import datasets
-from ftspec.targets.paths import default_paths, local_path, scheme
+from ftspec.spec.urls import scheme
+from ftspec.targets.paths import default_paths, local_path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -189,7 +190,7 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
 
 def _launcher(checks: _Checks, job: Job) -> None:
     needed = list(PACKAGES.get(job.launcher, ()))
-    if job.launcher == "accelerate" and job.spec.method.kind in ("lora", "qlora"):
+    if job.launcher == "accelerate" and job.spec.method.kind != "full":  # adapters: PEFT
         needed.append("peft")
     missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:

@@ -49,8 +49,9 @@ from ftspec.reconciler.progress import (
 from ftspec.reconciler.ray.compare import run_changes
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
-from ftspec.targets.ray_nodes import node_states
+from ftspec.runtime.ray_nodes.wire import node_states
+from ftspec.spec.ir import SPEC_HASH_ANNOTATION, Job
+from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
@@ -83,15 +84,13 @@ def submission(d: Desired) -> dict[str, Any]:
     if not payload.get("submission_id"):
         raise BackendError("the ray target's submission has no submission_id")
     meta = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
-    meta.update({OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: job.spec_id,
-                 SPEC_FILE_KEY: _spec_file(d.spec_file), RECORD_KEY: encode(record_of(job))})
+    meta.update({SPEC_FILE_KEY: _spec_file(d.spec_file), RECORD_KEY: encode(record_of(job))})
     payload["metadata"] = meta
     return payload
 
 
 def _owned(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [j for j in jobs if (j.get("metadata") or {}).get(OWNER_LABEL) == OWNER_VALUE
-            and (j.get("metadata") or {}).get(SPEC_ID_LABEL)]
+    return [j for j in jobs if owned_spec_id(j.get("metadata"))]
 
 
 def _brief(job: dict[str, Any]) -> dict[str, Any]:

@@ -20,8 +20,8 @@ import json
 from typing import Any
 
 from ftspec.reconciler.model import FieldChange
+from ftspec.runtime.ray_nodes.wire import NODES_ENV
 from ftspec.targets.base import without_generated_lines
-from ftspec.targets.ray_nodes import NODES_ENV
 from ftspec.targets.ray_payload import FILES_ENV
 
 ID = "{submission_id}"

@@ -17,7 +17,7 @@ import urllib.request
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError
-from ftspec.spec.urls import url_problem
+from ftspec.spec.urls import is_uri, scheme, url_problem
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 SUBMIT_KEYS = ("entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_num_cpus",
@@ -33,11 +33,11 @@ def resolve_address(configured: str | None) -> str:
             "no Ray Jobs API address: deploy.ray.address is not set and RAY_ADDRESS is empty",
             hint="set deploy.ray.address (e.g. --set deploy.ray.address=http://127.0.0.1:8265) "
             "or export RAY_ADDRESS")
-    if address.startswith("ray://") or address == "auto":
+    if scheme(address) == "ray" or address == "auto":
         raise BackendError(
             f"{address!r} is a Ray client/GCS address, not the Jobs API",
             hint="use the dashboard URL, e.g. http://127.0.0.1:8265")
-    if "://" not in address:
+    if not is_uri(address):
         address = "http://" + address
     problem = url_problem(address)
     if problem is not None:
@@ -129,7 +129,7 @@ class JobsApi:
 def _needs_upload(runtime_env: dict[str, Any]) -> bool:
     """A local folder in working_dir / py_modules must be uploaded by Ray's client."""
     def local(uri: Any) -> bool:
-        return isinstance(uri, str) and "://" not in uri
+        return isinstance(uri, str) and not is_uri(uri)
 
     return local(runtime_env.get("working_dir")) or any(
         local(m) for m in runtime_env.get("py_modules", []) or [])

@@ -62,7 +62,3 @@ def is_folder(path: str) -> bool:
     return suffix_of(path) is None
 
 
-def hub_parts(uri: str) -> tuple[str, str]:
-    """``hf://org/name/rel/path`` -> (``org/name``, ``rel/path``); rel is "" for a repo."""
-    parts = uri.split("://", 1)[1].strip("/").split("/", 2)
-    return "/".join(parts[:2]), parts[2] if len(parts) == 3 else ""

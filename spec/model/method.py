@@ -9,6 +9,9 @@ from pydantic import Field
 
 MethodKind = Literal["full", "lora", "qlora", "dora", "gptq_lora", "ia3", "prompt_tuning"]
 LORA_FAMILY: frozenset[str] = frozenset({"lora", "qlora", "dora", "gptq_lora"})
+"""The methods that train LoRA adapters (``method.lora`` applies): spelled here only."""
+QUANTIZED_LORA: frozenset[str] = frozenset({"qlora", "gptq_lora"})
+"""The LoRA methods over a quantized base model (``method.quantization`` required)."""
 ALL_LINEAR = "all-linear"
 """PEFT's word for every linear layer of the model but the output head (``target_modules:
 [all-linear]``): PEFT finds them itself, whatever the architecture calls them."""

@@ -16,6 +16,7 @@ from ftspec.spec.model.resources import Resources
 from ftspec.spec.model.sweep import Sweep
 from ftspec.spec.model.training import Training
 from ftspec.spec.platforms import Launcher
+from ftspec.spec.urls import is_uri
 from pydantic import Field
 
 API_VERSION = "ftspec.dev/v1alpha1"
@@ -56,7 +57,7 @@ class Entrypoint(SpecModel):
     module: str | None = Field(
         default=None,
         pattern=patterns.MODULE,
-        description="Python module run with -m (default ftspec.targets.entrypoints.hf_sft).",
+        description="Python module run with -m (default ftspec.runtime.hf_sft).",
     )
     script: str | None = Field(default=None, description="A script path instead of a module.")
     args: list[str] = Field(default_factory=list, description="Extra arguments appended.")
@@ -133,6 +134,6 @@ class FineTuneSpec(SpecModel):
         if self.output is not None:
             found.append((("output", "uri"), self.output.uri))
         resume = self.training.checkpointing.resume_from
-        if resume is not None and "://" in resume:  # else a path where the launcher runs
+        if resume is not None and is_uri(resume):  # else a path where the launcher runs
             found.append((("training", "checkpointing", "resume_from"), resume))
         return [(path, uri) for path, uri in found if uri]

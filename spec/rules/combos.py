@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.rules._diag import error, warning
+from ftspec.spec.urls import rest, scheme
 
 
 def family_or_architecture(spec: FineTuneSpec) -> Iterator[Diagnostic]:
@@ -60,9 +61,9 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     "local-nodes")
     if target != "local":
         for path, uri in spec.uris():
-            if not uri.startswith("file://"):
+            if scheme(uri) != "file":
                 continue
-            if target == "ray" and uri.startswith("file:///"):
+            if target == "ray" and rest(uri).startswith("/"):
                 # A Ray cluster may share this filesystem (a head on this machine, NFS).
                 yield warning(path, f"the Ray job reads {uri} on the node that runs it",
                               "ray-file-uri",

@@ -9,6 +9,7 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.data import Dataset
 from ftspec.spec.rules._diag import error
+from ftspec.spec.urls import rest
 
 
 def datasets(spec: FineTuneSpec) -> Iterator[tuple[KeyPath, Dataset]]:
@@ -102,7 +103,7 @@ def loader_known(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     for path, ds in datasets(spec):
         if ds.loader is not None:
             continue
-        location = ds.uri.split("://", 1)[1]
+        location = rest(ds.uri)
         if not is_folder(location) and detect(location) is None:
             yield error((*path, "uri"), f"cannot tell the format of a {suffix_of(location)} "
                         "file", "loader-unknown",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, QUANTIZED_LORA
 from ftspec.spec.rules._diag import error
 
 
@@ -20,7 +20,7 @@ def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
             "lora-without-lora",
             hint="remove method.lora, or set method.kind to lora, qlora, dora or gptq_lora",
         )
-    needs_quant = kind in ("qlora", "gptq_lora")
+    needs_quant = kind in QUANTIZED_LORA
     if needs_quant and m.quantization is None:
         yield error(
             ("method", "kind"),

@@ -16,7 +16,7 @@ import pytest
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.ray.backend import SPEC_FILE_KEY
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi
-from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
+from ftspec.spec.ownership import OWNER_LABEL, OWNER_VALUE, SPEC_ID_LABEL
 from helpers.kubecli import prepare_namespace, run_cli, spec_copy
 
 ROOT = Path(__file__).resolve().parents[2]

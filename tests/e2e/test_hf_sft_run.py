@@ -63,7 +63,7 @@ def test_compiled_accelerate_command_trains_evaluates_and_stops_early(tmp_path: 
     for artifact in target.compile(job):
         (run_dir / artifact.path).write_text(artifact.content)
     command = (run_dir / "command.sh").read_text()
-    assert "-m ftspec.targets.entrypoints.hf_sft" in command  # a mixture: TRL's CLI cannot
+    assert "-m ftspec.runtime.hf_sft" in command  # a mixture: TRL's CLI cannot
     assert "max_grad_norm: 0.5" in (run_dir / "sft.yaml").read_text()
     assert json.loads((run_dir / "prepare.json").read_text())["train"][1]["proportion"] == 0.25
     env = accelerate_env(tmp_path)

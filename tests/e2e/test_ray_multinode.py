@@ -1,7 +1,7 @@
 """Multi-node runs on a REAL two-node Ray cluster on loopback: the harness head plus a second
 raylet joined to it (``harness.ray_node``), each a separate Ray node with its own resources.
 The compiled tiny spec with ``resources.nodes: 2`` runs through the driver of
-``ftspec.targets.ray_nodes``: one STRICT_SPREAD bundle per node, the accelerate launcher
+``ftspec.runtime.ray_nodes``: one STRICT_SPREAD bundle per node, the accelerate launcher
 once per node with its machine rank, gloo over loopback, world size 2."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
-from ftspec.targets.ray_nodes import node_states
+from ftspec.runtime.ray_nodes.wire import node_states
 from harness.ray_node import RayNode
 from helpers.measure import Measurement, TreeSampler
 from helpers.polling import wait_for
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.slow]
 
 FTSPEC = str(Path(sys.executable).parent / "ftspec")
 LONG = ("--set", "training.max_steps=5000", "--set", "training.epochs=500")
-TRAINING = "ftspec.targets.entrypoints.hf_sft"
+TRAINING = "ftspec.runtime.hf_sft"
 
 
 @pytest.fixture(scope="module")

@@ -127,7 +127,7 @@ def test_resumed_run_continues_the_first_exactly(case: str, tiny_assets: TinyAss
 
     log_a, sft_a = _launch(_spec(tiny_assets, data, method, out_a, None, processes),
                            tmp_path / "a", tmp_path)
-    module = "trl.scripts.sft" if method == "full" else "ftspec.targets.entrypoints.hf_sft"
+    module = "trl.scripts.sft" if method == "full" else "ftspec.runtime.hf_sft"
     assert f"-m {module}" in (tmp_path / "a" / "command.sh").read_text()
     assert "resume_from_checkpoint" not in sft_a
     assert {p.name for p in out_a.glob("checkpoint-*")} == {f"checkpoint-{s}" for s in (2, 4, 6)}

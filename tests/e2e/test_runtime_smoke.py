@@ -23,7 +23,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from ftspec.reconciler.local.tiny import TinyAssets, generate_tiny_assets
 from helpers.trainer_log import train_records
 
@@ -355,7 +354,7 @@ def test_accelerate_launch_hf_sft_lora_two_processes(
     # accelerate of this interpreter, so its workers import the ftspec under test
     cmd = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch",
            "--config_file", str(accelerate_config(tmp_path / "acc.yaml")),
-           "--num_processes", "2", "-m", "ftspec.targets.entrypoints.hf_sft",
+           "--num_processes", "2", "-m", "ftspec.runtime.hf_sft",
            "--config", str(sft), "--prepare", str(prepare)]
     run = run_measured(cmd, {**run_env, "ACCELERATE_USE_CPU": "true"}, record_property,
                        "accelerate_hf_sft_2proc", worker_marker="entrypoints.hf_sft")
@@ -372,7 +371,7 @@ def test_accelerate_launch_hf_sft_lora_two_processes(
 
 
 def test_hf_sft_renders_templates_through_the_column_map(tmp_path: Path) -> None:
-    from ftspec.targets.entrypoints import hf_sft
+    from ftspec.runtime import hf_sft
 
     data = tmp_path / "d.jsonl"
     data.write_text('{"question": "two plus two", "answer": "four"}\n\n')

@@ -196,7 +196,7 @@ def test_packed_sequences_restart_positions_per_example(
 
 def _trl_packed(job: Job, scratch: Path) -> list[list[int]]:
     """The examples of TRL's packed rows, split where the collator's position ids restart."""
-    from ftspec.targets.entrypoints.hf_sft import Plan, PrepareArguments, _tokenizer, build_data
+    from ftspec.runtime.hf_sft import Plan, PrepareArguments, _tokenizer, build_data
     from trl.scripts.utils import DatasetMixtureConfig, ScriptArguments, TrlParser
     from trl.trainer.model_config import ModelConfig
     from trl.trainer.sft_config import SFTConfig

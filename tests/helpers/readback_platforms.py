@@ -122,7 +122,7 @@ def _ray_files(entrypoint: str, env_vars: dict[str, str]) -> dict[str, str]:
     files: dict[str, str] = json.loads(base64.b64decode(env_vars["FTSPEC_FILES"]))
     run_dir = env_vars.get("FTSPEC_RUN_DIR", "")
     if "FTSPEC_NODES" in env_vars:  # multi-node: the driver runs the plan's argv per node
-        from ftspec.targets.ray_nodes import decode_plan, fill
+        from ftspec.runtime.ray_nodes.wire import decode_plan, fill
 
         argv = fill(decode_plan(env_vars["FTSPEC_NODES"])["argv"], 0, "10.0.0.1", 29500)
     else:

@@ -57,7 +57,7 @@ def trl_trainer(job: Job, scratch: Path) -> Any:
     """The SFTTrainer the compiled accelerate artifacts build (``trl sft`` on sft.yaml, or
     ftspec's entrypoint handing it prepared rows), before any step."""
     import datasets
-    from ftspec.targets.entrypoints.hf_sft import (
+    from ftspec.runtime.hf_sft import (
         Plan,
         PrepareArguments,
         _tokenizer,

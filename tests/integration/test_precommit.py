@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOK_INPUTS = ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md", "spec", "cli",
-               "compiler", "targets", "reconciler", "schemas")
+               "compiler", "targets", "runtime", "reconciler", "schemas")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "ftspec-test", "GIT_AUTHOR_EMAIL": "test@ftspec.invalid",
     "GIT_COMMITTER_NAME": "ftspec-test", "GIT_COMMITTER_EMAIL": "test@ftspec.invalid",

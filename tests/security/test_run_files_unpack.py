@@ -1,4 +1,4 @@
-"""The script a Ray job runs first on its node (``targets/unpack_script.py``) writes the
+"""The script a Ray job runs first on its node (``runtime/unpack.py``) writes the
 launcher's files into a predictable folder under /tmp: it must never write through a folder
 or link that someone else prepared there."""
 
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ftspec.targets.unpack_script import UNPACK
+from ftspec.runtime.unpack import UNPACK
 
 FILES = {"config.yaml": "lr: 1\n", "command.sh": "echo hi\n"}
 

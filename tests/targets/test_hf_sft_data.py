@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from ftspec.reconciler.local.tiny import TinyAssets, generate_tiny_assets
-from ftspec.targets.entrypoints import hf_sft
-from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
+from ftspec.runtime import hf_sft
+from ftspec.runtime.hf_sft.mixing import interleave, split_off
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

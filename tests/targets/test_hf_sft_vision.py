@@ -1,4 +1,4 @@
-"""Multimodal rows in the SFT entrypoint (``entrypoints/hf_sft/vision.py``): where images go
+"""Multimodal rows in the SFT entrypoint (``runtime/hf_sft/vision.py``): where images go
 in the conversation, where they are read from, and the row-located errors."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ftspec.targets.entrypoints.hf_sft.sources import Source
-from ftspec.targets.entrypoints.hf_sft.vision import vision_row
+from ftspec.runtime.hf_sft.sources import Source
+from ftspec.runtime.hf_sft.vision import vision_row
 
 PNG = base64.b64decode(  # a 1x1 PNG
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")

@@ -8,11 +8,12 @@ import shlex
 from typing import Any
 
 import yaml
+from ftspec.runtime.ray_nodes.wire import decode_plan, fill, node_states
 from ftspec.spec.catalog.accelerators import NODE_LABEL
 from ftspec.targets import get_target
 from ftspec.targets import ray as ray_target
 from ftspec.targets.kuberay import rayjob
-from ftspec.targets.ray_nodes import DRIVER_MODULE, decode_plan, fill, node_states
+from ftspec.targets.ray_nodes import DRIVER_MODULE
 from helpers.crd_schema import validation_errors
 from helpers.jobs import make_job
 from helpers.upstream import RAYJOB_CRD, crd
@@ -168,7 +169,7 @@ def test_the_launchers_own_parsers_read_each_nodes_rank_flags() -> None:
     parsed = launch_command_parser().parse_args(argv[2:])
     assert (parsed.num_machines, parsed.machine_rank, parsed.num_processes) == (2, 1, 8)
     assert (parsed.main_process_ip, parsed.main_process_port) == ("10.0.0.5", 29400)
-    assert parsed.module and parsed.training_script == "ftspec.targets.entrypoints.hf_sft"
+    assert parsed.module and parsed.training_script == "ftspec.runtime.hf_sft"
 
 
 def test_status_shows_each_node() -> None:

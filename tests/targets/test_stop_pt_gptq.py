@@ -86,7 +86,7 @@ def test_accelerate_hands_the_stop_rule_to_its_entrypoint(tmp_path: Path) -> Non
     result = compile_spec(SpecInput(_write(tmp_path, data), (), ()), "accelerate")
     assert result.ok and result.job is not None, [d.format() for d in result.diagnostics]
     files = {a.path: a.content for a in get_target("accelerate").compile(result.job)}
-    assert "-m ftspec.targets.entrypoints.hf_sft" in files["command.sh"]  # not `trl sft`
+    assert "-m ftspec.runtime.hf_sft" in files["command.sh"]  # not `trl sft`
     assert json.loads(files["prepare.json"])["stop"] == {
         "after_seconds": 900.0, "warmup_seconds": 60.0, "stable_seconds": 120.0,
         "stable_steps": 10}

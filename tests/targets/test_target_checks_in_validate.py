@@ -16,6 +16,9 @@ from helpers.jobs import spec_data
 ACCEL_KF = {"launcher": "accelerate", "method": {"kind": "lora", "lora": {"rank": 8}},
             "deploy": {"target": "kubeflow", "kubeflow": {"generate_runtime": True},
                        "scheduling": {"image": "ghcr.io/acme/trainer:1"}}}
+GPTQ_LOCAL: dict[str, Any] = {
+    "launcher": "accelerate", "deploy": {"target": "local"},
+    "method": {"kind": "gptq_lora", "quantization": {"bits": 4, "quant_type": "gptq"}}}
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     # id, accepted changes, rejected changes, code, key path
     ("torchtune-method", {"launcher": "accelerate", "method": {"kind": "ia3", "lora": None}},
@@ -35,6 +38,10 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
      {"deploy": {"kubeflow": {"active_deadline_seconds": 60}}},
      {"deploy": {"kubeflow": {"active_deadline_seconds": 60, "trainer_version": "v2.1"}}},
      "kubeflow.deadline-version", "deploy.kubeflow.active_deadline_seconds"),
+    ("accelerate-lora-output-gptq",  # every method of the LoRA family, gptq_lora too
+     {**GPTQ_LOCAL, "method": {**GPTQ_LOCAL["method"], "lora": {"output": False}}},
+     {**GPTQ_LOCAL, "method": {**GPTQ_LOCAL["method"], "lora": {"output": True}}},
+     "target.accelerate.lora-output", "method.lora.output"),
     ("kuberay-name-length",
      {"metadata": {"name": "a" * 47}, "deploy": {"target": "kuberay"}},
      {"metadata": {"name": "a" * 48}, "deploy": {"target": "kuberay"}},

@@ -11,7 +11,7 @@ from ftspec.reconciler.measured import measure
 from ftspec.reconciler.progress import track_text
 from ftspec.reconciler.stopped import stopped
 from ftspec.spec.model.training import Stop
-from ftspec.targets.entrypoints.hf_sft.stop import STOP_LINE, Mark, StopWatch
+from ftspec.runtime.hf_sft.stop import STOP_LINE, Mark, StopWatch
 
 
 def _run(watch: StopWatch, seconds_per_step: float, first_step_s: float,

@@ -4,6 +4,6 @@ ftspec_dir=$(dirname -- "$0")
 exec accelerate launch \
     --config_file "$ftspec_dir"/accelerate.yaml \
     --num_processes 4 \
-    -m ftspec.targets.entrypoints.hf_sft \
+    -m ftspec.runtime.hf_sft \
     --config "$ftspec_dir"/sft.yaml \
     --prepare "$ftspec_dir"/prepare.json

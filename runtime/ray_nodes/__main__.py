@@ -1,4 +1,4 @@
-"""``python -m ftspec.targets.entrypoints.ray_nodes``: see the package docstring."""
+"""``python -m ftspec.runtime.ray_nodes``: see the package docstring."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 from types import FrameType
 from typing import Any
 
-from ftspec.targets.entrypoints.ray_nodes.runner import NodeRunner
-from ftspec.targets.ray_nodes import NODE_LOG_PREFIX, NODES_ENV, decode_plan
+from ftspec.runtime.ray_nodes.runner import NodeRunner
+from ftspec.runtime.ray_nodes.wire import NODE_LOG_PREFIX, NODES_ENV, decode_plan
 
 
 def say(rank: int | str, **fields: object) -> None:

@@ -1,4 +1,4 @@
-"""The driver of a multi-node run on Ray (``python -m ftspec.targets.entrypoints.ray_nodes``).
+"""The driver of a multi-node run on Ray (``python -m ftspec.runtime.ray_nodes``).
 
 It runs as the Ray job's entrypoint with the plan of ``ftspec.targets.ray_nodes`` in
 ``FTSPEC_NODES``: one placement-group bundle per node (STRICT_SPREAD), one ``NodeRunner``

@@ -11,8 +11,8 @@ import sys
 import time
 from typing import Any
 
-from ftspec.targets.ray_nodes import fill
-from ftspec.targets.unpack_script import UNPACK
+from ftspec.runtime.ray_nodes.wire import fill
+from ftspec.runtime.unpack import UNPACK
 
 WATCH = """
 import os, signal, sys, time

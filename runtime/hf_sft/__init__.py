@@ -1,7 +1,7 @@
 """Data preparation for TRL's ``SFTTrainer``: ftspec's accelerate entrypoint where ``trl sft``
 cannot express the spec.
 
-    accelerate launch --config_file accelerate.yaml -m ftspec.targets.entrypoints.hf_sft \\
+    accelerate launch --config_file accelerate.yaml -m ftspec.runtime.hf_sft \\
         --config sft.yaml --prepare prepare.json
 
 ``sft.yaml`` is TRL's own config (read with TRL's ``TrlParser`` and the argument classes of
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.pipeline import Plan, build_data, load_examples
+from ftspec.runtime.hf_sft.pipeline import Plan, build_data, load_examples
 
 __all__ = ["Plan", "build_data", "load_examples", "main"]
 
@@ -81,11 +81,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             early_stopping_patience=plan.early_stopping["patience"],
             early_stopping_threshold=plan.early_stopping["threshold"]))
     if plan.stop is not None:
-        from ftspec.targets.entrypoints.hf_sft.stop import stop_callback
+        from ftspec.runtime.hf_sft.stop import stop_callback
 
         callbacks.append(stop_callback(plan.stop))
         training_args.include_num_input_tokens_seen = "non_padding"  # the window's tokens
-    from ftspec.targets.entrypoints.hf_sft.peft import peft_config
+    from ftspec.runtime.hf_sft.peft import peft_config
 
     trainer = SFTTrainer(
         model=model_args.model_name_or_path, args=training_args,
@@ -95,13 +95,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         peft_config=peft_config(plan.peft, model_args) or get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks)
-    from ftspec.targets.entrypoints.hf_sft.compat import moe_expert_count
+    from ftspec.runtime.hf_sft.compat import moe_expert_count
 
     note = moe_expert_count(trainer.model)
     if note is not None:
         print(f"[ftspec] {note}", flush=True)
     if _multimodal(plan):
-        from ftspec.targets.entrypoints.hf_sft.vision import check_lengths
+        from ftspec.runtime.hf_sft.vision import check_lengths
 
         check_lengths(trainer, training_args.max_length)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)

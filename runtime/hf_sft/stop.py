@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-STOP_LINE = "[ftspec] stop "
+from ftspec.runtime.stop_line import STOP_LINE
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.render import messages_of
-from ftspec.targets.entrypoints.hf_sft.sources import Source
+from ftspec.runtime.hf_sft.render import messages_of
+from ftspec.runtime.hf_sft.sources import Source
 
 Block = dict[str, str | None]
 

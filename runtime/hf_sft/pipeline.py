@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.mixing import interleave, split_off
-from ftspec.targets.entrypoints.hf_sft.render import Example, render
-from ftspec.targets.entrypoints.hf_sft.sources import Source, read_rows, source_from_json
+from ftspec.runtime.hf_sft.mixing import interleave, split_off
+from ftspec.runtime.hf_sft.render import Example, render
+from ftspec.runtime.hf_sft.sources import Source, read_rows, source_from_json
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def build_data(plan: Plan, tokenizer: Any, seed: int) -> Data:
     if unmarked:
         notes.append(f"warning: {unmarked} training examples lack their response template; "
                      "they add no loss")
-    from ftspec.targets.entrypoints.hf_sft.vision import with_images
+    from ftspec.runtime.hf_sft.vision import with_images
 
     train_ds = with_images(datasets.Dataset.from_list(train))  # the sampler shuffles (or not)
     return Data(train_ds, with_images(datasets.Dataset.from_list(ev)) if ev else None, notes)
@@ -134,7 +134,7 @@ def _rows(tagged: list[Tagged]) -> tuple[list[dict[str, Any]], int]:
 def _tokenized_data(plan: Plan, seed: int) -> Data:
     """Every source tokenized by torchtune's own builder pieces (``torchtune_rows``)."""
     import datasets
-    from ftspec.targets.entrypoints.hf_sft.torchtune_rows import (
+    from ftspec.runtime.hf_sft.torchtune_rows import (
         tokenized_rows,
         torchtune_tokenizer,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.sources import Source
+from ftspec.runtime.hf_sft.sources import Source
 
 
 def torchtune_tokenizer(entry: dict[str, Any]) -> Any:

@@ -25,7 +25,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ftspec.targets.entrypoints.hf_sft.sources import Source
+from ftspec.runtime.hf_sft.sources import Source
 
 Example = tuple[str, str] | dict[str, Any]
 """(prompt, completion) text, or a finished TRL row (chat)."""
@@ -39,7 +39,7 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
         return [(_system_line(src), str(_column(row, src.text_field, where)))
                 for where, row in rows]
     if src.format == "multimodal":
-        from ftspec.targets.entrypoints.hf_sft.vision import vision_row
+        from ftspec.runtime.hf_sft.vision import vision_row
 
         if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
             raise SystemExit(f"{src.source}: multimodal rows need a processor with a chat "
@@ -48,7 +48,7 @@ def render(rows: list[tuple[str, dict[str, Any]]], src: Source,
     if src.format == "chat" or src.as_chat:
         return [_chat(row, src, tokenizer, where) for where, row in rows]
     if src.format == "alpaca":
-        from ftspec.targets.entrypoints.hf_sft.alpaca import alpaca_example
+        from ftspec.runtime.hf_sft.alpaca import alpaca_example
 
         return [alpaca_example(row, src.column_map, where) for where, row in rows]
     prompt = _builder(src.prompt_func, src.prompt_template, src, "prompt")
@@ -134,7 +134,7 @@ def _content(value: Any) -> Any:
 
 def _chat(row: dict[str, Any], src: Source, tokenizer: Any, where: str) -> Example:
     if src.chat_layout is not None:
-        from ftspec.targets.entrypoints.hf_sft import chat_tokens
+        from ftspec.runtime.hf_sft import chat_tokens
 
         style = "openai" if src.as_chat else src.conversation_style or "sharegpt"
         msgs = chat_tokens.messages(_turns(row, src, where), style, src.train_on_input,

@@ -1,1 +1,0 @@
-"""Training entrypoints that compiled launcher commands run."""
