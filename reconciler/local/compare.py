@@ -5,7 +5,11 @@ launcher's files (without ftspec's header comments). Not compared: where the int
 or a console script is installed (``/venv-a/bin/python -m torchtune._cli.tune`` and
 ``/venv-b/bin/tune`` run the same program), ftspec's version, hashes of the spec with
 defaults. So upgrading ftspec, or running it from another virtualenv, plans no change
-unless the run itself would change.
+unless the run itself would change. ftspec's own entrypoint modules that moved between
+releases (``MOVED_MODULES``) are the same program under either name: the local run uses the
+installed ftspec, so an old record naming ``ftspec.targets.entrypoints.hf_sft`` runs what
+``ftspec.runtime.hf_sft`` runs now. (A cluster's image is another matter: there the module
+name is what the image must have, and Ray and Kubernetes plans show it.)
 """
 
 from __future__ import annotations
@@ -22,6 +26,15 @@ from ftspec.targets.base import without_generated_lines
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _MODULES = {module: name for name, module in PYTHON_PROGRAMS.items()}
+MOVED_MODULES = (("ftspec.targets.entrypoints.", "ftspec.runtime."),)
+"""(old prefix, new prefix) of ftspec's entrypoint packages, oldest first."""
+
+
+def current_names(text: str) -> str:
+    """``text`` with ftspec's moved entrypoint modules named as this release names them."""
+    for old, new in MOVED_MODULES:
+        text = text.replace(old, new)
+    return text
 
 
 def program(argv: list[str]) -> list[str]:
@@ -30,6 +43,7 @@ def program(argv: list[str]) -> list[str]:
     script name (the form ``launch`` picks depends on what is installed beside Python)."""
     if not argv:
         return []
+    argv = [current_names(arg) for arg in argv]
     head = os.path.basename(argv[0])
     if _PYTHON.match(head):
         if len(argv) >= 3 and argv[1] == "-m" and argv[2] in _MODULES:
@@ -54,6 +68,7 @@ def run_changes(record: RunRecord, after: dict[str, Any],
     files: dict[str, str] = after.get("files") or {}
     for name, new in sorted(files.items()):
         old = old_file(name)
-        if old is None or without_generated_lines(old) != without_generated_lines(new):
+        if old is None or \
+                without_generated_lines(current_names(old)) != without_generated_lines(new):
             out.append(FieldChange(f'files["{name}"]', old, new, True))
     return out

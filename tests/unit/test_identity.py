@@ -18,7 +18,7 @@ from ftspec.reconciler.applied import (
     upgrade_note,
 )
 from ftspec.reconciler.kubernetes.planner import ObjectInput, decide
-from ftspec.reconciler.local.compare import program
+from ftspec.reconciler.local.compare import current_names, program
 from ftspec.reconciler.model import Action
 from ftspec.reconciler.ray.compare import run_changes
 from ftspec.targets import get_target
@@ -63,6 +63,17 @@ def test_program_is_compared_by_what_it_runs() -> None:
     assert program(["/usr/bin/python3", "x.py"]) == program(["/other/python", "x.py"])
     assert program(b) != program(["/venv-b/bin/tune", "run", "r", "--config", "d"])
 
+
+
+def test_a_moved_ftspec_entrypoint_is_the_same_local_program() -> None:
+    old = ["/venv-a/bin/accelerate", "launch", "--config_file", "a.yaml",
+           "-m", "ftspec.targets.entrypoints.hf_sft", "--config", "sft.yaml"]
+    new = ["/venv-b/bin/accelerate", "launch", "--config_file", "a.yaml",
+           "-m", "ftspec.runtime.hf_sft", "--config", "sft.yaml"]
+    assert program(old) == program(new)
+    assert program(new) != program([*new[:5], "trl.scripts.sft", *new[6:]])
+    assert current_names("-m ftspec.targets.entrypoints.ray_nodes") == \
+        "-m ftspec.runtime.ray_nodes"
 
 def _legacy(body: dict[str, object], old_hash: str) -> dict[str, object]:
     """``body`` as an older ftspec submitted it: header with a hash, another id."""
