@@ -8,10 +8,10 @@ cannot express the spec.
 ``trl sft``); ``prepare.json`` says what TRL's CLI cannot: how rows render (``sources``,
 ``render``: templates over the row's columns, the Alpaca layout, chat through the chat
 template), a mixture by proportion (``mixing``), held-out validation data, no shuffling, a
-tokenizer apart from the model, early stopping and the PEFT methods ``ModelConfig`` lacks
-(``peft``). The rows become ``prompt`` / ``completion`` text and everything else — tokenizing,
-masking, packing, the loop, evaluation, checkpoints, resume, ``report_to``, logging — is
-``SFTTrainer``'s. There is no training loop here: this module only builds datasets and calls
+tokenizer apart from the model, early stopping, the PEFT methods ``ModelConfig`` lacks
+(``peft``), LoRA+ and layer freezing (``trainable``). The rows become ``prompt`` /
+``completion`` text and everything else — tokenizing, masking, packing, the loop,
+evaluation, checkpoints, resume, ``report_to``, logging — is ``SFTTrainer``'s. There is no training loop here: this module only builds datasets and calls
 the trainer, as TRL's own ``trl/scripts/sft.py`` does.
 """
 
@@ -81,8 +81,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             early_stopping_patience=plan.early_stopping["patience"],
             early_stopping_threshold=plan.early_stopping["threshold"]))
     from ftspec.targets.entrypoints.hf_sft.peft import peft_config
+    from ftspec.targets.entrypoints.hf_sft.trainable import after_init, trainer_class
 
-    trainer = SFTTrainer(
+    trainer = trainer_class(plan.trainable, SFTTrainer)(
         model=model_args.model_name_or_path, args=training_args,
         train_dataset=data.train,
         eval_dataset=data.eval if training_args.eval_strategy != "no" else None,
@@ -90,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         peft_config=peft_config(plan.peft, model_args) or get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks)
+    for note in after_init(trainer, plan.trainable):
+        print(note, flush=True)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     _print_cuda_peak()
     trainer.save_model(training_args.output_dir)

@@ -34,6 +34,8 @@ class Plan:
     torchtune_tokenizer: dict[str, Any] | None = None
     """The torchtune tokenizer section: instruct / alpaca rows are tokenized as torchtune
     does (``torchtune_rows``)."""
+    trainable: dict[str, Any] | None = None
+    """LoRA+ and layer freezing (``trainable``)."""
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> Plan:
@@ -46,7 +48,7 @@ class Plan:
             tokenizer=obj.get("tokenizer"),
             pad_token=obj.get("pad_token"), chat_template=obj.get("chat_template"),
             peft=obj.get("peft"), early_stopping=obj.get("early_stopping"),
-            torchtune_tokenizer=obj.get("torchtune_tokenizer"))
+            torchtune_tokenizer=obj.get("torchtune_tokenizer"), trainable=obj.get("trainable"))
 
 
 @dataclass
