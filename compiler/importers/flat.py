@@ -25,13 +25,6 @@ class FlatReader(Reader):
 
 
 TRAINS_DIFFERENTLY: dict[str, str] = {
-    "loraplus_lr_ratio": "LoRA+ trains each adapter's B matrix at this multiple of the "
-    "learning rate; imported as plain LoRA (A and B at the same rate), which learns the "
-    "update more slowly",
-    "loraplus_lr_embedding": "LoRA+'s learning rate for embedding adapters; imported as "
-    "plain LoRA",
-    "unfrozen_parameters": "only the parameters matching these patterns train; imported "
-    "with every parameter of the method trainable",
     "freeze_trainable_layers": "only these layers train; imported with every layer "
     "trainable",
     "load_in_8bit": "the base loads in 8 bits; imported unquantized (more memory, the "
