@@ -163,6 +163,11 @@ def _data(r: Reader) -> None:
     if template is not None:
         d.warn(("template",), f"template {template}: LLaMA-Factory's own prompt template has "
                "no spec field; the tokenizer's chat template renders chat rows")
+    mix = str(r.value("mix_strategy") or "concat")
+    if len(entries) > 1 and mix != "concat":
+        d.warn(("mix_strategy",), f"mix_strategy {mix}: LLaMA-Factory interleaves the "
+               "datasets by interleave_probs; imported as their concatenation (set "
+               "data.mixture's strategy and proportions to mix by share)")
     put_data(r, entries, "dataset", "LLaMA-Factory concatenates them (mix_strategy concat)",
              "val_size")
     if r.has("eval_dataset"):

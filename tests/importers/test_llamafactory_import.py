@@ -162,6 +162,11 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                                                      r.prepare["train"]]),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
                    lambda r: Path(r.sft.output_dir)),
+    # several datasets: LLaMA-Factory's default mix_strategy concat
+    "mixture": ("mix_strategy", lambda s: None if len(_sources(s)) == 1 else
+                "concatenate" if s.get("mix_strategy", "concat") == "concat" else "interleave",
+                lambda r: r.prepare.get("mixture_strategy") if len(r.prepare.get(
+                    "train", [])) > 1 else None),
     "load_in_8bit": ("quantization_bit", lambda s: s.get("quantization_bit") == 8
                      and _lora(s), trl("load_in_8bit")),
     "loraplus_lr_ratio": ("loraplus_lr_ratio", lambda s: loraplus(s, "loraplus_lr_ratio"),

@@ -175,6 +175,12 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      "method.quantization"),
     ("ia3-unused", method.settings_match_method, {"method": {"kind": "ia3", "ia3": {}}},
      {"method": {"kind": "lora", "ia3": {}}}, "rule.ia3-unused", "method.ia3"),
+    ("proportion-concatenate", data.mixture_proportions,
+     {"data": {"mixture": {"strategy": "concatenate", "datasets": [
+         {"uri": "hf://org/a"}, {"uri": "hf://org/b"}]}}},
+     {"data": {"mixture": {"strategy": "concatenate", "datasets": [
+         {"uri": "hf://org/a"}, {"uri": "hf://org/b", "proportion": 0.5}]}}},
+     "rule.proportion-concatenate", "data.mixture.datasets[1].proportion"),
     ("loader-unknown", data.loader_known,
      {"data.train": {"uri": "s3://bucket/train.dat", "loader": "csv"}},
      {"data.train": {"uri": "s3://bucket/train.dat"}}, "rule.loader-unknown", "data.train.uri"),

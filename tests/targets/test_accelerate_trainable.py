@@ -64,3 +64,21 @@ def test_torchtune_refuses_at_the_field(target: str, change: dict[str, Any], pat
     job = make_job(allow_errors=True, **change)
     found = [".".join(map(str, d.path)) for d in check_job(job, target) if d.is_error]
     assert path in found, found
+
+
+def test_a_concatenation_reaches_prepare_json_and_reads_every_row() -> None:
+    from ftspec.targets.entrypoints.hf_sft.mixing import interleave
+
+    files = _files(data={"train": None, "mixture": {"strategy": "concatenate", "datasets": [
+        {"uri": "hf://org/a"}, {"uri": "hf://org/b"}]}})
+    prepare = json.loads(files["prepare.json"])
+    assert prepare["mixture_strategy"] == "concatenate"
+    assert [t.get("proportion") for t in prepare["train"]] == [None, None]
+    assert interleave([[1, 2, 3], [4]], [], "concatenate", seed=0) == [1, 2, 3, 4]
+
+
+def test_torchtune_refuses_a_concatenation_at_the_strategy() -> None:
+    job = make_job(allow_errors=True, data={"train": None, "mixture": {
+        "strategy": "concatenate", "datasets": [{"uri": "hf://org/a"}, {"uri": "hf://org/b"}]}})
+    found = [".".join(map(str, d.path)) for d in check_job(job, "torchtune") if d.is_error]
+    assert "data.mixture.strategy" in found, found

@@ -73,7 +73,7 @@ def _load_tagged(plan: Plan, tokenizer: Any, seed: int) -> list[Tagged]:
             raise SystemExit(f"{s.source}: no examples")
     if len(parts) == 1:
         return parts[0]
-    if any(s.proportion is None for s in plan.train):
+    if plan.mixture_strategy != "concatenate" and any(s.proportion is None for s in plan.train):
         raise SystemExit("a mixture needs a proportion on every source")
     mixed: list[Tagged] = interleave(parts, [float(s.proportion or 0) for s in plan.train],
                                      plan.mixture_strategy, seed)
