@@ -118,3 +118,21 @@ def test_mask_history_says_which_turns_train(tmp_path: Path) -> None:
     (w,) = [w for w in imported.warnings if w.path == ("mask_history",)]
     assert "only the last assistant turn" in w.summary
     assert w.span is not None and w.span.line == 7
+
+
+def test_oumi_datasets_without_proportions_are_concatenated(tmp_path: Path) -> None:
+    from ftspec.compiler.importers.oumi import import_oumi
+
+    cfg = tmp_path / "train.yaml"
+    cfg.write_text("model:\n  model_name: HuggingFaceTB/SmolLM2-135M-Instruct\n"
+                   "data:\n  train:\n    datasets:\n"
+                   "      - dataset_name: yahma/alpaca-cleaned\n"
+                   "      - dataset_name: tatsu-lab/alpaca\n"
+                   "training:\n  output_dir: out\n")
+    imported = import_oumi(cfg)
+    mixture = imported.data["data"]["mixture"]
+    assert mixture["strategy"] == "concatenate"
+    assert [m["uri"] for m in mixture["datasets"]] == ["hf://yahma/alpaca-cleaned",
+                                                       "hf://tatsu-lab/alpaca"]
+    assert all("proportion" not in m for m in mixture["datasets"])
+    assert not [w for w in imported.warnings if "concatenat" in w.summary]
