@@ -143,6 +143,9 @@ class Corpus:
     importer: Callable[[Path], Imported]
     fields: dict[str, tuple[str, Expect, Got]]
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    outside_catalog: frozenset[str] = frozenset()
+    """Configs of models outside the catalog: imported, refused by validate until
+    ``model.architecture`` is added (the import's warning says which numbers)."""
 
     @property
     def configs(self) -> list[str]:
@@ -161,12 +164,17 @@ class Corpus:
 
     def assert_equal(self, name: str) -> None:
         out = self.outcome(name)
+        if name in self.outside_catalog:
+            assert out.imported and not out.validated
+            assert any("model.family" in e and "model.architecture" in e for e in out.errors)
+            return
         assert (out.imported, out.validated, out.compiled) == (True, True, True), out.errors
         assert out.diffs == {}
 
     def assert_figures(self, may_warn: set[str]) -> None:
         counts, warned = figures(self.tool, [self.outcome(n) for n in self.configs])
-        assert counts == [len(self.configs)] * 4
+        n, known = len(self.configs), len(self.configs) - len(self.outside_catalog)
+        assert counts == [n, known, known, known]
         assert warned <= may_warn
 
 
