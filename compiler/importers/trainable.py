@@ -86,7 +86,7 @@ def num_layers(d: SpecDraft) -> int | None:
 
     family = MODEL_FAMILIES.get(str(d.get(("model", "family"))))
     if family is not None:
-        return family.num_layers
+        return int(family.num_layers)
     layers = d.get(("model", "architecture", "num_layers"))
     return layers if isinstance(layers, int) else None
 
