@@ -61,6 +61,9 @@ def _check(job: Job) -> Iterator[Diagnostic]:
     yield from accelerate_tokens.check(job)
     yield from check_system_prompt(job, _FINDINGS)
     yield from accelerate_ep.check(job)
+    from ftspec.targets import accelerate_trainable
+
+    yield from accelerate_trainable.check(job)
     spec = job.spec
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \

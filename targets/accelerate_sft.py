@@ -60,6 +60,9 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
         why.append("training.early_stopping: a callback TRL's CLI does not add")
     if stop_entry(job) is not None:
         why.append("training.stop: a callback TRL's CLI does not add")
+    from ftspec.targets.accelerate_trainable import why_prepared
+
+    why += why_prepared(job)
     p = p or default_paths(job)
     if p.tokenizer is not None and tokenizer_dir(p.tokenizer) != p.model_id:
         why.append("model.tokenizer.uri: a tokenizer apart from the model")
@@ -67,7 +70,7 @@ def needs_preparation(job: Job, p: RunPaths | None = None) -> list[str]:
         why.append("model.chat_template: an inline template (TRL's CLI takes a path)")
     if job.model.hf_layer_cls.startswith("GraniteMoe"):
         why.append("model: a Granite MoE config, whose expert count TRL's MoE loss reads "
-                   "under another name (entrypoints/hf_sft/compat.py)")
+                   "under another name (runtime/hf_sft/compat.py)")
     return why
 
 
@@ -306,6 +309,11 @@ def prepare_plan(job: Job, p: RunPaths) -> dict[str, Any] | None:
     tokenizer = prepare_entry(job, p)
     if tokenizer is not None:
         plan["torchtune_tokenizer"] = tokenizer
+    from ftspec.targets.accelerate_trainable import trainable_entry
+
+    trainable = trainable_entry(job)
+    if trainable is not None:
+        plan["trainable"] = trainable
     es = spec.training.early_stopping
     if es is not None:
         plan["early_stopping"] = {"patience": es.patience, "threshold": es.threshold}

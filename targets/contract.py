@@ -131,6 +131,14 @@ GAPS: dict[str, tuple[Gap, ...]] = {
         Gap(("method", "quantization", "storage_dtype"), _E, "torchtune's NF4 tensors "
             "have a fixed storage type"),
         Gap(("method", "quantization", "bits"), _E, "torchtune's QLoRA is 4-bit only"),
+        Gap(("method", "lora", "loraplus_lr_ratio"), _E, "torchtune's LoRA recipes build "
+            "one optimizer group at one learning rate: LoRA+ has no setting there",
+            "use launcher: accelerate (PEFT's LoRA+ optimizer)"),
+        Gap(("method", "lora", "loraplus_lr_embedding"), _E, "torchtune's LoRA recipes "
+            "have no LoRA+", "use launcher: accelerate"),
+        Gap(("method", "unfrozen_parameters"), _E, "torchtune's recipes train every "
+            "parameter of the method (all of them for full, the adapters for LoRA): they "
+            "have no freezing patterns", "use launcher: accelerate"),
         Gap(("data", "num_workers"), _W, "torchtune 0.6.1's recipes build their data "
             "loader without worker processes"),
         Gap(("training", "checkpointing", "strategy"), _E, "torchtune saves a checkpoint "

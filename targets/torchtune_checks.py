@@ -68,7 +68,13 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    f"torchtune ships no {kind} config for {job.model.display} on {topology} "
                    f"(looked for {tried})", "config")
     data = spec.data
-    if data.mixture is not None:
+    if data.mixture is not None and data.mixture.strategy == "concatenate":
+        yield _err(("data", "mixture", "strategy"), "torchtune concatenates a list of "
+                   "datasets, but the torchtune target compiles one dataset section: a "
+                   "concatenation is not compiled for it", "mixture",
+                   hint="concatenate the files into one data.train, or use launcher: "
+                   "accelerate")
+    elif data.mixture is not None:
         yield _err(("data", "mixture"), "torchtune concatenates datasets; it cannot mix them "
                    "by proportion", "mixture", hint="use data.train, or launcher: accelerate")
     ds = data.train

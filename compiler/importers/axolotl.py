@@ -23,6 +23,7 @@ from ftspec.compiler.importers.axolotl_defaults import (
 )
 from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
 from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
+from ftspec.compiler.importers.trainable import put_int8, put_loraplus, put_unfrozen
 from ftspec.compiler.importers.trl import _header, schedule_name, training_head
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
@@ -47,6 +48,8 @@ def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = No
     _method(r)
     world = resources(r, "an axolotl config", nproc, nnodes, accelerator)
     _training(r, world)
+    put_loraplus(r, weight_decay_applies=False)
+    put_unfrozen(r)
     distributed(r)
     out = str(r.value("output_dir") or "./outputs")
     draft.put(("output", "uri"), hub_or_file_uri(out) if out.startswith("/") else
@@ -137,12 +140,17 @@ def _method(r: Reader) -> None:
     dora = r.value("use_dora", r.model) is True
     if adapter not in ("lora", "qlora"):
         d.warn(("adapter",), f"adapter {adapter} has no spec method: imported as lora")
-    if eight:
-        d.warn(("load_in_8bit",), "load_in_8bit: an 8-bit base has no spec method (qlora is "
-               "4-bit): imported as lora on an unquantized base")
-    kind = "qlora" if adapter == "qlora" or four else "dora" if dora else "lora"
+    kind = "qlora" if adapter == "qlora" or four or eight else "dora" if dora else "lora"
+    if eight and (four or adapter == "qlora"):
+        d.warn(("load_in_8bit",), "load_in_8bit with a 4-bit base (adapter qlora / "
+               "load_in_4bit): imported as the 4-bit base")
+    elif eight and dora:
+        d.warn(("use_dora",), "DoRA on an 8-bit base has no spec method: imported as LoRA on "
+               "the 8-bit base (qlora, bits 8)")
     d.put(("method", "kind"), kind, r.origin("adapter"))
-    if kind == "qlora":
+    if kind == "qlora" and eight and not (four or adapter == "qlora"):
+        put_int8(d, r.origin("load_in_8bit"))
+    elif kind == "qlora":
         q = ("method", "quantization")
         d.put(q + ("bits",), 4, r.origin("load_in_4bit"))
         r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)

@@ -25,13 +25,6 @@ class FlatReader(Reader):
 
 
 TRAINS_DIFFERENTLY: dict[str, str] = {
-    "loraplus_lr_ratio": "LoRA+ trains each adapter's B matrix at this multiple of the "
-    "learning rate; imported as plain LoRA (A and B at the same rate), which learns the "
-    "update more slowly",
-    "loraplus_lr_embedding": "LoRA+'s learning rate for embedding adapters; imported as "
-    "plain LoRA",
-    "unfrozen_parameters": "only the parameters matching these patterns train; imported "
-    "with every parameter of the method trainable",
     "freeze_trainable_layers": "only these layers train; imported with every layer "
     "trainable",
     "load_in_8bit": "the base loads in 8 bits; imported unquantized (more memory, the "
@@ -56,20 +49,15 @@ def model_source(r: Reader) -> None:
 
 def put_data(r: Reader, entries: list[dict[str, Any]], src: str, mixing: str,
              val_key: str) -> None:
-    """``data``: one dataset as ``train``, several as a mixture of equal proportions (with a
-    warning: the tools concatenate, ``mixing`` says how); sequence length, packing, the
-    validation split ratio (``val_key``), loader workers."""
+    """``data``: one dataset as ``train``, several as a concatenation (``mixing`` says how
+    the tool concatenates them); sequence length, packing, the validation split ratio
+    (``val_key``), loader workers."""
     d, at = r.draft, r.origin(src)
     if len(entries) == 1:
         d.put(("data", "train"), entries[0], at)
     elif entries:
-        share = round(1 / len(entries), 6)
-        for entry in entries:
-            entry["proportion"] = share
-        entries[-1]["proportion"] = round(1 - share * (len(entries) - 1), 6)
+        d.put(("data", "mixture", "strategy"), "concatenate", f"{at} ({mixing})")
         d.put(("data", "mixture", "datasets"), entries, at)
-        d.warn((src,), f"{len(entries)} datasets: {mixing}; imported as a mixture of equal "
-               "proportions: set each dataset's proportion to its share of the rows")
     r.put(("data", "max_seq_len"), "max_length", r.sft)
     r.put(("data", "packed"), "packing", r.sft)
     val = r.value(val_key, r.sft)

@@ -36,6 +36,12 @@ from ftspec.compiler.importers.llamafactory_defaults import (
     TOOL,
     TRAIN_DEFAULTS,
 )
+from ftspec.compiler.importers.trainable import (
+    llamafactory_freeze,
+    num_layers,
+    put_int8,
+    put_loraplus,
+)
 from ftspec.compiler.importers.trl import _header, _output, _training
 from ftspec.compiler.importers.trl_reader import Reader
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
@@ -157,6 +163,11 @@ def _data(r: Reader) -> None:
     if template is not None:
         d.warn(("template",), f"template {template}: LLaMA-Factory's own prompt template has "
                "no spec field; the tokenizer's chat template renders chat rows")
+    mix = str(r.value("mix_strategy") or "concat")
+    if len(entries) > 1 and mix != "concat":
+        d.warn(("mix_strategy",), f"mix_strategy {mix}: LLaMA-Factory interleaves the "
+               "datasets by interleave_probs; imported as their concatenation (set "
+               "data.mixture's strategy and proportions to mix by share)")
     put_data(r, entries, "dataset", "LLaMA-Factory concatenates them (mix_strategy concat)",
              "val_size")
     if r.has("eval_dataset"):
@@ -169,24 +180,26 @@ def _method(r: Reader) -> None:
     kind = str(r.value("finetuning_type", r.model))
     at = r.origin("finetuning_type")
     if kind == "freeze":
-        d.warn(("finetuning_type",), "finetuning_type freeze (train the last layers only) "
-               "has no spec method: imported as full")
-        kind = "full"
+        _freeze(r, at)
+        return
     if kind == "full":
         d.put(("method", "kind"), "full", at)
         return
     bits = r.value("quantization_bit")
     dora = r.value("use_dora", r.model) is True
-    spec_kind = "qlora" if bits == 4 else "dora" if dora else "lora"
+    spec_kind = "qlora" if bits in (4, 8) else "dora" if dora else "lora"
     d.put(("method", "kind"), spec_kind, r.origin("quantization_bit") if bits else at)
-    if bits is not None and bits != 4:
+    if bits is not None and bits not in (4, 8):
         d.warn(("quantization_bit",), f"quantization_bit {bits}: the spec quantizes the base "
-               "to 4 bits only (qlora): imported as lora on an unquantized base")
+               "to 4 or 8 bits (bitsandbytes): imported as lora on an unquantized base")
     if spec_kind == "qlora":
         method = r.value("quantization_method", r.model)
         if method not in ("bnb", "bitsandbytes"):
             d.warn((r.key("quantization_method") or "quantization_bit",),
                    f"quantization_method {method}: the spec quantizes with bitsandbytes")
+    if spec_kind == "qlora" and bits == 8:
+        put_int8(d, r.origin("quantization_bit"))
+    elif spec_kind == "qlora":
         q = ("method", "quantization")
         d.put(q + ("bits",), bits, r.origin("quantization_bit"))
         r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
@@ -211,3 +224,21 @@ def _method(r: Reader) -> None:
     if isinstance(extra, str):
         d.put(lora + ("modules_to_save",), [m.strip() for m in extra.split(",")],
               r.origin("additional_target"))
+    put_loraplus(r)
+
+
+def _freeze(r: Reader, at: str) -> None:
+    """``finetuning_type: freeze``: full fine-tuning of the layers LLaMA-Factory leaves
+    trainable, as ``method.unfrozen_parameters``."""
+    d = r.draft
+    d.put(("method", "kind"), "full", at + " (freeze: full fine-tuning of some layers)")
+    patterns = llamafactory_freeze(r, num_layers(d))
+    if patterns is None:
+        d.warn(("finetuning_type",), "finetuning_type freeze: the trainable layers are "
+               "counted from the model's last layer, and the model's layer count is unknown "
+               "(no catalog family): imported as full fine-tuning of every layer; set "
+               "method.unfrozen_parameters")
+        return
+    d.put(("method", "unfrozen_parameters"), patterns, f"{at}: LLaMA-Factory trains the "
+          "parameters whose name contains .LAYER. for the freeze_trainable_layers last "
+          "layers (default 2) and freeze_trainable_modules (default all)")

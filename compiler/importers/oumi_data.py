@@ -49,12 +49,19 @@ def import_data(r: OumiReader) -> None:
         strategy = str(_split_value(train, "mixture_strategy"))
         d.put(("data", "mixture", "strategy"), strategy, _split_origin(r, base,
                                                                        "mixture_strategy"))
+    elif len(rows) > 1 and all(p is None for p in props):
+        whole = [_dataset(r, base + ("datasets", i), ("data", "mixture", "datasets", i))
+                 for i in range(len(rows))]
+        d.put(("data", "mixture", "strategy"), "concatenate", d.origin_of(
+            base + ("datasets",)) + " (no mixture_proportion: Oumi concatenates them)")
+        d.put(("data", "mixture", "datasets"), whole, d.origin_of(base + ("datasets",)))
     else:
         d.put(("data", "train"), _dataset(r, base + ("datasets", 0), ("data", "train")),
               d.origin_of(base + ("datasets", 0)))
         for i in range(1, len(rows)):
-            d.warn(base + ("datasets", i), "Oumi concatenates datasets given without "
-                   "mixture_proportion; the spec mixes by proportion only: not imported")
+            d.warn(base + ("datasets", i), "some datasets have a mixture_proportion and "
+                   "some not: neither a mixture by proportion nor a concatenation the spec "
+                   "can say; not imported")
     d.put(("data", "packed"), bool(_split_value(train, "pack")), _split_origin(r, base, "pack"))
     _split_keys(r, base, train)
     val = data.get("validation")

@@ -22,6 +22,7 @@ from ftspec.compiler.importers.base import (
 )
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
 from ftspec.compiler.importers.topology import resources_from_flags
+from ftspec.compiler.importers.trainable import put_int8
 from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
@@ -136,7 +137,8 @@ def _method(r: Reader) -> None:
                   r.model)
             _storage(r)
         else:
-            r.put(("method", "quantization", "bits"), "load_in_8bit", convert=lambda _: 8)
+            r.value("load_in_8bit")
+            put_int8(d, r.origin("load_in_8bit"))
     lora = ("method", "lora")
     r.put(lora + ("rank",), "lora_r", r.model)
     r.put(lora + ("alpha",), "lora_alpha", r.model)

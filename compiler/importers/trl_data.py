@@ -102,6 +102,11 @@ def import_data(r: Reader) -> None:
             d.origins[("data", "train", "train_on_input")] = _mask_origin(r)
         if first.weight is not None:
             d.origins[("data", "train", "uri")] = f"{first.origin} (weight 1.0)"
+    elif all(s.weight in (None, 1.0) for s in sources):  # every row of each, concatenated
+        d.put(("data", "mixture", "strategy"), "concatenate", f"{r.origin(key)} (the "
+              "handbook concatenates the datasets, each whole at weight 1.0)")
+        d.put(("data", "mixture", "datasets"), [_dataset(r, s, s.split) for s in sources],
+              r.origin(key))
     else:
         total = sum(s.weight or 1.0 for s in sources)
         rows = []

@@ -8,10 +8,10 @@ cannot express the spec.
 ``trl sft``); ``prepare.json`` says what TRL's CLI cannot: how rows render (``sources``,
 ``render``: templates over the row's columns, the Alpaca layout, chat through the chat
 template), a mixture by proportion (``mixing``), held-out validation data, no shuffling, a
-tokenizer apart from the model, early stopping and the PEFT methods ``ModelConfig`` lacks
-(``peft``). The rows become ``prompt`` / ``completion`` text and everything else — tokenizing,
-masking, packing, the loop, evaluation, checkpoints, resume, ``report_to``, logging — is
-``SFTTrainer``'s. There is no training loop here: this module only builds datasets and calls
+tokenizer apart from the model, early stopping, the PEFT methods ``ModelConfig`` lacks
+(``peft``), LoRA+ and layer freezing (``trainable``). The rows become ``prompt`` /
+``completion`` text and everything else — tokenizing, masking, packing, the loop,
+evaluation, checkpoints, resume, ``report_to``, logging — is ``SFTTrainer``'s. There is no training loop here: this module only builds datasets and calls
 the trainer, as TRL's own ``trl/scripts/sft.py`` does.
 """
 
@@ -86,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         callbacks.append(stop_callback(plan.stop))
         training_args.include_num_input_tokens_seen = "non_padding"  # the window's tokens
     from ftspec.runtime.hf_sft.peft import peft_config
+    from ftspec.runtime.hf_sft.trainable import after_init, trainer_class
 
-    trainer = SFTTrainer(
+    trainer = trainer_class(plan.trainable, SFTTrainer)(
         model=model_args.model_name_or_path, args=training_args,
         train_dataset=data.train,
         eval_dataset=data.eval if training_args.eval_strategy != "no" else None,
@@ -104,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ftspec.runtime.hf_sft.vision import check_lengths
 
         check_lengths(trainer, training_args.max_length)
+    for note in after_init(trainer, plan.trainable):
+        print(note, flush=True)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     _print_cuda_peak()
     trainer.save_model(training_args.output_dir)

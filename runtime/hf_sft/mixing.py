@@ -5,7 +5,7 @@ every draw each source earns its proportion in credit and the richest source giv
 example, paying 1. Any prefix of the result therefore holds each source within one example of
 its share. ``first_exhausted`` stops at the first source that runs out; ``all_exhausted``
 keeps going (re-reading exhausted sources from the start) until every source has been read
-once.
+once. ``concatenate`` takes every row of every source once (no proportions).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ T = TypeVar("T")
 
 def interleave(parts: Sequence[Sequence[T]], proportions: Sequence[float], strategy: str,
                seed: int) -> list[T]:
+    if strategy == "concatenate":  # every row once; the trainer's sampler shuffles
+        return [row for part in parts for row in part]
     if len(parts) != len(proportions):
         raise ValueError("one proportion per source")
     if any(not p for p in parts):

@@ -36,6 +36,8 @@ class Plan:
     torchtune_tokenizer: dict[str, Any] | None = None
     """The torchtune tokenizer section: instruct / alpaca rows are tokenized as torchtune
     does (``torchtune_rows``)."""
+    trainable: dict[str, Any] | None = None
+    """LoRA+ and layer freezing (``trainable``)."""
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> Plan:
@@ -49,7 +51,7 @@ class Plan:
             pad_token=obj.get("pad_token"), chat_template=obj.get("chat_template"),
             peft=obj.get("peft"), early_stopping=obj.get("early_stopping"),
             stop=obj.get("stop"),
-            torchtune_tokenizer=obj.get("torchtune_tokenizer"))
+            torchtune_tokenizer=obj.get("torchtune_tokenizer"), trainable=obj.get("trainable"))
 
 
 @dataclass
@@ -74,7 +76,7 @@ def _load_tagged(plan: Plan, tokenizer: Any, seed: int) -> list[Tagged]:
             raise SystemExit(f"{s.source}: no examples")
     if len(parts) == 1:
         return parts[0]
-    if any(s.proportion is None for s in plan.train):
+    if plan.mixture_strategy != "concatenate" and any(s.proportion is None for s in plan.train):
         raise SystemExit("a mixture needs a proportion on every source")
     mixed: list[Tagged] = interleave(parts, [float(s.proportion or 0) for s in plan.train],
                                      plan.mixture_strategy, seed)

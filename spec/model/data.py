@@ -116,7 +116,8 @@ class Dataset(SpecModel):
         default=None,
         gt=0,
         le=1,
-        description="Share of this dataset in a mixture; all proportions must sum to 1.",
+        description="Share of this dataset in a mixture; all proportions must sum to 1 "
+        "(not given with strategy concatenate).",
     )
 
     @property
@@ -128,12 +129,15 @@ class Dataset(SpecModel):
 
 
 class Mixture(SpecModel):
-    strategy: Literal["first_exhausted", "all_exhausted"] = Field(
+    strategy: Literal["first_exhausted", "all_exhausted", "concatenate"] = Field(
         default="first_exhausted",
-        description="Stop when the first dataset runs out, or when all have (oversampling).",
+        description="By proportion: stop when the first dataset runs out, or when all have "
+        "(oversampling). concatenate: every row of every dataset once, no proportions (what "
+        "axolotl, LLaMA-Factory and the alignment-handbook do with several datasets).",
     )
     datasets: list[Dataset] = Field(
-        min_length=2, description="The datasets mixed; each needs a `proportion`."
+        min_length=2, description="The datasets mixed; each needs a `proportion` (none "
+        "with strategy concatenate).",
     )
 
 

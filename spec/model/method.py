@@ -42,14 +42,27 @@ class Lora(SpecModel):
     init_weights: Literal["default", "gaussian", "pissa", "olora"] = Field(
         default="default", description="Initialization of the LoRA matrices."
     )
+    loraplus_lr_ratio: float | None = Field(
+        default=None, gt=0,
+        description="LoRA+: each adapter's B matrix trains at this multiple of the learning "
+        "rate (A at the rate itself), through PEFT's create_loraplus_optimizer (accelerate "
+        "launcher). Unset: plain LoRA.",
+    )
+    loraplus_lr_embedding: float | None = Field(
+        default=None, gt=0,
+        description="LoRA+: the learning rate of adapters on embedding layers (unset: "
+        "PEFT's 1e-6). Only with loraplus_lr_ratio.",
+    )
 
 
 class Quantization(SpecModel):
     """Base-model quantization for QLoRA (bitsandbytes / torchao NF4) or GPTQ-LoRA."""
 
     bits: Literal[4, 8] = Field(default=4, description="Bits per base weight.")
-    quant_type: Literal["nf4", "fp4", "gptq"] = Field(
-        default="nf4", description="Quantization data type (gptq for pre-quantized GPTQ models)."
+    quant_type: Literal["nf4", "fp4", "int8", "gptq"] = Field(
+        default="nf4",
+        description="Quantization data type: nf4 / fp4 (4-bit bitsandbytes), int8 (bits: 8, "
+        "bitsandbytes' LLM.int8), gptq (pre-quantized GPTQ models).",
     )
     double_quant: bool = Field(
         default=True, description="Quantize the quantization constants too (nested quant)."
@@ -83,7 +96,8 @@ class Method(SpecModel):
     kind: MethodKind = Field(
         default="lora",
         description="full: every weight; lora/dora: low-rank adapters; qlora: LoRA on a "
-        "4-bit base; gptq_lora: LoRA on a GPTQ base; ia3; prompt_tuning.",
+        "bitsandbytes-quantized base (4-bit nf4 / fp4, or 8-bit int8); gptq_lora: LoRA on a "
+        "GPTQ base; ia3; prompt_tuning.",
     )
     lora: Lora | None = Field(
         default=None, description="LoRA settings (lora, qlora, dora, gptq_lora only)."
@@ -97,6 +111,13 @@ class Method(SpecModel):
     ia3: IA3 | None = Field(default=None, description="IA3 settings (ia3 only).")
     task_type: Literal["CAUSAL_LM", "SEQ_2_SEQ_LM"] = Field(
         default="CAUSAL_LM", description="PEFT task type."
+    )
+    unfrozen_parameters: list[str] = Field(
+        default_factory=list,
+        description="Layer freezing: Python regular expressions, each matched at the start of "
+        "a parameter's name (re.match) as the training model names it (with an adapter, "
+        "PEFT's names: base_model.model.…); only parameters matching one train, every other "
+        "is frozen (accelerate launcher). Empty: every parameter of the method trains.",
     )
 
     @property

@@ -40,6 +40,15 @@ def mixture_proportions(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     mixture = spec.data.mixture
     if mixture is None:
         return
+    if mixture.strategy == "concatenate":
+        for i, ds in enumerate(mixture.datasets):
+            if ds.proportion is not None:
+                yield error(("data", "mixture", "datasets", i, "proportion"), "a "
+                            "concatenation reads every row of every dataset once: no "
+                            "proportions", "proportion-concatenate",
+                            hint="remove proportion, or mix by proportion (strategy "
+                            "first_exhausted / all_exhausted)")
+        return
     missing = [i for i, ds in enumerate(mixture.datasets) if ds.proportion is None]
     for i in missing:
         yield error(("data", "mixture", "datasets", i),

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, QUANTIZED_LORA
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, QUANTIZED_LORA, Method
 from ftspec.spec.rules._diag import error
 
 
@@ -37,11 +37,14 @@ def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                 f"base-model quantization is only used by qlora and gptq_lora, not {kind}",
                 "quantization-unused",
             )
-        elif kind == "qlora" and (q.bits != 4 or q.quant_type not in ("nf4", "fp4")):
+        elif kind == "qlora" and (q.bits, q.quant_type) not in (
+                (4, "nf4"), (4, "fp4"), (8, "int8")):
             yield error(
                 ("method", "quantization"),
-                f"qlora needs 4-bit nf4 or fp4 quantization, got {q.bits}-bit {q.quant_type}",
+                f"qlora quantizes with bitsandbytes: 4-bit nf4 / fp4 or 8-bit int8, got "
+                f"{q.bits}-bit {q.quant_type}",
                 "qlora-4bit",
+                hint="bits: 8 goes with quant_type: int8 (LLM.int8); bits: 4 with nf4 or fp4",
             )
         elif kind == "gptq_lora" and q.quant_type != "gptq":
             yield error(
@@ -59,6 +62,7 @@ def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                         "the output head out (PEFT's all-linear) and cannot be combined with "
                         "output: true", "all-linear-output",
                         hint="list the modules by name to adapt the output head too")
+    yield from _trainable(m)
     if m.prompt_tuning is not None and kind != "prompt_tuning":
         yield error(("method", "prompt_tuning"),
                     f"prompt-tuning settings given but method.kind is {kind}",
@@ -70,3 +74,24 @@ def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     if pt is not None and pt.init == "text" and not pt.init_text:
         yield error(("method", "prompt_tuning", "init_text"),
                     "prompt_tuning.init is text but init_text is empty", "prompt-init-text")
+
+
+def _trainable(m: Method) -> Iterator[Diagnostic]:
+    """LoRA+ needs a LoRA adapter's B matrices; freezing patterns must be regular
+    expressions (they are compiled where the job runs: a bad one is caught here)."""
+    import re
+
+    lora = m.lora
+    if lora is not None and lora.loraplus_lr_embedding is not None \
+            and lora.loraplus_lr_ratio is None:
+        yield error(("method", "lora", "loraplus_lr_embedding"), "loraplus_lr_embedding is "
+                    "a LoRA+ setting: it needs loraplus_lr_ratio", "loraplus-embedding-alone",
+                    hint="set method.lora.loraplus_lr_ratio, or remove loraplus_lr_embedding")
+    for i, pattern in enumerate(m.unfrozen_parameters):
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            yield error(("method", "unfrozen_parameters", i), f"not a regular expression: "
+                        f"{e}", "unfrozen-pattern",
+                        hint="a Python regular expression matched at the start of a "
+                        "parameter's name, e.g. ^model\\.layers\\.(2[4-9]|3[01])\\.")

@@ -67,6 +67,8 @@ CONTEXTS: dict[tuple[str, ...], dict[str, Any]] = {
     ("method", "prompt_tuning"): {"method": {"kind": "prompt_tuning", "lora": None,
                                              "prompt_tuning": {}}},
     ("method", "quantization"): {"method": {"kind": "qlora", "quantization": {}}},
+    ("method", "lora", "loraplus_lr_embedding"): {"method": {"lora": {
+        "loraplus_lr_ratio": 16}}},  # LoRA+'s embedding rate needs LoRA+
     ("model", "architecture"): {"model": {"family": None, "uri": "hf://org/custom",
                                           "architecture": {
         "base": "llama3_2", "vocab_size": 128256, "num_layers": 16, "num_heads": 32,

@@ -21,7 +21,11 @@ from helpers.corpus_check import (
     Expect,
     Got,
     Read,
+    compiled_loraplus,
     from_source,
+    loraplus,
+    selected,
+    trainable,
     trl_value,
 )
 from helpers.trl_parse import stored_and_computed
@@ -78,6 +82,32 @@ def _train(r: Read) -> dict[str, Any]:
         (train,) = r.prepare["train"]
         return dict(train)
     return {"source": "hf://" + r.script.dataset_name}
+
+
+PROBE = [f"{wrap}{name}" for wrap in ("", "base_model.model.") for name in (
+    "model.embed_tokens.weight", "lm_head.weight", "model.norm.weight",
+    "model.layers.0.self_attn.q_proj.weight", "model.layers.27.mlp.down_proj.weight",
+    "model.layers.0.self_attn.q_proj.lora_A.default.weight",
+    "model.language_model.layers.0.self_attn.q_proj.weight",
+    "model.language_model.layers.0.self_attn.q_proj.lora_B.default.weight",
+    "model.language_model.embed_tokens.weight", "model.vision_tower.encoder.layers.0.fc1.weight",
+    "model.multi_modal_projector.mm_input_projection_weight",
+    "model.layers.2x3.mlp.gate.weight", "model.layers.23.block_sparse_moe.gate.weight")]
+"""Parameter names (plain and PEFT-wrapped) the freezing patterns are compared on."""
+
+
+def _axolotl_selects(s: dict[str, Any]) -> list[str] | None:
+    """The names axolotl's ``freeze_layers_except`` leaves trainable, by its documented rule
+    (a period is literal unless ``+`` follows it; re.match; a trailing ``[a:b]`` row range
+    is not part of the name pattern)."""
+    import re
+
+    patterns = s.get("unfrozen_parameters")
+    if not patterns:
+        return None
+    names = [re.sub(r"\[[0-9]*(:[0-9]*)?\]$", "", p) for p in patterns]
+    regexes = [re.compile(re.sub(r"\.(?!\+)", r"\\.", n)) for n in names]
+    return [n for n in PROBE if any(rx.match(n) for rx in regexes)]
 
 
 FIELDS: dict[str, tuple[str, Expect, Got]] = {
@@ -142,11 +172,18 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                          lambda r: r.accelerate["distributed_type"]),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
                    lambda r: Path(r.sft.output_dir)),
+    "loraplus_lr_ratio": ("loraplus_lr_ratio", lambda s: loraplus(s, "loraplus_lr_ratio"),
+                          compiled_loraplus("loraplus_lr_ratio")),
+    "loraplus_lr_embedding": ("loraplus_lr_embedding", lambda s: loraplus(
+        s, "loraplus_lr_embedding"), compiled_loraplus("loraplus_lr_embedding")),
+    "unfrozen_parameters": ("unfrozen_parameters", _axolotl_selects, lambda r: selected(
+        trainable("unfrozen_parameters")(r), PROBE)),
 }
 """Hyper-parameter -> (axolotl key, expected from the source, value TRL reads)."""
 
 
-CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS)
+CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS,
+                 outside_catalog=frozenset({"2026-olmo3-olmo3-7b-qlora.yaml"}))
 
 
 def test_corpus_is_there() -> None:
@@ -159,7 +196,8 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    CHECKED.assert_figures(may_warn={"eval_strategy", "load_in_8bit", "save"})
+    CHECKED.assert_figures(may_warn={"eval_strategy", "save", "unfrozen_parameters", "optim",
+                                      "gradient_checkpointing"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:

@@ -25,7 +25,11 @@ from helpers.corpus_check import (
     Corpus,
     Expect,
     Got,
+    compiled_loraplus,
     from_source,
+    loraplus,
+    selected,
+    trainable,
     trl_value,
 )
 from helpers.trl_parse import stored_and_computed
@@ -77,6 +81,27 @@ def _sources(s: dict[str, Any]) -> list[str]:
     names = [n.strip() for n in str(s["dataset"]).split(",")]
     return [DATASETS[n][0].replace("file://", "") if n in DATASETS else f"data/{n}.json"
             for n in names]
+
+
+PROBE = [f"model.layers.{i}.{m}" for i in range(32) for m in (
+    "self_attn.q_proj.weight", "mlp.down_proj.weight", "input_layernorm.weight")] + [
+    "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"]
+"""Parameter names (a 32-layer Llama) the freezing patterns are compared on."""
+
+
+def _freeze_selects(s: dict[str, Any]) -> list[str] | None:
+    """LLaMA-Factory's freeze tuning (adapter.py): a name trains when it contains
+    ``.{layer}.{module}`` for the last freeze_trainable_layers layers (default 2; negative:
+    the first ones) and freeze_trainable_modules (default all: ``.{layer}.``), or one of
+    freeze_extra_modules."""
+    if s.get("finetuning_type") != "freeze":
+        return None
+    n, layers = int(s.get("freeze_trainable_layers", 2)), 32
+    ids = range(layers - n, layers) if n > 0 else range(-n)
+    modules = [m.strip() for m in str(s.get("freeze_trainable_modules", "all")).split(",")]
+    keys = [f".{i}.{'' if m == 'all' else m}" for m in modules for i in ids]
+    keys += [m.strip() for m in str(s.get("freeze_extra_modules") or "").split(",") if m.strip()]
+    return [name for name in PROBE if any(k in name for k in keys)]
 
 
 def _evaluating(s: dict[str, Any]) -> bool:
@@ -137,11 +162,25 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                                                      r.prepare["train"]]),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
                    lambda r: Path(r.sft.output_dir)),
+    # several datasets: LLaMA-Factory's default mix_strategy concat
+    "mixture": ("mix_strategy", lambda s: None if len(_sources(s)) == 1 else
+                "concatenate" if s.get("mix_strategy", "concat") == "concat" else "interleave",
+                lambda r: r.prepare.get("mixture_strategy") if len(r.prepare.get(
+                    "train", [])) > 1 else None),
+    "load_in_8bit": ("quantization_bit", lambda s: s.get("quantization_bit") == 8
+                     and _lora(s), trl("load_in_8bit")),
+    "loraplus_lr_ratio": ("loraplus_lr_ratio", lambda s: loraplus(s, "loraplus_lr_ratio"),
+                          compiled_loraplus("loraplus_lr_ratio")),
+    "loraplus_lr_embedding": ("loraplus_lr_embedding", lambda s: loraplus(
+        s, "loraplus_lr_embedding"), compiled_loraplus("loraplus_lr_embedding")),
+    "unfrozen_parameters": ("finetuning_type", _freeze_selects, lambda r: selected(
+        trainable("unfrozen_parameters")(r), PROBE)),
 }
 """Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads)."""
 
 
-CHECKED = Corpus("llamafactory", CORPUS, import_llamafactory, FIELDS)
+CHECKED = Corpus("llamafactory", CORPUS, import_llamafactory, FIELDS,
+                 outside_catalog=frozenset({"2026-train_lora-nanbeige42_lora_sft.yaml"}))
 
 
 def test_corpus_is_there() -> None:

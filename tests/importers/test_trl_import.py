@@ -59,10 +59,11 @@ NOT_VALIDATED: dict[str, str] = {
 """Configs whose model is outside ftspec's catalog: the import says what to add
 (model.architecture) and validate refuses until it is there."""
 MAY_WARN = {"lr_scheduler_type", "save_strategy", "save_steps", "eval_strategy",
-            "per_device_eval_batch_size"}
+            "per_device_eval_batch_size", "mixture"}
 """Fields that may differ with a warning at their source key (a schedule with no spec name,
 a save cadence given as a ratio, evaluation on a held-out row count)."""
 KEY_OF = {"save_strategy": "save_steps", "eval_strategy": "dataset_mixture",
+          "mixture": "dataset_mixture",
           "per_device_eval_batch_size": "dataset_mixture"}
 """Compared field -> the source key whose warning covers it, where the two differ."""
 
@@ -136,6 +137,14 @@ def _outcome(name: str) -> Outcome:
     want = [("hf://" + n, split) for n, split in _sources(raw, script)]
     if got != want:
         diffs["datasets"] = (want, got)
+    # several datasets: the handbook keeps weight x rows of each and concatenates them
+    if len(want) > 1:
+        mix = raw.get("dataset_mixture") or {}
+        weights = [e.get("weight", 1.0) for e in mix.get("datasets", [])] or \
+            list((raw.get("dataset_mixer") or {}).values())
+        how = "concatenate" if all(w == 1.0 for w in weights) else "subsample"
+        if how != prepare.get("mixture_strategy"):
+            diffs["mixture"] = (how, prepare.get("mixture_strategy"))
     out.warned = {f for f in diffs if KEY_OF.get(f, f) in warned_at}
     out.diffs = {f: v for f, v in diffs.items() if f not in out.warned}
     return out
@@ -172,13 +181,15 @@ def test_corpus_figures() -> None:
 
 def test_mixture_is_read_with_located_warnings() -> None:
     imported = import_trl(CORPUS / "handbook-2025-zephyr-7b-beta-sft-full.yaml")
-    mix = imported.data["data"]["mixture"]["datasets"]
-    assert [(m["uri"], m["split"], m["subset"], m["proportion"]) for m in mix] == [
-        ("hf://HuggingFaceH4/ultrachat_200k", "train_sft", "default", 0.5),
-        ("hf://HuggingFaceH4/ultrachat_200k", "test_sft", "default", 0.5)]
+    mixture = imported.data["data"]["mixture"]
+    # weight 1.0 each: the handbook keeps every row of both and concatenates them
+    assert mixture["strategy"] == "concatenate"
+    assert [(m["uri"], m["split"], m["subset"], m.get("proportion")) for m in
+            mixture["datasets"]] == [
+        ("hf://HuggingFaceH4/ultrachat_200k", "train_sft", "default", None),
+        ("hf://HuggingFaceH4/ultrachat_200k", "test_sft", "default", None)]
     at = {w.path: w for w in imported.warnings}
-    assert at[("dataset_mixture",)].span.line == 9  # type: ignore[union-attr]
-    assert "equal row counts" in at[("dataset_mixture",)].summary
+    assert ("dataset_mixture",) not in at
     assert at[("dataset_mixture", "test_split_size")].span.line == 23  # type: ignore[union-attr]
     assert imported.data["training"]["evaluation"]["strategy"] == "no"
 

@@ -1,0 +1,111 @@
+"""What trains, read from the flat configs of the HF-based tools: LoRA+ (``loraplus_lr_ratio``,
+``loraplus_lr_embedding``: axolotl, LLaMA-Factory), axolotl's layer freezing
+(``unfrozen_parameters``), LLaMA-Factory's ``finetuning_type: freeze``, and 8-bit bases
+(``load_in_8bit``, ``quantization_bit: 8``), as the spec's fields."""
+
+from __future__ import annotations
+
+import re
+
+from ftspec.compiler.importers.base import SpecDraft
+from ftspec.compiler.importers.trl_reader import Reader
+
+INT8 = {"bits": 8, "quant_type": "int8"}
+
+
+def put_int8(d: SpecDraft, at: str) -> None:
+    """An 8-bit bitsandbytes base (LLM.int8): ``qlora`` with ``bits: 8``."""
+    d.put(("method", "quantization", "bits"), 8, at)
+    d.put(("method", "quantization", "quant_type"), "int8", f"{at} (bitsandbytes' LLM.int8)")
+
+
+def put_loraplus(r: Reader, weight_decay_applies: bool = True) -> None:
+    """LoRA+ keys into ``method.lora`` (PEFT's ``create_loraplus_optimizer``, which axolotl
+    calls and LLaMA-Factory reimplements with the same groups). ``weight_decay_applies``:
+    whether the tool's LoRA+ groups decay (axolotl passes PEFT no weight decay: 0)."""
+    d = r.draft
+    ratio = r.value("loraplus_lr_ratio")
+    if ratio is None:
+        if r.has("loraplus_lr_embedding"):
+            d.warn((r.key("loraplus_lr_embedding") or "",), "loraplus_lr_embedding without "
+                   "loraplus_lr_ratio: LoRA+ is off; not imported")
+        return
+    if d.get(("method", "kind")) == "full":
+        d.warn((r.key("loraplus_lr_ratio") or "",), "loraplus_lr_ratio without an adapter: "
+               "the tool ignores it; not imported")
+        return
+    lora = ("method", "lora")
+    r.put(lora + ("loraplus_lr_ratio",), "loraplus_lr_ratio", convert=float)
+    r.put(lora + ("loraplus_lr_embedding",), "loraplus_lr_embedding", convert=float)
+    decay = d.get(("training", "optimizer", "weight_decay"))
+    if not weight_decay_applies and decay:
+        d.warn((r.key("loraplus_lr_ratio") or "",), f"the LoRA+ optimizer of {r.tool} applies no "
+               f"weight decay (PEFT's loraplus_weight_decay 0); the spec's weight_decay "
+               f"{decay} decays LoRA+'s groups: set training.optimizer.weight_decay: 0 to "
+               "train as the tool does")
+
+
+def axolotl_pattern(pattern: str) -> tuple[str, str | None]:
+    """An axolotl ``unfrozen_parameters`` entry as the spec's regular expression (axolotl
+    reads a period as a literal period unless a ``+`` follows it, and matches at the start of
+    the name, as the spec does), and its ``[start:end]`` row range, which the spec lacks."""
+    ranged = re.match(r"^(.+)\[([0-9]*)(?::([0-9]*))?\]$", pattern)
+    name = ranged.group(1) if ranged else pattern
+    return re.sub(r"\.(?!\+)", r"\\.", name), (pattern[len(name):] if ranged else None)
+
+
+def put_unfrozen(r: Reader) -> None:
+    """axolotl's ``unfrozen_parameters`` (applied to the model it trains, adapter included,
+    as the spec's patterns are)."""
+    d = r.draft
+    raw = r.value("unfrozen_parameters")
+    if raw is None:
+        return
+    patterns = [raw] if isinstance(raw, str) else list(raw)
+    out = []
+    for i, pattern in enumerate(patterns):
+        spec_pattern, rows = axolotl_pattern(str(pattern))
+        out.append(spec_pattern)
+        if rows is not None:
+            d.warn(("unfrozen_parameters", i), f"{pattern}: the row range {rows} (only those "
+                   "rows of the tensor train) has no spec field: the whole tensor trains")
+    d.put(("method", "unfrozen_parameters"), out, r.origin("unfrozen_parameters") +
+          " (axolotl's patterns: periods literal, matched at the name's start)")
+    if d.get(("method", "kind")) != "full" and not any(
+            p.startswith(("base_model", "^base_model")) for p in out):
+        d.warn(("unfrozen_parameters",), "with an adapter the patterns are matched against "
+               "PEFT's parameter names (base_model.model.…), as axolotl matches them once it "
+               "has loaded the adapter: patterns for the base model's own names select "
+               "nothing there, and the run refuses to start with nothing to train (prefix "
+               "them with ^base_model\\.model\\. to mean the base model's parameters)")
+
+
+def num_layers(d: SpecDraft) -> int | None:
+    """The model's layer count: its catalog family's, or ``model.architecture``'s."""
+    from ftspec.spec.catalog.models import MODEL_FAMILIES
+
+    family = MODEL_FAMILIES.get(str(d.get(("model", "family"))))
+    if family is not None:
+        return int(family.num_layers)
+    layers = d.get(("model", "architecture", "num_layers"))
+    return layers if isinstance(layers, int) else None
+
+
+def llamafactory_freeze(r: Reader, num_layers: int | None) -> list[str] | None:
+    """``finetuning_type: freeze`` as ``unfrozen_parameters``: LLaMA-Factory trains the
+    parameters whose name contains ``.{layer}.{module}`` for the last
+    ``freeze_trainable_layers`` layers (the first ones if negative; default 2), modules
+    ``freeze_trainable_modules`` (default all), plus ``freeze_extra_modules``. None: the
+    layer count is unknown (no catalog family, no architecture)."""
+    if num_layers is None:
+        return None
+    n = int(r.value("freeze_trainable_layers") or 2)
+    modules = [m.strip() for m in str(r.value("freeze_trainable_modules") or "all").split(",")]
+    extra = r.value("freeze_extra_modules")
+    ids = range(max(0, num_layers - n), num_layers) if n > 0 else range(min(-n, num_layers))
+    layers = "|".join(str(i) for i in ids)
+    mods = "" if modules == ["all"] else "(" + "|".join(re.escape(m) for m in modules) + ")"
+    out = [rf".*\.({layers})\.{mods}"]
+    if isinstance(extra, str):
+        out += [rf".*{re.escape(m.strip())}" for m in extra.split(",") if m.strip()]
+    return out
