@@ -36,11 +36,11 @@ from ftspec.reconciler.backend import (
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.compare import run_changes
-from ftspec.reconciler.local.launch import prepare
+from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
 from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.preflight import preflight
-from ftspec.reconciler.local.record import RunRecord
+from ftspec.reconciler.local.record import LOG_NAME, RunRecord
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
@@ -74,22 +74,19 @@ def _spec_file(path: str, root: Path) -> str:
 
 
 def _in_run_dir(after: dict[str, Any], run_dir: str) -> dict[str, Any]:
-    """``after`` as it would run from ``run_dir`` (a moved run keeps its folder)."""
+    """``after`` as it would run from ``run_dir`` (a moved run keeps its folder): the run
+    folder, its log and the launch files' paths in the command and environment."""
     new = str(after["run_dir"])
     if new == run_dir:
         return after
+    old_launch, new_launch = f"{run_dir}/{LAUNCH_DIR}", f"{new}/{LAUNCH_DIR}"
 
     def moved(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace(new + "/", run_dir + "/") if value != new else run_dir
-        if isinstance(value, list):
-            return [moved(v) for v in value]
-        if isinstance(value, dict):
-            return {k: moved(v) for k, v in value.items()}
-        return value
+        return value.replace(new_launch, old_launch) if isinstance(value, str) else value
 
-    keep = ("spec_id", "spec_file", "launcher", "summary", "applied")
-    return {k: v if k in keep else moved(v) for k, v in after.items()}
+    return {**after, "run_dir": run_dir, "log": f"{run_dir}/{LOG_NAME}",
+            "argv": [moved(v) for v in after["argv"]],
+            "env": {k: moved(v) for k, v in (after.get("env") or {}).items()}}
 
 
 def _before(view: RunView) -> dict[str, Any]:
