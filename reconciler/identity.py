@@ -75,6 +75,22 @@ def moved(job: Job, spec_file: str, owner_id: str, recorded_file: str | None,
     return None
 
 
+def named_object_moved(job: Job, spec_file: str, owner_id: str, taken: set[str],
+                       root: Path) -> Moved | None:
+    """For a live object that bears this job's name (Kubernetes: same kind, namespace and
+    name, so the same identity now) labelled by ftspec with another spec id: the id of
+    this file an earlier ftspec gave it, or one no spec of this plan claims and no spec
+    file beside this one is named after (the file was renamed)."""
+    found = moved(job, spec_file, owner_id, None, root)
+    if found is not None or job.spec.metadata.id or owner_id in taken:
+        return found
+    folder = _at(spec_file, root).parent
+    if any((folder / f"{owner_id}{ext}").exists() for ext in (".yaml", ".yml")):
+        return None  # that file may still be the spec that owns it
+    return Moved(owner_id, f"renamed from a spec file named {owner_id} (its id, the old file's "
+                 f"name, is now {job.spec_id!r}, its metadata.name)")
+
+
 def declares(path: Path, job: Job) -> bool:
     """Whether the spec file at ``path`` (another file) declares ``job``'s identity. Read
     as the user wrote it (no overlays): a file that does not load declares nothing."""
