@@ -35,6 +35,8 @@ class Moved:
     why: str
     """Said in the plan: ``renamed from a.yaml`` / ``id changed from a to b by the ftspec
     upgrade``."""
+    upgrade: bool = False
+    """The same spec file: only the ftspec upgrade changed the id."""
 
 
 def _same_file(a: str, b: str, root: Path) -> bool:
@@ -66,7 +68,7 @@ def moved(job: Job, spec_file: str, owner_id: str, recorded_file: str | None,
         return None
     if owner_id == file_id(spec_file) and (
             recorded_file is None or _same_file(recorded_file, spec_file, root)):
-        return Moved(owner_id, upgrade_reason(owner_id, job))
+        return Moved(owner_id, upgrade_reason(owner_id, job), upgrade=True)
     if (recorded_file and owner_id == file_id(recorded_file)
             and not _same_file(recorded_file, spec_file, root)
             and not _at(recorded_file, root).exists()):

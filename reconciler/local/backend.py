@@ -136,8 +136,7 @@ class LocalBackend:
             move = moved(d.job, d.spec_file, record.spec_id, record.spec_file, self.root)
             if move is None:
                 continue
-            same_file = move.why.startswith("id changed")
-            if same_file or not run_changes(record, _in_run_dir(after, record.run_dir),
+            if move.upgrade or not run_changes(record, _in_run_dir(after, record.run_dir),
                                             self._old_files(record)):
                 return record, move
         return None
@@ -211,13 +210,15 @@ class LocalBackend:
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         changes = []
         for d in desired:
-            record = self.store.read(d.job.spec_id)
+            record = self._record(d)
             if record is None:
                 continue
             view = observe(record, self.root)
             how = "stops the active run and forgets it" if view.active else "forgets the run"
-            changes.append(Change(address(record.spec_id), Action.DELETE, _before(view), None,
-                                  reason=how, spec_file=d.spec_file))
+            old = address(record.spec_id)
+            changes.append(Change(address(d.job.spec_id), Action.DELETE, _before(view), None,
+                                  reason=how, spec_file=d.spec_file,
+                                  moved_from=old if record.spec_id != d.job.spec_id else None))
         return self._plan(changes, desired)
 
     def _plan(self, changes: list[Change], desired: Sequence[Desired]) -> Plan:
@@ -273,7 +274,7 @@ class LocalBackend:
         if change.action in (Action.DELETE, Action.REPLACE) and record is not None:
             runner.stop(self.root, record, reporter, self.stop_grace_s)
             if change.action is Action.DELETE:
-                self.store.remove(spec_id)
+                self.store.remove(old_id)
                 reporter.event(f"{change.address}: destroyed")
                 return
             if old_id != spec_id:
@@ -299,8 +300,21 @@ class LocalBackend:
 
     # ------------------------------------------------------------------ observe
 
-    def _view(self, desired: Desired) -> RunView | None:
+    def _record(self, desired: Desired) -> RunRecord | None:
+        """The run of this job: under its id, else under the id an earlier ftspec gave it
+        in this spec file (until the next apply records it under the new one)."""
         record = self.store.read(desired.job.spec_id)
+        if record is not None:
+            return record
+        for other in self.store.all():
+            move = moved(desired.job, desired.spec_file, other.spec_id, other.spec_file,
+                         self.root)
+            if move is not None and move.upgrade:
+                return other
+        return None
+
+    def _view(self, desired: Desired) -> RunView | None:
+        record = self._record(desired)
         return None if record is None else observe(record, self.root,
                                                    settings=tracker_settings(desired.job))
 
@@ -329,7 +343,7 @@ class LocalBackend:
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
-        record = self.store.read(desired.job.spec_id)
+        record = self._record(desired)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",
                                hint="run `ftspec apply` first")
@@ -349,7 +363,7 @@ class LocalBackend:
         if selector:
             raise BackendError("--selector picks pods of a Kubernetes job; a local job has "
                                "one log", hint="leave --selector out")
-        record = self.store.read(desired.job.spec_id)
+        record = self._record(desired)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",
                                hint="run `ftspec apply` first")

@@ -18,6 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -34,6 +35,7 @@ from ftspec.reconciler.applied import (
 )
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.failure import reason
+from ftspec.reconciler.identity import Moved, moved
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
 from ftspec.reconciler.measured import measure
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
@@ -50,6 +52,7 @@ from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.spec.ir import OWNER_LABEL, OWNER_VALUE, SPEC_HASH_ANNOTATION, SPEC_ID_LABEL, Job
 from ftspec.targets.ray_nodes import node_states
+from ftspec.targets.ray_payload import NAME_KEY
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
@@ -93,6 +96,24 @@ def _owned(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and (j.get("metadata") or {}).get(SPEC_ID_LABEL)]
 
 
+def _select(owned: list[dict[str, Any]], d: Desired, taken: set[str]
+            ) -> tuple[list[dict[str, Any]], Moved | None]:
+    """The jobs of ``d``'s job: under its id, else under the id an earlier ftspec gave it
+    (``reconciler.identity.moved``; the job's recorded metadata.name must be this one's)."""
+    mine = [j for j in owned if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
+    if mine:
+        return mine, None
+    for old_id in sorted({j["metadata"][SPEC_ID_LABEL] for j in owned} - taken):
+        jobs = [j for j in owned if j["metadata"][SPEC_ID_LABEL] == old_id]
+        meta = jobs[0]["metadata"]
+        if meta.get(NAME_KEY, d.job.name) != d.job.name:
+            continue
+        move = moved(d.job, d.spec_file, old_id, meta.get(SPEC_FILE_KEY), Path.cwd())
+        if move is not None:
+            return jobs, move
+    return [], None
+
+
 def _brief(job: dict[str, Any]) -> dict[str, Any]:
     meta = job.get("metadata") or {}
     return {"submission_id": job.get("submission_id"), "status": job.get("status"),
@@ -130,10 +151,18 @@ class RayBackend:
     # ------------------------------------------------------------------ plan
 
     def _mine(self, d: Desired) -> list[dict[str, Any]]:
-        return [j for j in _owned(self.api(d).list_jobs())
-                if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
+        return _select(_owned(self.api(d).list_jobs()), d, {d.job.spec_id})[0]
 
-    def _change(self, d: Desired, mine: list[dict[str, Any]]) -> Change:
+    def _change(self, d: Desired, mine: list[dict[str, Any]], move: Moved | None = None
+                ) -> Change:
+        change = self._decide(d, mine)
+        if move is None:
+            return change
+        return replace(change, moved_from=address(move.old_id), moved=move.why + (
+            "; a Ray job's metadata cannot change: it keeps its old id until it is replaced"
+            if change.action is Action.NOOP else ""))
+
+    def _decide(self, d: Desired, mine: list[dict[str, Any]]) -> Change:
         after = {"address": self.api(d).address, **submission(d)}
         addr = address(d.job.spec_id)
         sid = after["submission_id"]
@@ -181,16 +210,18 @@ class RayBackend:
         changes: list[Change] = []
         digests: dict[str, str] = {}
         listed: dict[str, list[dict[str, Any]]] = {}
+        taken = {d.job.spec_id for d in desired}
         for d in desired:
             api = self.api(d)
             if api.address not in listed:
                 listed[api.address] = _owned(api.list_jobs())
-            mine = [j for j in listed[api.address]
-                    if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
-            change = self._change(d, mine)
+            mine, move = _select(listed[api.address], d, taken)
+            if move is not None:
+                taken.add(move.old_id)
+            change = self._change(d, mine, move)
             changes.append(change)
             digests[change.address] = _digest(mine)
-        wanted = {d.job.spec_id for d in desired}
+        wanted = taken
         files = {_spec_file(d.spec_file) for d in desired}
         for url, owned in listed.items():
             stale: dict[str, list[dict[str, Any]]] = {}
@@ -211,13 +242,15 @@ class RayBackend:
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         changes, digests = [], {}
         for d in desired:
-            mine = self._mine(d)
+            mine, move = _select(_owned(self.api(d).list_jobs()), d, {d.job.spec_id})
             if mine:
                 addr = address(d.job.spec_id)
                 changes.append(Change(
                     addr, Action.DELETE,
                     {"address": self.api(d).address, "jobs": [_brief(j) for j in mine]}, None,
-                    reason="stops the job if it runs and deletes it", spec_file=d.spec_file))
+                    reason="stops the job if it runs and deletes it", spec_file=d.spec_file,
+                    moved_from=address(move.old_id) if move else None,
+                    moved=move.why if move else None))
                 digests[addr] = _digest(mine)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
                     specs={d.spec_file: d.job.written for d in desired})
@@ -230,7 +263,7 @@ class RayBackend:
         for change in plan.changes:
             url = (change.after or change.before or {})["address"]
             api = self._apis.setdefault(url, JobsApi(url, self.timeout_s))
-            spec_id = change.address[len(PREFIX):]
+            spec_id = (change.moved_from or change.address)[len(PREFIX):]
             live = [j for j in _owned(api.list_jobs()) if j["metadata"][SPEC_ID_LABEL] == spec_id]
             if _digest(live) != plan.read_digests.get(change.address, _digest(live)):
                 raise StalePlanError(f"Saved plan is stale: the Ray jobs of {change.address} "

@@ -107,6 +107,8 @@ def test_a_run_of_the_previous_release_under_its_file_name_is_moved_not_retraine
     assert NO_CHANGES in plan.stdout
     assert ("> local.run.my-run has moved to local.run.tiny-local # id changed from "
             "'my-run' to 'tiny-local' by the ftspec upgrade" in one_line(plan.stdout))
+    seen = run(FTSPEC, workdir, e2e_env, "status", "examples/my-run.yaml", "--json")
+    assert json.loads(seen.stdout)[0]["phase"] == "Succeeded", seen.stdout  # before the move
 
     applied = run(FTSPEC, workdir, e2e_env, "apply", "examples/my-run.yaml", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -164,3 +166,41 @@ def test_two_spec_files_with_one_metadata_name_are_refused_at_the_second(
             second.stdout + second.stderr
     finally:
         run(FTSPEC, workdir, e2e_env, "destroy", str(SPEC), "--auto-approve")
+
+
+@pytest.mark.ray
+def test_a_ray_job_of_the_previous_release_under_its_file_name_plans_a_move(
+        workdir: Path, e2e_env: dict[str, str], previous: str, ray_head: Any) -> None:
+    """Ray jobs cannot be relabelled: the job the previous release submitted as ``my-run``
+    is found and kept (No changes, the move said), on every plan until it is replaced."""
+    tiny = (workdir / ".ftspec/tiny/llama2").resolve()
+    values = {
+        "deploy.target": "ray", "deploy.ray.address": ray_head.address,
+        "model.uri": f"file://{tiny}/model",
+        "model.tokenizer.uri": f"file://{tiny}/model/tokenizer.model",
+        "data.train.uri": f"file://{tiny}/dataset.jsonl",
+        "output.uri": f"file://{workdir / 'ray-output'}",
+    }
+    sets = tuple(x for k, v in values.items() for x in ("--set", f"{k}={v}"))
+    shutil.move(workdir / SPEC, workdir / "examples/my-run.yaml")
+    for _ in range(3):  # a just-started head may answer after the client's timeout
+        old = run(previous, workdir, e2e_env, "apply", "examples/my-run.yaml",
+                  "--auto-approve", *sets)
+        if "cannot reach the Ray Jobs API" not in old.stderr + old.stdout:
+            break
+    assert old.returncode == 0, old.stdout + old.stderr
+    try:
+        plan = run(FTSPEC, workdir, e2e_env, "plan", "examples/my-run.yaml",
+                   "--detailed-exitcode", *sets)
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+        assert NO_CHANGES in plan.stdout
+        assert ("> ray.job.my-run has moved to ray.job.tiny-local # id changed from 'my-run' "
+                "to 'tiny-local' by the ftspec upgrade" in one_line(plan.stdout)), plan.stdout
+        status = run(FTSPEC, workdir, e2e_env, "status", "examples/my-run.yaml", "--json",
+                     *sets)
+        assert json.loads(status.stdout)[0]["phase"] in ("Pending", "Running", "Succeeded")
+    finally:
+        gone = run(FTSPEC, workdir, e2e_env, "destroy", "examples/my-run.yaml",
+                   "--auto-approve", *sets)
+        assert gone.returncode == 0, gone.stdout + gone.stderr
+        assert "1 destroyed" in gone.stdout
