@@ -52,7 +52,7 @@ def file_id(spec_file: str) -> str:
     from ftspec.compiler.build import file_id as stem_id  # imports the spec models: not on
     # a warm plan's path, which only gets here when a run is recorded under another id
 
-    return stem_id(spec_file)
+    return str(stem_id(spec_file))
 
 
 def upgrade_reason(old_id: str, job: Job) -> str:

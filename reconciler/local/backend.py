@@ -108,7 +108,7 @@ class LocalBackend:
         return base
 
     def preflight(self, desired: Desired) -> list[Diagnostic]:
-        found = preflight(desired, self.root)
+        found: list[Diagnostic] = list(preflight(desired, self.root))
         record = self.store.read(desired.job.spec_id)
         if record is not None:
             try:
