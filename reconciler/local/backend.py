@@ -124,6 +124,7 @@ class LocalBackend:
         return {"spec_id": d.job.spec_id,
                 "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
                 "summary": d.job.summary, "applied": encode(record_of(d.job)),
+                "name": d.job.name,
                 **launch.to_json()}
 
     def _earlier(self, d: Desired, after: dict[str, Any], taken: set[str]
@@ -131,8 +132,8 @@ class LocalBackend:
         """A run recorded under an id an earlier ftspec gave this job (``identity.moved``):
         of this spec file, or of a renamed one that runs the same."""
         for record in self.store.all():
-            if record.spec_id in taken:
-                continue
+            if record.spec_id in taken or record.name:
+                continue  # a record that names its job is that job's (a rename = a new job)
             move = moved(d.job, d.spec_file, record.spec_id, record.spec_file, self.root)
             if move is None:
                 continue
@@ -294,7 +295,8 @@ class LocalBackend:
         self.store.write(replace(
             record, spec_id=after["spec_id"], spec_file=after["spec_file"],
             applied=str(after.get("applied") or record.applied),
-            run_id="" if run_id == after["spec_id"] else run_id))
+            run_id="" if run_id == after["spec_id"] else run_id,
+            name=str(after.get("name") or record.name)))
         if record.spec_id != after["spec_id"]:
             self.store.remove(record.spec_id)
 
@@ -307,6 +309,8 @@ class LocalBackend:
         if record is not None:
             return record
         for other in self.store.all():
+            if other.name:
+                continue
             move = moved(desired.job, desired.spec_file, other.spec_id, other.spec_file,
                          self.root)
             if move is not None and move.upgrade:

@@ -67,6 +67,9 @@ class RunRecord:
     written, defaults, ML summary), decoded and checked there; empty in records of an
     older ftspec."""
     run_id: str = ""
+    name: str = ""
+    """The job's metadata.name when it was applied; empty in records of an earlier ftspec,
+    whose spec id was the file's name (only those can move to a name: ``identity``)."""
     """The id the run folder is named after when it is not ``spec_id``: the run was
     started under another identity and moved (``reconciler.identity``) without restarting."""
 
@@ -126,7 +129,8 @@ def parse_record(data: object, spec_id: str) -> RunRecord:
         cwd=f.text("cwd"), run_dir=run_dir, log=log, started_at=started_at,
         supervisor_pid=pid, supervisor_create_time=create_time, pgid=pgid,
         summary=f.mapping("summary", required=False), version=version, state=state,
-        applied=f.text("applied", default=""), run_id=run_id)
+        applied=f.text("applied", default=""), run_id=run_id,
+        name=f.text("name", default=""))
 
 
 def _inside_project(run_dir: str, spec_id: str) -> None:

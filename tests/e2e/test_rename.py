@@ -7,6 +7,7 @@ local backend; the previous release is ``helpers.previous``'s."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,11 @@ def run(command: str, workdir: Path, env: dict[str, str], *args: str
     done = subprocess.run([command, *args], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
     assert "Traceback" not in done.stderr, done.stderr
-    print(f"$ ftspec {' '.join(args)}\n{done.stdout}{done.stderr}")  # the transcript (-s)
+    keep = os.environ.get("FTSPEC_TEST_TRANSCRIPT")  # a file to append the transcript to
+    if keep and args[0] == "plan":
+        with open(keep, "a", encoding="utf-8") as out:
+            out.write(f"$ ftspec {' '.join(a for a in args if not a.startswith('file:'))}"
+                      f"\n{done.stdout}{done.stderr}\n")
     return done
 
 
@@ -204,3 +209,22 @@ def test_a_ray_job_of_the_previous_release_under_its_file_name_plans_a_move(
                    "--auto-approve", *sets)
         assert gone.returncode == 0, gone.stdout + gone.stderr
         assert "1 destroyed" in gone.stdout
+
+
+@private_pid_namespace
+def test_a_changed_metadata_name_is_a_new_job_not_a_move(
+        workdir: Path, e2e_env: dict[str, str]) -> None:
+    """tiny-local.yaml named tiny-local, applied by this ftspec (its record names the job),
+    then renamed to ``other``: the old id is also the file's stem, yet this is the user's
+    rename, not the upgrade's: a create and the old run's delete (same file, another id)."""
+    applied = run(FTSPEC, workdir, e2e_env, "apply", str(SPEC), "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert records(workdir)["tiny-local"]["name"] == "tiny-local"
+    try:
+        plan = run(FTSPEC, workdir, e2e_env, "plan", str(SPEC), "--set", "metadata.name=other",
+                   "--json")
+        actions = {c["address"]: c["action"] for c in json.loads(plan.stdout)["changes"]}
+        assert actions == {"local.run.other": "create", "local.run.tiny-local": "delete"}
+        assert not any(c.get("moved_from") for c in json.loads(plan.stdout)["changes"])
+    finally:
+        run(FTSPEC, workdir, e2e_env, "destroy", str(SPEC), "--auto-approve")

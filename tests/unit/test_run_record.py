@@ -20,6 +20,7 @@ BASE: dict[str, Any] = {
     "log": ".ftspec/runs/job/train.log", "started_at": 1.7e9, "supervisor_pid": 4321,
     "supervisor_create_time": 1.7e9, "pgid": 4321, "summary": {}, "version": 1,
     "state": STARTED, "applied": '{"ftspec": "0.1.0"}', "run_id": "",
+    "name": "job",
 }
 
 
@@ -88,7 +89,7 @@ def test_each_wrong_field_is_named(change: dict[str, Any], key: str) -> None:
     assert caught.value.key == key, str(caught.value)
 
 
-@pytest.mark.parametrize("key", sorted(set(BASE) - {"summary", "version", "state", "applied", "run_id"}))
+@pytest.mark.parametrize("key", sorted(set(BASE) - {"summary", "version", "state", "applied", "run_id", "name"}))
 def test_a_missing_field_is_named(key: str) -> None:
     with pytest.raises(RecordError) as caught:
         parse_record({k: v for k, v in BASE.items() if k != key}, "job")
