@@ -168,7 +168,7 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
     moves = [c for c in data["changes"] if c.get("moved_from")]
     if moves:
         out += ["", ("[bold]Moved:[/bold] these runs are known by a new identity (nothing is "
-                     "retrained; apply records them under it):")]
+                     "retrained; apply records them under it where the platform can):")]
         for c in moves:
             head = _esc(c["address"]) if c["moved_from"] == c["address"] else \
                 f"{_esc(c['moved_from'])} has moved to {_esc(c['address'])}"
