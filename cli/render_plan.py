@@ -165,6 +165,14 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
                 "\"ftspec apply\":")]
         for c in drifted:
             out.append(f"  [yellow]~[/yellow] {_esc(c['address'])}: {_esc(c.get('reason') or '')}")
+    moves = [c for c in data["changes"] if c.get("moved_from")]
+    if moves:
+        out += ["", ("[bold]Moved:[/bold] these runs are known by a new identity (nothing is "
+                     "retrained; apply records them under it where the platform can):")]
+        for c in moves:
+            head = _esc(c["address"]) if c["moved_from"] == c["address"] else \
+                f"{_esc(c['moved_from'])} has moved to {_esc(c['address'])}"
+            out.append(f"  [cyan]>[/cyan] {head} [dim]# {_esc(c.get('moved') or '')}[/dim]")
     if not changes:
         out += ["", "[green bold]No changes.[/green bold] Your live objects match the spec.",
                 "", ("ftspec has compared the spec with the live objects and found no "

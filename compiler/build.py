@@ -56,15 +56,23 @@ def spec_defaults(spec: FineTuneSpec) -> dict[str, Any]:
             and not any(path.startswith(w + ".") or w.startswith(path + ".") for w in written)}
 
 
-def spec_id(spec: FineTuneSpec, source: Path | None) -> str:
-    """metadata.id, else the spec file's stem (sanitized to a label value), else the name."""
+def _label_value(text: str) -> str:
+    """``text`` as a label value (lowercase letters, digits, ``-_.``; at most 63 chars)."""
+    return re.sub(r"[^a-z0-9-_.]+", "-", text.lower()).strip("-_.")[:63].rstrip("-_.")
+
+
+def spec_id(spec: FineTuneSpec) -> str:
+    """The job's identity: ``metadata.id`` when the spec sets one, else ``metadata.name``
+    (what the user wrote, never the file's name: renaming a spec file keeps its runs)."""
     if spec.metadata.id:
         return spec.metadata.id
-    if source is not None:
-        stem = re.sub(r"[^a-z0-9-_.]+", "-", source.stem.lower()).strip("-_.")[:63]
-        if stem:
-            return stem.rstrip("-_.")
-    return spec.metadata.name[:63]
+    return _label_value(spec.metadata.name) or "ftspec"
+
+
+def file_id(source: Path | str) -> str:
+    """The identity an earlier ftspec gave a spec without ``metadata.id``: its file's
+    stem. Plan finds runs applied under it and moves them (``reconciler.identity``)."""
+    return _label_value(Path(source).stem)
 
 
 def point_id(ident: str, spec: FineTuneSpec, point: Point | None) -> tuple[str, str]:
@@ -160,7 +168,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         spec, facts, lora_modules, strategy=strategy, world_size=world,
         procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size, accumulation=accum,
     )
-    base = spec_id(spec, source)
+    base = spec_id(spec)
     ident, name = point_id(base, spec, point)
     digest = spec_hash(spec)
     pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \

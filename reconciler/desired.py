@@ -4,6 +4,8 @@ The live commands (plan, apply, destroy, status, logs) all start here:
 
 1. every spec goes through ``compile_spec`` to its Job (``identity``); a spec with a
    ``sweep`` becomes one Job per point (``compiler/sweep.py``), each an ordinary job here;
+   two jobs with one identity (``reconciler.identity``) are refused at the second one's
+   ``metadata.name``;
 2. the specs' deploy targets pick one backend;
 3. unless only the job's identity is needed (destroy, status, logs), the backend says what
    to compile for (``compile_options``: the Trainer API the cluster serves) and the same
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
 from ftspec.reconciler.backend import Backend, BackendError, Desired, Prefetcher, Preflighter
 from ftspec.reconciler.backends import BackendOptions, backend_name, get_backend
+from ftspec.reconciler.identity import duplicates
 from ftspec.spec.diagnostics import Diagnostic
 
 
@@ -54,6 +57,9 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
     if failed:
         return Prepared(None, (), tuple(failed))
     jobs = [c.job for c in first if c.job is not None]
+    twice = duplicates([_desired(c) for c in first])
+    if twice:  # two specs, one job: refused where the second one declares it
+        return Prepared(None, (), tuple(twice))
     names = {backend_name(job.target) for job in jobs}
     if len(names) > 1:
         raise BackendError(f"these specs use different backends ({', '.join(sorted(names))})",

@@ -58,6 +58,11 @@ class Change:
     upgrade: str | None = None
     """Set when the spec as written is the one applied, yet what would run differs: the
     change comes from a new ftspec (``ftspec.reconciler.applied.upgrade_note``)."""
+    moved_from: str | None = None
+    """The address the run had (a renamed spec file, an id changed by the ftspec upgrade:
+    ``reconciler.identity``); ``moved`` says why. A move alone changes no run: the plan
+    still says "No changes", and apply re-records the run under its new identity."""
+    moved: str | None = None
 
 
 @dataclass(frozen=True)

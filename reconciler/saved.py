@@ -178,6 +178,8 @@ def _change(raw: Any, where: str) -> Change:
         drift=bool(raw.get("drift")),
         spec_file=_opt_str(raw.get("spec_file"), f"{where}.spec_file"),
         upgrade=_opt_str(raw.get("upgrade"), f"{where}.upgrade"),
+        moved_from=_opt_str(raw.get("moved_from"), f"{where}.moved_from"),
+        moved=_opt_str(raw.get("moved"), f"{where}.moved"),
     )
 
 

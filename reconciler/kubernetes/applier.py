@@ -17,11 +17,13 @@ from ftspec.reconciler.kubernetes.planner import owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
 from ftspec.reconciler.kubernetes.reads import Reader
 from ftspec.reconciler.kubernetes.resources import describe, object_path
-from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
+from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, MERGE_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
+from ftspec.spec.ir import SPEC_ID_LABEL
 from ftspec.spec.loader import SourceDoc
 
-ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2}
+ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2,
+         Action.NOOP: 3}
 DELETE_TIMEOUT_S = 300.0
 
 
@@ -55,6 +57,15 @@ def _apply_one(t: Transport, obj: dict[str, Any], force: bool) -> dict[str, Any]
     body = json.dumps(with_applied_digest(obj)).encode()
     return t.request("PATCH", object_path(obj), body, content_type=APPLY_PATCH, query=query,
                      verb="apply", what=describe(obj)) or {}
+
+
+def _relabel(t: Transport, obj: dict[str, Any]) -> None:
+    """Only the object's own spec-id label (its template's copies may be immutable and
+    are not compared: ``comparable``)."""
+    label = ((obj.get("metadata") or {}).get("labels") or {}).get(SPEC_ID_LABEL)
+    t.request("PATCH", object_path(obj), {"metadata": {"labels": {SPEC_ID_LABEL: label}}},
+              content_type=MERGE_PATCH, query={"fieldManager": FIELD_MANAGER}, verb="patch",
+              what=describe(obj))
 
 
 def _delete(t: Transport, obj: dict[str, Any], rv: str | None) -> None:
@@ -100,6 +111,11 @@ def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force
         _wait_gone(t, obj, reporter, change.address)
         return
     assert change.after is not None
+    if change.action is Action.NOOP:  # a move: the same object, labelled with its new id
+        _relabel(t, change.after)
+        reporter.event(f"{change.address}: {change.moved} (labelled again; nothing else "
+                       "changed)", address=change.address)
+        return
     if change.action is Action.REPLACE:
         reporter.event(f"{change.address}: destroying (replace)...", address=change.address)
         _delete(t, obj, rv)
@@ -125,7 +141,7 @@ def _leases(t: Transport, changes: list[Change]) -> list[SpecLease]:
 def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts: bool = False,
                docs: Mapping[str, SourceDoc] | None = None) -> ApplyResult:
     """``docs``: spec file -> loaded spec, to place errors the server returns."""
-    changes = sorted((c for c in plan.changes if c.action is not Action.NOOP),
+    changes = sorted((c for c in plan.changes if c.action is not Action.NOOP or c.moved_from),
                      key=lambda c: ORDER[c.action])
     if not changes:
         return ApplyResult(applied=())

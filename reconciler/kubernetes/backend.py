@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.backend import BackendError, Desired, Reporter
 from ftspec.reconciler.backends import BackendOptions
+from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.crd_check import SKIPPED as CEL_SKIPPED
 from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
@@ -207,6 +209,7 @@ class KubernetesBackend:
                         tuple(warnings))
 
         rendered = [(d, obj) for d in desired for obj in self._render(d)]
+        taken = {d.job.spec_id for d in desired}
         wanted = {address(d.job.target, obj) for d, obj in rendered}
         by_addr = {address(d.job.target, live): live for d in desired
                    for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", [])}
@@ -253,9 +256,13 @@ class KubernetesBackend:
                 warnings.append(f"server-side dry-run not allowed, planned without server "
                                 f"defaults ({dry['forbidden']})")
                 dry = None
+            owner = owner_of(live) if live is not None else None
+            move = named_object_moved(d.job, d.spec_file, owner, taken, Path.cwd()) \
+                if owner and owner != d.job.spec_id else None
             try:
-                change = decide(ObjectInput(d.job.target, d.job.spec_id, d.spec_file, obj, live,
-                                            dry, version))
+                change = decide(ObjectInput(
+                    d.job.target, d.job.spec_id, d.spec_file, obj, live, dry, version,
+                    adopt_from=move.old_id if move else None, moved=move.why if move else None))
             except OwnershipError as exc:
                 errors.append(BackendError(str(exc), hint="ftspec never touches objects it "
                                            "does not own"))

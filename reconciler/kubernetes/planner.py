@@ -80,6 +80,16 @@ class ObjectInput:
     """The server's dry-run result of applying ``desired`` (defaults filled in)."""
     trainer_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    adopt_from: str | None = None
+    """A spec id the live object may carry instead of ``spec_id``: the same job under an
+    earlier identity (``reconciler.identity``); ``moved`` says why."""
+    moved: str | None = None
+
+
+def _relabelled(obj: dict[str, Any], spec_id: str) -> dict[str, Any]:
+    meta = dict(obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), SPEC_ID_LABEL: spec_id}
+    return {**obj, "metadata": meta}
 
 
 def decide(inp: ObjectInput) -> Change:
@@ -89,14 +99,16 @@ def decide(inp: ObjectInput) -> Change:
     if inp.live is None:
         return Change(addr, Action.CREATE, None, inp.desired, spec_file=inp.spec_file)
     owner = owner_of(inp.live)
-    if owner != inp.spec_id:
+    adopted = owner is not None and owner != inp.spec_id and owner == inp.adopt_from
+    moves: dict[str, Any] = {"moved_from": addr, "moved": inp.moved} if adopted else {}
+    if owner != inp.spec_id and not adopted:
         who = f"spec {owner!r}" if owner else "something other than ftspec"
         raise OwnershipError(
             f"{addr} already exists and is managed by {who}; ftspec will not take it over "
             f"(rename metadata.name, or delete that object yourself)"
         )
     kind = str(inp.desired.get("kind"))
-    before = essence(inp.live)
+    before = essence(_relabelled(inp.live, inp.spec_id) if adopted else inp.live)
     after = essence(inp.dry_run if inp.dry_run is not None else inp.desired)
     live_run, desired_run = comparable(before), comparable(after)
 
@@ -112,7 +124,7 @@ def decide(inp: ObjectInput) -> Change:
     ml_before, ml_after = ml_of(inp.live), ml_of(inp.desired)
     ml = describe_changes(ml_before, ml_after) if ml_before and ml_after else ()
     if not fields:
-        return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file)
+        return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file, **moves)
     changed = [f.path for f in fields]
     managers = drift_managers(inp.live, changed)
     drift = bool(managers) or recorded_digest(inp.live) == applied_digest(inp.desired)
@@ -130,7 +142,7 @@ def decide(inp: ObjectInput) -> Change:
         record_in(inp.live), new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
     return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
                   fields=fields, ml_changes=ml, drift=drift, spec_file=inp.spec_file,
-                  upgrade=upgrade)
+                  upgrade=upgrade, **moves)
 
 
 def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:

@@ -11,13 +11,19 @@ part, so a new ftspec that compiles the same run plans "No changes"; where it co
 different one, the change says so (``Change.upgrade``). Runs of a spec file that no longer
 produces them (renamed ``metadata.id``, a point no longer in ``sweep.grid``) are deleted;
 ``destroy`` deletes them with the spec's own. Never two runs of one spec.
+
+Identity is ``metadata.name`` (``reconciler.identity``): a run recorded from a renamed spec
+file, or under the file-name id an earlier ftspec gave it, is planned as a move (the same
+run, "No changes" when nothing else differs); apply writes its record under the new id and
+spec file and leaves the process and its run folder alone (``RunRecord.run_id``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
@@ -29,13 +35,14 @@ from ftspec.reconciler.backend import (
     Reporter,
     StalePlanError,
 )
+from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.compare import run_changes
-from ftspec.reconciler.local.launch import prepare
+from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
 from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.preflight import preflight
-from ftspec.reconciler.local.record import RunRecord
+from ftspec.reconciler.local.record import LOG_NAME, RunRecord
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
@@ -68,6 +75,22 @@ def _spec_file(path: str, root: Path) -> str:
         return str(full)
 
 
+def _in_run_dir(after: dict[str, Any], run_dir: str) -> dict[str, Any]:
+    """``after`` as it would run from ``run_dir`` (a moved run keeps its folder): the run
+    folder, its log and the launch files' paths in the command and environment."""
+    new = str(after["run_dir"])
+    if new == run_dir:
+        return after
+    old_launch, new_launch = f"{run_dir}/{LAUNCH_DIR}", f"{new}/{LAUNCH_DIR}"
+
+    def moved(value: Any) -> Any:
+        return value.replace(new_launch, old_launch) if isinstance(value, str) else value
+
+    return {**after, "run_dir": run_dir, "log": f"{run_dir}/{LOG_NAME}",
+            "argv": [moved(v) for v in after["argv"]],
+            "env": {k: moved(v) for k, v in (after.get("env") or {}).items()}}
+
+
 def _before(view: RunView) -> dict[str, Any]:
     r = view.record
     return {"spec_id": r.spec_id, "spec_file": r.spec_file, "argv": r.argv,
@@ -87,7 +110,14 @@ class LocalBackend:
         return base
 
     def preflight(self, desired: Desired) -> list[Diagnostic]:
-        return preflight(desired, self.root)
+        found: list[Diagnostic] = list(preflight(desired, self.root))
+        record = self.store.read(desired.job.spec_id)
+        if record is not None:
+            try:
+                file_move(desired.job, desired.spec_file, record.spec_file, self.root)
+            except DuplicateIdentity as exc:
+                found.append(duplicate_error(desired, exc.other_file))
+        return found
 
     # ------------------------------------------------------------------ plan
 
@@ -96,28 +126,59 @@ class LocalBackend:
         return {"spec_id": d.job.spec_id,
                 "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
                 "summary": d.job.summary, "applied": encode(record_of(d.job)),
+                "name": d.job.name,
                 **launch.to_json()}
 
-    def _change(self, d: Desired) -> Change:
+    def _earlier(self, d: Desired, after: dict[str, Any], taken: set[str]
+                 ) -> tuple[RunRecord, Moved] | None:
+        """A run recorded under an id an earlier ftspec gave this job (``identity.moved``):
+        of this spec file, or of a renamed one that runs the same."""
+        for record in self.store.all():
+            if record.spec_id in taken or record.name:
+                continue  # a record that names its job is that job's (a rename = a new job)
+            move = moved(d.job, d.spec_file, record.spec_id, record.spec_file, self.root)
+            if move is None:
+                continue
+            if move.upgrade or not run_changes(record, _in_run_dir(after, record.run_dir),
+                                            self._old_files(record)):
+                return record, move
+        return None
+
+    def _old_files(self, record: RunRecord) -> Callable[[str], str | None]:
+        return lambda name: runner.launch_file(self.root, record.run_dir, name)
+
+    def _change(self, d: Desired, taken: set[str]) -> Change:
         job = d.job
         after = self._after(d)
         addr = address(job.spec_id)
         record = self.store.read(job.spec_id)
+        moved_from = why = None
         if record is None:
-            return Change(addr, Action.CREATE, None, after, reason="no run recorded",
-                          spec_file=d.spec_file)
+            earlier = self._earlier(d, after, taken)
+            if earlier is None:
+                return Change(addr, Action.CREATE, None, after, reason="no run recorded",
+                              spec_file=d.spec_file)
+            record, move = earlier
+            moved_from, why = address(record.spec_id), move.why
+        else:
+            try:
+                why = file_move(job, d.spec_file, record.spec_file, self.root)
+            except DuplicateIdentity as exc:
+                raise BackendError(duplicate_error(d, exc.other_file).format()) from None
+            moved_from = addr if why else None
         view = observe(record, self.root)
         before = _before(view)
-        fields = run_changes(record, after,
-                             lambda name: runner.launch_file(self.root, record.run_dir, name))
+        fields = run_changes(record, _in_run_dir(after, record.run_dir),
+                             self._old_files(record))
         if not fields:
             if view.phase is Phase.FAILED:
                 drift = not view.stop_requested
                 return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
                               reason=f"the last run {view.message}; apply runs it again",
-                              drift=drift)
+                              drift=drift, moved_from=moved_from, moved=why)
             what = "is running" if view.active else "already succeeded"
-            return Change(addr, Action.NOOP, before, after, spec_file=d.spec_file,
+            return Change(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
+                          spec_file=d.spec_file, moved_from=moved_from, moved=why,
                           reason=f"the run of this spec {what} (pid {record.supervisor_pid})")
         applied = decode(record.applied)
         reason = f"what would run changed ({', '.join(f.path for f in fields)})"
@@ -126,13 +187,19 @@ class LocalBackend:
         old_summary = applied.summary if applied and applied.summary else record.summary
         return Change(addr, Action.REPLACE, before, after, reason=reason, fields=tuple(fields),
                       ml_changes=describe_changes(old_summary, after["summary"]),
-                      spec_file=d.spec_file,
+                      spec_file=d.spec_file, moved_from=moved_from, moved=why,
                       upgrade=upgrade_note(applied, job, legacy=not record.applied))
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
-        changes = [self._change(d) for d in desired]
+        taken = {d.job.spec_id for d in desired}
+        changes = []
+        for d in desired:
+            change = self._change(d, taken)
+            if change.moved_from:
+                taken.add(change.moved_from[len(PREFIX):])
+            changes.append(change)
         swept = {_spec_file(d.spec_file, self.root) for d in desired if d.job.point}
-        for record in self._strays(desired):
+        for record in self._strays(desired, taken):
             view = observe(record, self.root)
             why = ("not a point of its sweep.grid now" if record.spec_file in swept
                    else "spec id renamed")
@@ -143,28 +210,34 @@ class LocalBackend:
                 spec_file=record.spec_file))
         return self._plan(changes, desired)
 
-    def _strays(self, desired: Sequence[Desired]) -> Iterator[RunRecord]:
-        """Runs of the desired spec files that no desired job is: points that left a
-        sweep's grid, a spec's run from before its id was renamed."""
-        wanted = {d.job.spec_id for d in desired}
+    def _strays(self, desired: Sequence[Desired], taken: set[str]) -> Iterator[RunRecord]:
+        """Runs of the desired spec files that no desired job is (``taken``: the desired ids
+        and the ids their moves came from): points that left a sweep's grid, a spec's run
+        from before its id was renamed."""
         files = {_spec_file(d.spec_file, self.root) for d in desired}
-        return (r for r in self.store.all() if r.spec_id not in wanted and r.spec_file in files)
+        return (r for r in self.store.all() if r.spec_id not in taken and r.spec_file in files)
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
-        records = [(d.spec_file, self.store.read(d.job.spec_id)) for d in desired]
-        records += [(r.spec_file, r) for r in self._strays(desired)]  # every point of a sweep
+        records: list[tuple[str, str, RunRecord | None]] = \
+            [(d.spec_file, d.job.spec_id, self._record(d)) for d in desired]
+        taken = {d.job.spec_id for d in desired} | {r.spec_id for _, _, r in records if r}
+        records += [(r.spec_file, r.spec_id, r)  # every point of a sweep
+                    for r in self._strays(desired, taken)]
         changes = []
-        for spec_file, record in records:
+        for spec_file, job_id, record in records:
             if record is None:
                 continue
             view = observe(record, self.root)
             how = "stops the active run and forgets it" if view.active else "forgets the run"
-            changes.append(Change(address(record.spec_id), Action.DELETE, _before(view), None,
-                                  reason=how, spec_file=spec_file))
+            old = address(record.spec_id)
+            changes.append(Change(address(job_id), Action.DELETE, _before(view), None,
+                                  reason=how, spec_file=spec_file,
+                                  moved_from=old if record.spec_id != job_id else None))
         return self._plan(changes, desired)
 
     def _plan(self, changes: list[Change], desired: Sequence[Desired]) -> Plan:
-        digests = {c.address: self.store.digest(c.address[len(PREFIX):]) for c in changes}
+        addresses = [a for c in changes for a in (c.address, c.moved_from) if a]
+        digests = {a: self.store.digest(a[len(PREFIX):]) for a in addresses}
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
                     specs={d.spec_file: d.job.written for d in desired})
 
@@ -191,10 +264,10 @@ class LocalBackend:
                                          hint="run `ftspec plan` again")
             for change in plan.changes:
                 try:
-                    record = self.store.read(change.address[len(PREFIX):])
+                    record = self.store.read((change.moved_from or change.address)[len(PREFIX):])
                     if record is not None:  # finish what a killed apply left
                         runner.settle(self.store, record)
-                    if change.action is Action.NOOP:
+                    if change.action is Action.NOOP and not change.moved_from:
                         continue
                     self._apply_one(change, reporter)
                     applied.append(change)
@@ -204,13 +277,22 @@ class LocalBackend:
 
     def _apply_one(self, change: Change, reporter: Reporter) -> None:
         spec_id = change.address[len(PREFIX):]
-        record = self.store.read(spec_id)
+        old_id = (change.moved_from or change.address)[len(PREFIX):]
+        record = self.store.read(old_id)
+        if change.action is Action.NOOP:  # a move: the same run, recorded under its identity
+            if record is not None and change.after is not None:
+                self._move(record, change.after)
+                reporter.event(f"{change.address}: {change.moved} (recorded again; the run "
+                               "goes on unchanged)")
+            return
         if change.action in (Action.DELETE, Action.REPLACE) and record is not None:
             runner.stop(self.root, record, reporter, self.stop_grace_s)
             if change.action is Action.DELETE:
-                self.store.remove(spec_id)
+                self.store.remove(old_id)
                 reporter.event(f"{change.address}: destroyed")
                 return
+            if old_id != spec_id:
+                self.store.remove(old_id)
         if change.action in (Action.CREATE, Action.REPLACE):
             assert change.after is not None
             for note in change.after.get("notes", []):
@@ -219,10 +301,37 @@ class LocalBackend:
             reporter.event(f"{change.address}: {change.action.value}d, running",
                            pid=new.supervisor_pid)
 
+    def _move(self, record: RunRecord, after: dict[str, Any]) -> None:
+        """``record`` written again under ``after``'s id and spec file (its run folder
+        kept), then the record under the old id removed: no process is touched."""
+        run_id = PurePosixPath(record.run_dir).name
+        self.store.write(replace(
+            record, spec_id=after["spec_id"], spec_file=after["spec_file"],
+            applied=str(after.get("applied") or record.applied),
+            run_id="" if run_id == after["spec_id"] else run_id,
+            name=str(after.get("name") or record.name)))
+        if record.spec_id != after["spec_id"]:
+            self.store.remove(record.spec_id)
+
     # ------------------------------------------------------------------ observe
 
-    def _view(self, desired: Desired) -> RunView | None:
+    def _record(self, desired: Desired) -> RunRecord | None:
+        """The run of this job: under its id, else under the id an earlier ftspec gave it
+        in this spec file (until the next apply records it under the new one)."""
         record = self.store.read(desired.job.spec_id)
+        if record is not None:
+            return record
+        for other in self.store.all():
+            if other.name:
+                continue
+            move = moved(desired.job, desired.spec_file, other.spec_id, other.spec_file,
+                         self.root)
+            if move is not None and move.upgrade:
+                return other
+        return None
+
+    def _view(self, desired: Desired) -> RunView | None:
+        record = self._record(desired)
         return None if record is None else observe(record, self.root,
                                                    settings=tracker_settings(desired.job))
 
@@ -251,7 +360,7 @@ class LocalBackend:
 
     def wait(self, desired: Desired, reporter: Reporter, timeout_s: float | None = None
              ) -> Status:
-        record = self.store.read(desired.job.spec_id)
+        record = self._record(desired)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",
                                hint="run `ftspec apply` first")
@@ -271,7 +380,7 @@ class LocalBackend:
         if selector:
             raise BackendError("--selector picks pods of a Kubernetes job; a local job has "
                                "one log", hint="leave --selector out")
-        record = self.store.read(desired.job.spec_id)
+        record = self._record(desired)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",
                                hint="run `ftspec apply` first")

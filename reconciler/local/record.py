@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
+
+from ftspec.spec.patterns import SPEC_ID
 
 RECORD_VERSION = 1
 STARTING = "starting"
@@ -63,6 +66,12 @@ class RunRecord:
     """``ftspec.reconciler.applied``'s record of what was applied (ftspec version, spec as
     written, defaults, ML summary), decoded and checked there; empty in records of an
     older ftspec."""
+    run_id: str = ""
+    name: str = ""
+    """The job's metadata.name when it was applied; empty in records of an earlier ftspec,
+    whose spec id was the file's name (only those can move to a name: ``identity``)."""
+    """The id the run folder is named after when it is not ``spec_id``: the run was
+    started under another identity and moved (``reconciler.identity``) without restarting."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,7 +105,10 @@ def parse_record(data: object, spec_id: str) -> RunRecord:
     if got_id != spec_id:
         raise RecordError("spec_id", f"{got_id!r} does not match the file name ({spec_id!r})")
     run_dir = f.text("run_dir")
-    _inside_project(run_dir, spec_id)
+    run_id = f.text("run_id", default="")
+    if run_id and not re.fullmatch(SPEC_ID, run_id):
+        raise RecordError("run_id", f"{run_id!r} is not a spec id")
+    _inside_project(run_dir, run_id or spec_id)
     log = f.text("log")
     if log != f"{run_dir}/{LOG_NAME}":
         raise RecordError("log", f"{log!r} is not the run's log ({run_dir}/{LOG_NAME})")
@@ -117,7 +129,8 @@ def parse_record(data: object, spec_id: str) -> RunRecord:
         cwd=f.text("cwd"), run_dir=run_dir, log=log, started_at=started_at,
         supervisor_pid=pid, supervisor_create_time=create_time, pgid=pgid,
         summary=f.mapping("summary", required=False), version=version, state=state,
-        applied=f.text("applied", default=""))
+        applied=f.text("applied", default=""), run_id=run_id,
+        name=f.text("name", default=""))
 
 
 def _inside_project(run_dir: str, spec_id: str) -> None:

@@ -78,6 +78,7 @@ def start(store: StateStore, after: dict[str, Any], reporter: Reporter) -> RunRe
             run_dir=after["run_dir"], log=after["log"], started_at=time.time(),
             supervisor_pid=None, supervisor_create_time=None, pgid=None,
             summary=dict(after.get("summary", {})), applied=str(after.get("applied", "")),
+            name=str(after.get("name", "")),
             state=STARTING)
         store.write(intent)
         env = {**os.environ, **after["env"]}

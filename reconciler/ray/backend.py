@@ -19,6 +19,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -35,6 +36,7 @@ from ftspec.reconciler.applied import (
 )
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
 from ftspec.reconciler.failure import reason
+from ftspec.reconciler.identity import Moved, moved
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
 from ftspec.reconciler.measured import measure
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
@@ -52,6 +54,7 @@ from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.runtime.ray_nodes.wire import node_states
 from ftspec.spec.ir import SPEC_HASH_ANNOTATION, Job
 from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
+from ftspec.targets.ray_payload import NAME_KEY
 
 PREFIX = "ray.job."
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
@@ -93,6 +96,24 @@ def _owned(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [j for j in jobs if owned_spec_id(j.get("metadata"))]
 
 
+def _select(owned: list[dict[str, Any]], d: Desired, taken: set[str]
+            ) -> tuple[list[dict[str, Any]], Moved | None]:
+    """The jobs of ``d``'s job: under its id, else under the id an earlier ftspec gave it
+    (``reconciler.identity.moved``; the job's recorded metadata.name must be this one's)."""
+    mine = [j for j in owned if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
+    if mine:
+        return mine, None
+    for old_id in sorted({j["metadata"][SPEC_ID_LABEL] for j in owned} - taken):
+        jobs = [j for j in owned if j["metadata"][SPEC_ID_LABEL] == old_id]
+        meta = jobs[0]["metadata"]
+        if meta.get(NAME_KEY, d.job.name) != d.job.name:
+            continue
+        move = moved(d.job, d.spec_file, old_id, meta.get(SPEC_FILE_KEY), Path.cwd())
+        if move is not None:
+            return jobs, move
+    return [], None
+
+
 def _brief(job: dict[str, Any]) -> dict[str, Any]:
     meta = job.get("metadata") or {}
     return {"submission_id": job.get("submission_id"), "status": job.get("status"),
@@ -110,17 +131,17 @@ def _digest(jobs: list[dict[str, Any]]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] if ids else "absent"
 
 
-def _strays(desired: Sequence[Desired], listed: dict[str, list[dict[str, Any]]]
-            ) -> Iterator[tuple[str, str, list[dict[str, Any]]]]:
-    """(address, spec id, jobs) of the desired spec files' jobs that no desired job is:
-    points that left a sweep's grid, a spec's jobs from before its id was renamed."""
-    wanted = {d.job.spec_id for d in desired}
+def _strays(desired: Sequence[Desired], listed: dict[str, list[dict[str, Any]]],
+            taken: set[str]) -> Iterator[tuple[str, str, list[dict[str, Any]]]]:
+    """(address, spec id, jobs) of the desired spec files' jobs that no desired job is
+    (``taken``: the desired ids and the ids their moves came from): points that left a
+    sweep's grid, a spec's jobs from before its id was renamed."""
     files = {_spec_file(d.spec_file) for d in desired}
     for url, owned in listed.items():
         stale: dict[str, list[dict[str, Any]]] = {}
         for j in owned:
             meta = j["metadata"]
-            if meta[SPEC_ID_LABEL] not in wanted and meta.get(SPEC_FILE_KEY) in files:
+            if meta[SPEC_ID_LABEL] not in taken and meta.get(SPEC_FILE_KEY) in files:
                 stale.setdefault(meta[SPEC_ID_LABEL], []).append(j)
         for spec_id, jobs in stale.items():
             yield url, spec_id, jobs
@@ -153,10 +174,18 @@ class RayBackend:
     # ------------------------------------------------------------------ plan
 
     def _mine(self, d: Desired) -> list[dict[str, Any]]:
-        return [j for j in _owned(self.api(d).list_jobs())
-                if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
+        return _select(_owned(self.api(d).list_jobs()), d, {d.job.spec_id})[0]
 
-    def _change(self, d: Desired, mine: list[dict[str, Any]]) -> Change:
+    def _change(self, d: Desired, mine: list[dict[str, Any]], move: Moved | None = None
+                ) -> Change:
+        change = self._decide(d, mine)
+        if move is None:
+            return change
+        return replace(change, moved_from=address(move.old_id), moved=move.why + (
+            "; a Ray job's metadata cannot change: it keeps its old id until it is replaced"
+            if change.action is Action.NOOP else ""))
+
+    def _decide(self, d: Desired, mine: list[dict[str, Any]]) -> Change:
         after = {"address": self.api(d).address, **submission(d)}
         addr = address(d.job.spec_id)
         sid = after["submission_id"]
@@ -213,14 +242,16 @@ class RayBackend:
         changes: list[Change] = []
         digests: dict[str, str] = {}
         listed = self._listed(desired)
+        taken = {d.job.spec_id for d in desired}
         for d in desired:
-            mine = [j for j in listed[self.api(d).address]
-                    if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id]
-            change = self._change(d, mine)
+            mine, move = _select(listed[self.api(d).address], d, taken)
+            if move is not None:
+                taken.add(move.old_id)
+            change = self._change(d, mine, move)
             changes.append(change)
             digests[change.address] = _digest(mine)
         swept = {_spec_file(d.spec_file) for d in desired if d.job.point}
-        for url, spec_id, jobs in _strays(desired, listed):
+        for url, spec_id, jobs in _strays(desired, listed, taken):
             spec_file = jobs[0]["metadata"][SPEC_FILE_KEY]
             why = "not a point of its sweep.grid now" if spec_file in swept else \
                 "spec id renamed"
@@ -232,18 +263,26 @@ class RayBackend:
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         listed = self._listed(desired)
-        found = [(self.api(d).address, d.job.spec_id,
-                  [j for j in listed[self.api(d).address]
-                   if j["metadata"][SPEC_ID_LABEL] == d.job.spec_id], d.spec_file)
-                 for d in desired]
-        found += [(url, spec_id, jobs, jobs[0]["metadata"][SPEC_FILE_KEY])  # every point
-                  for url, spec_id, jobs in _strays(desired, listed)]
-        changes, digests = [], {}
-        for url, spec_id, jobs, spec_file in found:
-            if jobs:
-                changes.append(_delete(url, spec_id, jobs, spec_file,
-                                       "stops the job if it runs and deletes it"))
-                digests[changes[-1].address] = _digest(jobs)
+        taken = {d.job.spec_id for d in desired}
+        changes: list[Change] = []
+        digests: dict[str, str] = {}
+        for d in desired:
+            url = self.api(d).address
+            mine, move = _select(listed[url], d, taken)
+            if move is not None:
+                taken.add(move.old_id)
+            if mine:
+                addr = address(d.job.spec_id)
+                changes.append(Change(
+                    addr, Action.DELETE, {"address": url, "jobs": [_brief(j) for j in mine]},
+                    None, reason="stops the job if it runs and deletes it", spec_file=d.spec_file,
+                    moved_from=address(move.old_id) if move else None,
+                    moved=move.why if move else None))
+                digests[addr] = _digest(mine)
+        for url, spec_id, jobs in _strays(desired, listed, taken):  # every point of a sweep
+            changes.append(_delete(url, spec_id, jobs, jobs[0]["metadata"][SPEC_FILE_KEY],
+                                   "stops the job if it runs and deletes it"))
+            digests[changes[-1].address] = _digest(jobs)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
                     specs={d.spec_file: d.job.written for d in desired})
 
@@ -255,7 +294,7 @@ class RayBackend:
         for change in plan.changes:
             url = (change.after or change.before or {})["address"]
             api = self._apis.setdefault(url, JobsApi(url, self.timeout_s))
-            spec_id = change.address[len(PREFIX):]
+            spec_id = (change.moved_from or change.address)[len(PREFIX):]
             live = [j for j in _owned(api.list_jobs()) if j["metadata"][SPEC_ID_LABEL] == spec_id]
             if _digest(live) != plan.read_digests.get(change.address, _digest(live)):
                 raise StalePlanError(f"Saved plan is stale: the Ray jobs of {change.address} "

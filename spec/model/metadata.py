@@ -39,8 +39,9 @@ class Metadata(SpecModel):
         pattern=patterns.SPEC_ID,
         max_length=63,
         description="Stable identity of this spec for ownership (label ftspec.dev/spec-id); "
-        "defaults to the spec file's name without extension. Renaming metadata.name keeps "
-        "it, so plan deletes the objects of the old name.",
+        "defaults to metadata.name, so renaming the spec file keeps its runs. Set it to keep "
+        "one identity while metadata.name changes (plan then deletes the objects of the old "
+        "name).",
     )
     labels: Labels = Field(
         default_factory=dict,

@@ -124,6 +124,13 @@ CASES: dict[str, Plan] = {
     "local-noop": Plan("local", (
         Change("local.run.tiny-local", Action.NOOP, _local_run("0.001"),
                _local_run("0.001")),)),
+    "local-moved": Plan("local", (
+        Change("local.run.tiny-local", Action.NOOP, _local_run("0.001"), _local_run("0.001"),
+               moved_from="local.run.tiny-local",
+               moved="spec file renamed from examples/old.yaml"),
+        Change("local.run.lora", Action.NOOP, _local_run("0.001"), _local_run("0.001"),
+               moved_from="local.run.my-lora",
+               moved="id changed from 'my-lora' to 'lora' by the ftspec upgrade"))),
 }
 
 

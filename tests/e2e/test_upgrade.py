@@ -138,6 +138,9 @@ def test_kubernetes_objects_of_the_previous_release_plan_no_changes(
     rayjob = tmp_path / "rayjob.yaml"
     rayjob.write_text(trainjob.read_text().replace("target: kubeflow", "target: kuberay")
                       .replace("name: llama32-1b-alpaca-lora", "name: llama32-lora-ray"))
+    paths = {trainjob: "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{}/trainjobs/"
+             "llama32-1b-alpaca-lora", rayjob: "/apis/ray.io/v1/namespaces/{}/rayjobs/"
+             "llama32-lora-ray"}
     for spec in (trainjob, rayjob):
         old = run(previous, tmp_path, env, "apply", str(spec), "-n", kube_namespace,
                   "--auto-approve")
@@ -148,3 +151,19 @@ def test_kubernetes_objects_of_the_previous_release_plan_no_changes(
                    "--detailed-exitcode")
         assert plan.returncode == 0, plan.stdout + plan.stderr
         assert NO_CHANGES in plan.stdout
+        # the previous release knew the job by its file's name (job, rayjob); now by its
+        # metadata.name: a move, and apply relabels the object without replacing it
+        name = paths[spec].rsplit("/", 1)[1]
+        assert (f"/{name} # id changed from '{spec.stem}' to '{name}' by the ftspec upgrade"
+                in " ".join(plan.stdout.split())), plan.stdout
+        path = paths[spec].format(kube_namespace)
+        uid = kube_cluster.request("GET", path)["metadata"]["uid"]
+        moved = run(FTSPEC, tmp_path, env, "apply", str(spec), "-n", kube_namespace,
+                    "--auto-approve")
+        assert moved.returncode == 0, moved.stdout + moved.stderr
+        live = kube_cluster.request("GET", path)["metadata"]
+        assert live["uid"] == uid and live["labels"]["ftspec.dev/spec-id"] == name
+        quiet = run(FTSPEC, tmp_path, env, "plan", str(spec), "-n", kube_namespace,
+                    "--detailed-exitcode")
+        assert quiet.returncode == 0 and NO_CHANGES in quiet.stdout, quiet.stdout
+        assert "Moved" not in quiet.stdout

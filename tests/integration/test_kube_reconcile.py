@@ -180,12 +180,15 @@ def test_fields_set_under_ftspecs_name_are_still_found(
 
 def test_orphan_prune_after_rename_never_another_spec(env: dict[str, Any],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    ns, spec, cluster, tmp = env["ns"], env["spec"], env["cluster"], env["tmp"]
+    """metadata.id keeps the job's identity while its metadata.name (the TrainJob's name)
+    changes: the object of the old name is deleted, another spec's never."""
+    ns, cluster, tmp = env["ns"], env["cluster"], env["tmp"]
+    spec = spec_copy(tmp, "job.yaml", {f"name: {NAME}": f"id: job\n  name: {NAME}"})
     other = spec_copy(tmp, "other.yaml", {f"name: {NAME}": "name: other-job"})
     assert run_cli(capsys, "apply", spec, other, "-n", ns, "--auto-approve").code == 0
     other_rv = next(j for j in _trainjobs(cluster, ns)
                 if j["metadata"]["name"] == "other-job")["metadata"]["resourceVersion"]
-    renamed = spec_copy(tmp, "job.yaml", {f"name: {NAME}": "name: llama-renamed"})
+    renamed = spec_copy(tmp, "job.yaml", {f"name: {NAME}": "id: job\n  name: llama-renamed"})
     plan = _plan_json(capsys, renamed, ns)
     plan2 = json.loads(run_cli(capsys, "plan", renamed, other, "-n", ns, "--json").out)
     for p in (plan, plan2):

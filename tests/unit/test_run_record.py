@@ -19,7 +19,8 @@ BASE: dict[str, Any] = {
     "argv": ["tune", "run"], "env": {"A": "1"}, "cwd": "/p", "run_dir": ".ftspec/runs/job",
     "log": ".ftspec/runs/job/train.log", "started_at": 1.7e9, "supervisor_pid": 4321,
     "supervisor_create_time": 1.7e9, "pgid": 4321, "summary": {}, "version": 1,
-    "state": STARTED, "applied": '{"ftspec": "0.1.0"}',
+    "state": STARTED, "applied": '{"ftspec": "0.1.0"}', "run_id": "",
+    "name": "job",
 }
 
 
@@ -88,7 +89,7 @@ def test_each_wrong_field_is_named(change: dict[str, Any], key: str) -> None:
     assert caught.value.key == key, str(caught.value)
 
 
-@pytest.mark.parametrize("key", sorted(set(BASE) - {"summary", "version", "state", "applied"}))
+@pytest.mark.parametrize("key", sorted(set(BASE) - {"summary", "version", "state", "applied", "run_id", "name"}))
 def test_a_missing_field_is_named(key: str) -> None:
     with pytest.raises(RecordError) as caught:
         parse_record({k: v for k, v in BASE.items() if k != key}, "job")
@@ -104,3 +105,14 @@ def test_a_missing_field_is_named(key: str) -> None:
 def test_text_that_is_no_record_is_refused(text: str) -> None:
     with pytest.raises(RecordError):
         load_record(text.encode("utf-8", errors="surrogateescape"), "job")
+
+
+def test_a_moved_record_keeps_its_run_folder_named_by_run_id() -> None:
+    moved = {**BASE, "spec_id": "renamed", "run_id": "job"}
+    assert parse_record(moved, "renamed").run_dir == ".ftspec/runs/job"
+    with pytest.raises(RecordError) as caught:  # the folder must be the run_id's
+        parse_record({**moved, "run_id": "other"}, "renamed")
+    assert caught.value.key == "run_dir"
+    with pytest.raises(RecordError) as caught:
+        parse_record({**moved, "run_id": "../job"}, "renamed")
+    assert caught.value.key == "run_id"
