@@ -19,8 +19,8 @@ from ftspec.reconciler.kubernetes.reads import Reader
 from ftspec.reconciler.kubernetes.resources import describe, object_path
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, MERGE_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
-from ftspec.spec.ir import SPEC_ID_LABEL
 from ftspec.spec.loader import SourceDoc
+from ftspec.spec.ownership import SPEC_ID_LABEL
 
 ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2,
          Action.NOOP: 3}

@@ -18,7 +18,7 @@ from typing import Any
 
 from ftspec.reconciler.kubernetes.essence import IGNORED_ANNOTATIONS
 from ftspec.reconciler.ray.compare import run_view
-from ftspec.spec.ir import SPEC_ID_LABEL
+from ftspec.spec.ownership import SPEC_ID_LABEL
 
 RUN_FIELDS = ("jobId", "entrypoint", "runtimeEnvYAML")
 MAX_YAML_CHARS = 4 << 20

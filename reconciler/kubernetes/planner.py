@@ -25,7 +25,7 @@ from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern
 from ftspec.reconciler.model import Action, Change
 from ftspec.spec.ir import SPEC_HASH_ANNOTATION
-from ftspec.spec.ownership import SWEEP_LABEL, owned_spec_id
+from ftspec.spec.ownership import SPEC_ID_LABEL, SWEEP_LABEL, owned_spec_id
 
 
 class OwnershipError(Exception):

@@ -35,7 +35,7 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
     jobs = trainjobs()
     assert sorted(jobs) == ["llama32-1b-alpaca-lora-lr-1e-4", "llama32-1b-alpaca-lora-lr-2e-4"]
     assert sorted(j["metadata"]["labels"]["ftspec.dev/spec-id"] for j in jobs.values()) == [
-        "job-lr-1e-4", "job-lr-2e-4"]
+        "llama32-1b-alpaca-lora-lr-1e-4", "llama32-1b-alpaca-lora-lr-2e-4"]
 
     spec.write_text(text + GRID.format(values="[1.0e-4, 2.0e-4, 5.0e-5]"), encoding="utf-8")
     res = run_cli(capsys, "plan", spec, "-n", ns, "--json")
@@ -49,7 +49,7 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
     grown = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
     assert "Resources: 1 added, 0 changed, 0 destroyed." in grown.out, grown.out + grown.err
     assert jobs["llama32-1b-alpaca-lora-lr-1e-4"]["metadata"]["labels"][
-        "ftspec.dev/sweep"] == "job"
+        "ftspec.dev/sweep"] == "llama32-1b-alpaca-lora"
 
     # a value removed from the grid: its point's TrainJob is found by the sweep label
     spec.write_text(text + GRID.format(values="[1.0e-4, 5.0e-5]"), encoding="utf-8")
@@ -62,7 +62,7 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
                        ("no-op", "llama32-1b-alpaca-lora-lr-5e-5")], actions
     human = run_cli(capsys, "plan", spec, "-n", ns)
     assert "Plan: 0 to add, 0 to change, 1 to destroy." in human.out, human.out
-    assert "'job-lr-2e-4' is not a point of the spec's sweep.grid now" in human.out, human.out
+    assert "'llama32-1b-alpaca-lora-lr-2e-4' is not a point of the spec's sweep.grid now" in human.out, human.out
     shrunk = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
     assert "Resources: 0 added, 0 changed, 1 destroyed." in shrunk.out, shrunk.out + shrunk.err
     assert sorted(trainjobs()) == ["llama32-1b-alpaca-lora-lr-1e-4",

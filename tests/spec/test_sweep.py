@@ -70,18 +70,19 @@ def test_each_point_is_a_job_with_its_own_identity_name_and_output(tmp_path: Pat
     path = _spec(tmp_path, "    training.learning_rate: [1.0e-2, 3.0e-3]\n"
                            "    method.lora.rank: [4, 8]\n")
     base = compile_spec(SpecInput(path), "identity")
-    assert base.ok and base.job is not None and base.job.spec_id == "sweep"
+    assert base.ok and base.job is not None and base.job.spec_id == "tiny-sweep"
     jobs = [c.job for c in expand(base, "identity") if c.ok and c.job is not None]
-    assert [j.spec_id for j in jobs] == ["sweep-lr-1e-2-rank-4", "sweep-lr-1e-2-rank-8",
-                                         "sweep-lr-3e-3-rank-4", "sweep-lr-3e-3-rank-8"]
-    assert [j.name for j in jobs] == [f"tiny-sweep-{j.spec_id[6:]}" for j in jobs]
+    assert [j.spec_id for j in jobs] == [
+        "tiny-sweep-lr-1e-2-rank-4", "tiny-sweep-lr-1e-2-rank-8",
+        "tiny-sweep-lr-3e-3-rank-4", "tiny-sweep-lr-3e-3-rank-8"]
+    assert [j.name for j in jobs] == [j.spec_id for j in jobs]  # metadata.name + the point
     last = jobs[-1]
     assert last.point == {"training.learning_rate": 3.0e-3, "method.lora.rank": 8}
     assert last.spec.training.learning_rate == 3.0e-3 and last.spec.method.lora.rank == 8
     assert last.spec.sweep is None  # a point is an ordinary spec
     assert last.spec.output is not None
     assert last.spec.output.uri == "file://.ftspec/runs/tiny-sweep/output/lr-3e-3-rank-8"
-    assert last.labels["ftspec.dev/spec-id"] == "sweep-lr-3e-3-rank-8"
+    assert last.labels["ftspec.dev/spec-id"] == "tiny-sweep-lr-3e-3-rank-8"
 
 
 def test_adding_a_value_keeps_every_other_point_as_it_was(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_adding_a_value_keeps_every_other_point_as_it_was(tmp_path: Path) -> Non
 
     before = compiled("    training.learning_rate: [1.0e-2, 3.0e-3]\n")
     after = compiled("    training.learning_rate: [1.0e-2, 3.0e-2, 3.0e-3]\n")
-    assert set(after) - set(before) == {"sweep-lr-3e-2"}
+    assert set(after) - set(before) == {"tiny-sweep-lr-3e-2"}
     assert all(after[k] == v for k, v in before.items())
 
 
@@ -234,13 +235,14 @@ def test_kubernetes_finds_the_points_that_left_the_grid_and_nothing_else(
 
     ns = desired(None)[0].job.namespace
     live = {"{namespace}/{name}".format(**o["metadata"]): [o] for o in (  # type: ignore[arg-type]
-        _owned(ns, "sweep-lr-1e-2", "sweep"), _owned(ns, "sweep-lr-3e-3", "sweep"),
-        _owned(ns, "sweep"), _owned(ns, "other"), _owned(ns, "other-lr-1e-2", "other"),
-        _owned("elsewhere", "sweep-lr-1e-3", "sweep"))}
+        _owned(ns, "tiny-sweep-lr-1e-2", "tiny-sweep"),
+        _owned(ns, "tiny-sweep-lr-3e-3", "tiny-sweep"),
+        _owned(ns, "tiny-sweep"), _owned(ns, "other"), _owned(ns, "other-lr-1e-2", "other"),
+        _owned("elsewhere", "tiny-sweep-lr-1e-3", "tiny-sweep"))}
 
     def found(grid: str | None) -> list[str]:
         return sorted(o["metadata"]["name"] for _, o in spec_strays(desired(grid), live))
 
-    assert found("    training.learning_rate: [1.0e-2]\n") == ["sweep", "sweep-lr-3e-3"]
-    assert found("    training.learning_rate: [1.0e-2, 3.0e-3]\n") == ["sweep"]
-    assert found(None) == ["sweep-lr-1e-2", "sweep-lr-3e-3"]
+    assert found("    training.learning_rate: [1.0e-2]\n") == ["tiny-sweep", "tiny-sweep-lr-3e-3"]
+    assert found("    training.learning_rate: [1.0e-2, 3.0e-3]\n") == ["tiny-sweep"]
+    assert found(None) == ["tiny-sweep-lr-1e-2", "tiny-sweep-lr-3e-3"]
