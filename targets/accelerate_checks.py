@@ -22,17 +22,22 @@ def check(job: Job) -> list[Diagnostic]:
 
 
 def _loaders(job: Job) -> Iterator[Diagnostic]:
-    """The entrypoint reads JSON/JSONL files and hub datasets (by the hub's own layout)."""
+    """The entrypoint reads JSON/JSONL and Parquet files and hub datasets (by the hub's own
+    layout); a Parquet file by its ``.parquet`` name (``datasets``' parquet builder)."""
     from ftspec.spec.catalog.loaders import detect
     from ftspec.spec.rules.data import datasets
 
     for path, ds in datasets(job.spec):
         hub = scheme(ds.uri) == "hf"
         name = ds.loader or (None if hub else detect(ds.uri))
-        if name not in (None, "json"):
+        if name == "parquet" and not hub and not ds.uri.endswith(".parquet"):
+            yield _err((*path, "uri"), "the accelerate entrypoint reads a Parquet file by "
+                       "its .parquet name", "loader", hint="name the file *.parquet "
+                       "(uncompressed: Parquet compresses inside)")
+        elif name not in (None, "json", "parquet"):
             yield _err((*path, "loader" if ds.loader else "uri"), f"the accelerate "
-                       f"entrypoint reads JSON/JSONL files and hub datasets, not {name}",
-                       "loader", hint="convert the data to JSON Lines")
+                       f"entrypoint reads JSON/JSONL and Parquet files and hub datasets, "
+                       f"not {name}", "loader", hint="convert the data to JSON Lines")
         elif hub and ds.loader is not None:
             yield _warn((*path, "loader"), "the accelerate entrypoint loads hub datasets by "
                         "the hub's own layout; loader is ignored", "loader",

@@ -172,7 +172,8 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
             out["dataset_config"] = d.train.subset
         out["dataset_train_split"] = d.train.split
     else:
-        out["datasets"] = [{"path": "json", "data_files": src.files or "",
+        builder = "parquet" if (src.files or "").endswith(".parquet") else "json"
+        out["datasets"] = [{"path": builder, "data_files": src.files or "",
                             "split": "train"}]
     if d.train.format == "text" and d.train.text_field not in (None, "text"):
         out["dataset_text_field"] = d.train.text_field

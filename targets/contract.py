@@ -190,9 +190,9 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             and job.spec.distributed.fsdp is not None
             and job.spec.distributed.fsdp.cpu_ram_efficient_loading),
         Gap(("data", "train", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
-            "files and hub datasets", "convert the data to JSON Lines",
+            "and Parquet files and hub datasets", "convert the data to JSON Lines",
             when=lambda job: job.spec.data.train is not None
-            and job.spec.data.train.loader not in (None, "json")),
+            and job.spec.data.train.loader not in (None, "json", "parquet")),
         Gap(("data", "train", "loader"), _W, "the accelerate entrypoint loads hub "
             "datasets by the hub's own layout", "remove loader",
             when=lambda job: job.spec.data.train is not None
@@ -204,9 +204,9 @@ GAPS: dict[str, tuple[Gap, ...]] = {
             and scheme(job.spec.data.validation.uri) == "hf"
             and job.spec.data.validation.loader == "json"),
         Gap(("data", "validation", "loader"), _E, "the accelerate entrypoint reads JSON/JSONL "
-            "files and hub datasets", "convert the data to JSON Lines",
+            "and Parquet files and hub datasets", "convert the data to JSON Lines",
             when=lambda job: job.spec.data.validation is not None
-            and job.spec.data.validation.loader not in (None, "json")),
+            and job.spec.data.validation.loader not in (None, "json", "parquet")),
         Gap(("model", "use_cache"), _W, "the entrypoint turns the KV cache off for "
             "training"),
         Gap(("output", "merge_adapter"), _E, "the accelerate entrypoint saves the adapter; "

@@ -1,4 +1,5 @@
-"""Where training rows come from: a local JSONL file or a Hub dataset, and how they render.
+"""Where training rows come from: a local JSONL / JSON / Parquet file or a Hub dataset, and
+how they render.
 
 A ``Source`` is one dataset plus its rendering options: one JSON object of prepare.json
 (``source`` is ``hf://org/name`` or a local path; the other keys as in ``Source``).
@@ -17,7 +18,7 @@ HUB_PREFIX = "hf://"
 @dataclass(frozen=True)
 class Source:
     source: str
-    """``hf://org/name`` for a Hub dataset, else a local JSONL / JSON file."""
+    """``hf://org/name`` for a Hub dataset, else a local JSONL / JSON / Parquet file."""
     split: str = "train"
     subset: str | None = None
     format: str = "instruct"
@@ -67,13 +68,16 @@ def source_from_json(entry: dict[str, Any], where: str) -> Source:
 
 
 def read_rows(src: Source) -> list[tuple[str, dict[str, Any]]]:
-    """Every row of the source with where it came from (``file:line`` or ``hub[split]#i``)."""
+    """Every row of the source with where it came from (``file:line``,
+    ``file#i`` or ``hub[split]#i``)."""
     hub = src.hub_name
     if hub is not None:
         return _hub_rows(hub, src)
     path = Path(src.source)
     if not path.is_file():
         raise SystemExit(f"{path}: no such data file")
+    if path.suffix == ".parquet":
+        return _parquet_rows(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json" and text.lstrip().startswith("["):
         return [(f"{path}#{i}", row) for i, row in enumerate(json.loads(text))]
@@ -87,11 +91,32 @@ def read_rows(src: Source) -> list[tuple[str, dict[str, Any]]]:
     return rows
 
 
-def _hub_rows(name: str, src: Source) -> list[tuple[str, dict[str, Any]]]:
+def _datasets(what: str) -> Any:
     try:
         import datasets
     except ImportError:
-        raise SystemExit("reading a hub dataset needs the `datasets` package "
+        raise SystemExit(f"reading {what} needs the `datasets` package "
                          "(pip install 'ftspec[accelerate]')") from None
-    ds = datasets.load_dataset(name, src.subset, split=src.split)
+    return datasets
+
+
+def _hub_rows(name: str, src: Source) -> list[tuple[str, dict[str, Any]]]:
+    ds = _datasets("a hub dataset").load_dataset(name, src.subset, split=src.split)
     return [(f"{name}[{src.split}]#{i}", dict(row)) for i, row in enumerate(ds)]
+
+
+def _parquet_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """A Parquet file by ``datasets``' own parquet builder; its ``Image`` columns stay
+    undecoded (``{"bytes", "path"}``), as the multimodal rows hand them on."""
+    datasets = _datasets("a Parquet file")
+    try:
+        ds = datasets.load_dataset("parquet", data_files=str(path), split="train")
+    except Exception as err:  # noqa: BLE001 - pyarrow's and datasets' errors, reported by file
+        raise SystemExit(f"{path}: not a readable Parquet file: {err}") from None
+    for name, feature in ds.features.items():
+        if isinstance(feature, datasets.Image):
+            ds = ds.cast_column(name, datasets.Image(decode=False))
+        elif isinstance(feature, datasets.List | datasets.Sequence) and isinstance(
+                feature.feature, datasets.Image):
+            ds = ds.cast_column(name, datasets.List(datasets.Image(decode=False)))
+    return [(f"{path}#{i}", dict(row)) for i, row in enumerate(ds)]

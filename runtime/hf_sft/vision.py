@@ -4,9 +4,11 @@ A row's conversation becomes TRL's conversational prompt / completion (every tur
 last / the final assistant turn) with structured content: ``{"type": "text", "text": ...}``
 blocks and ``{"type": "image"}`` placeholders, where ``image_tag`` stands in user text or
 before the first user message's text; rows already in TRL's layout (content as a list of typed
-blocks, as hub vision datasets have) keep their own placeholders. Its images are files (relative to ``image_dir``, else
-the data file's folder), base64 ``data:`` URIs, or images of a hub dataset; the dataset's
-``images`` column is cast to ``datasets.Image`` so they are decoded when a batch is built.
+blocks, as hub vision datasets have) keep their own placeholders. Its images are files
+(relative to ``image_dir``, else the data file's folder), base64 ``data:`` URIs, encoded
+image bytes or ``datasets.Image`` structs (``{bytes, path}``) of a Parquet file, or images
+of a hub dataset; the dataset's ``images`` column is cast to ``datasets.Image`` so they are
+decoded when a batch is built.
 ``check_lengths`` runs TRL's own collator over every row, untruncated, and stops before
 training where ``max_length`` would cut a row's image tokens.
 """
@@ -58,13 +60,15 @@ def _image(value: Any, src: Source, where: str) -> dict[str, Any]:
         if not path.is_file():
             raise SystemExit(f"{where}: no image file {path}")
         return {"bytes": None, "path": str(path)}
+    if isinstance(value, bytes):  # a Parquet column of encoded image files
+        return {"bytes": value, "path": None}
     if isinstance(value, dict) and ("bytes" in value or "path" in value):
         return {"bytes": value.get("bytes"), "path": value.get("path")}
     if hasattr(value, "save"):  # a decoded image of a hub dataset
         out = io.BytesIO()
         value.save(out, format="PNG")
         return {"bytes": out.getvalue(), "path": None}
-    raise SystemExit(f"{where}: an image must be a path, a data: URI or an image, "
+    raise SystemExit(f"{where}: an image must be a path, a data: URI, bytes or an image, "
                      f"not {type(value).__name__}")
 
 

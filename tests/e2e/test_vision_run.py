@@ -2,7 +2,8 @@
 made locally (``helpers.tiny_vlm``), trained on solid-colour PNGs by ``ftspec apply --wait``
 on the local backend (accelerate + TRL's vision collator); the loss falls. A max_seq_len
 that cannot hold an image is refused before anything runs, at the spec's line, and one that
-would cut a row's image tokens stops the run before training, naming the row."""
+would cut a row's image tokens stops the run before training, naming the row. The same set
+as a Parquet file of ``datasets.Image`` structs trains through the same path."""
 
 from __future__ import annotations
 
@@ -114,3 +115,37 @@ def test_max_seq_len_below_one_image_is_refused_at_its_line(
            f"cannot hold one image: the model turns each image into {IMAGE_TOKENS} image " \
            "tokens" in done.stderr, done.stderr
     assert "image_seq_length" in done.stderr and "Traceback" not in done.stderr
+
+
+def parquet_copy(data: Path) -> Path:
+    """``train.jsonl`` as the Hub stores vision sets: a Parquet file whose ``images`` column
+    holds ``datasets.Image`` structs with the PNG bytes (no files beside it)."""
+    import datasets
+
+    rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["images"] = [{"bytes": (data / p).read_bytes(), "path": None} for p in row["images"]]
+    features = datasets.Features({
+        "images": datasets.List(datasets.Image()),
+        "messages": datasets.List({"role": datasets.Value("string"),
+                                   "content": datasets.Value("string")})})
+    path = data / "parquet" / "train.parquet"
+    path.parent.mkdir()
+    datasets.Dataset.from_list(rows, features=features).to_parquet(str(path))
+    return path
+
+
+@private_pid_namespace
+def test_a_parquet_vision_set_trains_through_apply_wait(
+        tmp_path: Path, tiny_assets: TinyAssets, e2e_env: dict[str, str]) -> None:
+    work = workdir(tmp_path / "work", tiny_assets, 64)
+    parquet_copy(work / "data")
+    done = ftspec(work, e2e_env, "apply", "vision.yaml", "--auto-approve", "--wait",
+                  "--set", "data.train.uri=file://data/parquet/train.parquet",
+                  "--set", "training.max_steps=3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = (work / ".ftspec" / "runs" / "vision" / "train.log").read_text()
+    losses = [r.loss for r in train_records(log)]
+    print(f"tiny LLaVA on Parquet: loss {losses}")
+    assert len(losses) == 3 and all(x is not None and 0 < x < 10 for x in losses), log
+    assert (work / "out" / "model.safetensors").is_file()

@@ -112,3 +112,21 @@ def test_accelerate_refuses_loaders_its_entrypoint_cannot_read() -> None:
     errors = [d for d in check_job(job, "accelerate") if d.is_error]
     assert [(d.code, d.path) for d in errors] == [
         ("target.accelerate.loader", ("data", "train", "uri"))]
+
+
+def test_accelerate_reads_parquet_files_by_their_name() -> None:
+    from ftspec.targets.accelerate_sft import sft_config
+    from ftspec.targets.paths import default_paths
+
+    job = make_job(launcher="accelerate", deploy={"target": "local"},
+                   data={"train": {"uri": "file:///data/train.parquet", "format": "text",
+                                   "column_map": None}})
+    assert not [d for d in check_job(job, "accelerate") if d.is_error]
+    assert sft_config(job, default_paths(job))["datasets"] == [
+        {"path": "parquet", "data_files": "/data/train.parquet", "split": "train"}]
+    named = make_job(launcher="accelerate", deploy={"target": "local"},
+                     data={"train": {"uri": "file:///data/train.bin", "loader": "parquet"}})
+    errors = [d for d in check_job(named, "accelerate") if d.is_error]
+    assert [(d.code, d.path) for d in errors] == [
+        ("target.accelerate.loader", ("data", "train", "uri"))]
+    assert "by its .parquet name" in errors[0].format()

@@ -42,6 +42,9 @@ CASES: dict[str, tuple[str, dict[str, str]]] = {
     "sfttrainer-gptq-lora-benchmark.yaml": ("fsdp", {
         **FILLS_FSDP, "{ $NUM_GPUS }": "2",
         "${accelerate_config_fsdp_transformer_layer_cls_to_wrap}": "MistralDecoderLayer"}),
+    "sfttrainer-vision-benchmark.yaml": ("fsdp", {  # granite-vision-3.2-2b's decoder layers
+        **FILLS_FSDP, "{ $NUM_GPUS }": "4",
+        "${accelerate_config_fsdp_transformer_layer_cls_to_wrap}": "GraniteDecoderLayer"}),
     "sfttrainer-lora-benchmark.yaml": ("ddp", {
         "{ $THE MACHINE RANK - always 0 for single-node runs }": "0",
         "${accelerate_config_mixed_precision}": '"no"', "{ $NUM_GPUS }": "2"}),
