@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.platforms import LAUNCHER_FACTS
 
 GIB = float(1 << 30)
 CONTEXT_GIB = 0.75
@@ -289,7 +290,7 @@ def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> flo
     kind = spec.method.kind
     if kind not in _ADAPTERS:
         return load_bytes  # the loaded weights train
-    if spec.launcher == "torchtune":
+    if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         return _DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)
     if kind in _QUANTIZED:
         return 2.0  # SFTTrainer casts adapters over a quantized base to bf16
@@ -408,7 +409,7 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
     inter = model.intermediate_size
     c = _DTYPE_BYTES[spec.model.dtype]
     mixed = spec.model.precision_mode == "mixed"
-    tune = spec.launcher == "torchtune"
+    tune = LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune"
     full = spec.method.kind == "full"
     saved = 2 * 4.0 * h
     if full:
@@ -498,7 +499,7 @@ def _peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ...], 
     # around the layers: the final norm's fp32 input and the head's input
     stored += (4.0 + c) * h * tokens
     full = spec.method.kind == "full"
-    if spec.launcher == "torchtune":
+    if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         logits = tokens * model.vocab_size * logits_bytes_per_element(spec)
         chunked = spec.training.loss == "chunked_cross_entropy"
         largest = tokens * model.vocab_size * 4.0 / (CHUNKS if chunked else 1)
