@@ -15,7 +15,7 @@ DeployTarget = Literal["local", "kubeflow", "kuberay", "ray"]
 """``deploy.target`` values."""
 DEPLOY_TARGETS: tuple[str, ...] = get_args(DeployTarget)
 
-Launcher = Literal["torchtune", "accelerate"]
+Launcher = Literal["torchtune", "accelerate", "fms_hf_tuning"]
 """``launcher`` values; each is also a compile target (its own command and config), and a
 module ``ftspec.targets.<name>`` whose ``TARGET`` implements ``targets.launcher.Launcher``."""
 LAUNCHERS: tuple[str, ...] = get_args(Launcher)
@@ -39,8 +39,8 @@ class LauncherFacts:
     """Python packages a local run imports (the local preflight's probe)."""
     adapter_packages: tuple[str, ...]
     """More packages a LoRA/QLoRA run imports."""
-    extra: str
-    """The ``ftspec[<extra>]`` install extra that brings them."""
+    install: str
+    """What to ``pip install`` for them."""
     cpu_multiprocess: bool
     """Several processes can train on CPU (gloo)."""
     accelerate_config: bool
@@ -51,11 +51,14 @@ class LauncherFacts:
 
 LAUNCHER_FACTS: dict[str, LauncherFacts] = {f.name: f for f in (
     LauncherFacts("torchtune", "fsdp", "torchtune", ("torch", "torchtune", "torchao"), (),
-                  "torchtune", cpu_multiprocess=False, accelerate_config=False,
+                  "ftspec[torchtune]", cpu_multiprocess=False, accelerate_config=False,
                   logs_tokens=False),
     LauncherFacts("accelerate", "ddp", "hf",
                   ("torch", "accelerate", "transformers", "datasets", "trl"), ("peft",),
-                  "accelerate", cpu_multiprocess=True, accelerate_config=True,
+                  "ftspec[accelerate]", cpu_multiprocess=True, accelerate_config=True,
+                  logs_tokens=True),
+    LauncherFacts("fms_hf_tuning", "ddp", "hf", ("torch", "accelerate", "tuning"), ("peft",),
+                  "fms-hf-tuning", cpu_multiprocess=True, accelerate_config=True,
                   logs_tokens=True),
 )}
 assert tuple(LAUNCHER_FACTS) == LAUNCHERS

@@ -192,7 +192,7 @@ def _launcher(checks: _Checks, job: Job) -> None:
         checks.error(("launcher",), f"the {job.launcher} launcher needs "
                      f"{', '.join(missing)}, not installed for {sys.executable}",
                      "launcher-missing",
-                     hint=f"pip install 'ftspec[{facts.extra}]'")
+                     hint=f"pip install '{facts.install}'")
 
 
 def checkpoint_bytes(job: Job) -> int:

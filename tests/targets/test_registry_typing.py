@@ -42,7 +42,7 @@ def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
 def _without_method(source: str, cls: str, method: str) -> str:
     """``source`` with ``cls.method`` (its def and body) removed."""
     body = source.split(f"class {cls}:", 1)[1]
-    found = re.search(rf"\n    def {method}\(.*?(?=\n    def |\n\n\n)", body, re.S)
+    found = re.search(rf"\n    def {method}\(.*?(?=\n    def |\n\n\n)", body, re.DOTALL)
     assert found is not None, f"{cls}.{method} not found"
     return source.replace(found.group(0), "", 1)
 
@@ -56,7 +56,7 @@ def test_deleting_kuberay_check_fails_mypy(tmp_path: Path) -> None:
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert 'Incompatible types in assignment (expression has type "KubeRayTarget", ' \
         'variable has type "Target")' in broken.stdout, broken.stdout
-    assert re.search(r"note:\s+check$", broken.stdout, re.M), broken.stdout
+    assert re.search(r"note:\s+check$", broken.stdout, re.MULTILINE), broken.stdout
 
 
 LAUNCHER = '''
@@ -119,7 +119,7 @@ def test_a_launcher_missing_a_method_fails_mypy(tmp_path: Path, method: str) -> 
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert 'expression has type "Echo", variable has type "Launcher"' in broken.stdout, \
         broken.stdout
-    assert re.search(rf"note:\s+{method}$", broken.stdout, re.M), broken.stdout
+    assert re.search(rf"note:\s+{method}$", broken.stdout, re.MULTILINE), broken.stdout
 
 
 def test_every_target_module_annotates_its_target() -> None:
@@ -129,4 +129,4 @@ def test_every_target_module_annotates_its_target() -> None:
     for name in COMPILE_TARGETS:
         text = (ROOT / "targets" / f"{name}.py").read_text(encoding="utf-8")
         kind = "Launcher" if name in LAUNCHERS else "Target"
-        assert re.search(rf"^TARGET: {kind} = \w+\(\)$", text, re.M), name
+        assert re.search(rf"^TARGET: {kind} = \w+\(\)$", text, re.MULTILINE), name
