@@ -132,9 +132,11 @@ def _rest(job: Job) -> dict[str, Any]:
     if method.kind == "lora":
         lora = method.lora_settings
         modules = ["all-linear"] if list(lora.target_modules) == [ALL_LINEAR] \
-            else list(job.lora_modules)
+            else list(job.lora_modules) + (["lm_head"] if lora.output else [])
         out.update(r=lora.rank, lora_alpha=int(lora.alpha), lora_dropout=float(lora.dropout),
                    target_modules=modules)
+        if lora.bias != "none":
+            out["bias"] = lora.bias
     pt = method.prompt_tuning
     if method.kind == "prompt_tuning" and pt is not None:
         out["num_virtual_tokens"] = pt.num_virtual_tokens

@@ -3,13 +3,57 @@ line (as the SFTTrainer actuator writes it) does not carry."""
 
 from __future__ import annotations
 
+from ftspec.spec.ir import Job
+from ftspec.targets.accelerate_gaps import _fsdp_version
 from ftspec.targets.gap import ERROR as _E
 from ftspec.targets.gap import WARNING as _W
 from ftspec.targets.gap import Gap
 
 _NO_FLAG = "fms-hf-tuning's command line has no flag for {}"
+_ROWS = ("fms-hf-tuning's command line names a text or chat column; rendering rows from "
+         "other columns needs its data_config file, which ftspec does not write")
+_RENDERING = ("column_map", "prompt_template", "completion_template", "prompt_func",
+              "completion_func", "new_system_prompt")
+_VALIDATION = ("fms-hf-tuning reads --validation_data_path like the training file; {} of "
+               "the validation data does not reach it")
+
+
+def _fsdp2(job: Job) -> bool:
+    return _fsdp_version(job) == 2
+
+
+def _other_attention(job: Job) -> bool:
+    return job.spec.model.attn_implementation not in (None, "flash_attention_2")
 
 GAPS: tuple[Gap, ...] = (
+    *(Gap(("data", "train", key), _E, _ROWS, "use launcher: accelerate") for key in _RENDERING),
+    *(Gap(("data", "validation", key), _E, _ROWS, "use launcher: accelerate")
+      for key in _RENDERING),
+    *(Gap(("data", "validation", key), _W, _VALIDATION.format(key))
+      for key in ("format", "loader", "split", "subset", "proportion", "response_template",
+                  "train_on_input")),
+    Gap(("data", "train", "train_on_input"), _W, "text rows train on every token unless "
+        "response_template is set (then on the response only); train_on_input does not reach "
+        "fms-hf-tuning"),
+    Gap(("data", "validation_split_ratio"), _E, _NO_FLAG.format("a held-out split"),
+        "give data.validation as a file"),
+    Gap(("distributed", "fsdp", "backward_prefetch"), _W, "FSDP2 has no backward prefetch "
+        "setting", when=_fsdp2),
+    Gap(("distributed", "fsdp", "forward_prefetch"), _W, "FSDP2 has no forward prefetch "
+        "setting", when=_fsdp2),
+    Gap(("distributed", "fsdp", "use_orig_params"), _W, "FSDP2 always keeps the original "
+        "parameters", when=_fsdp2),
+    Gap(("distributed", "fsdp", "sync_module_states"), _W, "accelerate syncs module states "
+        "whenever cpu_ram_efficient_loading is on",
+        when=lambda job: job.spec.distributed.fsdp is not None
+        and job.spec.distributed.fsdp.cpu_ram_efficient_loading),
+    Gap(("method", "lora", "init_weights"), _E, "fms-hf-tuning's --init_lora_weights is "
+        "true or false (PEFT's default or zeros), not a named initialization"),
+    Gap(("model", "attn_implementation"), _W, "fms-hf-tuning's only attention flag is "
+        "--use_flash_attn; other implementations are transformers' default (sdpa)",
+        when=_other_attention),
+    Gap(("training", "loss"), _W, "the Trainer computes the plain cross-entropy "
+        "(chunked_cross_entropy is torchtune's)"),
     Gap(("model", "revision"), _E, _NO_FLAG.format("a model revision"),
         "pin the revision in the model files (a local folder)"),
     Gap(("model", "trust_remote_code"), _W, _NO_FLAG.format("trust_remote_code")),
