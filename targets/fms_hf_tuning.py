@@ -117,8 +117,7 @@ def _rest(job: Job) -> dict[str, Any]:
         out.update(adam_beta1=o.betas[0], adam_beta2=o.betas[1])
     if o.eps != 1e-8:
         out["adam_epsilon"] = o.eps
-    if t.logging.strategy != "steps":
-        out["logging_strategy"] = t.logging.strategy
+    out["logging_strategy"] = t.logging.strategy  # fms-hf-tuning's default is epoch
     if t.checkpointing.strategy == "steps":
         out["save_steps"] = t.checkpointing.steps or 500
     if t.checkpointing.total_limit is not None:

@@ -21,7 +21,6 @@ import ast
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -30,35 +29,19 @@ from ftspec.compiler.build import build_job
 from ftspec.spec.validate import validate_file
 from ftspec.targets import get_launcher
 from ftspec.targets.fms_hf_tuning import MODULE, trainer_args
+from helpers import fms_site
 from helpers.jobs import make_job
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-VERSION = "3.2.2"
-CACHE = Path.home() / ".cache" / "ftspec" / f"fms-hf-tuning-{VERSION}-site"
-PINNED = (f"fms-hf-tuning=={VERSION}", "transformers==4.55.4", "tokenizers>=0.21,<0.22",
-          "huggingface_hub>=0.34,<1.0")
-"""fms-hf-tuning and the transformers stack its pins allow (transformers<=4.55.4)."""
 EXAMPLE = ROOT / "examples" / "sfttrainer-fms-hf-tuning.yaml"
 PARSED_DATACLASSES = ("ModelArguments", "DataArguments", "TrainingArguments",
                       "TrainerControllerArguments", "LoraConfig", "PromptTuningConfig")
 
 
 def _wheel_tree() -> Path:
-    if (CACHE / "tuning" / "sft_trainer.py").is_file():
-        return CACHE
-    download = CACHE.with_name(CACHE.name + ".download")
-    done = subprocess.run([sys.executable, "-m", "pip", "download", *PINNED,
-                           "--no-deps", "-q", "-d", str(download)],
-                          capture_output=True, text=True, check=False, timeout=600)
-    wheels = sorted(download.glob("*.whl"))
-    if done.returncode != 0 or len(wheels) != len(PINNED):
-        pytest.skip(f"fms-hf-tuning {VERSION} cannot be downloaded here: {done.stderr[-300:]}")
-    for wheel in wheels:
-        with zipfile.ZipFile(wheel) as whl:
-            whl.extractall(CACHE)
-    return CACHE
+    return fms_site.site()
 
 
 def _get_parser_source(tree: Path) -> tuple[list[str], list[str]]:

@@ -36,4 +36,5 @@ exec accelerate launch \
     --bf16 False \
     --gradient_checkpointing_kwargs '{"use_reentrant": false}' \
     --seed 42 \
-    --max_grad_norm 1.0
+    --max_grad_norm 1.0 \
+    --logging_strategy steps
