@@ -382,26 +382,27 @@ def tokenizer_section(job: Job, paths: RunPaths) -> dict[str, Any]:
 def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     spec = job.spec
     ds = spec.data.train
-    assert ds is not None
-    out: dict[str, Any] = {"_component_": DATASETS[ds.format]}
+    fmt = job.row_format.only
+    assert ds is not None and fmt is not None
+    out: dict[str, Any] = {"_component_": DATASETS[fmt]}
     out.update(dataset_location(ds.uri, ds.loader, paths.train.files))
     out["split"] = literal(ds.split)
     if ds.subset:
         out["name"] = literal(ds.subset)
-    if ds.format in ("instruct", "alpaca"):
+    if fmt in ("instruct", "alpaca"):
         if ds.column_map:
             out["column_map"] = {k: literal(v) for k, v in ds.column_map.items()}
         out["train_on_input"] = ds.trains_on_input
-        if ds.new_system_prompt is not None and ds.format == "instruct":
+        if ds.new_system_prompt is not None and fmt == "instruct":
             out["new_system_prompt"] = literal(ds.new_system_prompt)
-    elif ds.format in ("chat", "sharegpt"):
+    elif fmt in ("chat", "sharegpt"):
         out["conversation_column"] = literal(ds.conversation_column or "conversations")
-        out["conversation_style"] = ("sharegpt" if ds.format == "sharegpt"
+        out["conversation_style"] = ("sharegpt" if fmt == "sharegpt"
                                      else ds.conversation_style or "sharegpt")
         out["train_on_input"] = ds.trains_on_input
         if ds.new_system_prompt is not None:
             out["new_system_prompt"] = literal(ds.new_system_prompt)
-    elif ds.format == "text":
+    elif fmt == "text":
         out["column"] = literal(ds.text_field or "text")
     out["packed"] = spec.data.packed
     return out
