@@ -83,8 +83,8 @@ def trainer_args(job: Job, paths: RunPaths | None = None) -> dict[str, Any]:
     a["save_strategy"] = t.checkpointing.strategy
     a["learning_rate"] = t.learning_rate
     a["weight_decay"] = t.optimizer.weight_decay
-    if t.scheduler.warmup_steps is not None:
-        a["warmup_steps"] = t.scheduler.warmup_steps
+    if job.warmup_steps is not None:  # given, or the ratio of a known step count
+        a["warmup_steps"] = job.warmup_steps
     else:
         a["warmup_ratio"] = t.scheduler.warmup_ratio or 0.0
     a["lr_scheduler_type"] = t.scheduler.name
