@@ -13,11 +13,11 @@ from typing import Any, Literal
 from ftspec.compiler.memory import estimate_memory
 from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.models import MODEL_FAMILIES, ModelFamily
-from ftspec.spec.ir import Job, ModelFacts
+from ftspec.spec.ir import Job, ModelFacts, RowFormat
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.ownership import ownership_labels
-from ftspec.spec.platforms import NEWEST_TRAINER
+from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER
 from ftspec.spec.sweep import Point, with_point
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
@@ -144,7 +144,8 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     if spec.distributed.strategy == "auto":
         # torchtune's distributed recipes always shard with FSDP2; transformers' expert
         # parallelism shards the dense weights with FSDP2 over the same ranks
-        sharded = spec.launcher == "torchtune" or spec.distributed.expert_parallel > 1
+        sharded = LAUNCHER_FACTS[spec.launcher].multi_rank_strategy == "fsdp" \
+            or spec.distributed.expert_parallel > 1
         multi: Literal["fsdp", "ddp"] = "fsdp" if sharded else "ddp"
         strategy = multi if world > 1 else "none"
     else:
@@ -188,12 +189,19 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         global_batch_size=t.global_batch_size, max_seq_len=spec.data.max_seq_len,
         tokens_per_step=t.global_batch_size * (spec.data.max_seq_len or facts.context_len),
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
-        model=facts, lora_modules=lora_modules, memory=memory,
+        model=facts, lora_modules=lora_modules, memory=memory, row_format=_row_format(spec),
         labels=labels, annotations=annotations,
         trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
         written=written_digest(spec), defaults=spec_defaults(spec),
     )
     return replace(job, summary=ml_summary(job))
+
+
+def _row_format(spec: FineTuneSpec) -> RowFormat:
+    d = spec.data
+    sources = [d.train] if d.train is not None else \
+        list(d.mixture.datasets) if d.mixture is not None else []
+    return RowFormat(tuple(ds.format for ds in sources))
 
 
 def _train_examples(spec: FineTuneSpec) -> int | None:

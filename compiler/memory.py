@@ -83,6 +83,8 @@ from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.method import QUANTIZED_LORA
+from ftspec.spec.platforms import LAUNCHER_FACTS
 
 GIB = float(1 << 30)
 CONTEXT_GIB = 0.75
@@ -108,7 +110,7 @@ _STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
 _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 """bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
 _ADAPTERS = ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3")
-_QUANTIZED = ("qlora", "gptq_lora")
+_QUANTIZED = QUANTIZED_LORA
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
@@ -348,7 +350,7 @@ def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> flo
     kind = spec.method.kind
     if kind not in _ADAPTERS:
         return load_bytes  # the loaded weights train
-    if spec.launcher == "torchtune":
+    if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         return DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)
     if kind in _QUANTIZED:
         return 2.0  # SFTTrainer casts adapters over a quantized base to bf16

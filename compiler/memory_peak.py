@@ -19,6 +19,8 @@ from ftspec.compiler.memory_arch import (
 from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.method import LORA_FAMILY
+from ftspec.spec.platforms import LAUNCHER_FACTS
 
 TRL_TOKEN_CHUNK = 4096
 """``trl.kernels.chunked_logprob.TOKEN_CHUNK_SIZE``: tokens per fused-head tile."""
@@ -30,7 +32,7 @@ Triton: the CPU), counted from ``trl.kernels.chunked_logprob._backward_tile``: f
 (upcast, scaled logits, log p, p, gradient), the target mask (0.25) and two temporaries."""
 
 
-LORA_KINDS = ("lora", "qlora", "dora", "gptq_lora")
+LORA_KINDS = LORA_FAMILY
 CHUNKS = 8
 """torchtune's ``CEWithChunkedOutputLoss`` default ``num_output_chunks``."""
 
@@ -133,7 +135,7 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
     inter = model.intermediate_size
     c = DTYPE_BYTES[spec.model.dtype]
     mixed = spec.model.precision_mode == "mixed"
-    tune = spec.launcher == "torchtune"
+    tune = LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune"
     full = spec.method.kind == "full"
     saved = 2 * 4.0 * h
     if full:
@@ -245,7 +247,7 @@ def loss_head(spec: FineTuneSpec, model: ModelFacts, tokens: float) -> tuple[flo
     """The loss head's bytes at the loss and its largest tensor: torchtune's logits
     (``logits_bytes_per_element`` per logit; the largest an fp32 chunk, or all of them
     unchunked), TRL's fused LM head (``fused_head_bytes``)."""
-    if spec.launcher == "torchtune":
+    if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         logits = tokens * model.vocab_size * logits_bytes_per_element(spec)
         chunked = spec.training.loss == "chunked_cross_entropy"
         largest = tokens * model.vocab_size * 4.0 / (CHUNKS if chunked else 1)

@@ -25,6 +25,7 @@ def ml_summary(job: Job) -> dict[str, str]:
         "gradient accumulation": str(job.gradient_accumulation_steps),
         "epochs": str(t.epochs) if t.epochs is not None else "-",
         "max steps": str(job.total_steps) if job.total_steps is not None else "-",
+        "row format": job.row_format.name,
         "sequence length": str(job.max_seq_len) if job.max_seq_len is not None
         else f"no truncation (context {job.model.context_len})",
         "precision": f"{spec.model.dtype} {spec.model.precision_mode}",

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
 from ftspec.spec.kept import Deferred
-from ftspec.spec.platforms import NEWEST_TRAINER, DeployTarget, Launcher
+from ftspec.spec.platforms import (
+    LAUNCHER_FACTS,
+    NEWEST_TRAINER,
+    DeployTarget,
+    Launcher,
+    LauncherFacts,
+)
 
 SPEC_HASH_ANNOTATION = "ftspec.dev/spec-hash"
 """Written by ftspec before the applied record (``ftspec.dev/applied``); only read now, so
@@ -94,6 +100,31 @@ class MemoryEstimate:
         return self.total_gib <= self.capacity_gib
 
 
+RowFormatName = Literal["instruct", "alpaca", "chat", "sharegpt", "text", "completion",
+                        "prompt_completion", "multimodal"]
+"""``data.*.format`` values (the spec model's ``DatasetFormat`` is this type)."""
+
+
+@dataclass(frozen=True)
+class RowFormat:
+    """How the training rows are laid out: the format of each training dataset (``data.train``,
+    or each ``data.mixture`` dataset in order). Every launcher builds its data pipeline from
+    it, and the summary names it, so a change of format reads in ``plan``."""
+
+    formats: tuple[RowFormatName, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The formats, each once, in order (``alpaca``, ``chat+text``); ``-`` without data."""
+        return "+".join(dict.fromkeys(self.formats)) or "-"
+
+    @property
+    def only(self) -> RowFormatName | None:
+        """The one format every training dataset has, or None (mixed or no data)."""
+        kinds = set(self.formats)
+        return self.formats[0] if len(kinds) == 1 else None
+
+
 @dataclass(frozen=True)
 class Job(Deferred):
     spec: FineTuneSpec
@@ -129,6 +160,8 @@ class Job(Deferred):
     lora_modules: tuple[str, ...]
     """Hugging Face module names LoRA adapts (target_modules, plus MLP ones when mlp)."""
     memory: MemoryEstimate
+    row_format: RowFormat = field(default_factory=RowFormat)
+    """The training rows' format (``data.train.format`` / each mixture dataset's)."""
     labels: dict[str, str] = field(default_factory=dict)
     """Ownership labels every platform object carries (plus metadata.labels)."""
     annotations: dict[str, str] = field(default_factory=dict)
@@ -150,3 +183,8 @@ class Job(Deferred):
     summary: dict[str, str] = field(default_factory=dict)
     """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
     what platform objects carry and what ``plan`` words its changes with."""
+
+    @property
+    def launcher_facts(self) -> LauncherFacts:
+        """What the compiler and backends know of the launcher (``spec.platforms``)."""
+        return LAUNCHER_FACTS[self.launcher]

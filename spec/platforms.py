@@ -15,9 +15,53 @@ DeployTarget = Literal["local", "kubeflow", "kuberay", "ray"]
 """``deploy.target`` values."""
 DEPLOY_TARGETS: tuple[str, ...] = get_args(DeployTarget)
 
-Launcher = Literal["torchtune", "accelerate"]
-"""``launcher`` values; each is also a compile target (its own command and config)."""
+Launcher = Literal["torchtune", "accelerate", "fms_hf_tuning"]
+"""``launcher`` values; each is also a compile target (its own command and config), and a
+module ``ftspec.targets.<name>`` whose ``TARGET`` implements ``targets.launcher.Launcher``."""
 LAUNCHERS: tuple[str, ...] = get_args(Launcher)
+
+
+@dataclass(frozen=True)
+class LauncherFacts:
+    """What the compiler and the backends need to know of a launcher, as data (the spec
+    layer imports no target): read where a choice depends on the launcher, so no module
+    outside the launcher's own compares its name."""
+
+    name: str
+    multi_rank_strategy: Literal["fsdp", "ddp"]
+    """What ``distributed.strategy: auto`` resolves to over several ranks (torchtune's
+    distributed recipes always shard with FSDP2)."""
+    memory_profile: Literal["torchtune", "hf"]
+    """Which training stack the memory estimate models: torchtune's recipes (adapters in the
+    model dtype, the full-vocabulary logits) or the Hugging Face Trainer's (PEFT's fp32
+    adapters, TRL's tiled logits)."""
+    packages: tuple[str, ...]
+    """Python packages a local run imports (the local preflight's probe)."""
+    adapter_packages: tuple[str, ...]
+    """More packages a LoRA/QLoRA run imports."""
+    install: str
+    """What to ``pip install`` for them."""
+    cpu_multiprocess: bool
+    """Several processes can train on CPU (gloo)."""
+    accelerate_config: bool
+    """Runs under ``accelerate launch`` with ftspec's accelerate config (its CPU settings)."""
+    logs_tokens: bool
+    """Its training log counts the tokens seen (else the local backend counts the dataset)."""
+
+
+LAUNCHER_FACTS: dict[str, LauncherFacts] = {f.name: f for f in (
+    LauncherFacts("torchtune", "fsdp", "torchtune", ("torch", "torchtune", "torchao"), (),
+                  "ftspec[torchtune]", cpu_multiprocess=False, accelerate_config=False,
+                  logs_tokens=False),
+    LauncherFacts("accelerate", "ddp", "hf",
+                  ("torch", "accelerate", "transformers", "datasets", "trl"), ("peft",),
+                  "ftspec[accelerate]", cpu_multiprocess=True, accelerate_config=True,
+                  logs_tokens=True),
+    LauncherFacts("fms_hf_tuning", "ddp", "hf", ("torch", "accelerate", "tuning"), ("peft",),
+                  "fms-hf-tuning", cpu_multiprocess=True, accelerate_config=True,
+                  logs_tokens=True),
+)}
+assert tuple(LAUNCHER_FACTS) == LAUNCHERS
 
 
 @dataclass(frozen=True)

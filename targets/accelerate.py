@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
+from ftspec.spec.platforms import LAUNCHER_FACTS
 from ftspec.targets import shell
 from ftspec.targets.accelerate_config import config_dict, dump_config
 from ftspec.targets.accelerate_sft import prepare_plan, sft_config
 from ftspec.targets.base import Artifact, Launch, generated_line, launch_data
+from ftspec.targets.launcher import KubeflowStyle, Launcher
 from ftspec.targets.paths import RunPaths, default_paths
+
+if TYPE_CHECKING:
+    from ftspec.targets.gap import Gap
 
 CONFIG_FILE = "accelerate.yaml"
 SFT_FILE = "sft.yaml"
@@ -151,8 +156,16 @@ def _group(parts: list[str]) -> list[str]:
     return out
 
 
+def rank_flags(job: Job, rank: str, addr: str, port: str) -> dict[str, str]:
+    """``accelerate launch``'s multi-node flags (every launcher run under it has these)."""
+    return {"--num_machines": str(job.nodes), "--machine_rank": rank,
+            "--main_process_ip": addr, "--main_process_port": port}
+
+
 class AccelerateTarget:
     name = "accelerate"
+    facts = LAUNCHER_FACTS["accelerate"]
+    kubeflow_style: KubeflowStyle = "command"
 
     def check(self, job: Job) -> list[Diagnostic]:
         from ftspec.targets.accelerate_checks import check
@@ -168,5 +181,29 @@ class AccelerateTarget:
         return out + [Artifact(COMMAND_FILE, "command", command_text(job),
                                obj=launch_data(launch(job)))]
 
+    def launch(self, job: Job, paths: RunPaths | None = None) -> Launch:
+        return launch(job, paths)
 
-TARGET = AccelerateTarget()
+    def trainer_args(self, job: Job, paths: RunPaths | None = None) -> Mapping[str, Any]:
+        """TRL's ``SFTConfig`` and script arguments: what ``sft.yaml`` holds."""
+        return sft_config(job, paths or default_paths(job))
+
+    def rank_flags(self, job: Job, rank: str, addr: str, port: str) -> dict[str, str]:
+        return rank_flags(job, rank, addr, port)
+
+    def download_step(self, job: Job) -> list[str]:
+        return []  # transformers reads hf:// ids itself
+
+    def probe(self, job: Job) -> list[Diagnostic]:
+        """A local model folder's image tokens against ``data.max_seq_len`` (vision)."""
+        from ftspec.targets.accelerate_vision import probe
+
+        return probe(job)
+
+    def gaps(self) -> tuple[Gap, ...]:
+        from ftspec.targets.accelerate_gaps import GAPS
+
+        return GAPS
+
+
+TARGET: Launcher = AccelerateTarget()

@@ -175,11 +175,12 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         builder = "parquet" if (src.files or "").endswith(".parquet") else "json"
         out["datasets"] = [{"path": builder, "data_files": src.files or "",
                             "split": "train"}]
-    if d.train.format == "text" and d.train.text_field not in (None, "text"):
+    fmt = job.row_format.only  # data.train's format (no mixture here)
+    if fmt == "text" and d.train.text_field not in (None, "text"):
         out["dataset_text_field"] = d.train.text_field
-    if d.train.format in ("completion", "prompt_completion"):
+    if fmt in ("completion", "prompt_completion"):
         out["completion_only_loss"] = not d.train.trains_on_input
-    if d.train.format == "chat":  # loss on every assistant turn
+    if fmt == "chat":  # loss on every assistant turn
         out["assistant_only_loss"] = not d.train.trains_on_input
     return out
 

@@ -92,7 +92,7 @@ def image_tokens(job: Job) -> tuple[int, str] | None:
 
 def probe(job: Job) -> list[Diagnostic]:
     """``data.max_seq_len`` against one image's tokens (compile time, local models)."""
-    if job.launcher != "accelerate" or not multimodal(job) or job.max_seq_len is None:
+    if not multimodal(job) or job.max_seq_len is None:  # called by the accelerate launcher
         return []
     found = image_tokens(job)
     if found is None:

@@ -29,9 +29,10 @@ from ftspec.spec.platforms import (
     TRAINER_VERSIONS,
 )
 from ftspec.spec.urls import pvc_parts, scheme
+from ftspec.targets import get_launcher
 from ftspec.targets import kubeflow_accelerate as kfa
 from ftspec.targets import kubeflow_torchtune as kft
-from ftspec.targets.base import Artifact, Launch
+from ftspec.targets.base import Artifact, Launch, Target
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
     fetched_in_container,
@@ -69,15 +70,25 @@ def uses_patches(version: str) -> bool:
     return TRAINER_VERSIONS.index(version) >= TRAINER_VERSIONS.index(PATCHES_TRAINER)
 
 
+def _on_runtime(job: Job) -> bool:
+    """The launcher runs as ``tune run`` on a torchtune runtime (else: its own command)."""
+    return get_launcher(job.launcher).kubeflow_style == "torchtune-runtime"
+
+
+def _generated(job: Job) -> bool:
+    """ftspec generates the TrainingRuntime that runs the launcher's command."""
+    return not _on_runtime(job) and job.spec.deploy.kubeflow.generate_runtime
+
+
 def runtime_ref(job: Job) -> dict[str, str] | None:
     """name, kind and apiGroup, always all three (the SDK sent only the name: sdk#536)."""
     kf = job.spec.deploy.kubeflow
-    if job.launcher == "accelerate" and kf.generate_runtime:
+    if _generated(job):
         return {"name": kfa.runtime_name(job), "kind": "TrainingRuntime", "apiGroup": API_GROUP}
     if kf.runtime is not None:
         return {"name": kf.runtime.name, "kind": kf.runtime.kind, "apiGroup": API_GROUP}
     default = kft.DEFAULT_RUNTIMES.get(job.spec.model.family or "")
-    if job.launcher == "torchtune" and default:
+    if _on_runtime(job) and default:
         return {"name": default, "kind": "ClusterTrainingRuntime", "apiGroup": API_GROUP}
     return None
 
@@ -97,14 +108,12 @@ def own_command(job: Job) -> bool:
 
 
 def _launch(job: Job) -> Launch | None:
-    """The accelerate launcher's run with its default paths (pvc:// claims are mounted at
-    /mnt/<claim>, hf:// ids are downloaded in the container); None for torchtune, and
-    when the TrainJob runs its own command (no launcher files, env or volumes then)."""
-    if job.launcher != "accelerate" or own_command(job):
+    """The launcher's run with its default paths (pvc:// claims are mounted at /mnt/<claim>,
+    hf:// ids are downloaded in the container); None on a torchtune runtime, and when the
+    TrainJob runs its own command (no launcher files, env or volumes then)."""
+    if _on_runtime(job) or own_command(job):
         return None
-    from ftspec.targets.accelerate import launch
-
-    return launch(job)
+    return get_launcher(job.launcher).launch(job)
 
 
 _error = Findings("kubeflow").error
@@ -127,14 +136,14 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
             "its own program, not the launcher, so model, data, method and training describe "
             "the job without reaching it", path=("overrides", "trainjob", "spec", "trainer",
                                                  "command"), code="kubeflow.own-command"))
-    if job.launcher == "torchtune" and "args" in _raw_trainer(job):
+    if _on_runtime(job) and "args" in _raw_trainer(job):
         found.append(Diagnostic(
             Severity.WARNING, "overrides.trainjob sets spec.trainer.args: they replace the "
             "args ftspec writes from model, data, method and training, so a change to those "
             "sections does not reach the TrainJob while this list is here",
             path=("overrides", "trainjob", "spec", "trainer", "args"),
             code="kubeflow.raw-args"))
-    if job.launcher == "torchtune":
+    if _on_runtime(job):
         if kf.generate_runtime:
             found.append(_error(("deploy", "kubeflow", "generate_runtime"),
                                 "generate_runtime is for the accelerate launcher; torchtune "
@@ -152,8 +161,9 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
     else:
         if ref is None:
             found.append(_error(("deploy", "kubeflow"),
-                                "the accelerate launcher on kubeflow needs a runtime that "
-                                "runs accelerate; Kubeflow's shipped runtimes run torchtune",
+                                f"the {job.launcher} launcher on kubeflow needs a runtime "
+                                "that runs accelerate; Kubeflow's shipped runtimes run "
+                                "torchtune",
                                 "runtime-required",
                                 hint="add deploy.kubeflow.generate_runtime: true"
                                 + ("" if job.spec.deploy.scheduling.image else
@@ -187,7 +197,7 @@ def _failure_policy_rules(job: Job) -> list[Diagnostic]:
     if fp is None:
         return []
     at = ("deploy", "kubeflow", "failure_policy")
-    if not (job.launcher == "accelerate" and kf.generate_runtime):
+    if not _generated(job):
         return [_error(at, "a failure policy belongs to the runtime's JobSet template, which "
                        "the TrainJob cannot change; ftspec writes it only into the runtime it "
                        "generates", "failure-policy-runtime",
@@ -226,10 +236,10 @@ def _initializer(job: Job) -> dict[str, Any]:
 def _trainer(job: Job, launch: Launch | None) -> dict[str, Any]:
     trainer: dict[str, Any] = {}
     image = job.spec.deploy.scheduling.image
-    generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
+    generated = _generated(job)
     if image and not generated:
         trainer["image"] = image
-    if job.launcher == "torchtune":
+    if _on_runtime(job):
         trainer["command"] = ["tune", "run"]
         trainer["args"] = kft.trainer_args(job)
     elif not generated and launch is not None:
@@ -248,19 +258,19 @@ def _trainer(job: Job, launch: Launch | None) -> dict[str, Any]:
 
 def _pod_patches(job: Job, launch: Launch | None) -> dict[str, dict[str, Any]]:
     """Per replicated job: the pod-spec fields ftspec sets (placement, volumes, mounts)."""
-    generated = job.launcher == "accelerate" and job.spec.deploy.kubeflow.generate_runtime
-    jobs = TORCHTUNE_JOBS if job.launcher == "torchtune" else ("node",)
+    generated = _generated(job)
+    jobs = TORCHTUNE_JOBS if _on_runtime(job) else ("node",)
     out = {name: {} if generated else pod_placement(job, gpu=name == "node") for name in jobs}
     node = out["node"]
     output = job.spec.output
-    if job.launcher == "torchtune" and output is not None and scheme(output.uri) == "pvc":
+    if _on_runtime(job) and output is not None and scheme(output.uri) == "pvc":
         claim, sub = pvc_parts(output.uri)
         mount: dict[str, Any] = {"name": OUTPUT_VOLUME, "mountPath": OUTPUT_MOUNT}
         if sub:
             mount["subPath"] = sub
         node["volumes"] = [{"name": OUTPUT_VOLUME, "persistentVolumeClaim": {"claimName": claim}}]
         node["containers"] = [{"name": "node", "volumeMounts": [mount]}]
-    if launch is not None and not generated:  # the accelerate launcher
+    if launch is not None and not generated:  # a launcher's own command
         volumes, mounts = kfa.pod_volumes(job, launch)
         if volumes:
             node["volumes"] = volumes
@@ -285,7 +295,7 @@ def _pod_template_overrides(pods: dict[str, dict[str, Any]]) -> list[dict[str, A
 def trainjob(job: Job, launch: Launch | None, version: str) -> dict[str, Any]:
     kf = job.spec.deploy.kubeflow
     spec: dict[str, Any] = {"runtimeRef": runtime_ref(job)}
-    if job.launcher == "torchtune":
+    if _on_runtime(job):
         spec["initializer"] = _initializer(job)
     spec["trainer"] = _trainer(job, launch)
     pods = _pod_patches(job, launch)
@@ -347,4 +357,4 @@ class KubeflowTarget:
         return compile_for_version(job, job.trainer_version)
 
 
-TARGET = KubeflowTarget()
+TARGET: Target = KubeflowTarget()

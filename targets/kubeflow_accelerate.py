@@ -1,10 +1,12 @@
-"""The accelerate launcher on Kubeflow Trainer: its generated files in a ConfigMap mounted
-into the trainer container, and (``deploy.kubeflow.generate_runtime``) a namespaced
-TrainingRuntime whose ``node`` container runs ``accelerate launch``.
+"""A launcher's own command on Kubeflow Trainer (accelerate, fms_hf_tuning): its generated
+files in a ConfigMap mounted into the trainer container, and
+(``deploy.kubeflow.generate_runtime``) a namespaced TrainingRuntime whose ``node`` container
+runs the launcher's command (``accelerate launch``).
 
 Multi-node: the Trainer's torch plugin gives every ``node`` pod ``PET_NODE_RANK``,
 ``PET_MASTER_ADDR`` and ``PET_MASTER_PORT``; the command's rank / rendezvous flags are
-pointed at them with Kubernetes' ``$(VAR)`` expansion, so one pod template serves all nodes.
+pointed at them with Kubernetes' ``$(VAR)`` expansion (the launcher's ``rank_flags``), so
+one pod template serves all nodes.
 """
 
 from __future__ import annotations
@@ -23,11 +25,8 @@ FILES_MOUNT = "/etc/ftspec"
 FILES_VOLUME = "ftspec-files"
 TRAINER_STEP_LABEL = f"{TRAINER_GROUP}/trainjob-ancestor-step"
 FRAMEWORK_LABEL = f"{TRAINER_GROUP}/framework"
-NODE_ENV_FLAGS = {
-    "--machine_rank": "$(PET_NODE_RANK)",
-    "--main_process_ip": "$(PET_MASTER_ADDR)",
-    "--main_process_port": "$(PET_MASTER_PORT)",
-}
+NODE_ENV = ("$(PET_NODE_RANK)", "$(PET_MASTER_ADDR)", "$(PET_MASTER_PORT)")
+"""This node's rank, the rank-0 node's address and port, as the torch plugin sets them."""
 
 
 def configmap_name(job: Job) -> str:
@@ -42,7 +41,11 @@ def container_command(job: Job, launch: Launch) -> list[str]:
     """The launcher's argv with its files read from the ConfigMap mount, and multi-node
     rank/rendezvous flags taken from the torch plugin's environment."""
     args = [shell.kube_literal(a) for a in relocate(launch.argv, launch.files, FILES_MOUNT)]
-    return args if job.nodes == 1 else set_flags(args, NODE_ENV_FLAGS)
+    if job.nodes == 1:
+        return args
+    from ftspec.targets import get_launcher
+
+    return set_flags(args, get_launcher(job.launcher).rank_flags(job, *NODE_ENV))
 
 
 def files_volume(job: Job) -> dict[str, Any]:

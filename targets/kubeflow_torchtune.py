@@ -12,7 +12,7 @@ the data location rewritten to where the dataset initializer puts it (``/workspa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings, Severity
 from ftspec.spec.ir import Job
@@ -21,6 +21,9 @@ from ftspec.spec.urls import hub_parts, scheme
 from ftspec.targets import shell
 from ftspec.targets.paths import DataSource, RunPaths
 from ftspec.targets.torchtune_checks import METHODS
+
+if TYPE_CHECKING:
+    from ftspec.targets.torchtune_configs import Override
 
 RUNTIME_OWNED: tuple[str, ...] = (
     "output_dir", "tokenizer.path", "tokenizer.merges_file", "checkpointer.checkpoint_dir",
@@ -74,40 +77,39 @@ SHORTHAND_COMPONENTS = ("dataset", "loss")
 """Components every torchtune base config has, written ``dataset=X`` as the SDK does."""
 
 
-def launcher_overrides(job: Job) -> list[tuple[str, str]]:
-    """The torchtune launcher's overrides for the Kubeflow paths, as (key, value) pairs;
-    a removal ``~key`` is returned as (``~key``, "").
+def launcher_overrides(job: Job) -> list[Override]:
+    """The torchtune launcher's overrides for the Kubeflow paths, typed (a ``Set`` keeps its
+    value, rendered only when the args are written).
 
     A whole component set at once (a raw ``overrides.torchtune`` mapping) is written key by
     key: on the command line ``tune run`` reads ``dataset={...}`` as the component's name
     (``dataset._component_``), so the mapping's keys are set one by one and the base's other
     keys removed."""
     from ftspec.targets.torchtune import plan_run
-    from ftspec.targets.torchtune_configs import Set, format_value, load_config
+    from ftspec.targets.torchtune_configs import Remove, Set, load_config
 
     run = plan_run(job, KUBEFLOW_PATHS)
     base: dict[str, Any] | None = None
-    out = []
+    out: list[Override] = []
     for op in run.overrides:
         if isinstance(op, Set) and isinstance(op.value, dict) and "." not in op.key:
             base = base if base is not None else load_config(run.config)
             old = base.get(op.key)
-            out += [(f"~{op.key}.{k}", "") for k in (old if isinstance(old, dict) else {})
+            out += [Remove(f"{op.key}.{k}") for k in (old if isinstance(old, dict) else {})
                     if k != "_component_" and k not in op.value]
-            out += [(f"{op.key}.{k}", format_value(v)) for k, v in op.value.items()]
+            out += [Set(f"{op.key}.{k}", v) for k, v in op.value.items()]
             continue
-        key, _, value = op.cli().partition("=")
-        out.append((key, value))
+        out.append(op)
     return out
 
 
-def _dataset_location(job: Job) -> list[tuple[str, str]]:
+def _dataset_location(job: Job) -> list[Override]:
     """Where the dataset initializer downloaded ``data.train.uri``, as torchtune's dataset
     arguments: ``hf://owner/repo/<rel>`` lies at ``/workspace/dataset/<rel>``. A file is read
     by the loader its name implies (or ``data.train.loader``); a repository or folder is
     the local snapshot ``datasets`` reads as the Hub would (its files and card configs)."""
     from ftspec.targets.torchtune import dataset_location
-    from ftspec.targets.torchtune_configs import format_value
+    from ftspec.targets.torchtune_configs import Set
 
     train = job.spec.data.train
     if train is None:
@@ -115,36 +117,40 @@ def _dataset_location(job: Job) -> list[tuple[str, str]]:
     rel = hub_parts(train.uri)[1] if scheme(train.uri) == "hf" else ""
     path = f"{DATASET_ROOT}/{rel}" if rel else DATASET_ROOT
     found = dataset_location(f"file://{path}", train.loader, path)
-    return [(f"dataset.{key}", format_value(value)) for key, value in found.items()]
+    return [Set(f"dataset.{key}", value) for key, value in found.items()]
 
 
 def _kept(key: str) -> bool:
-    bare = key.lstrip("~")
-    return bare not in RUNTIME_OWNED and bare not in LOCATION_KEYS and bare != "model._component_"
+    return key not in RUNTIME_OWNED and key not in LOCATION_KEYS and key != "model._component_"
 
 
 def trainer_args(job: Job) -> list[str]:
-    """``spec.trainer.args`` for a torchtune runtime, in the SDK's order."""
-    from ftspec.targets.torchtune_configs import format_value
+    """``spec.trainer.args`` for a torchtune runtime, in the SDK's order: the typed
+    overrides, each rendered once as ``key=value`` (``~key`` for a removal)."""
+    from ftspec.targets.torchtune_configs import Remove, Set
 
     user = job.spec.overrides.torchtune
-    items: dict[str, str] = {}
-    for key, value in launcher_overrides(job):
-        if not _kept(key):
+    items: dict[str, Override] = {}
+    for op in launcher_overrides(job):
+        if not _kept(op.key):
             continue
-        component = key.removesuffix("._component_")
-        items[component if component in SHORTHAND_COMPONENTS else key] = value
-    for key, value in _dataset_location(job):
-        items[key] = format_value(user[key]) if key in user else value
+        if isinstance(op, Remove):
+            items[f"~{op.key}"] = op
+            continue
+        component = op.key.removesuffix("._component_")
+        shorthand = component in SHORTHAND_COMPONENTS
+        items[component if shorthand else op.key] = Set(component, op.value) if shorthand else op
+    for op in _dataset_location(job):
+        items[op.key] = Set(op.key, user[op.key]) if op.key in user else op
     kind = job.spec.method.kind
     if kind in LORA_KINDS:
         # The controller picks the LoRA/QLoRA recipe and config from these args.
-        items["model.quantize_base"] = "True" if kind == "qlora" else "False"
-        items["model.use_dora"] = "True" if kind == "dora" else "False"
+        items["model.quantize_base"] = Set("model.quantize_base", kind == "qlora")
+        items["model.use_dora"] = Set("model.use_dora", kind == "dora")
     rank = {key: i for i, key in enumerate(SDK_ORDER)}
     ordered = sorted(enumerate(items.items()),
                      key=lambda e: (rank.get(e[1][0], len(rank)), e[0]))
-    return [shell.kube_literal(k if k.startswith("~") else f"{k}={v}") for _, (k, v) in ordered]
+    return [shell.kube_literal(op.cli()) for _, (_, op) in ordered]
 
 
 _error = Findings("kubeflow").error

@@ -24,9 +24,8 @@ from typing import Any
 from ftspec.spec.catalog.accelerators import RAY_TYPE_PREFIX
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
-from ftspec.spec.urls import scheme
-from ftspec.targets import shell
-from ftspec.targets.base import Artifact
+from ftspec.targets import get_launcher, shell
+from ftspec.targets.base import Artifact, Target
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import (
     fetched_in_container,
@@ -156,9 +155,10 @@ def check(job: Job) -> list[Diagnostic]:
     found = ray_nodes_check(job, "kuberay") + secrets_need_refs(job, "kuberay")
     found += wandb_needs_key(job, "kuberay")
     found += check_patch(job.spec.overrides.rayjob, "rayjob", "RayJob", "kuberay")
+    # a launcher's download step fetches the model on the node (torchtune's tune download)
+    downloads = bool(get_launcher(job.launcher).download_step(job))
     found += [d for d in fetched_in_container(job, "kuberay")
-              if not (job.launcher == "torchtune" and d.path == ("model", "uri")
-                      and scheme(job.spec.model.uri) == "hf")]
+              if not (downloads and d.path == ("model", "uri"))]
     if len(job.name) > MAX_NAME:
         found.append(Diagnostic(
             Severity.ERROR, f"a RayJob name may have at most {MAX_NAME} characters "
@@ -199,4 +199,4 @@ class KubeRayTarget:
         return [Artifact("rayjob.yaml", "manifest", partial(to_yaml, obj), obj)]
 
 
-TARGET = KubeRayTarget()
+TARGET: Target = KubeRayTarget()

@@ -18,7 +18,7 @@ from typing import Any
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.urls import scheme
-from ftspec.targets.base import Artifact
+from ftspec.targets.base import Artifact, Target
 from ftspec.targets.embed import launcher_check
 from ftspec.targets.kube import secret_env_name, wandb_needs_key
 from ftspec.targets.ray_nodes import check as ray_nodes_check
@@ -108,4 +108,4 @@ class RayTarget:
         return [Artifact("submission.json", "submission", to_json(body), body)]
 
 
-TARGET = RayTarget()
+TARGET: Target = RayTarget()

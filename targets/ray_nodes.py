@@ -37,12 +37,9 @@ ACCELERATOR_SHARE = 0.001
 
 def rank_flags(job: Job) -> dict[str, str]:
     """The launcher's multi-node flags, with the driver's placeholders."""
-    if job.launcher == "torchtune":
-        return {"--nnodes": str(job.nodes), "--nproc-per-node": str(job.procs_per_node),
-                "--node-rank": RANK, "--rdzv-backend": "static",
-                "--rdzv-endpoint": f"{ADDR}:{PORT}"}
-    return {"--num_machines": str(job.nodes), "--machine_rank": RANK,
-            "--main_process_ip": ADDR, "--main_process_port": PORT}
+    from ftspec.targets import get_launcher
+
+    return get_launcher(job.launcher).rank_flags(job, RANK, ADDR, PORT)
 
 
 def _cpus(job: Job) -> float:
@@ -151,7 +148,7 @@ def check(job: Job, target: str) -> list[Diagnostic]:
     found = _inert_settings(job, target)
     if job.nodes == 1:
         return found
-    if job.launcher == "torchtune" and job.gpus_per_node == 0:
+    if not job.launcher_facts.cpu_multiprocess and job.gpus_per_node == 0:
         found.append(Diagnostic(
             Severity.ERROR, "torchtune 0.6.1's distributed recipes do not run on CPU nodes: "
             "they start the process group as cuda:nccl,cpu:gloo and read GPU memory stats",

@@ -10,8 +10,8 @@ a folder or file someone else prepared there; the launcher's command line reads 
 (absolute paths). runtime_env variables reach the entrypoint's
 process, so this works with every submission mode and with the plain Jobs API.
 
-torchtune reads a local checkpoint: for an ``hf://`` model the entrypoint first runs
-``tune download`` into the folder the launcher expects (``ftspec.targets.paths``).
+A launcher that reads a local checkpoint (torchtune) names a download step
+(``Launcher.download_step``: ``tune download`` of an ``hf://`` model) the entrypoint runs first.
 
 One driver process runs the command on one node; a multi-node run's entrypoint is the
 driver of ``ftspec.targets.ray_nodes`` instead.
@@ -28,7 +28,7 @@ from typing import Any
 from ftspec.runtime.unpack import UNPACK
 from ftspec.spec.ir import Job
 from ftspec.spec.ownership import ownership_labels
-from ftspec.targets import shell
+from ftspec.targets import get_launcher, shell
 from ftspec.targets.base import Launch, without_generated_lines
 from ftspec.targets.embed import relocate
 
@@ -40,13 +40,7 @@ SUBMISSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 def launch_for(job: Job) -> Launch:
     """The launcher's run with its default paths (see ``ftspec.targets.paths``)."""
-    if job.launcher == "torchtune":
-        from ftspec.targets.torchtune import launch as tt_launch
-
-        return tt_launch(job)
-    from ftspec.targets.accelerate import launch as acc_launch
-
-    return acc_launch(job)
+    return get_launcher(job.launcher).launch(job)
 
 
 def metadata(job: Job) -> dict[str, str]:
@@ -55,13 +49,7 @@ def metadata(job: Job) -> dict[str, str]:
 
 
 def _download_step(job: Job) -> list[str]:
-    from ftspec.spec.urls import hub_id, scheme
-    from ftspec.targets.paths import local_path
-
-    uri = job.spec.model.uri
-    if job.launcher != "torchtune" or scheme(uri) != "hf":
-        return []
-    return ["tune", "download", hub_id(uri), "--output-dir", local_path(uri)]
+    return get_launcher(job.launcher).download_step(job)
 
 
 def encode_files(files: Any) -> str:

@@ -10,16 +10,19 @@ overrides form as a comment). Checks live in ``torchtune_checks``; the mapping i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ftspec.spec.catalog.loaders import LOADERS, detect, is_folder
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
+from ftspec.spec.platforms import LAUNCHER_FACTS
 from ftspec.spec.urls import hub_parts, scheme
 from ftspec.targets import shell
 from ftspec.targets.base import Artifact, Launch, generated_line, launch_data
 from ftspec.targets.chat_format import NAMED
+from ftspec.targets.launcher import KubeflowStyle, Launcher
 from ftspec.targets.paths import RunPaths, default_paths
 from ftspec.targets.torchtune_configs import (
     Override,
@@ -33,6 +36,9 @@ from ftspec.targets.torchtune_configs import (
 )
 from ftspec.targets.torchtune_defaults import is_implicit
 from ftspec.targets.torchtune_snapshot import shipped
+
+if TYPE_CHECKING:
+    from ftspec.targets.gap import Gap
 
 CONFIG_FILE = "config.yaml"
 COMMAND_FILE = "command.sh"
@@ -377,26 +383,27 @@ def tokenizer_section(job: Job, paths: RunPaths) -> dict[str, Any]:
 def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     spec = job.spec
     ds = spec.data.train
-    assert ds is not None
-    out: dict[str, Any] = {"_component_": DATASETS[ds.format]}
+    fmt = job.row_format.only
+    assert ds is not None and fmt is not None
+    out: dict[str, Any] = {"_component_": DATASETS[fmt]}
     out.update(dataset_location(ds.uri, ds.loader, paths.train.files))
     out["split"] = literal(ds.split)
     if ds.subset:
         out["name"] = literal(ds.subset)
-    if ds.format in ("instruct", "alpaca"):
+    if fmt in ("instruct", "alpaca"):
         if ds.column_map:
             out["column_map"] = {k: literal(v) for k, v in ds.column_map.items()}
         out["train_on_input"] = ds.trains_on_input
-        if ds.new_system_prompt is not None and ds.format == "instruct":
+        if ds.new_system_prompt is not None and fmt == "instruct":
             out["new_system_prompt"] = literal(ds.new_system_prompt)
-    elif ds.format in ("chat", "sharegpt"):
+    elif fmt in ("chat", "sharegpt"):
         out["conversation_column"] = literal(ds.conversation_column or "conversations")
-        out["conversation_style"] = ("sharegpt" if ds.format == "sharegpt"
+        out["conversation_style"] = ("sharegpt" if fmt == "sharegpt"
                                      else ds.conversation_style or "sharegpt")
         out["train_on_input"] = ds.trains_on_input
         if ds.new_system_prompt is not None:
             out["new_system_prompt"] = literal(ds.new_system_prompt)
-    elif ds.format == "text":
+    elif fmt == "text":
         out["column"] = literal(ds.text_field or "text")
     out["packed"] = spec.data.packed
     return out
@@ -480,6 +487,8 @@ def _command_text(job: Job, run: TorchtuneRun) -> str:
 
 class TorchtuneTarget:
     name = "torchtune"
+    facts = LAUNCHER_FACTS["torchtune"]
+    kubeflow_style: KubeflowStyle = "torchtune-runtime"
 
     def check(self, job: Job) -> list[Diagnostic]:
         from ftspec.targets.torchtune_checks import check
@@ -494,5 +503,40 @@ class TorchtuneTarget:
             Artifact(CONFIG_FILE, "config", _config_text(job, run), obj=run.resolved),
         ]
 
+    def launch(self, job: Job, paths: RunPaths | None = None) -> Launch:
+        return launch(job, paths)
 
-TARGET = TorchtuneTarget()
+    def trainer_args(self, job: Job, paths: RunPaths | None = None) -> Mapping[str, Any]:
+        """The overrides of the base config: key -> value (``None``: a removed key)."""
+        return {op.key: op.value if isinstance(op, Set) else None
+                for op in plan_run(job, paths).overrides}
+
+    def rank_flags(self, job: Job, rank: str, addr: str, port: str) -> dict[str, str]:
+        """torchrun's flags, through ``tune run``."""
+        return {"--nnodes": str(job.nodes), "--nproc-per-node": str(job.procs_per_node),
+                "--node-rank": rank, "--rdzv-backend": "static",
+                "--rdzv-endpoint": f"{addr}:{port}"}
+
+    def download_step(self, job: Job) -> list[str]:
+        """torchtune reads a local checkpoint: an ``hf://`` model is fetched by ``tune
+        download`` into the folder the launcher expects (``ftspec.targets.paths``)."""
+        from ftspec.targets.paths import local_path, scheme
+
+        uri = job.spec.model.uri
+        if scheme(uri) != "hf":
+            return []
+        repo = uri[len("hf://"):].strip("/")
+        return ["tune", "download", repo, "--output-dir", local_path(uri)]
+
+    def probe(self, job: Job) -> list[Diagnostic]:
+        from ftspec.targets.torchtune_snapshot import probe
+
+        return probe(job)
+
+    def gaps(self) -> tuple[Gap, ...]:
+        from ftspec.targets.torchtune_gaps import GAPS
+
+        return GAPS
+
+
+TARGET: Launcher = TorchtuneTarget()

@@ -65,8 +65,6 @@ _probe = Findings("env.torchtune").error
 
 def probe(job: Job) -> list[Diagnostic]:
     """Environment: compiling a torchtune run reads the installed torchtune's configs."""
-    if job.launcher != "torchtune":
-        return []
     from ftspec.targets.torchtune_configs import torchtune_installed
 
     if not torchtune_installed():

@@ -128,9 +128,10 @@ def prepare(desired: Desired) -> LocalLaunch:
     if job.device == "cuda" and not _has_nvidia_device():
         raise _refuse(desired, f"the spec asks for {job.total_gpus} GPU(s) but this machine "
                       "has no NVIDIA device", "set resources.gpus_per_node: 0 to train on CPU")
-    if job.device == "cpu" and job.launcher == "accelerate":
+    facts = job.launcher_facts
+    if job.device == "cpu" and facts.accelerate_config:
         _accelerate_cpu_env(desired, files, env, notes)
-    if job.device == "cpu" and job.launcher == "torchtune" and job.world_size > 1:
+    if job.device == "cpu" and not facts.cpu_multiprocess and job.world_size > 1:
         raise _refuse(
             desired, f"torchtune's distributed recipes need CUDA (NCCL); {job.world_size} "
             "CPU processes would fail at start-up",

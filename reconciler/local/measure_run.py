@@ -72,7 +72,7 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir) -> dict[str, An
     text = read_tail(root / record.log, _LOG_BYTES)
     tracker = track_text(text, **tracker_settings(job))
     dataset = note = None
-    if job.launcher == "torchtune" and tracker.tokens_seen() is None and tracker.last:
+    if not job.launcher_facts.logs_tokens and tracker.tokens_seen() is None and tracker.last:
         dataset, note = _dataset_tokens(root, root / record.run_dir)
     ended = read_json(run, EXIT_FILE) or {}
     rss = ended.get("max_rss_kib")

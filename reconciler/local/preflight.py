@@ -33,11 +33,6 @@ from ftspec.spec.urls import scheme
 from ftspec.targets.paths import default_paths, local_path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-PACKAGES: dict[str, tuple[str, ...]] = {
-    "torchtune": ("torch", "torchtune", "torchao"),
-    "accelerate": ("torch", "accelerate", "transformers", "datasets", "trl"),
-}
-EXTRA = {"torchtune": "torchtune", "accelerate": "accelerate"}
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
@@ -189,15 +184,16 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
 
 
 def _launcher(checks: _Checks, job: Job) -> None:
-    needed = list(PACKAGES.get(job.launcher, ()))
-    if job.launcher == "accelerate" and job.spec.method.kind != "full":  # adapters: PEFT
-        needed.append("peft")
+    facts = job.launcher_facts
+    needed = list(facts.packages)
+    if job.spec.method.kind != "full":  # every adapter method trains through PEFT
+        needed += facts.adapter_packages
     missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
         checks.error(("launcher",), f"the {job.launcher} launcher needs "
                      f"{', '.join(missing)}, not installed for {sys.executable}",
                      "launcher-missing",
-                     hint=f"pip install 'ftspec[{EXTRA.get(job.launcher, job.launcher)}]'")
+                     hint=f"pip install '{facts.install}'")
 
 
 def checkpoint_bytes(job: Job) -> int:

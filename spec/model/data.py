@@ -6,11 +6,12 @@ from typing import Literal
 
 from ftspec.spec import patterns
 from ftspec.spec.catalog.loaders import LoaderName
+from ftspec.spec.ir import RowFormatName
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
 from pydantic import Field
 
-DatasetFormat = Literal["instruct", "alpaca", "chat", "sharegpt", "text", "completion",
-                        "prompt_completion", "multimodal"]
+DatasetFormat = RowFormatName
+"""One type for the spec and the IR (``ftspec.spec.ir.RowFormat``)."""
 FORMAT_TRAINS_ON_INPUT: dict[str, bool] = {"alpaca": True}
 """``train_on_input: null`` means the format's own default: torchtune's ``alpaca_dataset``
 trains on the prompt, every other builder (and TRL's completion-only loss) does not."""

@@ -98,7 +98,8 @@ class FineTuneSpec(SpecModel):
     resources: Resources = Field(default_factory=Resources, description="Nodes and devices.")
     output: Output | None = Field(default=None, description="Where results are written.")
     launcher: Launcher = Field(
-        default="torchtune", description="What runs the training: torchtune or accelerate."
+        default="torchtune", description="What runs the training: torchtune, accelerate (TRL) or "
+        "fms_hf_tuning (fms-hf-tuning's tuning.sft_trainer under accelerate)."
     )
     entrypoint: Entrypoint = Field(
         default_factory=Entrypoint, description="Training program for the accelerate launcher."

@@ -58,7 +58,7 @@ def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     [diag] = payload["files"][1]["diagnostics"]
     assert diag == {
         "severity": "error", "code": "schema.enum",
-        "summary": 'invalid value: a string "acelerate"; expected one of: torchtune, accelerate',
+        "summary": 'invalid value: a string "acelerate"; expected one of: torchtune, accelerate, fms_hf_tuning',
         "path": "launcher", "file": BAD, "line": 18, "col": 11,
         "hint": 'did you mean "accelerate"?', "detail": None,
     }

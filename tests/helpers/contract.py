@@ -44,6 +44,9 @@ ITEM = "[]"
 TARGET_BASES: dict[str, dict[str, Any]] = {
     "torchtune": {"deploy": {"target": "local"}},
     "accelerate": {"launcher": "accelerate", "deploy": {"target": "local"}},
+    "fms_hf_tuning": {"launcher": "fms_hf_tuning", "deploy": {"target": "local"},
+                      "data": {"train": {"uri": "pvc://data/rows.jsonl", "format": "text",
+                                         "column_map": None}}},
     "kubeflow": {"deploy": {"target": "kubeflow"}},
     "kuberay": {"deploy": {"target": "kuberay", "kuberay": {"image": "acme/ft:1"}}},
     "ray": {"deploy": {"target": "ray", "ray": {"address": "http://127.0.0.1:8265"}},

@@ -117,6 +117,42 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def read_fms_hf_tuning(files: dict[str, str]) -> dict[str, Any]:
+    """fms-hf-tuning's flags after ``-m tuning.sft_trainer``, and accelerate's config."""
+    import yaml
+
+    cfg = yaml.safe_load(files["accelerate.yaml"])
+    argv = _exec_argv(files["command.sh"])
+    at = argv.index("tuning.sft_trainer")
+    launch, f = _flags(argv[:at]), {k: v[0] if len(v) == 1 else v
+                                     for k, v in _flags(argv[at + 1:]).items()}
+    world = int(launch["num_processes"][0]) if "num_processes" in launch \
+        else cfg["num_processes"]
+    assert world == cfg["num_processes"], "command and config disagree on processes"
+    autocast = "bf16" if f.get("bf16") == "True" else "fp16" if f.get("fp16") == "True" else None
+    assert (autocast or "no") == cfg["mixed_precision"], "fms-hf-tuning and accelerate disagree"
+    loaded = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[f["torch_dtype"]]
+    lora = None
+    if f["peft_method"] == "lora":
+        modules = f["target_modules"] if isinstance(f["target_modules"], list) \
+            else [f["target_modules"]]
+        lora = {"rank": int(f["r"]), "alpha": float(f["lora_alpha"]),
+                "target_modules": [m for m in modules if m != "lm_head"]}
+    return {
+        "learning_rate": float(f["learning_rate"]),
+        "effective_batch": int(f["per_device_train_batch_size"])
+        * int(f["gradient_accumulation_steps"]) * world,
+        "duration": duration(int(f["num_train_epochs"]) if "num_train_epochs" in f else None,
+                             int(f["max_steps"]) if "max_steps" in f else None, None),
+        "precision": f"{loaded} pure" if autocast is None else f"{autocast} mixed",
+        "sequence_length": int(f["max_seq_length"]),
+        "lora": lora,
+        "optimizer": HF_OPTIMIZERS[f["optim"]],
+        "scheduler": normalize_scheduler(f["lr_scheduler_type"]),
+        "warmup_steps": int(f.get("warmup_steps", 0)),
+    }
+
+
 def duration(epochs: int | None, max_steps: int | None, per_epoch_cap: int | None) -> str:
     """One spelling for "how long": a step bound when there is one, else epochs.
 
@@ -134,6 +170,7 @@ def _readers() -> dict[str, Callable[[dict[str, str]], dict[str, Any]]]:
     from helpers.readback_platforms import read_kubeflow, read_kuberay, read_ray
 
     return {"torchtune": read_torchtune, "accelerate": read_accelerate,
+            "fms_hf_tuning": read_fms_hf_tuning,
             "kubeflow": read_kubeflow, "kuberay": read_kuberay, "ray": read_ray}
 
 

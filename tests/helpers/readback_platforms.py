@@ -21,7 +21,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from helpers.readback import read_accelerate, read_torchtune
+from helpers.readback import read_accelerate, read_fms_hf_tuning, read_torchtune
 
 _YAML = YAML(typ="safe", pure=True)
 
@@ -91,7 +91,7 @@ def read_kubeflow(files: dict[str, str]) -> dict[str, Any]:
         argv += list(trainer.get("args") or container.get("args") or [])
         launched = dict(configmap["data"])
         launched["command.sh"] = "exec " + shlex.join(_launcher_argv(argv))
-        return read_accelerate(launched)
+        return _read_launched(launched)
     assert trainer["command"] == ["tune", "run"], "only the torchtune runtime form is read here"
     args = [str(a) for a in trainer["args"]]
     nodes, procs = int(trainer.get("numNodes", 1)), int(trainer.get("numProcPerNode", 1))
@@ -132,7 +132,9 @@ def _ray_files(entrypoint: str, env_vars: dict[str, str]) -> dict[str, str]:
 
 
 def _read_launched(files: dict[str, str]) -> dict[str, Any]:
-    return read_torchtune(files) if "config.yaml" in files else read_accelerate(files)
+    if "config.yaml" in files:
+        return read_torchtune(files)
+    return read_accelerate(files) if "sft.yaml" in files else read_fms_hf_tuning(files)
 
 
 def read_ray(files: dict[str, str]) -> dict[str, Any]:
