@@ -103,4 +103,16 @@ GAPS: tuple[Gap, ...] = (
         "keep save_adapter_only: true"),
     Gap(("distributed", "ddp"), _W, "accelerate leaves DDP's settings at PyTorch's "
         "defaults"),
+    *(Gap(("training", "stop", key), _E, "tuning.sft_trainer stops by epochs and "
+          "max_steps only: the SFTTrainer actuator's stop rules run around it, and ftspec "
+          "adds no callback to fms-hf-tuning", "use launcher: accelerate (its entrypoint "
+          "stops by the clock), or bound the run with training.max_steps")
+      for key in ("after_seconds", "method", "warmup_seconds", "stable_seconds",
+                  "stable_steps")),
+    Gap(("method", "lora", "loraplus_lr_ratio"), _E, _NO_FLAG.format("LoRA+"),
+        "use launcher: accelerate (PEFT's LoRA+ optimizer)"),
+    Gap(("method", "lora", "loraplus_lr_embedding"), _E, _NO_FLAG.format("LoRA+"),
+        "use launcher: accelerate"),
+    Gap(("method", "unfrozen_parameters"), _E, _NO_FLAG.format("freezing patterns"),
+        "use launcher: accelerate"),
 )
