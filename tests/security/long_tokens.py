@@ -44,7 +44,7 @@ def ordinary_spec(size: int) -> str:
                 if line.strip() and line.isascii()]
     room = _room(size)
     lines: list[str] = []
-    while room > 0:
+    while room > 7:  # a line needs 7 characters besides its text
         for line in examples:
             line = line[: max(0, room - 7)]  # each further line: 6 spaces and a newline
             if room <= 7:
