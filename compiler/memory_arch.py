@@ -111,7 +111,7 @@ def vision_activation_bytes(spec: FineTuneSpec, v: VisionFacts, images: int, hei
         return 0.0
     rows, cols = image_tiles(v, height, width)
     tiles = (1 + rows * cols) if v.anyres else 1
-    patches = images * tiles * (v.patches + (1 if v.class_token else 0))
+    patches = images * tiles * (v.patches + (1 if v.class_embedding else 0))
     if spec.training.gradient_checkpointing:
         per = DTYPE_BYTES[spec.model.dtype] * v.hidden_size
     else:

@@ -76,7 +76,7 @@ class VisionFacts:
     anyres: bool = False
     """LLaVA-NeXT's any-resolution tiling (``image_grid_pinpoints``): a base tile plus a
     grid of tiles, one newline token per row; False: one tile (LLaVA 1.5)."""
-    class_token: bool = False
+    class_embedding: bool = False
     """The encoder prepends a class token (CLIP); SigLIP has none."""
 
     @property
@@ -94,7 +94,7 @@ def vision_tower_params(v: VisionFacts, text_hidden: int) -> float:
     linear_2 text -> text). Biases and norms left out."""
     d = v.hidden_size
     patch_embed = 3 * v.patch_size * v.patch_size * d
-    positions = (v.patches + (1 if v.class_token else 0)) * d
+    positions = (v.patches + (1 if v.class_embedding else 0)) * d
     layers = v.num_layers * (4 * d * d + 2 * d * v.intermediate_size)
     projector = v.feature_layers * d * text_hidden + text_hidden * text_hidden
     return float(patch_embed + positions + layers + projector)

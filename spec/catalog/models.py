@@ -319,7 +319,7 @@ _FAMILIES: tuple[ModelFamily, ...] = (
         source="hf:ibm-granite/granite-vision-3.2-2b"),
     _m("llava-v1.6-mistral-7b", "LLaVA-NeXT 1.6 Mistral 7B", 7.57, 32, 4096, 32, 8, 14336, 32064,
         32768, "MistralDecoderLayer", arch="llava_next",
-        vision=VisionFacts(1024, 24, 4096, 16, 14, 336, anyres=True, class_token=True),
+        vision=VisionFacts(1024, 24, 4096, 16, 14, 336, anyres=True, class_embedding=True),
         source="hf:llava-hf/llava-v1.6-mistral-7b-hf"),
 )
 

@@ -63,12 +63,12 @@ class VisionTower(SpecModel):
         default=False, description="LLaVA-NeXT tiling (image_grid_pinpoints): a base tile, a "
         "grid of tiles and a newline token per row; false: one tile (LLaVA 1.5)."
     )
-    class_token: bool = Field(default=False, description="The encoder has a class token (CLIP).")
+    class_embedding: bool = Field(default=False, description="The encoder prepends a learned class embedding to the patches (CLIP).")
 
     def facts(self) -> VisionFacts:
         return VisionFacts(self.hidden_size, self.num_layers, self.intermediate_size,
                            self.num_heads, self.patch_size, self.image_size,
-                           self.feature_layers, self.anyres, self.class_token)
+                           self.feature_layers, self.anyres, self.class_embedding)
 
 
 class Architecture(SpecModel):

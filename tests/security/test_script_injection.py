@@ -80,7 +80,8 @@ def _compile_all(data: Any) -> dict[str, list[Artifact]]:
 # The quickstart adapts lm_head too, which TRL's SFTTrainer refuses; without this change
 # only the torchtune launcher would take it, and torchtune refuses any module name it does
 # not know, so no hostile text would reach a compiled script of that example at all.
-ADJUSTED = {"tiny-local": (("method", "lora", "output"), False)}
+ADJUSTED = {"tiny-local": (("method", "lora", "output"), False),
+            "tiny-sweep": (("method", "lora", "output"), False)}  # the quickstart's sweep
 
 
 def _example_data(path: Path) -> Any:
