@@ -66,7 +66,8 @@ def _read(t: Transport, live: dict[str, Any], tail: int, limit: int
     if lines:
         return lines, pods, None
     if unread:
-        return [], pods, "no pod log could be read: " + "; ".join(unread)
+        more = f" (and {len(unread) - 1} more pods alike)" if len(unread) > 1 else ""
+        return [], pods, f"no pod log could be read: {unread[0]}{more}"
     return [], pods, "its pods' logs are empty" if pods else "the job has no pods"
 
 
