@@ -114,7 +114,7 @@ def measured(t: Transport, job: Job, live: dict[str, Any]) -> dict[str, Any]:
     validity = "ok" if phase is Phase.SUCCEEDED else \
         str(failure(live, pods, lines).get("validity") or "failed")
     text = "\n".join(metric_lines(lines))
-    out = measure(text, track_text(text, **tracker_settings(job)), validity=validity,
+    out: dict[str, Any] = measure(text, track_text(text, **tracker_settings(job)), validity=validity,
                   devices=job.world_size, global_batch=job.global_batch_size)
     missing: dict[str, str] = {}
     if "train_runtime_s" not in out:
