@@ -12,7 +12,7 @@ COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    step = "" if row.get("step") is None else str(row["step"])
+    step = "-" if row.get("step") is None else str(row["step"])
     if step and row.get("total_steps"):
         step += f"/{row['total_steps']}"
     phase = row["phase"]
@@ -21,7 +21,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
     name = row["name"]
     if row.get("spec_exists") is False:
         name += " (spec deleted)"
-    loss = "" if row.get("loss") is None else f"{row['loss']:.4f}"
+    loss = "-" if row.get("loss") is None else f"{row['loss']:.4f}"
     age = "" if row.get("age_s") is None else duration(row["age_s"])
     return [name, row["target"], row["where"], phase, step, loss, age, row.get("output") or ""]
 

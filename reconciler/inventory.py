@@ -11,6 +11,7 @@ Each is one ``RunRow``; the CLI renders the table and ``--json`` from the same r
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -42,6 +43,8 @@ class RunRow:
     """ok / invalid / failed once ended (``failure``); None while it runs."""
     job: str | None = None
     """The platform's name for it (Ray submission id, Kubernetes object name)."""
+    progress_note: str | None = None
+    """Why step / loss are not known (Kubernetes rows: the pod log could not be read…)."""
 
     def age_s(self, now: float | None = None) -> float | None:
         if self.started_at is None:
@@ -50,6 +53,8 @@ class RunRow:
 
     def to_json(self, now: float | None = None) -> dict[str, Any]:
         out = asdict(self)
+        if isinstance(self.loss, float) and not math.isfinite(self.loss):
+            out["loss"] = None  # a diverged run's nan: JSON has no such number
         age = self.age_s(now)
         out["age_s"] = None if age is None else round(age, 1)
         return out
@@ -146,8 +151,9 @@ def ray_rows(address: str) -> list[RunRow]:
 
 def kube_rows(transport: Any, namespace: str) -> list[RunRow]:
     """ftspec's TrainJobs and RayJobs in ``namespace`` (a kind whose CRD is not installed
-    is skipped)."""
+    is skipped); step / loss from the end of the trainer pod's log (``kubernetes.measure``)."""
     from ftspec.reconciler.kubernetes.errors import ApiError
+    from ftspec.reconciler.kubernetes.measure import progress
     from ftspec.reconciler.kubernetes.observe import times
     from ftspec.reconciler.kubernetes.resources import KINDS
     from ftspec.reconciler.kubernetes.status import phase_of
@@ -169,9 +175,11 @@ def kube_rows(transport: Any, namespace: str) -> list[RunRow]:
             phase, _message, _ = phase_of(obj)
             start, _end = times(obj)
             labels = meta.get("labels") or {}
+            seen = progress(transport, obj)
             rows.append(RunRow(
                 name=str(labels.get(SPEC_ID_LABEL) or meta.get("name")), target=target,
-                phase=phase.value, where=namespace, started_at=start,
+                phase=phase.value, where=namespace, started_at=start, step=seen.step,
+                total_steps=seen.total_steps, loss=seen.loss, progress_note=seen.note,
                 spec_file=(meta.get("annotations") or {}).get("ftspec.dev/spec-file"),
                 validity={"Succeeded": "ok", "Failed": "failed"}.get(phase.value),
                 job=f"{kind}/{meta.get('name')}"))

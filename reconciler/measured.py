@@ -63,6 +63,15 @@ def bar_runtime(text: str) -> float | None:
     return total + last[2]
 
 
+def bar_position(text: str) -> tuple[int, int] | None:
+    """The last ``n/of`` a progress bar printed (the HF trainer's bar counts global steps)."""
+    last = None
+    for line in split_lines(text):
+        for found in _BAR.finditer(line):
+            last = (int(found.group(1)), int(found.group(2)))
+    return last
+
+
 def peak_cuda_bytes(text: str) -> int | None:
     """The CUDA allocator's maximum the launcher logged (bytes), else None."""
     exact = [int(v) for v in _CUDA_PEAK.findall(text)]

@@ -198,6 +198,13 @@ def _measured_rows(m: dict[str, Any]) -> list[tuple[str, Any]]:
     peak = m.get("peak_memory")
     if peak:
         rows.append(("peak_memory", f"{peak['bytes'] / 2**30:.3f} GiB ({peak['kind']})"))
+    missing = m.get("unavailable")
+    if isinstance(missing, dict):  # what the cluster cannot tell (Kubernetes), and why
+        from ftspec.spec.text import escape_text
+
+        shown = {k for k, v in rows if v not in (None, "", [])}
+        rows += [(str(k), "unavailable: " + escape_text(str(why))) for k, why in missing.items()
+                 if k not in shown]
     return rows
 
 

@@ -368,6 +368,14 @@ class KubernetesBackend:
                                reporter=reporter, address=self._address(desired),
                                timeout_s=timeout_s)
 
+    def measured(self, desired: Desired) -> dict[str, Any]:
+        """The ended job's measured properties from the end of its log, with what the
+        cluster cannot tell under ``unavailable`` (``kubernetes/measure.py``)."""
+        from ftspec.reconciler.kubernetes.measure import measured
+
+        live = Reader(self.transport).get(self._job_object(desired))
+        return {} if live is None else measured(self.transport, desired.job, live)
+
     def _address(self, desired: Desired) -> str:
         return address(desired.job.target, self._job_object(desired))
 

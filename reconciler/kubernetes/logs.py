@@ -20,6 +20,9 @@ from ftspec.reconciler.kubernetes.transport import Transport
 from ftspec.reconciler.logread import LogFollowerText
 
 POLL_S = 2.0
+MAX_TAIL_PODS = 2
+"""``recent_lines`` reads at most this many pods: the trainer's rank 0 (a TrainJob) or the
+submitter and head (a RayJob) carry the metric records."""
 
 
 def selectors(live: dict[str, Any]) -> list[str]:
@@ -96,12 +99,40 @@ def _follow(t: Transport, live: dict[str, Any], selector: str | None, tail: int 
         current = reread()
 
 
-def _read(t: Transport, ns: str | None, name: str, pod: dict[str, Any], tail: int | None
-          ) -> str:
-    containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+def recent_lines(t: Transport, live: dict[str, Any], *, tail: int, limit_bytes: int
+                 ) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+    """Bounded reads for ``list`` and ``output``: the last ``tail`` lines (at most
+    ``limit_bytes``) of the logs of the job's first ``MAX_TAIL_PODS`` pods, those with a
+    ``node`` container (the trainer) first, as ``[pod] text`` lines; the job's pods; and why
+    a pod's log could not be read (one line each)."""
+    pods = job_pods(t, live)
+    ns = (live.get("metadata") or {}).get("namespace")
+    order = sorted(pods, key=lambda n: ("node" not in _containers(pods[n]), n))
+    lines: list[str] = []
+    unread: list[str] = []
+    for name in order[:MAX_TAIL_PODS]:
+        try:
+            text = _read(t, ns, name, pods[name], tail, limit_bytes)
+        except BackendError as exc:
+            unread.append(f"pod {name}: {exc}")
+            continue
+        lines += [f"[{name}] {line}" for line in text.splitlines()]
+    return lines, pods, unread
+
+
+def _containers(pod: dict[str, Any]) -> list[str]:
+    return [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or []
+            if isinstance(c, dict)]
+
+
+def _read(t: Transport, ns: str | None, name: str, pod: dict[str, Any], tail: int | None,
+          limit_bytes: int | None = None) -> str:
+    containers = _containers(pod)
     container = "node" if "node" in containers else (containers[0] if containers else None)
     query = {"container": container} if container else {}
     if tail is not None:
         query["tailLines"] = str(tail)
+    if limit_bytes is not None:
+        query["limitBytes"] = str(limit_bytes)
     return t.request_text("GET", KINDS["Pod"].path(ns, name) + "/log", query=query,
                           what=f"logs of pod {ns}/{name}")

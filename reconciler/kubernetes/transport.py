@@ -159,7 +159,10 @@ class Transport:
 
     def request_text(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
                      what: str = "") -> str:
-        data = self.raw(method, path, query=query, what=what, accept="text/plain")
+        # JSON accepted too: an error comes back as a Status object, which the server can
+        # only send as JSON (text/plain alone turns every error into a bare 406)
+        data = self.raw(method, path, query=query, what=what,
+                        accept="text/plain, application/json;q=0.9")
         return (data or b"").decode("utf-8", "replace")
 
     def raw(self, method: str, path: str, body: Any = None, *,

@@ -1,9 +1,10 @@
 """`ftspec logs` on Kubernetes against a real kube-apiserver: pod selection and the end of
 `--follow`.
 
-Limit of this environment: no kubelet runs beside the test API server, so pods are never
-scheduled and `GET pods/NAME/log` is refused ("no host assigned"); the log *text* of a pod
-cannot be produced here. What is tested is what the API server does provide: which pods a
+Limit of this environment: no kubelet runs beside the test API server, so the log *text* of
+a pod cannot be produced here. The pods are bound to a node that does not exist
+(``spec.nodeName``), so `GET pods/NAME/log` is refused by the API server itself (an
+unbound pod's log reads as empty). What is tested is what the API server does provide: which pods a
 TrainJob's logs come from (`--selector` narrows them to one rank), and that `--follow` keeps
 polling while the job runs and ends when the TrainJob's status says it has ended.
 """
@@ -31,7 +32,7 @@ def _pod(name: str, jobset: str, index: int) -> dict[str, Any]:
     labels = {"jobset.sigs.k8s.io/jobset-name": jobset,
               "jobset.sigs.k8s.io/job-index": str(index)}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
-            "spec": {"automountServiceAccountToken": False,
+            "spec": {"automountServiceAccountToken": False, "nodeName": "no-kubelet",
                      "containers": [{"name": "node", "image": "busybox"}]}}
 
 
@@ -61,7 +62,9 @@ def test_logs_come_from_the_jobs_pods_and_a_selector_picks_one_rank(
         applied: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     ns, spec = applied["ns"], applied["spec"]
     every = run_cli(capsys, "logs", spec, "-n", ns)
-    # no kubelet: the first pod's log is refused, and the error names the pod it asked for
+    # no kubelet: the first pod's log is refused (its node "no-kubelet" is not found; the
+    # API server words it as a pod), and the error names the pod it asked for
+    assert '"no-kubelet" not found' in every.err, every.err
     assert every.code == 1 and f"{ns}/{NAME}-node-0-0" in every.err, every.err
     rank1 = run_cli(capsys, "logs", spec, "-n", ns, "-l", "jobset.sigs.k8s.io/job-index=1")
     assert rank1.code == 1 and f"{ns}/{NAME}-node-1-0" in rank1.err, rank1.err
@@ -151,3 +154,46 @@ def test_list_shows_the_namespaces_ftspec_jobs(applied: dict[str, Any],
         done.out
     none = run_cli(capsys, "list", "-n", ns, "--phase", "Running", "--json")
     assert [r for r in json.loads(none.out) if r["where"] == ns] == []
+
+
+def test_list_and_output_say_honestly_what_the_unreadable_pod_log_cannot_tell(
+        applied: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Step / loss come from the trainer pod's log; with no kubelet the API server refuses
+    it, so the row shows "-" and says why, and `output` names each measured property it
+    cannot give (validity still comes from the job's status)."""
+    import json
+
+    cluster, ns, spec = applied["cluster"], applied["ns"], applied["spec"]
+    cluster.patch_status(*TJ, NAME, {"jobsStatus": [
+        {"name": "node", "active": 2, "ready": 2, "succeeded": 0, "failed": 0,
+         "suspended": 0}]}, namespace=ns)
+    res = run_cli(capsys, "list", spec, "-n", ns, "--json")
+    assert res.code == 0, res.err
+    (row,) = [r for r in json.loads(res.out) if r["where"] == ns]
+    assert row["phase"] == "Running" and row["step"] is None and row["loss"] is None
+    assert row["total_steps"] is not None and row["total_steps"] > 0  # the applied record's
+    assert row["progress_note"].startswith(
+        f"no pod log could be read: pod {NAME}-node-0-0: "), row["progress_note"]
+    assert '"no-kubelet" not found' in row["progress_note"], row["progress_note"]
+    human = run_cli(capsys, "list", "-n", ns)
+    (line,) = [ln.split() for ln in human.out.splitlines() if f" {ns} " in ln]
+    assert line[3:6] == ["Running", f"-/{row['total_steps']}", "-"], human.out
+
+    running = run_cli(capsys, "output", spec, "-n", ns, "--json")
+    assert running.code == 0, running.err
+    assert json.loads(running.out)["measured"] == {}  # not ended: nothing measured yet
+    cluster.patch_status(*TJ, NAME, {"conditions": [
+        {"type": "Complete", "status": "True", "reason": "JobSetCompleted",
+         "message": "jobset completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        namespace=ns)
+    done = run_cli(capsys, "output", spec, "-n", ns, "--json")
+    assert done.code == 0, done.err
+    measured = json.loads(done.out)["measured"]
+    assert measured["validity"] == "ok"
+    assert set(measured["unavailable"]) == {"train_runtime_s", "dataset_tokens",
+                                            "dataset_tokens_per_second", "peak_memory"}
+    assert all("no pod log could be read" in why for key, why in
+               measured["unavailable"].items() if key != "dataset_tokens_per_second")
+    text = run_cli(capsys, "output", spec, "-n", ns)
+    assert "validity" in text.out and "train_runtime_s" in text.out
+    assert "= unavailable: no pod log could be read" in text.out, text.out
