@@ -58,7 +58,8 @@ def desired(tmp_path: Path, resources: str, extra: str = "") -> Desired:
 
 
 def run(d: Desired, cluster: Cluster) -> list[Diagnostic]:
-    return check(d, submission(d), cluster)
+    found: list[Diagnostic] = check(d, submission(d), cluster)
+    return found
 
 
 def line_of(d: Desired, needle: str) -> int:
