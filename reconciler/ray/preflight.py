@@ -53,18 +53,19 @@ def cluster_of(nodes_payload: Any, status_payload: Any) -> Cluster:
 
 
 def _autoscaler(payload: Any) -> str | None:
+    """The worker node types the autoscaler can start, from its status text
+    (``autoscalingStatus``, after ``Worker node types:``), None where it lists none. A
+    plain head's monitor reports too, with that list empty; ``loadMetricsReport.nodeTypes``
+    is no sign either (the shapes of the nodes the cluster has)."""
     data = payload.get("data") if isinstance(payload, dict) else None
-    if not isinstance(data, dict):
+    text = data.get("autoscalingStatus") if isinstance(data, dict) else None
+    if not isinstance(text, str) or "Worker node types:" not in text:
         return None
-    report = ((data.get("clusterStatus") or {}).get("loadMetricsReport") or {}) \
-        if isinstance(data.get("clusterStatus"), dict) else {}
-    types = report.get("nodeTypes") if isinstance(report, dict) else None
-    if isinstance(types, list) and types:
-        names = sorted({str(t[0] if isinstance(t, list) and t else t) for t in types})
-        return "node types " + ", ".join(names)
-    if data.get("autoscalingStatus") or data.get("autoscalingError"):
-        return "an autoscaler"
-    return None
+    listed = [line.strip(" -\t") for line in text.split("Worker node types:", 1)[1].splitlines()]
+    types = [line for line in listed if line]
+    if not types:
+        return None
+    return "an autoscaler with worker node types " + "; ".join(types)[:200]
 
 
 def needs(job: Job, payload: Mapping[str, Any]) -> tuple[int, dict[str, float]]:

@@ -147,13 +147,25 @@ def test_resources_split_over_nodes_is_an_error(tmp_path: Path) -> None:
 
 
 def test_an_autoscaler_makes_them_warnings_saying_what_was_assumed(tmp_path: Path) -> None:
-    status = recorded("cluster_status_no_autoscaler.json")
-    status["data"]["clusterStatus"]["loadMetricsReport"]["nodeTypes"] = [["gpu-a100", 1]]
+    status = recorded("cluster_status_plain_head.json")
+    status["data"]["autoscalingStatus"] += "\n - gpu-a100: 0/4"
     d = desired(tmp_path, GPU8)
     found = run(d, cluster_of(head_nodes(), status))
     assert found and all(f.severity is Severity.WARNING for f in found)
-    assert found[0].hint is not None and "node types gpu-a100" in found[0].hint
+    assert found[0].hint is not None and "worker node types gpu-a100: 0/4" in found[0].hint
     assert "assumed it can start a node that fits" in found[0].hint
+
+
+def test_a_plain_heads_monitor_report_is_no_autoscaler(tmp_path: Path) -> None:
+    """Recorded from the harness's head once its monitor reported: a status text with no
+    worker node types, and the head's own shape in loadMetricsReport.nodeTypes."""
+    status = recorded("cluster_status_plain_head.json")
+    assert status["data"]["autoscalingStatus"].endswith("Worker node types:")
+    assert status["data"]["clusterStatus"]["loadMetricsReport"]["nodeTypes"]
+    assert cluster_of(head_nodes(), status).autoscaler is None
+    d = desired(tmp_path, GPU8)
+    found = run(d, cluster_of(head_nodes(), status))
+    assert found and all(f.is_error for f in found)
 
 
 def test_no_alive_node_is_a_warning(tmp_path: Path) -> None:
