@@ -50,8 +50,10 @@ from ftspec.reconciler.progress import (
 )
 from ftspec.reconciler.ray.compare import run_changes
 from ftspec.reconciler.ray.jobsapi import TERMINAL, JobsApi, resolve_address
+from ftspec.reconciler.ray.preflight import Cluster, check, cluster_of
 from ftspec.reconciler.waiting import Observed, wait_until_done
 from ftspec.runtime.ray_nodes.wire import node_states
+from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import SPEC_HASH_ANNOTATION, Job
 from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
 from ftspec.targets.ray_payload import NAME_KEY
@@ -161,6 +163,8 @@ class RayBackend:
         self.address_override = address_override
         self.timeout_s = timeout_s
         self._apis: dict[str, JobsApi] = {}
+        self._clusters: dict[str, Cluster | str] = {}
+        self._warnings: list[str] = []
 
     def api(self, d: Desired) -> JobsApi:
         url = resolve_address(self.address_override or d.job.spec.deploy.ray.address)
@@ -170,6 +174,26 @@ class RayBackend:
 
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         return base
+
+    def preflight(self, d: Desired) -> list[Diagnostic]:
+        """Can the cluster place the job (``reconciler.ray.preflight``)? Errors are returned;
+        warnings (unreadable API, autoscaler assumed) go to the plan's warnings."""
+        api = self.api(d)
+        if api.address not in self._clusters:
+            try:
+                self._clusters[api.address] = cluster_of(api.nodes(), api.cluster_status())
+            except (BackendError, ValueError) as exc:
+                self._clusters[api.address] = str(exc)
+                self._warnings.append(f"the resources of the Ray cluster at {api.address} "
+                                      f"could not be read ({exc}); not checked")
+        cluster = self._clusters[api.address]
+        if isinstance(cluster, str):
+            return []
+        found = check(d, submission(d), cluster)
+        for w in found:
+            if not w.is_error and w.format() not in self._warnings:
+                self._warnings.append(w.format())
+        return [e for e in found if e.is_error]
 
     # ------------------------------------------------------------------ plan
 
@@ -259,7 +283,8 @@ class RayBackend:
                                    f"{spec_file} no longer produces it ({why})"))
             digests[changes[-1].address] = _digest(jobs)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
-                    specs={d.spec_file: d.job.written for d in desired})
+                    specs={d.spec_file: d.job.written for d in desired},
+                    warnings=tuple(self._warnings))
 
     def plan_destroy(self, desired: Sequence[Desired]) -> Plan:
         listed = self._listed(desired)
@@ -284,7 +309,8 @@ class RayBackend:
                                    "stops the job if it runs and deletes it"))
             digests[changes[-1].address] = _digest(jobs)
         return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
-                    specs={d.spec_file: d.job.written for d in desired})
+                    specs={d.spec_file: d.job.written for d in desired},
+                    warnings=tuple(self._warnings))
 
     # ------------------------------------------------------------------ apply
 

@@ -83,6 +83,14 @@ class JobsApi:
         out: dict[str, Any] = self._call("GET", "/api/version")
         return out
 
+    def nodes(self) -> Any:
+        """The cluster's nodes with their total resources (state API, Ray >= 2.4)."""
+        return self._call("GET", "/api/v0/nodes?detail=1")
+
+    def cluster_status(self) -> Any:
+        """The autoscaler's view (node types it can start); None where not served."""
+        return self._call("GET", "/api/cluster_status?format=0", ok_404=True)
+
     def list_jobs(self) -> list[dict[str, Any]]:
         jobs = self._call("GET", "/api/jobs/")
         return [j for j in (jobs or []) if isinstance(j, dict)]
