@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ftspec.compiler.crd_rules import Violation
 from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
@@ -142,8 +143,8 @@ class ServerRead:
 
     live: Obj | None
     dry: Obj | None
-    moved: bool
-    """The CRD's rules would refuse updating the live object in place."""
+    moved: list[Violation]
+    """The CRD's transition rules the update from the live object breaks."""
     refused: ApiError | None
     """The dry-run's 422 (an immutable field, if the plan replaces the object)."""
 
