@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from ftspec.cli.live import (
     report_error,
 )
 from ftspec.reconciler.backend import BackendError, Desired, StalePlanError
-from ftspec.reconciler.model import Action, Phase, Plan
+from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan
 
 
 def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
@@ -38,26 +39,55 @@ def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, 
     return backend, plan, desired, False
 
 
+@dataclass(frozen=True)
+class _Applied:
+    """What an apply went through: the backend, the plan, the specs (none for a saved
+    plan), whether the plan was a saved one, and what the backend did."""
+
+    backend: Any
+    plan: Plan
+    desired: list[Desired]
+    saved: bool
+    result: ApplyResult
+
+
 def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...], *,
               kubeconfig: str | None, context: str | None, namespace: str | None,
               auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
               as_json: bool, destroy: bool) -> int:
-    from ftspec.cli.render_plan import render_plan, summary_counts
+    applied = _plan_and_apply(specs, overlays, sets, kubeconfig=kubeconfig, context=context,
+                              namespace=namespace, auto_approve=auto_approve,
+                              force_conflicts=force_conflicts, as_json=as_json, destroy=destroy)
+    if isinstance(applied, int):
+        return applied
+    result = applied.result
+    ok_data = {"applied": [c.address for c in result.applied],
+               "failed": [{"address": a, "message": m} for a, m in result.failed]}
+    if as_json and not wait:
+        from ftspec.cli.output import emit_json
 
-    out = console()
+        emit_json({**ok_data, "ok": result.ok})
+    if not as_json:
+        _print_outcome(result, destroy)
+    if not result.ok:
+        return 1
+    if wait and not destroy:
+        return _follow(applied, kubeconfig, context, timeout, as_json, ok_data)
+    return 0
+
+
+def _plan_and_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...],
+                    sets: tuple[str, ...], *, kubeconfig: str | None, context: str | None,
+                    namespace: str | None, auto_approve: bool, force_conflicts: bool,
+                    as_json: bool, destroy: bool) -> _Applied | int:
+    """Plan (or load the saved plan), show it, confirm, apply; the exit code where it stops
+    (the error reported)."""
     try:
         backend, plan, desired, saved = _load(specs, overlays, sets, kubeconfig, context,
                                               namespace, force_conflicts, destroy)
-        data = plan.to_json()
-        if not as_json:
-            out.print(render_plan(data, destroy=destroy, saved_to=None) if not saved else
-                      render_plan(data, destroy=True))
-        if plan.has_changes and not saved:
-            question = ("Do you really want to destroy all objects of these specs?" if destroy
-                        else "Do you want to perform these actions?")
-            if not confirm(question, auto_approve or as_json and auto_approve):
-                out.print("\nApply cancelled.")
-                return 1
+        if not _shown_and_confirmed(plan, saved=saved, destroy=destroy, as_json=as_json,
+                                    auto_approve=auto_approve):
+            return 1
         result = backend.apply(plan, ConsoleReporter(quiet=as_json))
     except CommandFailed as exc:
         return exc.code
@@ -67,40 +97,62 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
     except BackendError as exc:
         report_error(exc)
         return 1
-    ok_data = {"applied": [c.address for c in result.applied],
-               "failed": [{"address": a, "message": m} for a, m in result.failed]}
+    return _Applied(backend, plan, desired, saved, result)
+
+
+def _shown_and_confirmed(plan: Plan, *, saved: bool, destroy: bool, as_json: bool,
+                         auto_approve: bool) -> bool:
+    """Print the plan (not with --json) and ask before changing anything, unless the plan
+    changes nothing or was saved (approved when it was made); False: the user declined."""
+    from ftspec.cli.render_plan import render_plan
+
+    out = console()
+    data = plan.to_json()
+    if not as_json:
+        out.print(render_plan(data, destroy=destroy, saved_to=None) if not saved else
+                  render_plan(data, destroy=True))
+    if plan.has_changes and not saved:
+        question = ("Do you really want to destroy all objects of these specs?" if destroy
+                    else "Do you want to perform these actions?")
+        if not confirm(question, auto_approve or as_json and auto_approve):
+            out.print("\nApply cancelled.")
+            return False
+    return True
+
+
+def _print_outcome(result: ApplyResult, destroy: bool) -> None:
+    """Each failed change, then the Terraform-style closing line."""
+    from ftspec.cli.render_plan import summary_counts
+    from rich.markup import escape
+
+    out = console()
     add, change, gone = summary_counts({"changes": [
         {"action": c.action.value} for c in result.applied]})
-    if as_json and not wait:
-        from ftspec.cli.output import emit_json
+    for address, message in result.failed:
+        out.print(f"[red bold]Error:[/red bold] {escape(address)}: {escape(message)}")
+    word = "Destroy" if destroy else "Apply"
+    if result.ok:
+        tail = f"{gone} destroyed." if destroy else f"{add} added, {change} changed, " \
+            f"{gone} destroyed."
+        out.print(f"\n[green bold]{word} complete![/green bold] Resources: {tail}")
+    else:
+        out.print(f"\n[red bold]{word} failed[/red bold] ({len(result.failed)} of "
+                  f"{len(result.applied) + len(result.failed)} changes did not go through); "
+                  "run the same command again once the cause is fixed.")
 
-        emit_json({**ok_data, "ok": result.ok})
-    if not as_json:
-        from rich.markup import escape
 
-        for address, message in result.failed:
-            out.print(f"[red bold]Error:[/red bold] {escape(address)}: {escape(message)}")
-        word = "Destroy" if destroy else "Apply"
-        if result.ok:
-            tail = f"{gone} destroyed." if destroy else f"{add} added, {change} changed, " \
-                f"{gone} destroyed."
-            out.print(f"\n[green bold]{word} complete![/green bold] Resources: {tail}")
-        else:
-            out.print(f"\n[red bold]{word} failed[/red bold] ({len(result.failed)} of "
-                      f"{len(result.applied) + len(result.failed)} changes did not go through); "
-                      "run the same command again once the cause is fixed.")
-    if not result.ok:
-        return 1
-    if wait and not destroy:
-        if saved:
-            try:
-                backend, desired = _planned_jobs(plan, kubeconfig, context)
-            except CommandFailed as exc:
-                return exc.code
-            if not desired:
-                return 0  # the plan only destroys: nothing left to follow
-        return _wait(backend, desired, timeout, as_json, ok_data)
-    return 0
+def _follow(applied: _Applied, kubeconfig: str | None, context: str | None,
+            timeout: float | None, as_json: bool, ok_data: dict[str, Any]) -> int:
+    """--wait: follow the jobs applied (a saved plan's from the specs it names)."""
+    backend, desired = applied.backend, applied.desired
+    if applied.saved:
+        try:
+            backend, desired = _planned_jobs(applied.plan, kubeconfig, context)
+        except CommandFailed as exc:
+            return exc.code
+        if not desired:
+            return 0  # the plan only destroys: nothing left to follow
+    return _wait(backend, desired, timeout, as_json, ok_data)
 
 
 def _interrupted(desired: list[Desired]) -> None:

@@ -78,12 +78,30 @@ def _resource(address: str) -> tuple[str, str]:
 
 
 def _change_lines(ch: dict[str, Any]) -> list[str]:
+    """One change: its notes, its resource block with the attributes that change, and
+    its ML changes."""
     action = ch["action"]
     style = STYLE[action]
     kind, name = _resource(ch["address"])
-    lines = []
-    head = f"  [bold]# {_esc(ch['address'])}[/bold] {VERB[action]}"
-    lines.append(head)
+    lines = _notes(ch)
+    sym = SYMBOL[action]
+    lines.append(f"[{style}]{sym:>3}[/{style}] resource \"{kind}\" \"{_esc(name)}\" {{")
+    if action == "create":
+        lines += _created_lines(ch["after"] or {})
+    elif action == "delete":
+        lines += _deleted_lines(ch["before"] or {})
+    else:
+        lines += _updated_lines(ch.get("fields") or [], ch["before"] or {})
+    lines.append("    }")
+    for ml in ch.get("ml_changes") or []:
+        lines.append(f"    [cyan]# ML: {_esc(ml)}[/cyan]")
+    return lines
+
+
+def _notes(ch: dict[str, Any]) -> list[str]:
+    """The change's heading, then why: drift, the reason of a replace or delete, an upgrade."""
+    action = ch["action"]
+    lines = [f"  [bold]# {_esc(ch['address'])}[/bold] {VERB[action]}"]
     if ch.get("drift"):
         lines.append("  [yellow]# (live object changed outside ftspec since the last apply)"
                      "[/yellow]")
@@ -91,54 +109,65 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
         lines.append(f"  [dim]# ({_esc(ch['reason'])})[/dim]")
     if ch.get("upgrade"):
         lines.append(f"  [yellow]# ({_esc(ch['upgrade'])})[/yellow]")
-    sym = SYMBOL[action]
-    lines.append(f"[{style}]{sym:>3}[/{style}] resource \"{kind}\" \"{_esc(name)}\" {{")
-    if action == "create":
-        for path, after in leaves(ch["after"] or {}):
-            if SUMMARY_ANNOTATION in path:
-                after = "(ML summary)"
-            elif RECORD_KEY in path or path == "applied":
-                after = "(ftspec's record of this apply: version, spec, ML summary)"
-            lines.append(f"      [green]+[/green] {_esc(path)} = {_esc(_val(after))}")
-    elif action == "delete":
-        shown = 0
-        for path, before in leaves(ch["before"] or {}):
-            if path.startswith(("spec", "metadata.name", "metadata.namespace", "kind")):
-                lines.append(f"      [red]-[/red] {_esc(path)} = {_esc(_val(before))}")
-                shown += 1
-        hidden = count_leaves(ch["before"] or {}) - shown
-        if hidden > 0:
-            lines.append(f"        [dim]# ({hidden} unchanged attributes hidden)[/dim]")
-    else:
-        fields = ch.get("fields") or []
-        for f in fields:
-            before, after = f.get("before"), f.get("after")
-            if before is None:
-                mark, text = "[green]+[/green]", _val(after)
-            elif after is None:
-                mark, text = "[red]-[/red]", f"{_val(before)} -> null"
-            elif isinstance(before, str) and isinstance(after, str) and "\n" in before + after:
-                mark, text = "[yellow]~[/yellow]", _text_diff(before, after)
-                lines.append(f"      {mark} {_esc(f['path'])} = {text}")
-                continue
-            elif isinstance(before, list) and isinstance(after, list):
-                tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
-                lines.append(f"      [yellow]~[/yellow] {_esc(f['path'])} = "
-                             f"{_list_diff(before, after)}{tail}")
-                continue
-            else:
-                mark, text = "[yellow]~[/yellow]", f"{_val(before)} -> {_val(after)}"
-            tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
-            if SUMMARY_ANNOTATION in f["path"]:
-                text = "(ML summary changed, see the # ML lines below)"
-            lines.append(f"      {mark} {_esc(f['path'])} = {_esc(text)}{tail}")
-        hidden = max(count_leaves(ch["before"] or {}) - len(fields), 0)
-        if hidden:
-            lines.append(f"        [dim]# ({hidden} unchanged attributes hidden)[/dim]")
-    lines.append("    }")
-    for ml in ch.get("ml_changes") or []:
-        lines.append(f"    [cyan]# ML: {_esc(ml)}[/cyan]")
     return lines
+
+
+def _created_lines(after: dict[str, Any]) -> list[str]:
+    """Every attribute of a created object; ftspec's own annotations named, not shown."""
+    lines = []
+    for path, value in leaves(after):
+        if SUMMARY_ANNOTATION in path:
+            value = "(ML summary)"
+        elif RECORD_KEY in path or path == "applied":
+            value = "(ftspec's record of this apply: version, spec, ML summary)"
+        lines.append(f"      [green]+[/green] {_esc(path)} = {_esc(_val(value))}")
+    return lines
+
+
+def _deleted_lines(before: dict[str, Any]) -> list[str]:
+    """A deleted object's identity and spec; the count of the other attributes."""
+    lines = []
+    for path, value in leaves(before):
+        if path.startswith(("spec", "metadata.name", "metadata.namespace", "kind")):
+            lines.append(f"      [red]-[/red] {_esc(path)} = {_esc(_val(value))}")
+    hidden = count_leaves(before) - len(lines)
+    if hidden > 0:
+        lines.append(f"        [dim]# ({hidden} unchanged attributes hidden)[/dim]")
+    return lines
+
+
+def _updated_lines(fields: list[dict[str, Any]], before: dict[str, Any]) -> list[str]:
+    """The changed fields of an updated or replaced object; the count of the others."""
+    lines = [_field_line(f) for f in fields]
+    hidden = max(count_leaves(before) - len(fields), 0)
+    if hidden:
+        lines.append(f"        [dim]# ({hidden} unchanged attributes hidden)[/dim]")
+    return lines
+
+
+def _field_line(f: dict[str, Any]) -> str:
+    """One changed field: multi-line text and lists as diffs, other values before -> after."""
+    before, after = f.get("before"), f.get("after")
+    path = _esc(f["path"])
+    tail = " [red]# forces replacement[/red]" if f.get("forces_replace") else ""
+    if before is not None and after is not None:
+        if isinstance(before, str) and isinstance(after, str) and "\n" in before + after:
+            return f"      [yellow]~[/yellow] {path} = {_text_diff(before, after)}"
+        if isinstance(before, list) and isinstance(after, list):
+            return f"      [yellow]~[/yellow] {path} = {_list_diff(before, after)}{tail}"
+    mark, text = _scalar_change(before, after)
+    if SUMMARY_ANNOTATION in f["path"]:
+        text = "(ML summary changed, see the # ML lines below)"
+    return f"      {mark} {path} = {_esc(text)}{tail}"
+
+
+def _scalar_change(before: Any, after: Any) -> tuple[str, str]:
+    """The mark and text of a value added, removed or changed."""
+    if before is None:
+        return "[green]+[/green]", _val(after)
+    if after is None:
+        return "[red]-[/red]", f"{_val(before)} -> null"
+    return "[yellow]~[/yellow]", f"{_val(before)} -> {_val(after)}"
 
 
 def summary_counts(data: dict[str, Any]) -> tuple[int, int, int]:

@@ -140,29 +140,8 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
     accum = t.gradient_accumulation_steps or max(
         1, t.global_batch_size // (t.micro_batch_size * world)
     )
-    strategy: Literal["none", "ddp", "fsdp", "deepspeed"]
-    if spec.distributed.strategy == "auto":
-        # torchtune's distributed recipes always shard with FSDP2; transformers' expert
-        # parallelism shards the dense weights with FSDP2 over the same ranks
-        sharded = LAUNCHER_FACTS[spec.launcher].multi_rank_strategy == "fsdp" \
-            or spec.distributed.expert_parallel > 1
-        multi: Literal["fsdp", "ddp"] = "fsdp" if sharded else "ddp"
-        strategy = multi if world > 1 else "none"
-    else:
-        strategy = spec.distributed.strategy
-    examples = _train_examples(spec)
-    steps_per_epoch = None
-    if examples is not None:
-        steps_per_epoch = max(1, examples // t.global_batch_size)
-        if t.max_steps_per_epoch is not None:
-            steps_per_epoch = min(steps_per_epoch, t.max_steps_per_epoch)
-    total = t.max_steps
-    if total is None and steps_per_epoch is not None and t.epochs is not None:
-        total = steps_per_epoch * t.epochs
-    sched = t.scheduler
-    warmup = sched.warmup_steps
-    if warmup is None and sched.warmup_ratio is not None and total is not None:
-        warmup = math.ceil(total * sched.warmup_ratio)
+    strategy = _strategy(spec)
+    steps_per_epoch, total, warmup = _steps(spec)
     facts = model_facts(spec)
     lora_modules = _lora_modules(spec)
     memory = estimate_memory(
@@ -176,7 +155,6 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         spec.deploy.kubeflow.trainer_version
     labels = dict(spec.metadata.labels)
     labels.update(ownership_labels(ident, base if point is not None else None))
-    annotations = dict(spec.metadata.annotations)
     job = Job(
         spec=spec, spec_id=ident, spec_hash=digest,
         name=name, namespace=spec.metadata.namespace,
@@ -190,11 +168,45 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         tokens_per_step=t.global_batch_size * (spec.data.max_seq_len or facts.context_len),
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
         model=facts, lora_modules=lora_modules, memory=memory, row_format=_row_format(spec),
-        labels=labels, annotations=annotations,
+        labels=labels, annotations=dict(spec.metadata.annotations),
         trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
         written=written_digest(spec), defaults=spec_defaults(spec),
     )
     return replace(job, summary=ml_summary(job))
+
+
+def _strategy(spec: FineTuneSpec) -> Literal["none", "ddp", "fsdp", "deepspeed"]:
+    """distributed.strategy, ``auto`` resolved: none on one process, else the launcher's
+    multi-rank strategy (FSDP2 for torchtune and for expert parallelism, DDP otherwise)."""
+    chosen: Literal["auto", "none", "ddp", "fsdp", "deepspeed"] = spec.distributed.strategy
+    if chosen != "auto":
+        return chosen
+    # torchtune's distributed recipes always shard with FSDP2; transformers' expert
+    # parallelism shards the dense weights with FSDP2 over the same ranks
+    sharded = LAUNCHER_FACTS[spec.launcher].multi_rank_strategy == "fsdp" \
+        or spec.distributed.expert_parallel > 1
+    multi: Literal["fsdp", "ddp"] = "fsdp" if sharded else "ddp"
+    return multi if spec.resources.world_size > 1 else "none"
+
+
+def _steps(spec: FineTuneSpec) -> tuple[int | None, int | None, int | None]:
+    """Steps per epoch, total steps and warm-up steps, each None where the number of
+    training examples (or a step count given in the spec) does not fix it."""
+    t = spec.training
+    examples = _train_examples(spec)
+    steps_per_epoch = None
+    if examples is not None:
+        steps_per_epoch = max(1, examples // t.global_batch_size)
+        if t.max_steps_per_epoch is not None:
+            steps_per_epoch = min(steps_per_epoch, t.max_steps_per_epoch)
+    total = t.max_steps
+    if total is None and steps_per_epoch is not None and t.epochs is not None:
+        total = steps_per_epoch * t.epochs
+    sched = t.scheduler
+    warmup = sched.warmup_steps
+    if warmup is None and sched.warmup_ratio is not None and total is not None:
+        warmup = math.ceil(total * sched.warmup_ratio)
+    return steps_per_epoch, total, warmup
 
 
 def _row_format(spec: FineTuneSpec) -> RowFormat:

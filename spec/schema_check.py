@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -98,87 +98,113 @@ def _diag(doc: SourceDoc, path: KeyPath, summary: str, code: str, *, key: bool =
 
 
 def _diagnostics(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:
+    """One JSON Schema error as diagnostics, worded for its validator (``_WORDED``)."""
     path: KeyPath = tuple(error.absolute_path)
     validator = error.validator
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    instance = error.instance
-
     if validator in ("anyOf", "oneOf"):
         yield from _branch_errors(error, doc)
         return
-    if "propertyNames" in error.relative_schema_path and isinstance(instance, str):
-        yield _key_error(error, doc, path + (instance,))
+    if "propertyNames" in error.relative_schema_path and isinstance(error.instance, str):
+        yield _key_error(error, doc, path + (error.instance,))
         return
-    if validator == "additionalProperties":
-        known = list(schema.get("properties", {}))
-        where = format_path(path) or "the top level"
-        for name in instance:
-            if name not in known:
-                yield _diag(
-                    doc, path + (name,), f'unknown field "{name}" in {where}',
-                    "schema.unknown-field", key=True, hint=did_you_mean(name, known),
-                )
-        return
-    if validator == "required":
-        props = schema.get("properties", {})
-        for name in error.validator_value:
-            if isinstance(instance, dict) and name not in instance:
-                where = format_path(path) or "the top level"
-                yield _diag(
-                    doc, path, f'missing required field "{name}" in {where}',
-                    "schema.missing-field", key=True, hint=_add_hint(name, props.get(name, {})),
-                )
-        return
-    if validator in ("enum", "const"):
-        choices = error.validator_value if validator == "enum" else [error.validator_value]
-        named = [str(c) for c in choices if c is not None]
-        listed = ", ".join(named)
-        if len(named) > _ENUM_LISTED:  # a catalog (model families): the hint names the nearest
-            listed = f"{len(named)} names ({', '.join(named[:5])}, ...)"
-            if path[-1:] == ("family",):
-                listed += "; `ftspec explain --families` lists them"
-        hint = did_you_mean(str(instance), [str(c) for c in choices]) if isinstance(
-            instance, str) else None
-        yield _diag(
-            doc, path, f"invalid value: {_describe(instance, path)}; expected one of: {listed}",
-            "schema.enum", hint=hint,
-        )
-        return
-    if validator == "type":
-        wanted = error.validator_value
-        words = [wanted] if isinstance(wanted, str) else list(wanted)
-        expected = " or ".join(_TYPE_WORD.get(w, w) for w in words)
-        yield _diag(
-            doc, path, f"expected {expected}, got {_describe(instance, path)}", "schema.type"
-        )
-        return
-    bound = _BOUNDS.get(validator)
-    if bound is not None:
-        yield _diag(
-            doc, path,
-            f"must be {bound} {error.validator_value}, got {_describe(instance, path)}",
-            "schema.range",
-        )
-        return
-    if validator == "pattern":
-        explained = EXPLAINED.get(error.validator_value)
-        if explained is not None:
-            summary = f"{_describe(instance, path)} is not {explained[0]}"
-            hint = f"for example {explained[1]}"
-        else:
-            summary = f"{_describe(instance, path)} does not match the required form"
-            hint = f"expected pattern {error.validator_value}"
-        yield _diag(doc, path, summary, "schema.pattern", hint=hint)
-        return
-    if validator in ("minLength", "maxLength", "minItems", "maxItems"):
-        noun = "characters" if "Length" in validator else "items"
-        limit = "at least" if validator.startswith("min") else "at most"
-        yield _diag(
-            doc, path, f"must have {limit} {error.validator_value} {noun}", "schema.size"
-        )
+    worded = _WORDED.get(validator)
+    if worded is not None:
+        yield from worded(error, doc, path)
         return
     message = error.message if not (path and path[0] in SECRET_ROOTS) else "invalid value"
     yield _diag(doc, path, message, f"schema.{validator}")
+
+
+def _properties(error: Any) -> dict[str, Any]:
+    """The ``properties`` of the schema ``error`` is about."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    props: dict[str, Any] = schema.get("properties", {})
+    return props
+
+
+def _unknown_fields(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    """``additionalProperties``: each unknown key, with the nearest known name."""
+    known = list(_properties(error))
+    where = format_path(path) or "the top level"
+    for name in error.instance:
+        if name not in known:
+            yield _diag(
+                doc, path + (name,), f'unknown field "{name}" in {where}',
+                "schema.unknown-field", key=True, hint=did_you_mean(name, known),
+            )
+
+
+def _missing_fields(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    """``required``: each missing key, with what to add."""
+    props = _properties(error)
+    instance = error.instance
+    for name in error.validator_value:
+        if isinstance(instance, dict) and name not in instance:
+            where = format_path(path) or "the top level"
+            yield _diag(
+                doc, path, f'missing required field "{name}" in {where}',
+                "schema.missing-field", key=True, hint=_add_hint(name, props.get(name, {})),
+            )
+
+
+def _not_a_choice(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    """``enum`` and ``const``: the choices (a long catalog summarized), the nearest one."""
+    instance = error.instance
+    choices = error.validator_value if error.validator == "enum" else [error.validator_value]
+    named = [str(c) for c in choices if c is not None]
+    listed = ", ".join(named)
+    if len(named) > _ENUM_LISTED:  # a catalog (model families): the hint names the nearest
+        listed = f"{len(named)} names ({', '.join(named[:5])}, ...)"
+        if path[-1:] == ("family",):
+            listed += "; `ftspec explain --families` lists them"
+    hint = did_you_mean(str(instance), [str(c) for c in choices]) if isinstance(
+        instance, str) else None
+    yield _diag(
+        doc, path, f"invalid value: {_describe(instance, path)}; expected one of: {listed}",
+        "schema.enum", hint=hint,
+    )
+
+
+def _wrong_type(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    wanted = error.validator_value
+    words = [wanted] if isinstance(wanted, str) else list(wanted)
+    expected = " or ".join(_TYPE_WORD.get(w, w) for w in words)
+    yield _diag(
+        doc, path, f"expected {expected}, got {_describe(error.instance, path)}", "schema.type"
+    )
+
+
+def _out_of_range(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    """``minimum``, ``maximum`` and their exclusive forms (``_BOUNDS``)."""
+    yield _diag(
+        doc, path,
+        f"must be {_BOUNDS[error.validator]} {error.validator_value}, got "
+        f"{_describe(error.instance, path)}",
+        "schema.range",
+    )
+
+
+def _wrong_form(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    """``pattern``: the form explained with an example where ``EXPLAINED`` has one."""
+    shown = _describe(error.instance, path)
+    explained = EXPLAINED.get(error.validator_value)
+    if explained is not None:
+        summary = f"{shown} is not {explained[0]}"
+        hint = f"for example {explained[1]}"
+    else:
+        summary = f"{shown} does not match the required form"
+        hint = f"expected pattern {error.validator_value}"
+    yield _diag(doc, path, summary, "schema.pattern", hint=hint)
+
+
+def _wrong_size(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
+    """``minLength``, ``maxLength``, ``minItems``, ``maxItems``."""
+    validator = error.validator
+    noun = "characters" if "Length" in validator else "items"
+    limit = "at least" if validator.startswith("min") else "at most"
+    yield _diag(
+        doc, path, f"must have {limit} {error.validator_value} {noun}", "schema.size"
+    )
 
 
 def _key_error(error: Any, doc: SourceDoc, path: KeyPath) -> Diagnostic:
@@ -207,6 +233,19 @@ _BOUNDS = {
     "exclusiveMinimum": ">",
     "exclusiveMaximum": "<",
 }
+
+
+_WORDED: dict[str, Callable[[Any, SourceDoc, KeyPath], Iterator[Diagnostic]]] = {
+    "additionalProperties": _unknown_fields,
+    "required": _missing_fields,
+    "enum": _not_a_choice,
+    "const": _not_a_choice,
+    "type": _wrong_type,
+    **dict.fromkeys(_BOUNDS, _out_of_range),
+    "pattern": _wrong_form,
+    **dict.fromkeys(("minLength", "maxLength", "minItems", "maxItems"), _wrong_size),
+}
+"""The validators worded for people; any other says the validator's own message."""
 
 
 def _branch_errors(error: Any, doc: SourceDoc) -> Iterator[Diagnostic]:

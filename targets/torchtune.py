@@ -185,8 +185,7 @@ def plan_run(job: Job, paths: RunPaths | None = None) -> TorchtuneRun:
 
 def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
                ) -> list[Override]:
-    spec = job.spec
-    t = spec.training
+    t = job.spec.training
     ops: list[Override] = [Set("output_dir", paths.output_dir)]
     ops += _model(job, base, quantize)
     ops += _tokenizer(job, base, paths)
@@ -194,28 +193,52 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
     if job.model.custom:
         ops.append(Set("checkpointer.checkpoint_files", ["model.safetensors"]))
     ops += _replace(base, "dataset", _dataset(job, paths))
+    ops += _loop(job)
+    ops += _replace(base, "optimizer", _optimizer(job))
+    ops += _scheduler(job, base)
+    ops += _replace(base, "loss", {"_component_": LOSSES[t.loss]})
+    top = _top_level(job, base)
+    ops += _replace(base, "metric_logger", metric_logger(job))
+    # A key the base config leaves out stays out when the spec asks for its default.
+    ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
+    return _user_overrides(ops, base, job.spec.overrides.torchtune)
+
+
+def _loop(job: Job) -> list[Override]:
+    """Seed, shuffling, batch, accumulation and the epochs (max_steps: one epoch that long)."""
+    t = job.spec.training
     per_epoch: int | None
     if t.max_steps is not None:
         epochs, per_epoch = 1, t.max_steps
     else:
         epochs, per_epoch = t.epochs or 1, t.max_steps_per_epoch
-    ops += [
-        Set("seed", t.seed), Set("shuffle", spec.data.shuffle),
+    return [
+        Set("seed", t.seed), Set("shuffle", job.spec.data.shuffle),
         Set("batch_size", job.micro_batch_size),
         Set("gradient_accumulation_steps", job.gradient_accumulation_steps),
         Set("epochs", epochs), Set("max_steps_per_epoch", per_epoch),
     ]
-    ops += _replace(base, "optimizer", _optimizer(job))
-    constant = t.scheduler.name != "cosine"
+
+
+def _scheduler(job: Job, base: dict[str, Any]) -> list[Override]:
+    """torchtune's cosine schedule with warm-up (flat with no cycles for constant)."""
+    sched = job.spec.training.scheduler
+    constant = sched.name != "cosine"
     if "lr_scheduler" in base or not constant or job.warmup_steps:
-        ops += _replace(base, "lr_scheduler", {
+        return _replace(base, "lr_scheduler", {
             "_component_": COSINE,
             "num_warmup_steps": job.warmup_steps or 0,
-            "num_cycles": 0.0 if constant else t.scheduler.num_cycles,
+            "num_cycles": 0.0 if constant else sched.num_cycles,
         })
-    # else: the recipe's default (no scheduler) is the constant schedule asked for
-    ops += _replace(base, "loss", {"_component_": LOSSES[t.loss]})
-    top = [
+    return []  # the recipe's default (no scheduler) is the constant schedule asked for
+
+
+def _top_level(job: Job, base: dict[str, Any]) -> list[Set]:
+    """The recipe's top-level keys the spec sets (all of them, before the implicit-default
+    filter)."""
+    spec = job.spec
+    t = spec.training
+    top: list[Set] = [
         Set("clip_grad_norm", t.max_grad_norm),
         Set("compile", t.compile),
         Set("device", job.device),
@@ -230,7 +253,6 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         # recipe refuses with gradient clipping or accumulation: the spec's clipping and
         # accumulation win, with the optimizer stepped after backward as usual.
         top.append(Set("optimizer_in_bwd", False))
-    ops += _replace(base, "metric_logger", metric_logger(job))
     if spec.method.kind != "full":
         # torchtune's LoRA recipes save the merged model unless adapter-only is asked for.
         out = spec.output
@@ -242,9 +264,14 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
         top.append(Set("fsdp_reshard_after_forward",
                        fsdp is None or (fsdp.sharding != "shard_grad_op"
                                         and fsdp.reshard_after_forward)))
-    # A key the base config leaves out stays out when the spec asks for its default.
-    ops += [op for op in top if op.key in base or not is_implicit(None, op.key, op.value)]
-    for key, value in spec.overrides.torchtune.items():
+    return top
+
+
+def _user_overrides(ops: list[Override], base: dict[str, Any], overrides: dict[Any, Any]
+                    ) -> list[Override]:
+    """``ops`` with overrides.torchtune applied: ``~key`` drops the key (and what ftspec
+    set under it) from the config, any other key is set."""
+    for key, value in overrides.items():
         name = str(key)
         if name.startswith("~"):  # torchtune's removal syntax: the key leaves the config
             gone = name[1:]

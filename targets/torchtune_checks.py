@@ -26,48 +26,66 @@ def check(job: Job) -> list[Diagnostic]:
 
 
 def _check(job: Job) -> Iterator[Diagnostic]:
-    from ftspec.targets.torchtune import (
-        DATASETS,
-        HF_TO_TORCHTUNE_ATTN,
-        MLP_MODULES,
-        OPTIMIZERS,
-        SCHEDULERS,
-        base_config,
-        config_candidates,
-    )
+    from ftspec.targets.chat_format import check_system_prompt
+    from ftspec.targets.torchtune import HF_TO_TORCHTUNE_ATTN, MLP_MODULES
 
-    spec = job.spec
-    t = spec.training
-    kind = spec.method.kind
     yield from _multimodal(job)
+    no_recipe = _no_recipe(job)
+    if no_recipe is not None:
+        yield no_recipe
+        return
+    yield from _strategy(job)
+    yield from _builder_shape(job)
+    yield from check_system_prompt(job, _FINDINGS)
+    yield from _config(job)
+    yield from _mixture(job)
+    yield from _train_dataset(job)
+    yield from _numerics(job)
+    yield from _schedule(job)
+    yield from _lora(job, HF_TO_TORCHTUNE_ATTN, MLP_MODULES)
+    yield from _distributed(job)
+    yield from _ignored(job)
+
+
+def _no_recipe(job: Job) -> Diagnostic | None:
+    """Why torchtune has nothing to build this job from (no recipe for the method, no
+    config for the model), which makes every other check moot; None when it has."""
+    spec = job.spec
+    kind = spec.method.kind
     if kind not in METHODS:
-        yield _err(("method", "kind"), f"torchtune has no recipe for {kind}", "method",
-                   hint="use method.kind full, lora, qlora or dora, or launcher: accelerate")
-        return
-    if job.model.torchtune_config is None:
-        if spec.model.architecture is not None:
-            yield _err(("model", "architecture"), "torchtune builds custom dimensions only "
-                       "on a llama2 or llama3_2 base (model.architecture.base)", "architecture",
-                       hint=_alternative(job))
-        else:
-            yield _err(("model", "family"), f"torchtune ships no config for "
-                       f"{job.model.display}", "family", hint=_alternative(job))
-        return
-    if spec.distributed.strategy == "deepspeed":
+        return _err(("method", "kind"), f"torchtune has no recipe for {kind}", "method",
+                    hint="use method.kind full, lora, qlora or dora, or launcher: accelerate")
+    if job.model.torchtune_config is not None:
+        return None
+    if spec.model.architecture is not None:
+        return _err(("model", "architecture"), "torchtune builds custom dimensions only "
+                    "on a llama2 or llama3_2 base (model.architecture.base)", "architecture",
+                    hint=_alternative(job))
+    return _err(("model", "family"), f"torchtune ships no config for "
+                f"{job.model.display}", "family", hint=_alternative(job))
+
+
+def _strategy(job: Job) -> Iterator[Diagnostic]:
+    if job.spec.distributed.strategy == "deepspeed":
         yield _err(("distributed", "strategy"), "torchtune does not support DeepSpeed (it "
                    "shards with FSDP2)", "deepspeed", hint="use strategy: fsdp, or "
                    "launcher: accelerate")
-    yield from _builder_shape(job)
-    from ftspec.targets.chat_format import check_system_prompt
 
-    yield from check_system_prompt(job, _FINDINGS)
+
+def _config(job: Job) -> Iterator[Diagnostic]:
+    """The shipped config for this method, model and topology."""
+    from ftspec.targets.torchtune import base_config, config_candidates
+
     if base_config(job) is None:
         tried = ", ".join(n for n, _ in config_candidates(job))
         topology = "one device" if job.world_size == 1 else f"{job.world_size} processes"
         yield _err(("method", "kind"),
-                   f"torchtune ships no {kind} config for {job.model.display} on {topology} "
-                   f"(looked for {tried})", "config")
-    data = spec.data
+                   f"torchtune ships no {job.spec.method.kind} config for {job.model.display} "
+                   f"on {topology} (looked for {tried})", "config")
+
+
+def _mixture(job: Job) -> Iterator[Diagnostic]:
+    data = job.spec.data
     if data.mixture is not None and data.mixture.strategy == "concatenate":
         yield _err(("data", "mixture", "strategy"), "torchtune concatenates a list of "
                    "datasets, but the torchtune target compiles one dataset section: a "
@@ -77,6 +95,13 @@ def _check(job: Job) -> Iterator[Diagnostic]:
     elif data.mixture is not None:
         yield _err(("data", "mixture"), "torchtune concatenates datasets; it cannot mix them "
                    "by proportion", "mixture", hint="use data.train, or launcher: accelerate")
+
+
+def _train_dataset(job: Job) -> Iterator[Diagnostic]:
+    """data.train's format and templates, then packing, against torchtune's builders."""
+    from ftspec.targets.torchtune import DATASETS
+
+    data = job.spec.data
     ds = data.train
     if ds is not None:
         if ds.format == "prompt_completion":
@@ -106,14 +131,26 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    "BlockMask on CUDA, a dense mask elsewhere; positions restart per example)",
                    "packed-attention", hint="use packed_attention: per_example, or launcher: "
                    "accelerate (TRL's wrapped packing)")
-    if spec.model.precision == "mixed" and spec.model.dtype != "fp16":
+
+
+def _numerics(job: Job) -> Iterator[Diagnostic]:
+    """model.precision and model.dtype: torchtune trains in pure bf16 or fp32."""
+    model = job.spec.model
+    if model.precision == "mixed" and model.dtype != "fp16":
         yield _err(("model", "precision"), "torchtune's recipes train in pure precision: "
                    "weights and optimizer state live in `dtype`, with no fp32 master copy "
                    "or autocast", "precision-mixed",
                    hint="use precision: pure, or launcher: accelerate for mixed precision")
-    if spec.model.dtype == "fp16":
+    if model.dtype == "fp16":
         yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
                    hint="use bf16 (Ampere or newer) or fp32")
+
+
+def _schedule(job: Job) -> Iterator[Diagnostic]:
+    """The optimizer, the learning-rate schedule and where training stops."""
+    from ftspec.targets.torchtune import OPTIMIZERS, SCHEDULERS
+
+    t = job.spec.training
     if t.optimizer.name not in OPTIMIZERS:
         yield _err(("training", "optimizer", "name"),
                    f"the torchtune target has no optimizer mapping for {t.optimizer.name}",
@@ -132,9 +169,6 @@ def _check(job: Job) -> Iterator[Diagnostic]:
                    f"torchtune stops at the end of its epoch: {job.steps_per_epoch} steps per "
                    f"epoch < max_steps {t.max_steps}", "max-steps",
                    hint="use epochs (and max_steps_per_epoch) instead")
-    yield from _lora(job, HF_TO_TORCHTUNE_ATTN, MLP_MODULES)
-    yield from _distributed(job)
-    yield from _ignored(job)
 
 
 def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagnostic]:

@@ -32,7 +32,7 @@ def _obj(change: Change) -> dict[str, Any]:
 
 
 def _stale_check(t: Transport, plan: Plan) -> None:
-    from ftspec.reconciler.kubernetes.backend import read_digest
+    from ftspec.reconciler.kubernetes.plan_steps import read_digest
 
     reader = Reader(t)
     try:

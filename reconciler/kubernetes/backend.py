@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.reconciler.backend import BackendError, Desired, Reporter
 from ftspec.reconciler.backends import BackendOptions
-from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.crd_check import SKIPPED as CEL_SKIPPED
-from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
-from ftspec.reconciler.kubernetes.errors import ApiError
+from ftspec.reconciler.kubernetes.crd_check import CrdRules
 from ftspec.reconciler.kubernetes.kubeconfig import load_connection
-from ftspec.reconciler.kubernetes.locate import locate
-from ftspec.reconciler.kubernetes.planner import (
-    ObjectInput,
-    OwnershipError,
-    address,
-    decide,
-    destroy,
-    left_sweep,
-    orphan,
-    owner_of,
-    spec_strays,
+from ftspec.reconciler.kubernetes.plan_steps import (
+    Context,
+    Draft,
+    Owned,
+    destroy_owned,
+    owner_key,
+    plan_object,
+    read_owned,
+    remove_unwanted,
+    submit_reads,
 )
+from ftspec.reconciler.kubernetes.planner import address, spec_strays
 from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS, MANAGED_KINDS, describe
 from ftspec.reconciler.kubernetes.status import phase_of
@@ -43,14 +39,6 @@ from ftspec.spec.platforms import (
     TRAINER_API_VERSION,
     TRAINER_GROUP,
 )
-
-ABSENT = "absent"
-
-
-def read_digest(live: dict[str, Any] | None) -> str:
-    if live is None:
-        return ABSENT
-    return "rv:" + str((live.get("metadata") or {}).get("resourceVersion"))
 
 
 class KubernetesBackend:
@@ -171,127 +159,36 @@ class KubernetesBackend:
             self.drop_prefetched()
 
     def _plan(self, reader: Reader, desired: Sequence[Desired], *, destroy_all: bool) -> Plan:
-        warnings: list[str] = [] if destroy_all else list(self._compile_warnings)
+        draft = Draft([] if destroy_all else list(self._compile_warnings))
         self._docs.update({d.spec_file: d.doc for d in desired if d.doc is not None})
-        scopes = sorted({(kind, d.job.namespace) for d in desired
-                         for kind in MANAGED_KINDS.get(d.job.target, ())})
-        early = self._early
-        lists = {scope: (early and early.take_owned(*scope)) or reader.submit(reader.owned, *scope)
-                 for scope in scopes}
-        version = next((d.job.trainer_version for d in desired if d.job.target == "kubeflow"),
-                       None)
-        owned: dict[str, list[dict[str, Any]]] = {}
-        errors: list[BaseException] = []
-        for (kind, ns), fut in lists.items():
-            try:
-                for item in fut.result():
-                    spec_id = owner_of(item)
-                    if spec_id:
-                        owned.setdefault(f"{ns}/{spec_id}", []).append(item)
-            except BaseException as exc:  # noqa: BLE001 - reported below, first one wins
-                errors.append(exc)
-        raise_first(errors)
-
-        digests: dict[str, str] = {}
-        changes = []
+        owned = read_owned(reader, desired, self._early)
         strays = spec_strays(desired, owned)
         if destroy_all:
-            for d in desired:
-                for item in owned.get(f"{d.job.namespace}/{d.job.spec_id}", []):
-                    change = destroy(d.job.target, item, d.spec_file)
-                    digests[change.address] = read_digest(item)
-                    changes.append(change)
-            for d, item in strays:  # every point of the spec, in the grid or not
-                change = destroy(d.job.target, item, d.spec_file)
-                digests[change.address] = read_digest(item)
-                changes.append(change)
-            return Plan(self.name, tuple(changes), digests, self._specs(desired),
-                        tuple(warnings))
+            destroy_owned(desired, owned, strays, draft)
+            return Plan(self.name, tuple(draft.changes), draft.digests, self._specs(desired),
+                        tuple(draft.warnings))
+        wanted = self._plan_rendered(reader, desired, owned, draft)
+        raise_first(draft.errors)
+        remove_unwanted(desired, owned, wanted, strays, draft)
+        return Plan(self.name, tuple(draft.changes), draft.digests, self._specs(desired),
+                    tuple(dict.fromkeys(draft.warnings)))
 
+    def _plan_rendered(self, reader: Reader, desired: Sequence[Desired], owned: Owned,
+                       draft: Draft) -> set[str]:
+        """Add each rendered object's change to ``draft``; the addresses rendered."""
         rendered = [(d, obj) for d in desired for obj in self._render(d)]
-        taken = {d.job.spec_id for d in desired}
-        wanted = {address(d.job.target, obj) for d, obj in rendered}
         by_addr = {address(d.job.target, live): live for d in desired
-                   for live in owned.get(f"{d.job.namespace}/{d.job.spec_id}", [])}
-        live_futs: list[Future[dict[str, Any] | None] | None] = []
-        dry_futs = []
-        for d, obj in rendered:
-            addr = address(d.job.target, obj)
-            live_futs.append(None if addr in by_addr else reader.submit(reader.get, obj))
-            dry_futs.append((early and early.take_dry_run(obj))
-                            or reader.submit(reader.applied_result, obj, by_addr.get(addr)))
+                   for live in owned.get(owner_key(d.job), [])}
+        pending = submit_reads(reader, self._early, rendered, by_addr)
         rules = CrdRules(reader, self._crds)
         if not rules.available:
-            warnings.append(CEL_SKIPPED)
-        for (d, obj), live_fut, dry_fut in zip(rendered, live_futs, dry_futs):
-            addr = address(d.job.target, obj)
-            refused: ApiError | None = None
-            try:
-                live = by_addr.get(addr) if live_fut is None else live_fut.result()
-                broken, moved = rules.violations(obj, live)
-                if broken:  # a modern server refuses this object whatever is live
-                    overrides = d.job.spec.overrides.model_dump()
-                    raise_first([rule_error(obj, v, overrides) for v in broken])
-                try:
-                    dry = dry_fut.result()
-                except ApiError as exc:
-                    # a server with the CRD's transition rules refuses the update of an
-                    # immutable field: fine when the plan replaces the object (below)
-                    if exc.status != 422 or live is None:
-                        raise
-                    dry, refused = reader.created_result(obj), exc
-            except BaseException as exc:  # noqa: BLE001
-                path = getattr(exc, "spec_path", None)
-                if isinstance(exc, ApiError) and exc.fields:  # the user's patch, if it set it
-                    path = field_spec_path(d.job, obj, exc.fields[0]) or path
-                if path:
-                    exc.location = locate(  # type: ignore[attr-defined]
-                        d.spec_file, path, d.doc, getattr(exc, "bad_value", None))
-                errors.append(exc)
-                continue
-            if dry is None:
-                warnings.append(f"namespace {d.job.namespace} does not exist yet; "
-                                "apply's preflight will stop until it does")
-            elif "forbidden" in dry:
-                warnings.append(f"server-side dry-run not allowed, planned without server "
-                                f"defaults ({dry['forbidden']})")
-                dry = None
-            owner = owner_of(live) if live is not None else None
-            move = named_object_moved(d.job, d.spec_file, owner, taken, Path.cwd()) \
-                if owner and owner != d.job.spec_id else None
-            try:
-                change = decide(ObjectInput(
-                    d.job.target, d.job.spec_id, d.spec_file, obj, live, dry, version,
-                    adopt_from=move.old_id if move else None, moved=move.why if move else None))
-            except OwnershipError as exc:
-                errors.append(BackendError(str(exc), hint="ftspec never touches objects it "
-                                           "does not own"))
-                continue
-            if refused is not None and (change.action != Action.REPLACE and not moved):
-                if refused.spec_path:  # not an immutable field: the server's 422 stands
-                    refused.location = locate(  # type: ignore[attr-defined]
-                        d.spec_file, refused.spec_path, d.doc, refused.bad_value)
-                errors.append(refused)
-                continue
-            digests[addr] = read_digest(live)
-            changes.append(change)
-        raise_first(errors)
-        spec_files = {f"{d.job.namespace}/{d.job.spec_id}": d.spec_file for d in desired}
-        for key, items in sorted(owned.items()):
-            if key not in spec_files:
-                continue  # another spec's objects: never ours to delete
-            for live in items:
-                addr = address(next(d.job.target for d in desired
-                                    if f"{d.job.namespace}/{d.job.spec_id}" == key), live)
-                if addr not in wanted:
-                    digests[addr] = read_digest(live)
-                    changes.append(orphan(addr.split(".", 1)[0], live, spec_files[key]))
-        for d, live in strays:
-            change = left_sweep(d.job.target, live, d.spec_file)
-            digests[change.address] = read_digest(live)
-            changes.append(change)
-        return Plan(self.name, tuple(changes), digests, self._specs(desired),
-                    tuple(dict.fromkeys(warnings)))
+            draft.warnings.append(CEL_SKIPPED)
+        version = next((d.job.trainer_version for d in desired if d.job.target == "kubeflow"),
+                       None)
+        ctx = Context(reader, rules, by_addr, {d.job.spec_id for d in desired}, version)
+        for p in pending:
+            plan_object(ctx, p, draft)
+        return {p.addr for p in pending}
 
     @staticmethod
     def _specs(desired: Sequence[Desired]) -> dict[str, str]:

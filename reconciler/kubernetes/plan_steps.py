@@ -1,0 +1,244 @@
+"""The steps of a Kubernetes plan, one function each (``KubernetesBackend._plan`` runs them):
+list what ftspec owns, start the reads of each rendered object, decide each object against
+the server's answer, and delete what no spec renders any more. A ``Draft`` collects the
+changes, the digests of what they read, the warnings and the errors on the way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.crd_rules import Violation
+from ftspec.reconciler.backend import BackendError, Desired
+from ftspec.reconciler.identity import named_object_moved
+from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
+from ftspec.reconciler.kubernetes.errors import ApiError
+from ftspec.reconciler.kubernetes.locate import locate
+from ftspec.reconciler.kubernetes.planner import (
+    ObjectInput,
+    OwnershipError,
+    address,
+    decide,
+    destroy,
+    left_sweep,
+    orphan,
+    owner_of,
+)
+from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
+from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS
+from ftspec.reconciler.model import Action, Change
+from ftspec.spec.ir import Job
+
+ABSENT = "absent"
+
+Obj = dict[str, Any]
+Owned = dict[str, list[Obj]]
+"""``namespace/spec_id`` -> the live objects ftspec labelled with that spec id."""
+Stray = tuple[Desired, Obj]
+
+
+def read_digest(live: Obj | None) -> str:
+    if live is None:
+        return ABSENT
+    return "rv:" + str((live.get("metadata") or {}).get("resourceVersion"))
+
+
+def owner_key(job: Job) -> str:
+    """The key of ``job``'s objects in ``Owned``."""
+    return f"{job.namespace}/{job.spec_id}"
+
+
+@dataclass
+class Draft:
+    """A plan being built: its changes, the digests of what they read, warnings, errors."""
+
+    warnings: list[str]
+    changes: list[Change] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+
+    def add(self, addr: str, change: Change, live: Obj | None) -> None:
+        self.digests[addr] = read_digest(live)
+        self.changes.append(change)
+
+
+def read_owned(reader: Reader, desired: Sequence[Desired], early: Early | None) -> Owned:
+    """What ftspec owns in the kinds and namespaces ``desired`` manage (the listings
+    ``early`` started are taken, the others read now); the first failed listing raises."""
+    scopes = sorted({(kind, d.job.namespace) for d in desired
+                     for kind in MANAGED_KINDS.get(d.job.target, ())})
+    lists = {scope: (early and early.take_owned(*scope)) or reader.submit(reader.owned, *scope)
+             for scope in scopes}
+    owned: Owned = {}
+    errors: list[BaseException] = []
+    for (_kind, ns), fut in lists.items():
+        try:
+            for item in fut.result():
+                spec_id = owner_of(item)
+                if spec_id:
+                    owned.setdefault(f"{ns}/{spec_id}", []).append(item)
+        except BaseException as exc:  # noqa: BLE001 - reported below, first one wins
+            errors.append(exc)
+    raise_first(errors)
+    return owned
+
+
+def destroy_owned(desired: Sequence[Desired], owned: Owned, strays: list[Stray],
+                  draft: Draft) -> None:
+    """Every object of ``desired``, then every stray point of their sweeps, deleted."""
+    for d in desired:
+        for item in owned.get(owner_key(d.job), []):
+            change = destroy(d.job.target, item, d.spec_file)
+            draft.add(change.address, change, item)
+    for d, item in strays:  # every point of the spec, in the grid or not
+        change = destroy(d.job.target, item, d.spec_file)
+        draft.add(change.address, change, item)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A rendered object with its reads under way: the live object (None: it was listed
+    among the owned ones) and the server-side dry-run."""
+
+    desired: Desired
+    obj: Obj
+    addr: str
+    live: Future[Obj | None] | None
+    dry: Future[Obj | None]
+
+
+def submit_reads(reader: Reader, early: Early | None, rendered: list[tuple[Desired, Obj]],
+                 by_addr: dict[str, Obj]) -> list[Pending]:
+    """Start the reads of each rendered object (dry-runs ``early`` started are taken)."""
+    pending: list[Pending] = []
+    for d, obj in rendered:
+        addr = address(d.job.target, obj)
+        live = None if addr in by_addr else reader.submit(reader.get, obj)
+        dry = ((early and early.take_dry_run(obj))
+               or reader.submit(reader.applied_result, obj, by_addr.get(addr)))
+        pending.append(Pending(d, obj, addr, live, dry))
+    return pending
+
+
+@dataclass(frozen=True)
+class Context:
+    """What deciding any one object reads besides the object itself."""
+
+    reader: Reader
+    rules: CrdRules
+    by_addr: dict[str, Obj]
+    """The owned objects by address (their live state, already read)."""
+    taken: set[str]
+    """The spec ids of this plan."""
+    version: str | None
+    """The Trainer API version the TrainJobs were rendered for."""
+
+
+@dataclass(frozen=True)
+class ServerRead:
+    """The server's answers for one object."""
+
+    live: Obj | None
+    dry: Obj | None
+    moved: list[Violation]
+    """The CRD's transition rules the update from the live object breaks."""
+    refused: ApiError | None
+    """The dry-run's 422 (an immutable field, if the plan replaces the object)."""
+
+
+def read_server(ctx: Context, p: Pending) -> ServerRead:
+    """The live object and the dry-run of ``p``; raises what refuses the object."""
+    live = ctx.by_addr.get(p.addr) if p.live is None else p.live.result()
+    broken, moved = ctx.rules.violations(p.obj, live)
+    if broken:  # a modern server refuses this object whatever is live
+        overrides = p.desired.job.spec.overrides.model_dump()
+        raise_first([rule_error(p.obj, v, overrides) for v in broken])
+    try:
+        return ServerRead(live, p.dry.result(), moved, None)
+    except ApiError as exc:
+        # a server with the CRD's transition rules refuses the update of an
+        # immutable field: fine when the plan replaces the object (plan_object)
+        if exc.status != 422 or live is None:
+            raise
+        return ServerRead(live, ctx.reader.created_result(p.obj), moved, exc)
+
+
+def located(exc: BaseException, d: Desired, obj: Obj) -> BaseException:
+    """``exc`` with the location of the spec field it is about, where it names one."""
+    path = getattr(exc, "spec_path", None)
+    if isinstance(exc, ApiError) and exc.fields:  # the user's patch, if it set it
+        path = field_spec_path(d.job, obj, exc.fields[0]) or path
+    if path:
+        exc.location = locate(  # type: ignore[attr-defined]
+            d.spec_file, path, d.doc, getattr(exc, "bad_value", None))
+    return exc
+
+
+def usable_dry_run(d: Desired, dry: Obj | None, warnings: list[str]) -> Obj | None:
+    """The dry-run result to compare with (None: none), with a warning where there is none."""
+    if dry is None:
+        warnings.append(f"namespace {d.job.namespace} does not exist yet; "
+                        "apply's preflight will stop until it does")
+    elif "forbidden" in dry:
+        warnings.append(f"server-side dry-run not allowed, planned without server "
+                        f"defaults ({dry['forbidden']})")
+        return None
+    return dry
+
+
+def object_change(ctx: Context, p: Pending, live: Obj | None, dry: Obj | None) -> Change:
+    """The change for one object; an object named like this job's but owned by another
+    spec is adopted when the spec was renamed (``named_object_moved``)."""
+    d = p.desired
+    owner = owner_of(live) if live is not None else None
+    move = named_object_moved(d.job, d.spec_file, owner, ctx.taken, Path.cwd()) \
+        if owner and owner != d.job.spec_id else None
+    return decide(ObjectInput(
+        d.job.target, d.job.spec_id, d.spec_file, p.obj, live, dry, ctx.version,
+        adopt_from=move.old_id if move else None, moved=move.why if move else None))
+
+
+def plan_object(ctx: Context, p: Pending, draft: Draft) -> None:
+    """Add the change of one rendered object to ``draft``, or the error that refuses it."""
+    d = p.desired
+    try:
+        read = read_server(ctx, p)
+    except BaseException as exc:  # noqa: BLE001
+        draft.errors.append(located(exc, d, p.obj))
+        return
+    dry = usable_dry_run(d, read.dry, draft.warnings)
+    try:
+        change = object_change(ctx, p, read.live, dry)
+    except OwnershipError as exc:
+        draft.errors.append(BackendError(str(exc), hint="ftspec never touches objects it "
+                                         "does not own"))
+        return
+    refused = read.refused
+    if refused is not None and (change.action != Action.REPLACE and not read.moved):
+        if refused.spec_path:  # not an immutable field: the server's 422 stands
+            refused.location = locate(  # type: ignore[attr-defined]
+                d.spec_file, refused.spec_path, d.doc, refused.bad_value)
+        draft.errors.append(refused)
+        return
+    draft.add(p.addr, change, read.live)
+
+
+def remove_unwanted(desired: Sequence[Desired], owned: Owned, wanted: set[str],
+                    strays: list[Stray], draft: Draft) -> None:
+    """Delete the objects of ``desired``'s specs that they no longer render, then the stray
+    points left by their sweeps; other specs' objects are never ours to delete."""
+    spec_files = {owner_key(d.job): d.spec_file for d in desired}
+    for key, items in sorted(owned.items()):
+        if key not in spec_files:
+            continue  # another spec's objects: never ours to delete
+        target = next(d.job.target for d in desired if owner_key(d.job) == key)
+        for live in items:
+            addr = address(target, live)
+            if addr not in wanted:
+                draft.add(addr, orphan(addr.split(".", 1)[0], live, spec_files[key]), live)
+    for d, live in strays:
+        change = left_sweep(d.job.target, live, d.spec_file)
+        draft.add(change.address, change, live)
