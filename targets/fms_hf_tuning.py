@@ -29,12 +29,13 @@ from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR
 from ftspec.spec.platforms import LAUNCHER_FACTS
+from ftspec.spec.urls import scheme
 from ftspec.targets import accelerate, shell
 from ftspec.targets.accelerate_config import config_dict, dump_config
 from ftspec.targets.accelerate_sft import hf_optim
 from ftspec.targets.base import Artifact, Launch, generated_line, launch_data
 from ftspec.targets.launcher import KubeflowStyle, Launcher
-from ftspec.targets.paths import RunPaths, default_paths, local_path, scheme
+from ftspec.targets.paths import RunPaths, default_paths, local_path
 
 if TYPE_CHECKING:
     from ftspec.targets.gap import Gap

@@ -547,7 +547,8 @@ class TorchtuneTarget:
     def download_step(self, job: Job) -> list[str]:
         """torchtune reads a local checkpoint: an ``hf://`` model is fetched by ``tune
         download`` into the folder the launcher expects (``ftspec.targets.paths``)."""
-        from ftspec.targets.paths import local_path, scheme
+        from ftspec.spec.urls import scheme
+        from ftspec.targets.paths import local_path
 
         uri = job.spec.model.uri
         if scheme(uri) != "hf":

@@ -98,15 +98,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         callbacks=callbacks)
     from ftspec.runtime.hf_sft.compat import moe_expert_count
 
-    note = moe_expert_count(trainer.model)
-    if note is not None:
-        print(f"[ftspec] {note}", flush=True)
+    alias = moe_expert_count(trainer.model)
+    if alias is not None:
+        print(f"[ftspec] {alias}", flush=True)
     if _multimodal(plan):
         from ftspec.runtime.hf_sft.vision import check_lengths
 
         check_lengths(trainer, training_args.max_length)
-    for note in after_init(trainer, plan.trainable):
-        print(note, flush=True)
+    for line in after_init(trainer, plan.trainable):
+        print(line, flush=True)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     _print_cuda_peak()
     trainer.save_model(training_args.output_dir)
