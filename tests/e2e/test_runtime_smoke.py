@@ -357,7 +357,7 @@ def test_accelerate_launch_hf_sft_lora_two_processes(
            "--num_processes", "2", "-m", "ftspec.runtime.hf_sft",
            "--config", str(sft), "--prepare", str(prepare)]
     run = run_measured(cmd, {**run_env, "ACCELERATE_USE_CPU": "true"}, record_property,
-                       "accelerate_hf_sft_2proc", worker_marker="entrypoints.hf_sft")
+                       "accelerate_hf_sft_2proc", worker_marker="runtime.hf_sft")
     assert run.returncode == 0, run.output[-4000:]
     assert run.max_workers == 2
     steps = train_records(run.output)
