@@ -104,7 +104,7 @@ set -um  # job control: a background job keeps SIGINT (else bash ignores it ther
 ftspec apply {spec} --auto-approve --wait --set training.max_steps=null \
   --set training.epochs=5 --set training.max_steps_per_epoch=32 2> apply.err &
 pid=$!
-for _ in $(seq 600); do grep -q "step 2/" apply.err 2>/dev/null && break; sleep 0.2; done
+for _ in $(seq 600); do grep -qE "step [0-9]+/" apply.err 2>/dev/null && break; sleep 0.2; done
 kill -INT $pid
 wait $pid
 echo "rc=$?"

@@ -116,7 +116,7 @@ def test_prompt_tuning_trains_on_cpu(workdir: Path, e2e_env: dict[str, str]) -> 
     spec.write_text(yaml.safe_dump(d, sort_keys=False))
     got = _apply_and_measure(workdir, e2e_env, spec.relative_to(workdir))
     assert got["measured"]["validity"] == "ok"
-    log = (workdir / ".ftspec/runs/pt/train.log").read_text()
+    log = (workdir / ".ftspec/runs/tiny-pt/train.log").read_text()
     losses = [float(v) for v in re.findall(r"\{'loss': '([\d.]+)'", log)]
     assert len(losses) == 24
     # only the 8 prompt vectors train (the tiny random model is frozen): the loss falls from

@@ -78,7 +78,7 @@ def test_tiny_llava_trains_through_apply_wait_and_the_loss_falls(
     work = workdir(tmp_path / "work", tiny_assets, 64)
     done = ftspec(work, e2e_env, "apply", "vision.yaml", "--auto-approve", "--wait")
     assert done.returncode == 0, done.stdout + done.stderr
-    log = (work / ".ftspec" / "runs" / "vision" / "train.log").read_text()
+    log = (work / ".ftspec" / "runs" / "tiny-llava" / "train.log").read_text()
     losses = [r.loss for r in train_records(log)]
     print(f"tiny LLaVA, full: loss {losses[0]} -> {losses[-1]} over {len(losses)} steps: "
           f"{losses}")
@@ -98,7 +98,7 @@ def test_tiny_llava_trains_through_apply_wait_and_the_loss_falls(
                  "--set", "data.max_seq_len=40", "--set", "data.train.uri=file://data/long.jsonl",
                  "--set", "data.train.image_tag=<image>", "--set", "data.train.num_examples=1")
     assert cut.returncode != 0
-    log = (work / ".ftspec" / "runs" / "vision" / "train.log").read_text()
+    log = (work / ".ftspec" / "runs" / "tiny-llava" / "train.log").read_text()
     assert "training row 1: its 16 image tokens end at position" in log, log[-3000:]
     assert "past max_length 40 (data.max_seq_len)" in log
     assert not train_records(log)  # no step ran
@@ -144,7 +144,7 @@ def test_a_parquet_vision_set_trains_through_apply_wait(
                   "--set", "data.train.uri=file://data/parquet/train.parquet",
                   "--set", "training.max_steps=3")
     assert done.returncode == 0, done.stdout + done.stderr
-    log = (work / ".ftspec" / "runs" / "vision" / "train.log").read_text()
+    log = (work / ".ftspec" / "runs" / "tiny-llava" / "train.log").read_text()
     losses = [r.loss for r in train_records(log)]
     print(f"tiny LLaVA on Parquet: loss {losses}")
     assert len(losses) == 3 and all(x is not None and 0 < x < 10 for x in losses), log
