@@ -101,14 +101,16 @@ def test_list_and_measured_properties_outlive_the_spec_file(
 
 CTRL_C = r"""
 set -um  # job control: a background job keeps SIGINT (else bash ignores it there)
+# 100 epochs (1,600 steps): still running when Ctrl-C comes, however fast the machine;
+# destroy ends it
 ftspec apply {spec} --auto-approve --wait --set training.max_steps=null \
-  --set training.epochs=5 --set training.max_steps_per_epoch=32 2> apply.err &
+  --set training.epochs=100 --set training.max_steps_per_epoch=32 2> apply.err &
 pid=$!
 for _ in $(seq 600); do grep -qE "step [0-9]+/" apply.err 2>/dev/null && break; sleep 0.2; done
 kill -INT $pid
 wait $pid
 echo "rc=$?"
-ftspec status {spec} --json --set training.max_steps=null --set training.epochs=5 \
+ftspec status {spec} --json --set training.max_steps=null --set training.epochs=100 \
   --set training.max_steps_per_epoch=32 > status.json
 ftspec destroy {spec} --auto-approve > /dev/null
 """
