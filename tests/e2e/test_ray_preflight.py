@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from helpers.polling import wait_for
-from helpers.tinyspec import SPEC
+from helpers.tinyspec import SPEC, ray_sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
@@ -38,15 +38,7 @@ def jobs_since(address: str, since_s: float) -> set[str]:
 
 def plan(workdir: Path, env: dict[str, str], ray_head: Any, *extra: str
          ) -> subprocess.CompletedProcess[str]:
-    tiny = (workdir / ".ftspec/tiny/llama2").resolve()
-    values = {
-        "deploy.target": "ray", "deploy.ray.address": ray_head.address,
-        "model.uri": f"file://{tiny}/model",
-        "model.tokenizer.uri": f"file://{tiny}/model/tokenizer.model",
-        "data.train.uri": f"file://{tiny}/dataset.jsonl",
-        "output.uri": f"file://{workdir / 'ray-output'}",
-    }
-    sets = [x for k, v in values.items() for x in ("--set", f"{k}={v}")]
+    sets = ray_sets(workdir, ray_head.address)
     done = subprocess.run([FTSPEC, "plan", str(SPEC), *sets, *extra], cwd=workdir, env=env,
                           check=False,
                           capture_output=True, text=True, timeout=300)

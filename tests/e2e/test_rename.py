@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from helpers.pidns import private_pid_namespace
 from helpers.previous import PreviousUnavailable, previous_ftspec
-from helpers.tinyspec import SPEC
+from helpers.tinyspec import SPEC, ray_sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -178,15 +178,7 @@ def test_a_ray_job_of_the_previous_release_under_its_file_name_plans_a_move(
         workdir: Path, e2e_env: dict[str, str], previous: str, ray_head: Any) -> None:
     """Ray jobs cannot be relabelled: the job the previous release submitted as ``my-run``
     is found and kept (No changes, the move said), on every plan until it is replaced."""
-    tiny = (workdir / ".ftspec/tiny/llama2").resolve()
-    values = {
-        "deploy.target": "ray", "deploy.ray.address": ray_head.address,
-        "model.uri": f"file://{tiny}/model",
-        "model.tokenizer.uri": f"file://{tiny}/model/tokenizer.model",
-        "data.train.uri": f"file://{tiny}/dataset.jsonl",
-        "output.uri": f"file://{workdir / 'ray-output'}",
-    }
-    sets = tuple(x for k, v in values.items() for x in ("--set", f"{k}={v}"))
+    sets = ray_sets(workdir, ray_head.address)
     shutil.move(workdir / SPEC, workdir / "examples/my-run.yaml")
     for _ in range(3):  # a just-started head may answer after the client's timeout
         old = run(previous, workdir, e2e_env, "apply", "examples/my-run.yaml",

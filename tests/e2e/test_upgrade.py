@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from helpers.kubecli import prepare_namespace, spec_copy, use_cluster
 from helpers.previous import PreviousUnavailable, previous_ftspec
-from helpers.tinyspec import SPEC
+from helpers.tinyspec import SPEC, ray_sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -103,15 +103,7 @@ def test_a_default_changed_by_an_upgrade_is_named_with_the_value_to_pin(
 @pytest.mark.ray
 def test_ray_job_of_the_previous_release_plans_no_changes(
         workdir: Path, e2e_env: dict[str, str], previous: str, ray_head: Any) -> None:
-    tiny = (workdir / ".ftspec/tiny/llama2").resolve()
-    values = {
-        "deploy.target": "ray", "deploy.ray.address": ray_head.address,
-        "model.uri": f"file://{tiny}/model",
-        "model.tokenizer.uri": f"file://{tiny}/model/tokenizer.model",
-        "data.train.uri": f"file://{tiny}/dataset.jsonl",
-        "output.uri": f"file://{workdir / 'ray-output'}",
-    }
-    sets = tuple(x for k, v in values.items() for x in ("--set", f"{k}={v}"))
+    sets = ray_sets(workdir, ray_head.address)
     for _ in range(3):  # a just-started head may answer the previous release's client
         # after its 10 s timeout on a loaded machine; an interrupted apply converges when
         # run again

@@ -17,6 +17,20 @@ EXAMPLE = REPO / "examples" / "tiny-local.yaml"
 SPEC = Path("examples/tiny-local.yaml")
 
 
+def ray_sets(workdir: Path, address: str) -> tuple[str, ...]:
+    """``--set`` flags that send the quickstart spec in ``workdir`` to the Ray head at
+    ``address``, reading the tiny assets by absolute path (the job's working folder is the
+    head's, not ``workdir``)."""
+    tiny = (workdir / ".ftspec/tiny/llama2").resolve()
+    values = {
+        "deploy.target": "ray", "deploy.ray.address": address,
+        "model.uri": f"file://{tiny}/model",
+        "model.tokenizer.uri": f"file://{tiny}/model/tokenizer.model",
+        "data.train.uri": f"file://{tiny}/dataset.jsonl",
+        "output.uri": f"file://{workdir / 'ray-output'}",
+    }
+    return tuple(x for k, v in values.items() for x in ("--set", f"{k}={v}"))
+
 def make_workdir(root: Path, assets_dir: Path) -> Path:
     """``root`` laid out like the repository after ``ftspec quickstart``."""
     (root / ".ftspec" / "tiny").mkdir(parents=True, exist_ok=True)
