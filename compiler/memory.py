@@ -77,13 +77,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftspec.compiler.memory_peak import LORA_KINDS, Peak, step_peak
+from ftspec.compiler.memory_peak import Peak, step_peak
 from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import QUANTIZED_LORA
+from ftspec.spec.model.method import LORA_FAMILY, QUANTIZED_LORA
 from ftspec.spec.platforms import LAUNCHER_FACTS
 
 GIB = float(1 << 30)
@@ -109,8 +109,8 @@ _STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
 """bitsandbytes' 8-bit Adam: two 1-byte moments per parameter, whatever the parameter's dtype."""
 _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 """bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
-_ADAPTERS = ("lora", "qlora", "dora", "gptq_lora", "prompt_tuning", "ia3")
-_QUANTIZED = QUANTIZED_LORA
+_ADAPTERS = LORA_FAMILY | {"prompt_tuning", "ia3"}
+"""Methods that train adapters over a frozen base model."""
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
@@ -152,7 +152,7 @@ def trainable_params(spec: FineTuneSpec, model: ModelFacts,
     virtual tokens x h (20 by default, PEFT's example); IA3's three scaling vectors per layer
     (k and v: h each, the MLP's: I)."""
     kind = spec.method.kind
-    if kind in LORA_KINDS:
+    if kind in LORA_FAMILY:
         trainable = lora_trainable_params(model, lora_modules, spec.method.lora_settings.rank)
         if kind == "dora":
             trainable += model.num_layers * model.hidden_size * len(lora_modules)
@@ -178,7 +178,7 @@ def _quant_bits(spec: FineTuneSpec) -> int:
 def base_weight_bytes(spec: FineTuneSpec) -> float:
     """Bytes per base parameter: ``load_bytes``, or over a quantized base bits / 8 plus its
     quantization constants (0.02 with double quantization, 0.06 without: QLoRA sec. 3)."""
-    if spec.method.kind not in _QUANTIZED:
+    if spec.method.kind not in QUANTIZED_LORA:
         return load_bytes(spec)
     quant = spec.method.quantization
     return _quant_bits(spec) / 8 + (0.02 if quant is None or quant.double_quant else 0.06)
@@ -216,7 +216,7 @@ def adapter_weights(spec: FineTuneSpec, trainable: float, train_bytes: float,
 def _casts_frozen(spec: FineTuneSpec, place: Placement) -> bool:
     kind = spec.method.kind
     return (spec.model.precision_mode == "mixed" and kind in _ADAPTERS
-            and kind not in _QUANTIZED and not place.params_offloaded)
+            and kind not in QUANTIZED_LORA and not place.params_offloaded)
 
 
 def frozen_casts(spec: FineTuneSpec, model: ModelFacts, place: Placement) -> float:
@@ -288,7 +288,7 @@ def capacity_gib(spec: FineTuneSpec) -> float | None:
 def _notes(spec: FineTuneSpec, place: Placement, peak: Peak, persist: bool,
            gradients: float) -> tuple[str, ...]:
     notes: list[str] = []
-    if spec.method.kind in _QUANTIZED:
+    if spec.method.kind in QUANTIZED_LORA:
         notes.append(f"base weights in {_quant_bits(spec)}-bit")
     notes += place.notes
     if _autocast_keeps_copy(spec):
@@ -352,7 +352,7 @@ def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> flo
         return load_bytes  # the loaded weights train
     if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         return DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)
-    if kind in _QUANTIZED:
+    if kind in QUANTIZED_LORA:
         return 2.0  # SFTTrainer casts adapters over a quantized base to bf16
     ds = spec.distributed.deepspeed
     zero3 = strategy == "deepspeed" and ds is not None and ds.stage == 3

@@ -32,7 +32,6 @@ Triton: the CPU), counted from ``trl.kernels.chunked_logprob._backward_tile``: f
 (upcast, scaled logits, log p, p, gradient), the target mask (0.25) and two temporaries."""
 
 
-LORA_KINDS = LORA_FAMILY
 CHUNKS = 8
 """torchtune's ``CEWithChunkedOutputLoss`` default ``num_output_chunks``."""
 
@@ -146,7 +145,7 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
     saved += (3 if model.gated_mlp else 1) * c * inter
     if model.shared_intermediate_size:  # a shared expert beside the routed ones
         saved += (3 if model.gated_mlp else 1) * c * model.shared_intermediate_size
-    if spec.method.kind in LORA_KINDS:
+    if spec.method.kind in LORA_FAMILY:
         rank = spec.method.lora_settings.rank
         widths = {"q_proj": h, "k_proj": h, "v_proj": h, "o_proj": q,
                   "gate_proj": h, "up_proj": h, "down_proj": inter}
@@ -172,7 +171,7 @@ def layer_backward_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tu
     gradients of its input from the base weight and from the adapter, and their sum, all MLP
     wide: 2 x cI + I x the adapter path's bytes (fp32 for PEFT's upcast adapters)."""
     c = DTYPE_BYTES[spec.model.dtype]
-    adapted = spec.method.kind in LORA_KINDS and "down_proj" in lora_modules
+    adapted = spec.method.kind in LORA_FAMILY and "down_proj" in lora_modules
     via = adapter_bytes if adapted else c
     return model.intermediate_size * (2 * c + via)
 
@@ -287,7 +286,7 @@ def step_peak(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple[str, ..
     kept = t.gradient_checkpointing and not t.activation_offloading
     end_stored = (checkpoint_bytes(spec, model, tokens) if kept else 0.0) \
         + one_layer_bytes(spec, model, layer, tokens, micro_batch) + backward
-    widest = max(c, adapter_bytes if spec.method.kind in LORA_KINDS else c)
+    widest = max(c, adapter_bytes if spec.method.kind in LORA_FAMILY else c)
     at_end = Peak(end_stored, 0.0, gradients, model.intermediate_size * tokens * widest,
                   "backward")
     moments = [at_loss, at_end]
