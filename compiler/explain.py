@@ -6,6 +6,7 @@ from typing import Any
 
 from ftspec.compiler.memory import fit_by_accelerator
 from ftspec.spec.catalog.models import MODEL_FAMILIES
+from ftspec.spec.catalog.verified import numbers_source
 from ftspec.spec.ir import Job
 
 
@@ -93,6 +94,6 @@ def families_data() -> list[dict[str, Any]]:
         {"family": f.key, "display": f.display, "params_b": f.params_b, "layers": f.num_layers,
          "hidden": f.hidden_size, "vocab": f.vocab_size,
          "torchtune": f"{f.torchtune[0]}/{f.torchtune[1]}" if f.torchtune else None,
-         "hf_layer_cls": f.hf_layer_cls}
+         "hf_layer_cls": f.hf_layer_cls, "numbers": numbers_source(f.key)}
         for f in MODEL_FAMILIES.values()
     ]

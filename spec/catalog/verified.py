@@ -1,0 +1,62 @@
+"""Which catalog entries were checked against a copy of the model's own ``config.json``.
+
+Every family's numbers are cross-checked by parameter count (``param_count`` against the
+published size, ``tests/compiler/test_catalog.py``); that catches a typo, not a wrong but
+plausible shape. The entries named here were also compared, number by number, with a
+public copy of the model's ``config.json`` loaded by transformers' own ``AutoConfig``
+(``tests/compiler/test_catalog_configs.py``; the copies are committed unchanged under
+``tests/data/model_configs/<key>/config.json``, their sources in the ``SOURCES`` file
+beside them). The copies come from public GitHub repositories that vendor them (model
+folders, fixtures), since the Hub itself is not reached from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ConfigCopy:
+    """A public copy of one model's ``config.json``: where it lives and what it is."""
+
+    repo: str
+    """GitHub ``owner/name``."""
+    path: str
+    commit: str
+    model: str
+    """The Hugging Face repo the copy is of (its ``_name_or_path``, folder or card)."""
+    note: str = ""
+    """How the copy differs from the Hub's file, where it does (not in the numbers)."""
+
+    @property
+    def where(self) -> str:
+        return f"github:{self.repo}@{self.commit[:12]}:{self.path}"
+
+
+CONFIG_COPIES: dict[str, ConfigCopy] = {
+    "llama2-7b": ConfigCopy(
+        "HPMLL/llm-benchmark", "models/Llama-2-7b-hf/config.json",
+        "0347b4f3ca6ae4773aab83c33cf569d8bd7506d9", "meta-llama/Llama-2-7b-hf"),
+    "llama2-13b": ConfigCopy(
+        "HPMLL/llm-benchmark", "models/Llama-2-13b-hf/config.json",
+        "0347b4f3ca6ae4773aab83c33cf569d8bd7506d9", "meta-llama/Llama-2-13b-hf"),
+    "llama2-70b": ConfigCopy(
+        "HPMLL/llm-benchmark", "models/Llama-2-70b-chat-hf/config.json",
+        "0347b4f3ca6ae4773aab83c33cf569d8bd7506d9", "meta-llama/Llama-2-70b-chat-hf",
+        "the chat model's config: the base model's shape"),
+    "granite-3.1-1b-a400m": ConfigCopy(
+        "leok7v/nano-lamma", "models/granite-3.1-1b-a400m-instruct/config.json",
+        "c16de35338caf09b95babaf32b082f44aaad1883", "ibm-granite/granite-3.1-1b-a400m-instruct",
+        "the instruct model's config (its model card beside it): the base model's shape"),
+    "smollm2-135m": ConfigCopy(
+        "ShorrohS/llm_dissection", "models/SmolLM2-135M/config.json",
+        "3f0a8dcb28ef98ee2c856bcc4f390fba496d5097", "HuggingFaceTB/SmolLM2-135M",
+        "saved again by transformers 5.17 (dtype, rope_parameters spellings)"),
+}
+"""Catalog key -> the ``config.json`` copy its numbers were compared with."""
+
+
+def numbers_source(key: str) -> str:
+    """How a catalog entry's numbers are known: ``config.json`` (compared with a copy of the
+    model's own) or ``cross-checked`` (by the published parameter count only)."""
+    return "config.json" if key in CONFIG_COPIES else "cross-checked"

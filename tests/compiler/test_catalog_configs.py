@@ -1,0 +1,121 @@
+"""Catalog numbers against the models' own ``config.json``: each public copy under
+``tests/data/model_configs/<key>/`` is loaded by transformers' ``AutoConfig`` (a local folder:
+no weights, no network) and every number the catalog keeps is compared with it; the decoder
+layer class is the one transformers' model class names as its unsplittable block
+(``_no_split_modules``, what FSDP auto-wrap and ``device_map`` use)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ftspec.spec.catalog.models import MODEL_FAMILIES, ModelFamily
+from ftspec.spec.catalog.verified import CONFIG_COPIES, numbers_source
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "model_configs"
+
+
+def _load(key: str) -> Any:
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(str(DATA / key), local_files_only=True)
+
+
+def _text_numbers(c: Any) -> dict[str, object]:
+    """The numbers the catalog keeps, as transformers reads them from a text model's config."""
+    heads = c.num_attention_heads
+    kv = getattr(c, "num_key_value_heads", None)
+    if kv is None:
+        kv = 1 if getattr(c, "multi_query", False) else heads
+    inner = getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) \
+        or 4 * c.hidden_size
+    return {
+        "arch": c.model_type, "num_layers": c.num_hidden_layers, "hidden_size": c.hidden_size,
+        "num_heads": heads, "num_kv_heads": kv,
+        "head_dim": getattr(c, "head_dim", None) or c.hidden_size // heads,
+        "intermediate_size": inner, "vocab_size": c.vocab_size,
+        "max_seq_len": getattr(c, "max_position_embeddings", None),
+        "tied_embeddings": bool(c.tie_word_embeddings),
+        "num_experts": getattr(c, "num_local_experts", 0) or 0,
+        "experts_per_token": (getattr(c, "num_experts_per_tok", 0) or 0)
+        if getattr(c, "num_local_experts", 0) else 0,
+        "shared_intermediate_size": getattr(c, "shared_intermediate_size", 0) or 0,
+    }
+
+
+def _catalog_numbers(f: ModelFamily) -> dict[str, object]:
+    return {
+        "arch": f.arch, "num_layers": f.num_layers, "hidden_size": f.hidden_size,
+        "num_heads": f.num_heads, "num_kv_heads": f.num_kv_heads, "head_dim": f.attn_head_dim,
+        "intermediate_size": f.intermediate_size, "vocab_size": f.vocab_size,
+        "max_seq_len": f.max_seq_len, "tied_embeddings": f.tied_embeddings,
+        "num_experts": f.num_experts, "experts_per_token": f.experts_per_token,
+        "shared_intermediate_size": f.shared_intermediate_size,
+    }
+
+
+def _mamba_numbers(c: Any) -> dict[str, object]:
+    return {
+        "attention_layers": tuple(i for i, t in enumerate(c.layer_types) if t == "attention"),
+        "state_size": c.mamba_d_state, "conv_kernel": c.mamba_d_conv,
+        "n_groups": c.mamba_n_groups, "num_heads": c.mamba_n_heads, "head_dim": c.mamba_d_head,
+        "chunk_size": c.mamba_chunk_size,
+    }
+
+
+def _vision_numbers(c: Any) -> dict[str, object]:
+    v = c.vision_config
+    layers = c.vision_feature_layer
+    return {
+        "hidden_size": v.hidden_size, "num_layers": v.num_hidden_layers,
+        "intermediate_size": v.intermediate_size, "num_heads": v.num_attention_heads,
+        "patch_size": v.patch_size, "image_size": v.image_size,
+        "feature_layers": len(layers) if isinstance(layers, list) else 1,
+        "anyres": bool(getattr(c, "image_grid_pinpoints", None)),
+        "class_embedding": v.model_type == "clip_vision_model",
+    }
+
+
+def _layer_class(c: Any) -> str:
+    """The decoder block transformers' causal LM class for this config keeps whole."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    text = getattr(c, "text_config", None) or c
+    model_cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[text.model_type])
+    blocks = model_cls._no_split_modules
+    assert isinstance(blocks, list) and len(blocks) == 1, blocks
+    return str(blocks[0])
+
+
+@pytest.mark.parametrize("key", sorted(CONFIG_COPIES))
+def test_catalog_numbers_match_the_models_config_json(key: str) -> None:
+    family = MODEL_FAMILIES[key]
+    config = _load(key)
+    text = getattr(config, "text_config", None) if family.vision else config
+    numbers = _text_numbers(text)
+    if family.vision:
+        numbers["arch"] = config.model_type
+    assert _catalog_numbers(family) == numbers
+    assert (_mamba_numbers(config) if family.mamba else None) == (
+        vars(family.mamba) if family.mamba else None)
+    assert (_vision_numbers(config) if family.vision else None) == (
+        vars(family.vision) if family.vision else None)
+    assert family.hf_layer_cls == _layer_class(config)
+
+
+def test_every_copy_is_named_in_sources_with_its_commit() -> None:
+    """SOURCES names each committed copy's repository, path and commit, and nothing else."""
+    rows = re.findall(r"^(\S+)\s+(\S+/\S+)\s+(\S+)\s+([0-9a-f]{40})$",
+                      (DATA / "SOURCES").read_text(encoding="utf-8"), re.MULTILINE)
+    listed = {key: (repo, path, commit) for key, repo, path, commit in rows}
+    assert listed == {k: (c.repo, c.path, c.commit) for k, c in CONFIG_COPIES.items()}
+    assert {p.parent.name for p in DATA.glob("*/config.json")} == set(CONFIG_COPIES)
+
+
+def test_each_entry_says_how_its_numbers_are_known() -> None:
+    assert all(key in MODEL_FAMILIES for key in CONFIG_COPIES)
+    assert numbers_source("llama2-70b") == "config.json"
+    assert numbers_source("granite-34b-code-base") == "cross-checked"
