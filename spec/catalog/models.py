@@ -219,7 +219,7 @@ _FAMILIES: tuple[ModelFamily, ...] = (
         "MistralDecoderLayer", arch="mistral", head_dim=128),
     _m("mixtral-8x7b", "Mixtral 8x7B", 46.7, 32, 4096, 32, 8, 14336, 32000, 32768,
         "MixtralDecoderLayer", arch="mixtral", experts=(8, 2)),
-    _m("mixtral-8x22b", "Mixtral 8x22B", 140.6, 56, 6144, 48, 8, 16384, 32768, 65536,
+    _m("mixtral-8x22b", "Mixtral 8x22B", 140.6, 56, 6144, 48, 8, 16384, 32000, 65536,
         "MixtralDecoderLayer", arch="mixtral", experts=(8, 2)),
     # Granite 3.x dense and MoE
     _m("granite-3.1-2b", "Granite 3.1 2B", 2.53, 40, 2048, 32, 8, 8192, 49155, 131072, _GRANITE,

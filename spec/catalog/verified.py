@@ -33,6 +33,16 @@ class ConfigCopy:
         return f"github:{self.repo}@{self.commit[:12]}:{self.path}"
 
 
+_AIC = "ai-dynamo/aiconfigurator"
+_AIC_COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+
+
+def _aic(model: str, note: str = "") -> ConfigCopy:
+    """NVIDIA aiconfigurator keeps Hub configs as ``<org>--<name>_config.json``."""
+    path = f"aic-core/src/aiconfigurator_core/model_configs/{model.replace('/', '--')}_config.json"
+    return ConfigCopy(_AIC, path, _AIC_COMMIT, model, note)
+
+
 CONFIG_COPIES: dict[str, ConfigCopy] = {
     "llama2-7b": ConfigCopy(
         "HPMLL/llm-benchmark", "models/Llama-2-7b-hf/config.json",
@@ -52,6 +62,21 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "ShorrohS/llm_dissection", "models/SmolLM2-135M/config.json",
         "3f0a8dcb28ef98ee2c856bcc4f390fba496d5097", "HuggingFaceTB/SmolLM2-135M",
         "saved again by transformers 5.17 (dtype, rope_parameters spellings)"),
+    "llama3-8b": ConfigCopy(
+        "ahmedghosaini/crag-meta", "models/Meta-Llama-3-8B-Instruct/config.json",
+        "07bf4be7a311fe57f7a63bd85c688a8736596347", "meta-llama/Meta-Llama-3-8B-Instruct",
+        "the instruct model's config: the base model's shape"),
+    "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
+    "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
+    "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
+    "mixtral-8x7b": _aic("mistralai/Mixtral-8x7B-v0.1",
+                         "the base model; the actuator's Instruct-v0.1 has its shape"),
+    "mixtral-8x22b": _aic("mistralai/Mixtral-8x22B-v0.1"),
+    "qwen3-0.6b": _aic("Qwen/Qwen3-0.6B"),
+    "qwen3-1.7b": _aic("Qwen/Qwen3-1.7B"),
+    "qwen3-8b": _aic("Qwen/Qwen3-8B"),
+    "qwen3-32b": _aic("Qwen/Qwen3-32B"),
+    "qwen3-30b-a3b": _aic("Qwen/Qwen3-30B-A3B"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 

@@ -29,8 +29,10 @@ def _text_numbers(c: Any) -> dict[str, object]:
     kv = getattr(c, "num_key_value_heads", None)
     if kv is None:
         kv = 1 if getattr(c, "multi_query", False) else heads
-    inner = getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) \
-        or 4 * c.hidden_size
+    experts = getattr(c, "num_local_experts", 0) or 0
+    inner = (experts and getattr(c, "moe_intermediate_size", None)) \
+        or getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) \
+        or 4 * c.hidden_size  # per expert for MoE (Qwen3-MoE: moe_intermediate_size)
     return {
         "arch": c.model_type, "num_layers": c.num_hidden_layers, "hidden_size": c.hidden_size,
         "num_heads": heads, "num_kv_heads": kv,
@@ -38,9 +40,8 @@ def _text_numbers(c: Any) -> dict[str, object]:
         "intermediate_size": inner, "vocab_size": c.vocab_size,
         "max_seq_len": getattr(c, "max_position_embeddings", None),
         "tied_embeddings": bool(c.tie_word_embeddings),
-        "num_experts": getattr(c, "num_local_experts", 0) or 0,
-        "experts_per_token": (getattr(c, "num_experts_per_tok", 0) or 0)
-        if getattr(c, "num_local_experts", 0) else 0,
+        "num_experts": experts,
+        "experts_per_token": (getattr(c, "num_experts_per_tok", 0) or 0) if experts else 0,
         "shared_intermediate_size": getattr(c, "shared_intermediate_size", 0) or 0,
     }
 
