@@ -66,6 +66,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "ahmedghosaini/crag-meta", "models/Meta-Llama-3-8B-Instruct/config.json",
         "07bf4be7a311fe57f7a63bd85c688a8736596347", "meta-llama/Meta-Llama-3-8B-Instruct",
         "the instruct model's config: the base model's shape"),
+    "mistral-7b": ConfigCopy(
+        "jasonfr6/AI7", "config.json", "8af886938e5816063ef8b26dea6a77a61fc9df18",
+        "mistralai/Mistral-7B-v0.1",
+        "a mirror of the Hub repo (its model card, tokenizer and index beside it), no "
+        "_name_or_path; the Hub's current file (32768 positions, no sliding window)"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),

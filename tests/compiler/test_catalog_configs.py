@@ -33,6 +33,9 @@ def _text_numbers(c: Any) -> dict[str, object]:
     inner = (experts and getattr(c, "moe_intermediate_size", None)) \
         or getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) \
         or 4 * c.hidden_size  # per expert for MoE (Qwen3-MoE: moe_intermediate_size)
+    shared = getattr(c, "shared_intermediate_size", 0) or 0
+    if c.model_type == "granitemoehybrid" and not experts:
+        inner, shared = shared, 0  # Granite 4.0 without experts: the "shared" MLP is the MLP
     return {
         "arch": c.model_type, "num_layers": c.num_hidden_layers, "hidden_size": c.hidden_size,
         "num_heads": heads, "num_kv_heads": kv,
@@ -42,7 +45,7 @@ def _text_numbers(c: Any) -> dict[str, object]:
         "tied_embeddings": bool(c.tie_word_embeddings),
         "num_experts": experts,
         "experts_per_token": (getattr(c, "num_experts_per_tok", 0) or 0) if experts else 0,
-        "shared_intermediate_size": getattr(c, "shared_intermediate_size", 0) or 0,
+        "shared_intermediate_size": shared,
     }
 
 
