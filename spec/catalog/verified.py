@@ -71,6 +71,10 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "mistralai/Mistral-7B-v0.1",
         "a mirror of the Hub repo (its model card, tokenizer and index beside it), no "
         "_name_or_path; the Hub's current file (32768 positions, no sliding window)"),
+    "granite-3.0-8b": ConfigCopy(
+        "Meng0329/skills4s", "models/granite-3.0-8b-instruct/config.json",
+        "93891ee28e95647f9a97f04360663ae8491406fd", "ibm-granite/granite-3.0-8b-instruct",
+        "the instruct model's config (its model card beside it): the base model's shape"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
