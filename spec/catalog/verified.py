@@ -75,6 +75,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "Meng0329/skills4s", "models/granite-3.0-8b-instruct/config.json",
         "93891ee28e95647f9a97f04360663ae8491406fd", "ibm-granite/granite-3.0-8b-instruct",
         "the instruct model's config (its model card beside it): the base model's shape"),
+    "llama-7b": ConfigCopy(
+        "tangafua/LLM_Key_Distribution_System_backend", "llama-7b-hf/config.json",
+        "c86e932fa012fdc034a51415ce86af6968ffa45a", "huggyllama/llama-7b",
+        "a LLaMA 1 7B conversion (folder llama-7b-hf, no _name_or_path): 2048 positions "
+        "and rms_norm_eps 1e-6 tell it from Llama 2"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
