@@ -80,6 +80,15 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "c86e932fa012fdc034a51415ce86af6968ffa45a", "huggyllama/llama-7b",
         "a LLaMA 1 7B conversion (folder llama-7b-hf, no _name_or_path): 2048 positions "
         "and rms_norm_eps 1e-6 tell it from Llama 2"),
+    "llama3_2-1b": ConfigCopy(
+        "DannyMeb/iShrink-LLM-Compression-Framework", "models/Llama-3.2-1B-Instruct/config.json",
+        "b2cf257f89d1f2a29405285f44cbcbf32ef0f759", "meta-llama/Llama-3.2-1B-Instruct",
+        "the instruct model's config: the base model's shape"),
+    "qwen2_5-0.5b": ConfigCopy(
+        "infinityarpan/qwen-25-api", "models/Qwen2.5-0.5B-Instruct/config.json",
+        "88ec35fc849f376d0bb2c797f2579874e4d076ea", "Qwen/Qwen2.5-0.5B-Instruct",
+        "the instruct model's config, saved again by transformers 4.49: the base model's "
+        "shape"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
