@@ -89,6 +89,12 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "88ec35fc849f376d0bb2c797f2579874e4d076ea", "Qwen/Qwen2.5-0.5B-Instruct",
         "the instruct model's config, saved again by transformers 4.49: the base model's "
         "shape"),
+    "qwen2_5-1.5b": ConfigCopy(
+        "ilyassLambardi/Bilingual-Voice-Ai-Application-",
+        "models/Qwen2.5-1.5B-Instruct/config.json", "82a39dd22509eabb74e90dd6698dad78fd3db332",
+        "Qwen/Qwen2.5-1.5B-Instruct",
+        "the instruct model's config saved again by transformers 5.1 (layer_types, "
+        "rope_parameters): the base model's shape"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
