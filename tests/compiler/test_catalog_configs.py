@@ -120,6 +120,11 @@ def test_every_copy_is_named_in_sources_with_its_commit() -> None:
 
 
 def test_each_entry_says_how_its_numbers_are_known() -> None:
+    """``ftspec explain --families`` shows it per family (the ``numbers`` column)."""
+    from ftspec.compiler.explain import families_data
+
     assert all(key in MODEL_FAMILIES for key in CONFIG_COPIES)
-    assert numbers_source("llama2-70b") == "config.json"
-    assert numbers_source("granite-34b-code-base") == "cross-checked"
+    shown = {row["family"]: row["numbers"] for row in families_data()}
+    assert shown["llama2-70b"] == numbers_source("llama2-70b") == "config.json"
+    assert shown["granite-34b-code-base"] == "cross-checked"
+    assert sorted(k for k, v in shown.items() if v == "config.json") == sorted(CONFIG_COPIES)
