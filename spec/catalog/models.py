@@ -4,7 +4,8 @@ Numbers are the public ``config.json`` facts of each base model (layers, hidden 
 attention heads, key/value heads, head size where it is not hidden/heads, MLP size — per
 expert for mixtures of experts —, vocabulary, tied input/output embeddings, experts).
 ``params_b`` is the published parameter count; a test recomputes it from the numbers
-(``param_count``) so a typo in either shows. ``torchtune`` names the config folder and size
+(``param_count``) so a typo in either shows; ``verified.py`` names the entries also compared
+with a copy of the model's own ``config.json``. ``torchtune`` names the config folder and size
 prefix of torchtune's shipped recipe configs (``llama3_2`` + ``1B`` ->
 ``llama3_2/1B_lora_single_device``); ``None``: torchtune ships none, the torchtune launcher
 rejects the family and names the nearest one it ships (``nearest_torchtune``).
@@ -266,9 +267,10 @@ _FAMILIES: tuple[ModelFamily, ...] = (
         arch="starcoder2", tied=True, plain=True),
     _m("starcoder2-15b", "StarCoder2 15B", 15.96, 40, 6144, 48, 4, 24576, 49152, 16384, _SC2,
         arch="starcoder2", plain=True),
-    # The SFTTrainer actuator's models (fms-hf-tuning; ../shared/seeds): numbers from each
-    # source's config.json (hf: a Hugging Face repo). Granite 4.0-H layer_types: 4 attention
-    # layers, the rest Mamba-2.
+    # The SFTTrainer actuator's models (fms-hf-tuning; ../shared/seeds): `source` names the
+    # Hugging Face repo each entry describes; catalog/verified.py says which were compared
+    # with a copy of its config.json, the others are cross-checked by parameter count only.
+    # Granite 4.0-H layer_types: 4 attention layers, the rest Mamba-2.
     _m("granite-3b-code-base-128k", "Granite 3B Code Base 128K", 3.48, 32, 2560, 32, 32, 10240,
         49152, 131072, _LLAMA, tied=True, source="hf:ibm-granite/granite-3b-code-base-128k"),
     _m("granite-8b-code-base", "Granite 8B Code Base 4K", 8.05, 36, 4096, 32, 8, 14336, 49152,
