@@ -128,3 +128,15 @@ def test_each_entry_says_how_its_numbers_are_known() -> None:
     assert shown["llama2-70b"] == numbers_source("llama2-70b") == "config.json"
     assert shown["granite-34b-code-base"] == "cross-checked"
     assert sorted(k for k, v in shown.items() if v == "config.json") == sorted(CONFIG_COPIES)
+
+
+def test_a_wrong_number_or_layer_class_is_caught() -> None:
+    """The comparison is not vacuous: one number or the wrap class off and it differs."""
+    from dataclasses import replace
+
+    family, config = MODEL_FAMILIES["mixtral-8x7b"], _load("mixtral-8x7b")
+    assert _catalog_numbers(family) == _text_numbers(config)
+    for wrong in (replace(family, vocab_size=32768), replace(family, num_kv_heads=32),
+                  replace(family, experts_per_token=1), replace(family, tied_embeddings=True)):
+        assert _catalog_numbers(wrong) != _text_numbers(config)
+    assert _layer_class(config) != replace(family, hf_layer_cls="MistralDecoderLayer").hf_layer_cls
