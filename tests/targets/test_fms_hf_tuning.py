@@ -128,7 +128,6 @@ CASES: dict[str, dict[str, Any]] = {
     "chat-cpu": {**LOCAL, "data": {"train": {"uri": "file:///data/chats.jsonl",
                                              "format": "chat"}, "max_seq_len": 256},
                  "resources": {"nodes": 1, "gpus_per_node": 0}},
-    "autocast": {**LOCAL, "data": FILE_DATA, "model": {"precision": "autocast"}},
 }
 
 
