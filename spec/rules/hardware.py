@@ -66,7 +66,9 @@ def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     autocast over fp16 weights fails the same way at run time: transformers' Trainer turns
     ``fp16`` into accelerate's GradScaler, whose ``unscale_`` (at gradient clipping, or in
     ``step``) raises "Attempting to unscale FP16 gradients." for an fp16 trainable weight.
-    Over fp32 weights there is no lower dtype to autocast to.
+    Over fp32 weights there is no lower dtype to autocast to. (LoRA adapters that PEFT keeps
+    in fp32 over an fp16 base would pass the scaler; the spec keeps one rule for every method
+    and says mixed fp16 instead.)
     """
     m = spec.model
     if m.precision == "mixed" and m.dtype == "fp32":
@@ -80,9 +82,9 @@ def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     hint="use precision: mixed with fp16, or dtype: bf16 for pure 16-bit")
     if m.precision == "autocast" and m.dtype == "fp16":
         yield error(("model", "precision"), "autocast over fp16 weights: transformers' "
-                    "Trainer scales fp16 losses with torch's GradScaler, which refuses fp16 "
-                    "gradients (\"Attempting to unscale FP16 gradients.\") at the first "
-                    "optimizer step", "precision-autocast-fp16",
+                    "Trainer scales fp16 losses with torch's GradScaler, which refuses the fp16 "
+                    "gradients of trained fp16 weights (\"Attempting to unscale FP16 "
+                    "gradients.\") at the first optimizer step", "precision-autocast-fp16",
                     hint="use precision: mixed (fp32 weights, fp16 autocast), or dtype: bf16 "
                     "with precision: autocast")
     if m.precision == "autocast" and m.dtype == "fp32":
