@@ -18,7 +18,10 @@ taken from a library: none prices a training step per launcher (accelerate's
   quantization, Dettmers et al. 2023, "QLoRA", sec. 3). Divided by the shard count when FSDP
   full_shard or ZeRO-3 shard them. Under mixed precision with adapters, autocast casts the
   frozen fp32 projections at every call and autograd keeps each 16-bit copy for backward:
-  + 2 bytes per layer parameter, every layer (one when checkpointed);
+  + 2 bytes per layer parameter, every layer (one when checkpointed). ``precision:
+  autocast`` stores what pure stores (weights, gradients and state in ``dtype``; adapters
+  as under pure): autocast has nothing to cast or cache over weights already in ``dtype``;
+  its only change to the step is at the adapters' inputs (``memory_peak.layer_saved_bytes``);
 - trainable parameters keep their own dtype: a full fine-tune trains the loaded weights;
   adapters are in ``dtype`` on torchtune (its recipes check it), in fp32 on TRL (PEFT's
   ``autocast_adapter_dtype``; ZeRO-3 keeps the base dtype) and in bf16 on TRL over a

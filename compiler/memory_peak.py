@@ -123,9 +123,15 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
     - LoRA: each adapted projection's ``lora_A`` saves its input and ``lora_B`` the rank-r
       middle. PEFT's adapters in fp32 (``autocast_adapter_dtype``) over a 16-bit model cast
       the input per projection (``_cast_input_dtype``): 4 x width each, q, k and v each their
-      own copy; under autocast each ``lora_A`` saves its own c copy; where adapter and input
-      share a dtype (torchtune, QLoRA) the input is the norm output / down_proj's input,
-      saved once.
+      own copy; under autocast (mixed, or autocast over bf16 weights) each ``lora_A`` saves
+      its own c copy; where adapter and input share a dtype (torchtune, QLoRA) the input is
+      the norm output / down_proj's input, saved once.
+
+    ``precision: autocast`` saves what pure saves except at the adapters: its weights and
+    residual are already in c, so autocast makes no copy of a projection's input (a full
+    fine-tune saves the same bytes), and torch's CPU and CUDA autocast lists leave SiLU,
+    SDPA and the matmuls in c while transformers upcasts the RMSNorms and the loss itself;
+    only PEFT's fp32 adapters see their input cast back to c (measured by the same test).
     """
     h = model.hidden_size
     heads = model.num_heads
@@ -134,6 +140,7 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
     inter = model.intermediate_size
     c = DTYPE_BYTES[spec.model.dtype]
     mixed = spec.model.precision_mode == "mixed"
+    autocasts = spec.model.autocasts
     tune = LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune"
     full = spec.method.kind == "full"
     saved = 2 * 4.0 * h
@@ -151,8 +158,8 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
                   "gate_proj": h, "up_proj": h, "down_proj": inter}
         adapted = [m for m in lora_modules if m in widths
                    and (model.gated_mlp or m != "gate_proj")]
-        if mixed or adapter_bytes != c:  # one cast copy per adapted projection
-            each = c if mixed else adapter_bytes
+        if autocasts or adapter_bytes != c:  # one cast copy per adapted projection
+            each = c if autocasts else adapter_bytes
             saved += sum(each * (widths[m] + rank) for m in adapted)
         else:  # the adapter reads the input the model already has: saved once
             saved += c * rank * len(adapted)

@@ -74,7 +74,7 @@ def config_dict(job: Job) -> dict[str, Any]:
         "machine_rank": 0,
         "main_training_function": "main",
         "mixed_precision": MIXED_PRECISION[spec.model.dtype]
-        if spec.model.precision_mode == "mixed" else "no",
+        if spec.model.autocasts else "no",
         "num_machines": job.nodes,
         "num_processes": job.world_size,
         "rdzv_backend": "static",

@@ -187,11 +187,12 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
 
 def _precision(job: Job) -> dict[str, Any]:
     """pure: weights load in ``dtype`` and no autocast runs (as torchtune's recipes train);
-    mixed: fp32 weights (the master copy) and autocast to ``dtype`` (TRL's ``bf16``/``fp16``)."""
+    mixed: fp32 weights (the master copy) and autocast to ``dtype`` (TRL's ``bf16``/``fp16``);
+    autocast: weights load in ``dtype`` and autocast to it (``bf16`` over ``dtype: bfloat16``)."""
     spec = job.spec
     dtype = spec.model.dtype
-    mixed = spec.model.precision_mode == "mixed"
-    load = "float32" if mixed else TORCH_DTYPES[dtype]
+    mixed = spec.model.autocasts
+    load = "float32" if spec.model.precision_mode == "mixed" else TORCH_DTYPES[dtype]
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.bits == 4:
         load = BNB_DTYPES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype

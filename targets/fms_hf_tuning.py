@@ -58,10 +58,11 @@ def trainer_args(job: Job, paths: RunPaths | None = None) -> dict[str, Any]:
     p = paths or default_paths(job)
     train = spec.data.train
     assert train is not None and job.row_format.only in ROW_FIELDS, "run check() first"
-    mixed = spec.model.precision_mode == "mixed"
+    mixed = spec.model.autocasts  # bf16 over fp32 weights (mixed) or bf16 ones (autocast)
     a: dict[str, Any] = {
         "model_name_or_path": p.model_id,
-        "torch_dtype": "float32" if mixed else TORCH_DTYPES[spec.model.dtype],
+        "torch_dtype": "float32" if spec.model.precision_mode == "mixed"
+        else TORCH_DTYPES[spec.model.dtype],
         "use_flash_attn": spec.model.attn_implementation == "flash_attention_2",
         "training_data_path": p.train.files,
     }
@@ -108,7 +109,7 @@ def _rest(job: Job) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if spec.model.precision_mode == "mixed" and spec.model.dtype == "fp16":
         out["fp16"] = True
-    if spec.model.precision_mode == "mixed" and job.device == "cpu":
+    if spec.model.autocasts and job.device == "cpu":
         out["use_cpu"] = True
     if t.seed is not None:
         out["seed"] = t.seed

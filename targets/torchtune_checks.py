@@ -134,13 +134,20 @@ def _train_dataset(job: Job) -> Iterator[Diagnostic]:
 
 
 def _numerics(job: Job) -> Iterator[Diagnostic]:
-    """model.precision and model.dtype: torchtune trains in pure bf16 or fp32."""
+    """model.precision and model.dtype: torchtune trains in pure bf16 or fp32 (no module of
+    torchtune 0.6.1 or its recipes calls ``torch.autocast`` or a GradScaler)."""
     model = job.spec.model
     if model.precision == "mixed" and model.dtype != "fp16":
         yield _err(("model", "precision"), "torchtune's recipes train in pure precision: "
                    "weights and optimizer state live in `dtype`, with no fp32 master copy "
                    "or autocast", "precision-mixed",
                    hint="use precision: pure, or launcher: accelerate for mixed precision")
+    if model.precision == "autocast" and model.dtype == "bf16":
+        yield _err(("model", "precision"), "torchtune's recipes run no autocast: every op "
+                   "computes in `dtype`, so softmax, norms and the loss cannot run in fp32 "
+                   "as autocast runs them", "precision-autocast",
+                   hint="use precision: pure (the same stored dtypes, bf16 compute), or "
+                   "launcher: accelerate for autocast")
     if model.dtype == "fp16":
         yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
                    hint="use bf16 (Ampere or newer) or fp32")

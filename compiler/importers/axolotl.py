@@ -108,13 +108,16 @@ def _model(r: Reader) -> None:
     bf16, fp16 = r.value("bf16", r.sft), r.value("fp16") is True
     if fp16:
         d.put(("model", "dtype"), "fp16", r.origin("fp16"))
+        d.warn(("fp16",), "axolotl loads fp16 weights under fp16 autocast, which "
+               "transformers' GradScaler refuses for trained fp16 weights; imported as mixed "
+               "fp16 (fp32 weights under fp16 autocast)", hint="use bf16 where the GPU has it")
     elif bf16 is False:
         d.put(("model", "dtype"), "fp32", r.origin("bf16"))
     else:
         d.put(("model", "dtype"), "bf16", r.origin("bf16") + (" (auto: bf16 on GPUs that "
               "have it)" if bf16 == "auto" else ""))
-        d.put(("model", "precision"), "pure", r.origin("bf16") + " (axolotl loads the "
-              "weights in bf16)")
+        d.put(("model", "precision"), "autocast", r.origin("bf16") + " (axolotl loads the "
+              "weights in bf16 and trains with transformers' bf16 autocast)")
     if r.value("tf32") is True:
         d.warn(("tf32",), "tf32 has no spec field: not imported")
     template = r.value("chat_template")

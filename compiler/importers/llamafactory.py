@@ -113,14 +113,15 @@ def _model(r: Reader) -> None:
         d.put(("model", "dtype"), "fp16", r.origin("fp16"))
     elif r.value("bf16") is True or r.value("pure_bf16") is True:
         d.put(("model", "dtype"), "bf16", r.origin("bf16" if r.has("bf16") else "pure_bf16"))
-        # LLaMA-Factory upcasts trainable weights to fp32 unless pure_bf16: a full fine-tune
-        # is then mixed; LoRA keeps the bf16 base with fp32 adapters, as ftspec's pure does
+        # the weights load in compute_dtype (bf16), trainable ones upcast to fp32 unless
+        # pure_bf16 (which runs with bf16 off), and bf16 autocasts: a full fine-tune is
+        # mixed; LoRA is a bf16 base with fp32 adapters under bf16 autocast
         full = str(r.value("finetuning_type", r.model)) in ("full", "freeze")
-        pure = r.value("pure_bf16") is True or not full
-        d.put(("model", "precision"), "pure" if pure else "mixed",
+        mode = "pure" if r.value("pure_bf16") is True else "mixed" if full else "autocast"
+        d.put(("model", "precision"), mode,
               r.origin("pure_bf16") if r.has("pure_bf16") else
               f"{TOOL}: trainable weights upcast to fp32 (no pure_bf16)" if full else
-              f"{TOOL}: bf16 base weights, fp32 adapters")
+              f"{TOOL}: bf16 base weights, fp32 adapters, bf16 autocast")
     else:
         d.put(("model", "dtype"), "fp32", f"{TOOL} default (bf16 and fp16 off: fp32)")
     r.value("do_train")

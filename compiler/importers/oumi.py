@@ -117,7 +117,9 @@ def _model(r: OumiReader, trainer: str) -> None:
 
 def _precision(r: OumiReader) -> None:
     """``torch_dtype_str`` is what the weights load in; ``mixed_precision_dtype`` autocasts
-    over them (Oumi wants float32 weights then): mixed. Without it Oumi trains pure."""
+    over them (Oumi's TrainingConfig refuses other weights then): mixed. Without it Oumi
+    trains pure (``to_hf`` sets transformers' bf16 / fp16 from it alone), so Oumi never
+    autocasts over 16-bit weights: the spec's autocast mode has no Oumi source."""
     mixed = str(r.value("training", "mixed_precision_dtype")).upper()
     dtype_str = str(r.value("model", "torch_dtype_str")).lower()
     at = r.origin("model", "torch_dtype_str")
@@ -128,8 +130,10 @@ def _precision(r: OumiReader) -> None:
             r.draft.put(("model", "precision"), "mixed",
                         r.origin("training", "mixed_precision_dtype"))
         if DTYPES.get(dtype_str) not in ("fp32", None) and dtype_str != "auto":
-            r.warn("model", "torch_dtype_str", "Oumi needs float32 weights for mixed "
-                   "precision; the spec's mixed precision keeps float32 weights")
+            r.warn("model", "torch_dtype_str", "Oumi refuses mixed_precision_dtype over "
+                   f"{dtype_str} weights (\"Model must be loaded in fp32 to enable mixed "
+                   "precision training.\"); imported as the mixed precision it accepts "
+                   "(float32 weights)")
         return
     if dtype_str == "auto":
         r.draft.put(("model", "dtype"), "bf16", f"{at}: the checkpoint's own dtype (bf16 "

@@ -6,9 +6,11 @@ autocast flag (``bf16`` / ``fp16``; SFTConfig's ``bf16`` is True unless ``fp16``
 transformers' and so fms's is False). The spec says what is stored and what is computed:
 - fp32 weights under autocast: mixed precision in the autocast dtype;
 - no autocast: pure precision in the load dtype;
-- 16-bit weights under autocast of the same dtype: the weights, gradients and optimizer
-  state are 16-bit, so pure; ftspec compiles pure without autocast (as torchtune trains),
-  which changes no stored tensor (a warning says so).
+- bf16 weights under bf16 autocast: autocast precision (weights, gradients and optimizer
+  state in bf16, autocast's fp32 ops in fp32);
+- fp16 weights under fp16 autocast cannot train a full model (transformers' GradScaler
+  refuses fp16 gradients), and the spec has one dtype for weights and autocast: the
+  remaining combinations are imported as the nearest mode with a warning at ``dtype``.
 """
 
 from __future__ import annotations
@@ -35,19 +37,22 @@ def import_precision(r: Reader) -> None:
                      hint="set model.dtype to the checkpoint's dtype if it differs")
     if autocast is None:
         dtype, mode = loaded, "pure"
+        if loaded == "fp16":
+            mode = "mixed"
+            r.draft.warn(key, "pure fp16 (fp16 weights without fp32 master copies) does not "
+                         "train stably; imported as mixed fp16")
     elif loaded == "fp32":
         dtype, mode = autocast, "mixed"
+    elif autocast == "bf16":
+        dtype, mode = "bf16", "autocast"
+        if loaded != "bf16":
+            r.draft.warn(key, f"weights load in {raw} but autocast computes in bf16; the "
+                         "spec has one dtype: imported as bf16 weights under bf16 autocast")
     else:
-        dtype, mode = autocast, "pure"
-        r.draft.warn(key, f"{autocast} autocast over {raw} weights: imported as pure "
-                     f"{autocast} (weights and optimizer state in {autocast}), which ftspec "
-                     "runs without autocast, as torchtune does" if loaded == autocast else
-                     f"weights load in {raw} but autocast computes in {autocast}; the spec "
-                     f"has one dtype: imported as pure {autocast}")
-    if dtype == "fp16" and mode == "pure":
-        mode = "mixed"
-        r.draft.warn(key, "pure fp16 (fp16 weights without fp32 master copies) does not "
-                     "train stably; imported as mixed fp16")
+        dtype, mode = "fp16", "mixed"
+        r.draft.warn(key, "fp16 autocast over " + ("fp16 weights: transformers' GradScaler "
+                     "refuses fp16 gradients of trained weights" if loaded == "fp16" else
+                     f"{raw} weights") + "; imported as mixed fp16 (fp32 weights)")
     r.draft.put(("model", "dtype"), dtype, at if autocast is None else flag)
-    if dtype != "fp16":  # fp16's default is mixed, the only mode it may have
+    if dtype != "fp16" or mode != "mixed":  # fp16's default is mixed
         r.draft.put(("model", "precision"), mode, f"{at}; {flag}")

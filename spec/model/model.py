@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 FamilyName = Literal[FAMILY_NAMES_WRITTEN]  # type: ignore[valid-type]
 
 Dtype = Literal["bf16", "fp16", "fp32"]
-PrecisionMode = Literal["pure", "mixed"]
+PrecisionMode = Literal["pure", "mixed", "autocast"]
 
 
 class MambaLayers(SpecModel):
@@ -189,8 +189,13 @@ class ModelSpec(SpecModel):
         "`dtype`, no autocast (torchtune; Oumi/fms-hf-tuning loading `torch_dtype: bfloat16`; "
         "on TRL, PEFT keeps LoRA adapters in fp32). "
         "mixed: fp32 master weights and optimizer state, `dtype` compute under autocast "
-        "(accelerate/TRL only). Default: mixed for fp16 (pure fp16 has no loss scaling), "
-        "pure otherwise.",
+        "(accelerate/TRL only). "
+        "autocast: weights, gradients and optimizer state in `dtype` as under pure, and "
+        "compute under autocast in `dtype`, so the ops on torch's autocast fp32 list "
+        "(softmax, log_softmax, layer_norm, the losses) run in fp32 (HF Trainer `bf16: true` "
+        "over bf16-loaded weights, as axolotl and LLaMA-Factory LoRA train; accelerate/TRL "
+        "and fms-hf-tuning only; bf16 only: the fp16 loss scaler cannot unscale fp16 "
+        "gradients). Default: mixed for fp16 (pure fp16 has no loss scaling), pure otherwise.",
     )
     revision: str | None = Field(default=None, description="Hub revision, tag or commit.")
     auto_class: Literal[
@@ -223,3 +228,9 @@ class ModelSpec(SpecModel):
         if self.precision is not None:
             return self.precision
         return "mixed" if self.dtype == "fp16" else "pure"
+
+    @property
+    def autocasts(self) -> bool:
+        """Compute runs under autocast in ``dtype``: over fp32 weights (mixed) or over
+        weights stored in ``dtype`` itself (autocast)."""
+        return self.precision_mode in ("mixed", "autocast")

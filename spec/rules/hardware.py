@@ -56,12 +56,19 @@ def bf16_supported(spec: FineTuneSpec) -> Iterator[Diagnostic]:
 
 
 def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
-    """mixed needs a 16-bit compute dtype; pure fp16 cannot train stably.
+    """mixed needs a 16-bit compute dtype; pure fp16 cannot train stably; autocast is bf16.
 
     Pure fp16 keeps weights and Adam's moments in fp16: updates below fp16's resolution
     (~1e-3 relative) vanish and the second moment under- and overflows (range 6e-5..65504),
     and a loss scaler cannot help because there are no fp32 weights to unscale into (PyTorch's
     GradScaler refuses fp16 gradients). bf16 has fp32's range, so pure bf16 is usable.
+
+    autocast over fp16 weights fails the same way at run time: transformers' Trainer turns
+    ``fp16`` into accelerate's GradScaler, whose ``unscale_`` (at gradient clipping, or in
+    ``step``) raises "Attempting to unscale FP16 gradients." for an fp16 trainable weight.
+    Over fp32 weights there is no lower dtype to autocast to. (LoRA adapters that PEFT keeps
+    in fp32 over an fp16 base would pass the scaler; the spec keeps one rule for every method
+    and says mixed fp16 instead.)
     """
     m = spec.model
     if m.precision == "mixed" and m.dtype == "fp32":
@@ -73,6 +80,18 @@ def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     "fp16: small updates vanish and there is no fp32 copy to unscale "
                     "gradients into", "precision-pure-fp16",
                     hint="use precision: mixed with fp16, or dtype: bf16 for pure 16-bit")
+    if m.precision == "autocast" and m.dtype == "fp16":
+        yield error(("model", "precision"), "autocast over fp16 weights: transformers' "
+                    "Trainer scales fp16 losses with torch's GradScaler, which refuses the fp16 "
+                    "gradients of trained fp16 weights (\"Attempting to unscale FP16 "
+                    "gradients.\") at the first optimizer step", "precision-autocast-fp16",
+                    hint="use precision: mixed (fp32 weights, fp16 autocast), or dtype: bf16 "
+                    "with precision: autocast")
+    if m.precision == "autocast" and m.dtype == "fp32":
+        yield error(("model", "precision"), "autocast computes in a 16-bit dtype over weights "
+                    "stored in it; model.dtype is fp32, so there is nothing to autocast to",
+                    "precision-autocast-fp32",
+                    hint="use dtype: bf16 with precision: autocast, or drop precision")
 
 
 def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:

@@ -10,7 +10,17 @@ from __future__ import annotations
 import pytest
 from ftspec.targets import LAUNCHERS, TARGET_NAMES
 from ftspec.targets.contract import NOT_IN_ARTIFACTS, SECTIONS, launcher_gaps
-from helpers.contract import ITEM, NOT_VARIED, TARGET_BASES, VALUES, leaves, outcome, run
+from helpers.contract import (
+    ITEM,
+    MORE_VALUES,
+    NOT_VARIED,
+    TARGET_BASES,
+    VALUES,
+    leaves,
+    matrix,
+    outcome,
+    run,
+)
 
 LEAF_PATHS = {leaf.path for leaf in leaves()}
 
@@ -27,8 +37,8 @@ def test_every_target_has_a_clean_base() -> None:
 @pytest.mark.parametrize("target", list(TARGET_BASES))
 def test_no_field_is_dropped_silently(target: str) -> None:
     silent = []
-    for leaf in leaves():
-        result, detail = outcome(target, leaf)
+    for _, leaf, value in matrix((target,)):
+        result, detail = outcome(target, leaf, value)
         if result in ("silent", "unproven"):
             silent.append(f"{result}: {'.'.join(leaf.path)} = {detail}")
     assert not silent, (f"{target} drops these fields without a word (or the generator "
@@ -41,7 +51,7 @@ def test_tables_name_real_fields() -> None:
         mapped = tuple(ITEM if p == "*" else str(p) for p in path)
         return any(leaf[: len(mapped)] == mapped for leaf in LEAF_PATHS)
 
-    named = [*SECTIONS, *NOT_IN_ARTIFACTS, *VALUES, *NOT_VARIED,
+    named = [*SECTIONS, *NOT_IN_ARTIFACTS, *VALUES, *NOT_VARIED, *MORE_VALUES,
              *(gap.path for name in LAUNCHERS for gap in launcher_gaps(name))]
     assert [p for p in named if not known(tuple(map(str, p)))] == []
     assert {p for p, v in VALUES.items() if v is None} == set(NOT_VARIED)
@@ -83,3 +93,16 @@ def test_an_unrelated_error_proves_nothing() -> None:
         contract.VALUES[leaf.path] = kept
         _run.cache_clear()
     assert outcome("kubeflow", leaf)[0] == "changed"
+
+
+@pytest.mark.parametrize("target", list(TARGET_BASES))
+def test_every_precision_mode_is_honoured_or_refused(target: str) -> None:
+    """``model.precision: autocast`` (a further value, ``MORE_VALUES``) is proven like the
+    generated one: the accelerate-based targets change their artifacts, torchtune's refuse
+    at the field."""
+    leaf = next(leaf for leaf in leaves() if leaf.path == ("model", "precision"))
+    result, detail = outcome(target, leaf, "autocast")
+    tune = target in ("torchtune", "kubeflow", "kuberay", "ray")  # the base's launcher
+    refused = ("diagnosed", "error target.torchtune.precision-autocast@model.precision")
+    assert (result, detail) == (refused if tune else ("changed", ""))
+

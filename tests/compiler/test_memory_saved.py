@@ -20,7 +20,7 @@ DIMS = {"num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "embed_dim": 256,
 EVERY = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def _saved_per_token(build: Any, layer_of: Any, mixed: bool) -> float:
+def _saved_per_token(build: Any, layer_of: Any, autocast: bool) -> float:
     sizes = {}
     for seq in (64, 128):
         torch.manual_seed(0)
@@ -40,7 +40,7 @@ def _saved_per_token(build: Any, layer_of: Any, mixed: bool) -> float:
         layer.register_forward_pre_hook(lambda *_: hooks.__enter__())
         layer.register_forward_hook(lambda *_: hooks.__exit__(None, None, None))
         ids = torch.randint(0, DIMS["vocab_size"], (2, seq))
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             model(ids)
         sizes[seq] = sum(seen.values())
     return (sizes[128] - sizes[64]) / (2 * 64)
@@ -104,6 +104,7 @@ def _tune(lora: bool) -> tuple[Any, Any]:
 @pytest.mark.parametrize("launcher,method,precision", [
     ("accelerate", "full", "pure"), ("accelerate", "lora", "pure"),
     ("accelerate", "full", "mixed"), ("accelerate", "lora", "mixed"),
+    ("accelerate", "full", "autocast"), ("accelerate", "lora", "autocast"),
     ("torchtune", "full", "pure"), ("torchtune", "lora", "pure"),
 ])
 def test_layer_saved_bytes_match_autograd(launcher: str, method: str, precision: str) -> None:
@@ -122,5 +123,5 @@ def test_layer_saved_bytes_match_autograd(launcher: str, method: str, precision:
     adapter = trainable_bytes(job.spec, 4.0 if mixed else 2.0, job.strategy) if lora else 0.0
     priced = layer_saved_bytes(job.spec, job.model, job.lora_modules, adapter)
     build, layer = _tune(lora) if launcher == "torchtune" else _hf(lora, mixed)
-    measured = _saved_per_token(build, layer, mixed)
+    measured = _saved_per_token(build, layer, precision != "pure")
     assert priced == pytest.approx(measured, rel=0.02), (launcher, method, precision)

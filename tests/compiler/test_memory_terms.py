@@ -162,6 +162,16 @@ def test_autocast_copy_only_for_full_mixed() -> None:
     assert autocast_copy(lora, facts(lora), Placement()) == 0.0
 
 
+def test_autocast_stores_what_pure_stores() -> None:
+    """bf16 weights under bf16 autocast: the bytes a parameter loads in, no cast cache of
+    trainable weights and no per-call casts of frozen ones (they are already bf16)."""
+    full, lora = spec(model__precision="autocast"), spec(model__precision="autocast",
+                                                         method=LORA)
+    assert load_bytes(full) == load_bytes(spec()) == 2.0
+    assert autocast_copy(full, facts(full), Placement()) == 0.0
+    assert frozen_casts(lora, facts(lora), Placement()) == 0.0
+
+
 def test_adapter_weights() -> None:
     lora = spec(method=LORA)
     assert adapter_weights(lora, LORA_QV, 4.0, Placement()) == LORA_QV * 4

@@ -7,6 +7,7 @@ moments in fp32 over the bf16 base."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from ftspec.compiler.build import build_job
 from ftspec.reconciler.local.tiny import TinyAssets
 from ftspec.spec.validate import spec_from_data
 from helpers.tinyspec import compile_to
+from helpers.trainer_log import train_records
 
 pytestmark = pytest.mark.e2e
 
@@ -56,23 +58,31 @@ def moment_dtypes(path: Path) -> set[str]:
 
 
 def train(tmp_path: Path, env: dict[str, str], job_spec: dict[str, Any]) -> str:
+    return run_compiled(tmp_path, env, job_spec)[0]
+
+
+def run_compiled(tmp_path: Path, env: dict[str, str], job_spec: dict[str, Any],
+                 ) -> tuple[str, str, str]:
+    """(sft.yaml, accelerate.yaml, the run's output) of the compiled command's run."""
     files = compile_to(build_job(spec_from_data(job_spec)), "accelerate", tmp_path / "compiled")
     run = subprocess.run(["sh", str(files["command.sh"])], check=False, cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
-    return files["sft.yaml"].read_text()
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    return files["sft.yaml"].read_text(), files["accelerate.yaml"].read_text(), out
 
 
 @pytest.mark.parametrize(("precision", "stored", "loaded"),
                          [("pure", "BF16", "torch.bfloat16"),
-                          ("mixed", "F32", "torch.float32")])
+                          ("mixed", "F32", "torch.float32"),
+                          ("autocast", "BF16", "torch.bfloat16")])
 def test_saved_weights_and_optimizer_state_keep_the_precision(
     tmp_path: Path, tiny_assets: TinyAssets, e2e_env: dict[str, str], precision: str,
     stored: str, loaded: str,
 ) -> None:
     out = tmp_path / "out"
     sft = train(tmp_path, e2e_env, spec(tiny_assets, out, precision))
-    assert ("dtype: bfloat16" if precision == "pure" else "dtype: float32") in sft
+    assert ("dtype: float32" if precision == "mixed" else "dtype: bfloat16") in sft
     assert dtypes(out / "model.safetensors") == {stored}
     checkpoint = out / "checkpoint-2"
     assert dtypes(checkpoint / "model.safetensors") == {stored}
@@ -88,3 +98,64 @@ def test_pure_bf16_lora_on_trl_keeps_fp32_adapters(
     train(tmp_path, e2e_env, spec(tiny_assets, out, "pure", method="lora"))
     assert dtypes(out / "adapter_model.safetensors") == {"F32"}
     assert moment_dtypes(out / "checkpoint-2" / "optimizer.pt") == {"torch.float32"}
+
+
+PROBE = """
+import atexit, json, os
+import torch
+
+_seen = set()
+
+
+def _record(module, args, output):
+    if isinstance(module, torch.nn.Linear) and module.training:
+        _seen.add((torch.is_autocast_enabled("cpu"), str(torch.get_autocast_dtype("cpu")),
+                   str(module.weight.dtype)))
+
+
+def _write():
+    if _seen:
+        with open(os.path.join(os.environ["FTSPEC_PROBE_DIR"], str(os.getpid())), "w") as f:
+            json.dump(sorted(_seen), f)
+
+
+torch.nn.modules.module.register_module_forward_hook(_record)
+atexit.register(_write)
+"""
+"""A ``sitecustomize`` for the training processes: each records, for every training forward
+of a linear layer, whether autocast was on, its dtype and the weight's dtype."""
+
+
+def probed_run(tmp_path: Path, env: dict[str, str], assets: TinyAssets,
+               precision: str) -> tuple[str, str, list[float], list[list[Any]]]:
+    """Sixteen logged steps (64 rows, 4 a step) of a tiny full fine-tune, and what the
+    probe saw in the training process."""
+    probe = tmp_path / "probe"
+    (probe / "site").mkdir(parents=True)
+    (probe / "site" / "sitecustomize.py").write_text(PROBE)
+    (probe / "seen").mkdir()
+    env = {**env, "FTSPEC_PROBE_DIR": str(probe / "seen"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(probe / "site"),
+                                                       env.get("PYTHONPATH")]))}
+    job_spec = spec(assets, tmp_path / "out", precision)
+    job_spec["training"].update(max_steps=16, checkpointing={"strategy": "no"})
+    sft, accel, out = run_compiled(tmp_path, env, job_spec)
+    seen = [json.loads(p.read_text()) for p in (probe / "seen").iterdir()]
+    return sft, accel, [r.loss or 0.0 for r in train_records(out)], seen
+
+
+def test_autocast_over_bf16_weights_trains_on_the_accelerate_launcher(
+    tmp_path: Path, tiny_assets: TinyAssets, e2e_env: dict[str, str],
+) -> None:
+    """bf16 weights under accelerate's and TRL's bf16 autocast (torch's CPU autocast): the
+    training process computes every linear layer over bf16 weights inside autocast, and the
+    loss falls. The same probe over pure bf16 sees no autocast, so it can tell the two."""
+    sft, accel, losses, seen = probed_run(tmp_path / "autocast", e2e_env, tiny_assets,
+                                          "autocast")
+    assert "bf16: true" in sft and "dtype: bfloat16" in sft and "use_cpu: true" in sft
+    assert "mixed_precision: bf16" in accel
+    assert seen == [[[True, "torch.bfloat16", "torch.bfloat16"]]], seen
+    assert len(losses) == 16, losses
+    assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5, losses
+    *_, pure = probed_run(tmp_path / "pure", e2e_env, tiny_assets, "pure")
+    assert pure == [[[False, "torch.bfloat16", "torch.bfloat16"]]], pure

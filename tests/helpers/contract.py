@@ -163,6 +163,12 @@ VALUES: dict[tuple[str, ...], Any] = {
 """Non-default values where a generic one would be invalid or meaningless; None: the leaf is
 not varied on its own (listed in ``NOT_VARIED`` with the reason)."""
 
+MORE_VALUES: dict[tuple[str, ...], tuple[Any, ...]] = {
+    ("model", "precision"): ("autocast",),
+}
+"""Further values of an enum leaf whose every value a target treats apart (``VALUES`` or
+the generator gives the first); each is proven like that one."""
+
 NOT_VARIED: dict[tuple[str, ...], str] = {
     ("apiVersion",): "a constant of the format",
     ("kind",): "a constant of the format",
@@ -291,8 +297,9 @@ def base_doc(target: str, path: tuple[str, ...]) -> dict[str, Any]:
     return merge(merge(BASE, TARGET_BASES[target]), context_for(path))
 
 
-def changed_doc(doc: dict[str, Any], leaf: Leaf) -> dict[str, Any] | None:
-    value = new_value(leaf, _get(doc, leaf.path))
+def changed_doc(doc: dict[str, Any], leaf: Leaf, value: Any = None) -> dict[str, Any] | None:
+    if value is None:
+        value = new_value(leaf, _get(doc, leaf.path))
     if value is None:
         return None
     out = copy.deepcopy(doc)
@@ -356,14 +363,14 @@ def _section_of(code: str, diag_path: tuple[str, ...], leaf: tuple[str, ...]) ->
     return 1 <= len(diag_path) <= len(bare) and bare[: len(diag_path)] == diag_path
 
 
-def outcome(target: str, leaf: Leaf) -> tuple[str, str]:
-    """(outcome, detail) for one leaf x target."""
+def outcome(target: str, leaf: Leaf, value: Any = None) -> tuple[str, str]:
+    """(outcome, detail) for one leaf x target, moved to ``value`` (None: ``new_value``)."""
     doc = base_doc(target, leaf.path)
     before = run(doc, target)
     if not before.ok:
         return "refused", "context refused: " + ", ".join(
             f"{c}@{'.'.join(p)}" for s, c, p in sorted(before.diagnostics) if s == "error")
-    after_doc = changed_doc(doc, leaf)
+    after_doc = changed_doc(doc, leaf, value)
     if after_doc is None:
         return "not-varied", NOT_VARIED.get(leaf.path, "no value")
     after = run(after_doc, target)
@@ -396,10 +403,12 @@ def declared(path: tuple[str, ...]) -> tuple[str, ...] | None:
     return None
 
 
-def matrix(targets: tuple[str, ...] = tuple(TARGET_BASES)) -> Iterator[tuple[str, Leaf]]:
+def matrix(targets: tuple[str, ...] = tuple(TARGET_BASES)) -> Iterator[tuple[str, Leaf, Any]]:
+    """(target, leaf, value): every leaf at its generated value, and at ``MORE_VALUES``."""
     for leaf in leaves():
-        for target in targets:
-            yield target, leaf
+        for value in (None, *MORE_VALUES.get(leaf.path, ())):
+            for target in targets:
+                yield target, leaf, value
 
 
 def figures() -> dict[str, Any]:
@@ -408,8 +417,8 @@ def figures() -> dict[str, Any]:
 
     counts: Counter[str] = Counter()
     silent: list[str] = []
-    for target, leaf in matrix():
-        result, detail = outcome(target, leaf)
+    for target, leaf, value in matrix():
+        result, detail = outcome(target, leaf, value)
         counts[result] += 1
         if result in ("silent", "unproven"):
             silent.append(f"{result}: {target} {'.'.join(leaf.path)} = {detail}")

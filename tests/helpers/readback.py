@@ -86,18 +86,19 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     world = int(f["num_processes"][0]) if "num_processes" in f else cfg["num_processes"]
     assert world == cfg["num_processes"], "command and config disagree on processes"
     # mixed: TRL's bf16/fp16 autocast over fp32 weights (a quantized base loads in bnb's
-    # compute dtype); pure: the weights load in the dtype and nothing autocasts
+    # compute dtype); pure: the weights load in the dtype and nothing autocasts; autocast:
+    # bf16 weights under bf16 autocast (over a quantized base, where it trains as mixed
+    # does, the two read alike; fp16 autocast is mixed only: GPTQ's fp16 kernels load fp16)
     autocast = "bf16" if sft.get("bf16") else "fp16" if sft.get("fp16") else None
     assert (autocast or "no") == cfg["mixed_precision"], "TRL and accelerate disagree"
     loaded = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[sft["dtype"]]
     if autocast is None:
         precision = f"{loaded} pure"
-    else:
-        # a quantized base loads in its kernels' compute dtype (bnb 4-bit; GPTQ: the
-        # autocast dtype), its LoRA adapters kept in fp32 by PEFT
-        assert loaded == "fp32" or sft.get("load_in_4bit") or (
-            sft.get("use_peft") and loaded == autocast), "mixed precision loads fp32"
+    elif loaded == "fp32" or sft.get("load_in_4bit") or autocast == "fp16":
         precision = f"{autocast} mixed"
+    else:
+        assert loaded == autocast, "autocast over weights of another dtype"
+        precision = f"{autocast} autocast"
     lora = None
     if sft.get("use_peft"):  # the LoRA family (lora, dora, qlora)
         lora = {"rank": int(sft["lora_r"]), "alpha": float(sft["lora_alpha"]),
@@ -144,7 +145,8 @@ def read_fms_hf_tuning(files: dict[str, str]) -> dict[str, Any]:
         * int(f["gradient_accumulation_steps"]) * world,
         "duration": duration(int(f["num_train_epochs"]) if "num_train_epochs" in f else None,
                              int(f["max_steps"]) if "max_steps" in f else None, None),
-        "precision": f"{loaded} pure" if autocast is None else f"{autocast} mixed",
+        "precision": f"{loaded} pure" if autocast is None else
+        f"{autocast} {'mixed' if loaded == 'fp32' else 'autocast'}",
         "sequence_length": int(f["max_seq_length"]),
         "lora": lora,
         "optimizer": HF_OPTIMIZERS[f["optim"]],

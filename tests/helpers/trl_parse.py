@@ -44,15 +44,13 @@ def trl_reads(text: str | dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any]
     return script, sft, model, raw
 
 
-def stored_and_computed(sft: Any, model: Any) -> tuple[str, str]:
-    """(dtype the weights load in, dtype the matmuls run in) of a TRL run as TRL reads it:
-    the autocast dtype when ``bf16``/``fp16`` is on, else the weights' own. Compared instead of
-    the flags: 16-bit weights under autocast of the same dtype compile to pure precision
-    without autocast, which stores and multiplies the same dtypes ("auto": the corpus
-    checkpoints' bf16)."""
+def stored_and_computed(sft: Any, model: Any) -> tuple[str, str | None]:
+    """(dtype the weights load in, the autocast dtype or None) of a TRL run as TRL reads
+    it. Both count: 16-bit weights under autocast of the same dtype store what pure
+    precision stores but compute the ops on torch's autocast fp32 list (softmax, norms, the
+    loss) in fp32 ("auto": the corpus checkpoints' bf16)."""
     loaded = "bfloat16" if model.dtype == "auto" else str(model.dtype)
-    autocast = "bfloat16" if sft.bf16 else "float16" if sft.fp16 else None
-    return loaded, autocast or loaded
+    return loaded, "bfloat16" if sft.bf16 else "float16" if sft.fp16 else None
 
 
 def target_modules(value: str | list[str] | None) -> set[str] | None:

@@ -133,8 +133,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "packing": ("sample_packing", src("sample_packing"), trl("packing")),
     "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
                                lambda r: r.checkpointing),
-    # (weights' dtype, compute dtype): axolotl loads the weights in the dtype it autocasts to
-    "precision": ("bf16", lambda s: (_weights(s), _weights(s)),
+    # (weights' dtype, autocast dtype): axolotl loads the weights in the dtype it autocasts
+    # to (TrainingArguments bf16 / fp16 from the same keys)
+    "precision": ("bf16", lambda s: (_weights(s), _weights(s) if _weights(s) != "float32"
+                                     else None),
                   lambda r: stored_and_computed(r.sft, r.model)),
     "logging_steps": ("logging_steps", src("logging_steps"), trl("logging_steps")),
     "use_peft": ("adapter", lambda s: s.get("adapter") is not None, trl("use_peft")),

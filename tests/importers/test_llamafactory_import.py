@@ -41,13 +41,18 @@ CORPUS = Path(__file__).parent / "corpus" / "llamafactory"
 TRL_NAME = {"cutoff_len": "max_length", "lora_rank": "lora_r", "warmup_ratio": "warmup_steps"}
 
 
-def _precision(s: dict[str, Any]) -> tuple[str, str]:
+def _precision(s: dict[str, Any]) -> tuple[str, str | None]:
+    """(weights' dtype, autocast dtype): the weights load in compute_dtype (bf16 / fp16
+    from the flags), trainable ones upcast to fp32 unless pure_bf16 (which LLaMA-Factory
+    runs with bf16 off: no autocast); TrainingArguments autocasts with bf16 / fp16."""
     if s.get("fp16") is True:
         return "float32", "float16"
-    if s.get("bf16") is not True and s.get("pure_bf16") is not True:
-        return "float32", "float32"
+    if s.get("pure_bf16") is True:
+        return "bfloat16", None
+    if s.get("bf16") is not True:
+        return "float32", None
     full = s.get("finetuning_type", "lora") in ("full", "freeze")
-    return ("float32" if full and s.get("pure_bf16") is not True else "bfloat16"), "bfloat16"
+    return ("float32" if full else "bfloat16"), "bfloat16"
 
 
 
@@ -146,7 +151,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
         r.model.bnb_4bit_quant_type, r.model.use_bnb_nested_quant)
         if r.model.load_in_4bit else None),
     # LLaMA-Factory stores the 4-bit weights in the compute dtype (quantization.py)
-    "bnb_4bit_quant_storage": ("quantization_bit", lambda s: _precision(s)[1]
+    "bnb_4bit_quant_storage": ("quantization_bit", lambda s: (_precision(s)[1] or "float32")
                                if s.get("quantization_bit") == 4 else None,
                                lambda r: r.model.bnb_4bit_quant_storage
                                if r.model.load_in_4bit else None),

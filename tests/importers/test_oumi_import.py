@@ -80,9 +80,9 @@ def _oumi_effective(src: dict[str, Any], job: dict[str, Any] | None) -> dict[str
         "torch_compile": t["compile"],
         "activation_checkpointing": t["enable_gradient_checkpointing"],
         "max_length": m["model_max_length"] or default_max_length,
-        # (weights' dtype, compute dtype): Oumi autocasts only with mixed_precision_dtype
-        "precision": (m["torch_dtype_str"], AUTOCAST.get(str(t["mixed_precision_dtype"]).upper(),
-                                                         m["torch_dtype_str"])),
+        # (weights' dtype, autocast dtype): Oumi autocasts only with mixed_precision_dtype
+        "precision": (m["torch_dtype_str"], AUTOCAST.get(str(t["mixed_precision_dtype"])
+                                                         .upper())),
         "model_name_or_path": m["model_name"],
         "trust_remote_code": m["trust_remote_code"],
         "attn_implementation": m["attn_implementation"],

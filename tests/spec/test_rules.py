@@ -107,6 +107,14 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"model.dtype": "fp32", "model.precision": "pure"},
      {"model.dtype": "fp32", "model.precision": "mixed"}, "rule.precision-mixed-fp32",
      "model.precision"),
+    ("precision-autocast-fp16", hardware.precision_coherent,
+     {"model.dtype": "bf16", "model.precision": "autocast"},
+     {"model.dtype": "fp16", "model.precision": "autocast"}, "rule.precision-autocast-fp16",
+     "model.precision"),
+    ("precision-autocast-fp32", hardware.precision_coherent,
+     {"model.dtype": "bf16", "model.precision": "autocast"},
+     {"model.dtype": "fp32", "model.precision": "autocast"}, "rule.precision-autocast-fp32",
+     "model.precision"),
     ("ep-experts", hardware.expert_parallel,
      {"model.family": "mixtral-8x7b", "distributed": {"expert_parallel": 4}},
      {"model.family": "mixtral-8x7b", "resources.gpus_per_node": 6,
@@ -350,3 +358,20 @@ def test_secret_references_are_accepted_and_literals_rejected() -> None:
 def test_ordinary_strings_are_not_secrets() -> None:
     assert literal_secrets({"model": {"uri": "hf://meta-llama/Llama-3.2-1B"},
                             "metadata": {"name": "hf-token-demo"}}) == []
+
+
+@pytest.mark.slow
+def test_the_loss_scaler_refuses_fp16_gradients_as_the_autocast_fp16_rule_says() -> None:
+    """rule.precision-autocast-fp16 quotes torch: its GradScaler's step unscales first and
+    refuses a trained fp16 weight's gradient (fp32 ones, as under mixed, pass)."""
+    torch = pytest.importorskip("torch")
+    for dtype, refused in ((torch.float16, True), (torch.float32, False)):
+        weight = torch.nn.Parameter(torch.ones(4, dtype=dtype))
+        optimizer = torch.optim.AdamW([weight])
+        scaler = torch.amp.GradScaler("cpu")
+        scaler.scale(weight.float().sum()).backward()
+        if refused:
+            with pytest.raises(ValueError, match="Attempting to unscale FP16 gradients."):
+                scaler.step(optimizer)
+        else:
+            scaler.step(optimizer)

@@ -109,11 +109,15 @@ def test_chat_artifacts_follow_the_template(template: str | None, layout: str | 
 
 
 @pytest.mark.parametrize(("precision", "loaded", "autocast"),
-                         [("pure", "bfloat16", "no"), ("mixed", "float32", "bf16")])
+                         [("pure", "bfloat16", "no"), ("mixed", "float32", "bf16"),
+                          ("autocast", "bfloat16", "bf16")])
 def test_precision_as_trl_and_accelerate_read_it(precision: str, loaded: str,
                                                  autocast: str) -> None:
     """pure bf16: TRL loads bf16 weights and nothing autocasts; mixed: fp32 weights under
-    bf16 autocast, the same flag in TRL's config and accelerate's (read by their parsers)."""
+    bf16 autocast; autocast: bf16 weights under bf16 autocast; the same flag in TRL's config
+    and accelerate's (read by their parsers)."""
+    from helpers.trl_parse import accelerate_reads
+
     trl = pytest.importorskip("trl")
     from ftspec.targets import get_target
     from transformers import HfArgumentParser
@@ -127,4 +131,4 @@ def test_precision_as_trl_and_accelerate_read_it(precision: str, loaded: str,
     sft, model = HfArgumentParser((trl.SFTConfig, trl.ModelConfig)).parse_dict(
         raw, allow_extra_keys=True)
     assert (model.dtype, sft.bf16, sft.fp16) == (loaded, autocast == "bf16", False)
-    assert yaml.safe_load(files["accelerate.yaml"])["mixed_precision"] == autocast
+    assert accelerate_reads(files["accelerate.yaml"])["mixed_precision"] == autocast

@@ -154,6 +154,23 @@ def test_fms_hf_tuning_parses_the_command_line_into_the_typed_arguments(case: st
         assert got == value or str(got) == str(value), (key, got, value)
 
 
+@pytest.mark.parametrize(("precision", "loaded", "bf16"), [
+    ("pure", "bfloat16", False), ("mixed", "float32", True), ("autocast", "bfloat16", True)])
+def test_precision_as_fms_hf_tuning_parses_it(precision: str, loaded: str, bf16: bool) -> None:
+    """``model.precision`` through fms-hf-tuning's own parser: the dtype the weights load in
+    (``--torch_dtype``) and transformers' autocast flag (``--bf16``), with accelerate's
+    ``mixed_precision`` (its own loader) agreeing."""
+    from helpers.trl_parse import accelerate_reads
+
+    job = make_job(**LOCAL, data=FILE_DATA, model={"precision": precision})
+    # TrainingArguments checks bf16 against this machine's GPU unless told it is a CPU run
+    parsed = _parsed(_wheel_tree(), [*_sft_argv(job), "--use_cpu", "true"])
+    assert (str(parsed["torch_dtype"]).removeprefix("torch."), parsed["bf16"]) == (loaded, bf16)
+    files = {a.path: a.content for a in get_launcher("fms_hf_tuning").compile(job)}
+    assert accelerate_reads(files["accelerate.yaml"])["mixed_precision"] == \
+        ("bf16" if bf16 else "no")
+
+
 def test_no_flag_belongs_to_the_unparsed_plugin_dataclasses() -> None:
     """The acceleration configs (fast_moe, fused kernels, padding-free, quantized LoRA) and
     the tracker configs are not parsed here; ftspec writes none of their fields."""
