@@ -1,0 +1,272 @@
+"""An ``accelerate launch`` command and its ``--config_file``, as the spec's ``distributed``.
+
+The config file is read with accelerate's own loader (``load_config_from_file``, on a
+private copy of the bytes already read and checked by ``launch_script.read_found``; the
+loader is imported only here, when a launcher names a config). The launch command's own
+options (``--num_processes``, ``--mixed_precision``, ``--use_fsdp``, ``--fsdp_*``) win over
+the file's keys, as in ``accelerate launch``. A key the file leaves out takes accelerate's
+default (:data:`FSDP_DEFAULTS`), which may differ from the spec's, so every FSDP field is
+written with where it came from.
+
+Keys that only say where the processes meet (``machine_rank``, ``main_process_ip`` /
+``_port``, ``rdzv_backend``, ``same_network``, ``compute_environment``,
+``main_training_function``, ``debug``, the ``tpu_*`` keys, ``enable_cpu_affinity``,
+``downcast_bf16``: TPU only) change nothing that trains: the platform sets them, and they are
+not imported. Any other key the spec cannot express is a warning at its line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ftspec.compiler.importers.base import SpecDraft, layer_class_names
+from ftspec.compiler.importers.launch_script import Command
+from ftspec.spec.diagnostics import Diagnostic, Severity, Span
+
+ACCELERATE = "accelerate 1.15"
+FSDP_DEFAULTS: dict[str, Any] = {
+    "fsdp_version": 1,
+    "fsdp_sharding_strategy": "FULL_SHARD",
+    "fsdp_offload_params": False,
+    "fsdp_auto_wrap_policy": "NO_WRAP",
+    "fsdp_backward_prefetch": "NO_PREFETCH",
+    "fsdp_forward_prefetch": False,
+    "fsdp_use_orig_params": True,
+    "fsdp_sync_module_states": True,
+    "fsdp_cpu_ram_efficient_loading": True,
+    "fsdp_activation_checkpointing": False,
+    "fsdp_min_num_params": 100_000_000,
+}
+"""What ``accelerate launch`` (1.15) uses for an FSDP key the config leaves out: its launch
+parser's defaults (``commands/launch.py``; a test reads them from the parser), and where that
+default is None, the FSDP plugin's (``utils/dataclasses.py``: no wrap policy, no backward
+prefetch). ``fsdp_state_dict_type``: FULL_STATE_DICT under FSDP1, SHARDED_STATE_DICT under
+FSDP2; ``fsdp_reshard_after_forward``: true under FSDP2."""
+
+PLUMBING = frozenset({
+    "machine_rank", "main_process_ip", "main_process_port", "rdzv_backend", "same_network",
+    "compute_environment", "main_training_function", "debug", "tpu_env", "tpu_use_cluster",
+    "tpu_use_sudo", "tpu_name", "tpu_zone", "enable_cpu_affinity", "downcast_bf16",
+    "commands", "command_file", "gpu_ids"})
+"""Top-level keys that decide where processes meet, not what trains (``gpu_ids``: which
+GPUs; their count is ``num_processes``)."""
+READ = frozenset({"distributed_type", "num_processes", "num_machines", "mixed_precision",
+                  "fsdp_config", "deepspeed_config", "use_cpu"})
+DISTRIBUTED = {"FSDP": "fsdp", "DEEPSPEED": "deepspeed", "MULTI_GPU": "ddp",
+               "MULTI_NPU": "ddp", "MULTI_XPU": "ddp", "MULTI_MLU": "ddp", "MULTI_SDAA": "ddp",
+               "MULTI_MUSA": "ddp", "MULTI_HPU": "ddp", "MULTI_CPU": "ddp"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: Any
+    origin: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Launched:
+    """What the launcher fixes of the topology: total processes and machines."""
+
+    processes: Setting | None
+    machines: Setting | None
+    mixed_precision: Setting | None
+    shards: bool
+    """FSDP or DeepSpeed: the run shards the model."""
+
+
+def read_config(path: Path, text: str, shown: str) -> tuple[dict[str, Any], Any, str | None]:
+    """(the file's keys as accelerate loaded them, its source map or None, the reason
+    accelerate refused it or None)."""
+    import contextlib
+    import io
+    import tempfile
+
+    import yaml
+    from ftspec.spec.diagnostics import SpecError
+    from ftspec.spec.loader import parse_yaml
+
+    try:
+        from accelerate.commands.config.config_args import load_config_from_file
+    except ImportError:
+        return {}, None, "accelerate is not installed (pip install 'ftspec[accelerate]')"
+    try:
+        doc: Any = parse_yaml(text, shown)
+    except SpecError:
+        doc = None
+    suffix = ".json" if path.suffix == ".json" else ".yaml"
+    with tempfile.TemporaryDirectory(prefix="ftspec-accelerate-") as tmp:
+        copy = Path(tmp) / f"config{suffix}"
+        copy.write_text(text, encoding="utf-8")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                loaded = load_config_from_file(str(copy))
+        except (ValueError, TypeError, KeyError, AttributeError, OSError,
+                yaml.YAMLError) as exc:  # accelerate's loader: unknown keys, bad values
+            return {}, doc, str(exc).replace(str(copy), shown)
+    raw = loaded.to_dict()
+    keys = doc.data if doc is not None and isinstance(doc.data, dict) else raw
+    return {k: v for k, v in raw.items() if k in keys}, doc, None
+
+
+def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown: str) -> Launched:
+    """The config at ``path`` (``shown``: as messages name it) under ``cmd``'s options."""
+    cfg, doc, refused = read_config(path, text, shown)
+    if refused is not None:
+        warn_at(draft, Span(shown, 1, 1), f"{shown}: accelerate's config loader refuses it "
+              f"({refused}); its distributed settings are not imported: the run is "
+              "imported without them", hint="fix the file or pass --accelerate-config FILE")
+        cfg = {}
+
+    def setting(*path_: str) -> Setting | None:
+        node: Any = cfg
+        for part in path_:
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        span = doc.span_of(path_, key=True) if doc is not None else Span(shown, 1, 1)
+        return Setting(node, f"from {shown}:{span.line}", span)
+
+    def option(name: str, *aliases: str) -> Setting | None:
+        for key in (name, *aliases):
+            word = cmd.options.get(key)
+            if word is not None:
+                return Setting(word.text, f"from {cmd.at(word)} (--{key})",
+                               Span(cmd.file, word.line, 1))
+        return None
+
+    for key in sorted(cfg):
+        if key not in READ and key not in PLUMBING:
+            span = setting(key)
+            warn_at(draft, span.span if span else Span(shown, 1, 1),
+                  f"{key} {cfg[key]!r} ({shown}): no spec field, not imported; the run is "
+                  "imported without it")
+    kind = option("use_fsdp") and "FSDP" or option("use_deepspeed") and "DEEPSPEED" \
+        or option("multi_gpu") and "MULTI_GPU"
+    dist = setting("distributed_type")
+    if kind:
+        dist = Setting(kind, option("use_fsdp", "use_deepspeed", "multi_gpu").origin,  # type: ignore[union-attr]
+                       dist.span if dist else Span(cmd.file, cmd.line, 1))
+    strategy = DISTRIBUTED.get(str(dist.value)) if dist else None
+    if dist is not None and strategy is not None:
+        draft.put(("distributed", "strategy"), strategy, dist.origin)
+    if strategy == "fsdp":
+        _fsdp(draft, cfg.get("fsdp_config") or {}, setting, option)
+    elif strategy == "deepspeed":
+        _deepspeed(draft, cfg.get("deepspeed_config") or {}, setting)
+    use_cpu = option("cpu") or setting("use_cpu")
+    if use_cpu is not None and str(use_cpu.value).lower() == "true":
+        warn_at(draft, use_cpu.span, f"use_cpu ({use_cpu.origin[5:]}): accelerate runs on the "
+              "CPU; not imported (the spec's device comes from resources: set "
+              "resources.gpus_per_node 0)")
+    return Launched(option("num_processes") or setting("num_processes"),
+                    option("num_machines") or setting("num_machines"),
+                    option("mixed_precision") or setting("mixed_precision"),
+                    strategy in ("fsdp", "deepspeed"))
+
+
+def _fsdp(draft: SpecDraft, cfg: dict[str, Any], setting: Any, option: Any) -> None:
+    from ftspec.targets.accelerate_config import FSDP1_SHARDING, PREFETCH, STATE_DICT, WRAP_POLICY
+
+    f = ("distributed", "fsdp")
+
+    def get(key: str, default: Any) -> tuple[Any, str]:
+        given = option(key) or setting("fsdp_config", key)
+        if given is not None:
+            return given.value, given.origin
+        return default, f"{ACCELERATE}'s default ({key} not set)"
+
+    def flag(key: str) -> tuple[bool, str]:
+        value, at = get(key, FSDP_DEFAULTS[key])
+        return str(value).lower() == "true", at
+
+    version, at = get("fsdp_version", FSDP_DEFAULTS["fsdp_version"])
+    version = int(version)
+    draft.put(f + ("version",), version, at)
+    sharding = {v: k for k, v in FSDP1_SHARDING.items()}
+    if version == 1:
+        strategy, at = get("fsdp_sharding_strategy", FSDP_DEFAULTS["fsdp_sharding_strategy"])
+        reshard = option("fsdp_reshard_after_forward") or setting("fsdp_config",
+                                                                  "fsdp_reshard_after_forward")
+        if reshard is not None and str(reshard.value).upper() in sharding:
+            strategy, at = reshard.value, reshard.origin  # accelerate's newer spelling
+        draft.put(f + ("sharding",), sharding.get(str(strategy).upper(), "full_shard"), at)
+        for key, spec_key, table in (("fsdp_backward_prefetch", "backward_prefetch", PREFETCH),
+                                     ("fsdp_forward_prefetch", "forward_prefetch", None),
+                                     ("fsdp_use_orig_params", "use_orig_params", None)):
+            if table is None:
+                draft.put(f + (spec_key,), *flag(key))
+            else:
+                value, at = get(key, FSDP_DEFAULTS[key])
+                draft.put(f + (spec_key,), {v: k for k, v in table.items()}.get(
+                    str(value).upper(), "none"), at)
+    else:
+        draft.put(f + ("sharding",), "full_shard", f"{ACCELERATE}: FSDP2 shards fully")
+        value, at = get("fsdp_reshard_after_forward", True)
+        draft.put(f + ("reshard_after_forward",), str(value).lower() == "true", at)
+    state, at = get("fsdp_state_dict_type",
+                    "FULL_STATE_DICT" if version == 1 else "SHARDED_STATE_DICT")
+    draft.put(f + ("state_dict_type",), {v: k for k, v in STATE_DICT.items()}.get(
+        str(state).upper(), "full"), at)
+    draft.put(f + ("cpu_offload",), *flag("fsdp_offload_params"))
+    draft.put(f + ("sync_module_states",), *flag("fsdp_sync_module_states"))
+    draft.put(f + ("cpu_ram_efficient_loading",), *flag("fsdp_cpu_ram_efficient_loading"))
+    wrap, at = get("fsdp_auto_wrap_policy", FSDP_DEFAULTS["fsdp_auto_wrap_policy"])
+    draft.put(f + ("auto_wrap",), {v: k for k, v in WRAP_POLICY.items()}.get(
+        str(wrap).upper(), "none"), at)
+    layers = option("fsdp_transformer_layer_cls_to_wrap") or setting(
+        "fsdp_config", "fsdp_transformer_layer_cls_to_wrap")
+    if layers is not None:
+        draft.put(f + ("transformer_layer_cls",), layer_class_names(layers.value),
+                  layers.origin)
+    size = option("fsdp_min_num_params") or setting("fsdp_config", "fsdp_min_num_params")
+    if size is not None:
+        draft.put(f + ("min_num_params",), int(size.value), size.origin)
+    checkpointing, at = flag("fsdp_activation_checkpointing")
+    if checkpointing:
+        draft.put(("training", "gradient_checkpointing"), True,
+                  f"{at} (FSDP's activation checkpointing)")
+    known = {"fsdp_version", "fsdp_sharding_strategy", "fsdp_reshard_after_forward",
+             "fsdp_backward_prefetch", "fsdp_forward_prefetch", "fsdp_use_orig_params",
+             "fsdp_state_dict_type", "fsdp_offload_params", "fsdp_sync_module_states",
+             "fsdp_cpu_ram_efficient_loading", "fsdp_auto_wrap_policy",
+             "fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params",
+             "fsdp_activation_checkpointing"}
+    for key in sorted(set(cfg) - known):
+        given = setting("fsdp_config", key)
+        if given is not None and given.value not in (False, None, "false"):
+            warn_at(draft, given.span, f"fsdp_config.{key} {given.value!r} ({given.origin[5:]}):"
+                  " no spec field, not imported; the run is imported without it")
+
+
+def _deepspeed(draft: SpecDraft, cfg: dict[str, Any], setting: Any) -> None:
+    d = ("distributed", "deepspeed")
+    stage = setting("deepspeed_config", "zero_stage")
+    if stage is not None and stage.value in (0, 1, 2, 3):
+        draft.put(d + ("stage",), stage.value, stage.origin)
+    for key, spec_key in (("offload_optimizer_device", "offload_optimizer"),
+                          ("offload_param_device", "offload_params")):
+        given = setting("deepspeed_config", key)
+        if given is not None and given.value in ("none", "cpu", "nvme"):
+            draft.put(d + (spec_key,), given.value, given.origin)
+    init = setting("deepspeed_config", "zero3_init_flag")
+    if init is not None and isinstance(init.value, bool):
+        draft.put(d + ("zero3_init",), init.value, init.origin)
+    for key in sorted(set(cfg) - {"zero_stage", "offload_optimizer_device",
+                                  "offload_param_device", "zero3_init_flag",
+                                  "gradient_accumulation_steps", "gradient_clipping",
+                                  "deepspeed_multinode_launcher"}):
+        given = setting("deepspeed_config", key)
+        if given is not None:
+            warn_at(draft, given.span, f"deepspeed_config.{key} {given.value!r} "
+                  f"({given.origin[5:]}): not imported (the spec reads the ZeRO stage and "
+                  "offload); the run is imported without it")
+
+
+def warn_at(draft: SpecDraft, span: Span, summary: str, hint: str | None = None) -> None:
+    """A warning at a line of a launcher file (not the config the draft is read from)."""
+    draft.warnings.append(Diagnostic(Severity.WARNING, summary, span=span, hint=hint,
+                                     code="import.not-expressed"))
