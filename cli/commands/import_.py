@@ -56,6 +56,9 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
         from ftspec.cli.commands.import_live import import_live
 
         return import_live(tool, file, live, out, accelerator, kubeconfig, context, as_json)
+    if (launch or accelerate_config) and tool != "llamafactory":
+        raise click.UsageError("--launch and --accelerate-config are for `ftspec import "
+                               f"llamafactory` (not {tool})")
     opts = ImportOptions(nproc_per_node, nnodes, accelerator, job, launch, accelerate_config)
     try:
         result = IMPORTERS[tool](file, args, opts)

@@ -70,23 +70,40 @@ def launch_topology(draft: SpecDraft, config: Path, launch: Path | None,
               f"the launch command at {cmd.at()} is {cmd.launcher}, not accelerate launch; "
               "the accelerate config is not read")
     if cmd.launcher == "llamafactory-cli train":
+        count, origin = _first(draft, cmd, "NPROC_PER_NODE", env.get("NPROC_PER_NODE"), visible)
         force = env.get("FORCE_TORCHRUN")
-        nproc = _count(draft, cmd, env.get("NPROC_PER_NODE"), "NPROC_PER_NODE") or visible
-        if nproc is None and force is not None and force.text.lower() in ENABLED:
-            nproc = _assumed(draft, cmd, force, "FORCE_TORCHRUN: llamafactory-cli starts "
-                             "torchrun with one process per visible GPU")
-        nodes = env.get("NNODES")
-        return _topology(cmd, nproc, _count(draft, cmd, nodes, "NNODES"), nodes)
-    key = "nproc_per_node" if cmd.launcher == "torchrun" else "num_gpus"
-    word = cmd.options.get(key) or cmd.options.get(key.replace("_", "-"))
-    nproc = visible if word is not None and word.text in ("gpu", "auto") else \
-        _count(draft, cmd, word, f"--{key}") if word is not None else visible
-    if nproc is None:
-        nproc = _assumed(draft, cmd, None, f"{cmd.launcher} starts one process per GPU "
-                         f"when --{key} is not given")
-    node_key = "nnodes" if cmd.launcher == "torchrun" else "num_nodes"
-    nodes = cmd.options.get(node_key)
-    return _topology(cmd, nproc, _count(draft, cmd, nodes, f"--{node_key}"), nodes)
+        if count is None and force is not None and force.text.lower() in ENABLED:
+            count, origin = _assumed(draft, cmd, force, "FORCE_TORCHRUN: llamafactory-cli "
+                                     "starts torchrun with one process per visible GPU")
+        node_key, nodes = "NNODES", env.get("NNODES")
+    else:
+        key = "nproc_per_node" if cmd.launcher == "torchrun" else "num_gpus"
+        word = cmd.options.get(key)
+        if word is not None and word.text in ("gpu", "auto"):
+            word = None
+        count, origin = _first(draft, cmd, f"--{key}", word, visible)
+        if count is None and cmd.launcher == "torchrun" and word is None:
+            count, origin = 1, f"from {cmd.at()} (torchrun's default --nproc-per-node 1)"
+        elif count is None:
+            count, origin = _assumed(draft, cmd, None, f"{cmd.launcher} starts one process "
+                                     "per visible GPU")
+        node_key = "--nnodes" if cmd.launcher == "torchrun" else "--num_nodes"
+        nodes = cmd.options.get(node_key[2:])
+    return Topology(count, origin, _count(draft, cmd, nodes, node_key),
+                    f"from {cmd.at(nodes)} ({node_key})" if nodes else "--nnodes")
+
+
+def _first(draft: SpecDraft, cmd: Command, name: str, word: Word | None,
+           visible: int | None) -> tuple[int | None, str]:
+    """The count a launcher option or variable gives, else the visible GPUs'."""
+    count = _count(draft, cmd, word, name)
+    if count is not None and word is not None:
+        return count, f"from {cmd.at(word)} ({name})"
+    devices = cmd.env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and devices is not None:
+        return visible, (f"from {cmd.at(devices)} (CUDA_VISIBLE_DEVICES: {cmd.launcher} "
+                         "starts one process per visible GPU)")
+    return None, ""
 
 
 def _command(draft: SpecDraft, config: Path, launch: Path | None) -> Command | None:
@@ -177,11 +194,11 @@ def _from_accelerate(draft: SpecDraft, cmd: Command, launched: Launched,
               f"num_processes {total} is not a multiple of num_machines {machines}: imported "
               f"as {max(total // machines, 1)} per node")
     nproc = max(total // machines, 1) if total is not None else visible
-    if nproc is None and launched.shards:
-        nproc = _assumed(draft, cmd, None, "accelerate launch starts one process per visible "
-                         "GPU when num_processes is not given")
     origin = launched.processes.origin if launched.processes else \
         f"from {cmd.at(cmd.env.get('CUDA_VISIBLE_DEVICES'))} (CUDA_VISIBLE_DEVICES)"
+    if nproc is None and launched.shards:
+        nproc, origin = _assumed(draft, cmd, None, "accelerate launch starts one process per "
+                                 "visible GPU when num_processes is not given")
     if total is not None and machines > 1:
         origin += f" ({total} processes on {machines} machines)"
     precision = launched.mixed_precision
@@ -223,21 +240,12 @@ def _count(draft: SpecDraft, cmd: Command, given: Word | Setting | None,
     return None
 
 
-def _assumed(draft: SpecDraft, cmd: Command, word: Word | None, why: str) -> int:
-    _warn(draft, Span(cmd.file, word.line if word else cmd.line, 1), f"{cmd.at(word)}: {why}; "
-          f"the count is not given, so {ASSUMED_GPUS} GPUs on one node are assumed",
+def _assumed(draft: SpecDraft, cmd: Command, word: Word | None,
+             why: str) -> tuple[int, str]:
+    _warn(draft, Span(cmd.file, word.line if word else cmd.line, 1), f"{why}; the count is "
+          f"not given, so {ASSUMED_GPUS} GPUs on one node are assumed",
           hint="pass --nproc-per-node N to `ftspec import`, or edit resources.gpus_per_node")
-    return int(ASSUMED_GPUS)
-
-
-def _topology(cmd: Command, nproc: int | None, nnodes: int | None,
-              nodes_word: Word | None) -> Topology:
-    visible = cmd.env.get("CUDA_VISIBLE_DEVICES")
-    count_word = cmd.env.get("NPROC_PER_NODE") or cmd.options.get("nproc_per_node") \
-        or cmd.options.get("num_gpus") or visible
-    origin = f"from {cmd.at(count_word)} ({cmd.launcher})" if nproc is not None else ""
-    return Topology(nproc, origin, nnodes,
-                    f"from {cmd.at(nodes_word)} ({cmd.launcher})" if nodes_word else "")
+    return int(ASSUMED_GPUS), f"from {cmd.at(word)} ({why}; {ASSUMED_GPUS} assumed)"
 
 
 def _shown(path: Path) -> str:
