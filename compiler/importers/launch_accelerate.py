@@ -17,7 +17,7 @@ not imported. Any other key the spec cannot express is a warning at its line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,9 @@ class Launched:
     mixed_precision: Setting | None
     shards: bool
     """FSDP or DeepSpeed: the run shards the model."""
+    training: dict[tuple[str, ...], tuple[Any, str]] = field(default_factory=dict)
+    """``training.*`` values (and origins) the launcher fixes: the importer puts them after
+    its own training section, which would otherwise write the YAML's defaults over them."""
 
 
 def read_config(path: Path, text: str, shown: str) -> tuple[dict[str, Any], Any, str | None]:
@@ -108,7 +111,8 @@ def read_config(path: Path, text: str, shown: str) -> tuple[dict[str, Any], Any,
                 yaml.YAMLError) as exc:  # accelerate's loader: unknown keys, bad values
             return {}, doc, str(exc).replace(str(copy), shown)
     raw = loaded.to_dict()
-    keys = doc.data if doc is not None and isinstance(doc.data, dict) else raw
+    given = yaml.safe_load(text)  # the keys the file sets (accelerate fills in the others)
+    keys = given if isinstance(given, dict) else {}
     return {k: v for k, v in raw.items() if k in keys}, doc, None
 
 
@@ -138,37 +142,42 @@ def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown:
                                Span(cmd.file, word.line, 1))
         return None
 
+    training: dict[tuple[str, ...], tuple[Any, str]] = {}
+    _compile(draft, training, setting("dynamo_config", "dynamo_backend"))
     for key in sorted(cfg):
-        if key not in READ and key not in PLUMBING:
+        if key not in READ and key not in PLUMBING and key != "dynamo_config" \
+                and cfg[key] not in (None, False, {}, [], "", "no", "NO"):
             span = setting(key)
             warn_at(draft, span.span if span else Span(shown, 1, 1),
-                  f"{key} {cfg[key]!r} ({shown}): no spec field, not imported; the run is "
-                  "imported without it")
-    kind = option("use_fsdp") and "FSDP" or option("use_deepspeed") and "DEEPSPEED" \
-        or option("multi_gpu") and "MULTI_GPU"
+                    f"{key} {cfg[key]!r} ({shown}): no spec field, not imported; the run is "
+                    "imported without it")
     dist = setting("distributed_type")
-    if kind:
-        dist = Setting(kind, option("use_fsdp", "use_deepspeed", "multi_gpu").origin,  # type: ignore[union-attr]
-                       dist.span if dist else Span(cmd.file, cmd.line, 1))
+    for flag, kind in (("use_fsdp", "FSDP"), ("use_deepspeed", "DEEPSPEED"),
+                       ("multi_gpu", "MULTI_GPU")):
+        given = option(flag)
+        if given is not None:
+            dist = Setting(kind, given.origin, given.span)
+            break
     strategy = DISTRIBUTED.get(str(dist.value)) if dist else None
     if dist is not None and strategy is not None:
         draft.put(("distributed", "strategy"), strategy, dist.origin)
     if strategy == "fsdp":
-        _fsdp(draft, cfg.get("fsdp_config") or {}, setting, option)
+        _fsdp(draft, training, cfg.get("fsdp_config") or {}, setting, option)
     elif strategy == "deepspeed":
         _deepspeed(draft, cfg.get("deepspeed_config") or {}, setting)
     use_cpu = option("cpu") or setting("use_cpu")
     if use_cpu is not None and str(use_cpu.value).lower() == "true":
-        warn_at(draft, use_cpu.span, f"use_cpu ({use_cpu.origin[5:]}): accelerate runs on the "
-              "CPU; not imported (the spec's device comes from resources: set "
-              "resources.gpus_per_node 0)")
+        warn_at(draft, use_cpu.span, f"use_cpu ({use_cpu.origin[5:]}): accelerate runs on "
+                "the CPU; not imported (the spec's device comes from resources: set "
+                "resources.gpus_per_node 0)")
     return Launched(option("num_processes") or setting("num_processes"),
                     option("num_machines") or setting("num_machines"),
                     option("mixed_precision") or setting("mixed_precision"),
-                    strategy in ("fsdp", "deepspeed"))
+                    strategy in ("fsdp", "deepspeed"), training)
 
 
-def _fsdp(draft: SpecDraft, cfg: dict[str, Any], setting: Any, option: Any) -> None:
+def _fsdp(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
+          cfg: dict[str, Any], setting: Any, option: Any) -> None:
     from ftspec.targets.accelerate_config import FSDP1_SHARDING, PREFETCH, STATE_DICT, WRAP_POLICY
 
     f = ("distributed", "fsdp")
@@ -227,8 +236,8 @@ def _fsdp(draft: SpecDraft, cfg: dict[str, Any], setting: Any, option: Any) -> N
         draft.put(f + ("min_num_params",), int(size.value), size.origin)
     checkpointing, at = flag("fsdp_activation_checkpointing")
     if checkpointing:
-        draft.put(("training", "gradient_checkpointing"), True,
-                  f"{at} (FSDP's activation checkpointing)")
+        training[("training", "gradient_checkpointing")] = (
+            True, f"{at} (FSDP's activation checkpointing)")
     known = {"fsdp_version", "fsdp_sharding_strategy", "fsdp_reshard_after_forward",
              "fsdp_backward_prefetch", "fsdp_forward_prefetch", "fsdp_use_orig_params",
              "fsdp_state_dict_type", "fsdp_offload_params", "fsdp_sync_module_states",
@@ -240,6 +249,19 @@ def _fsdp(draft: SpecDraft, cfg: dict[str, Any], setting: Any, option: Any) -> N
         if given is not None and given.value not in (False, None, "false"):
             warn_at(draft, given.span, f"fsdp_config.{key} {given.value!r} ({given.origin[5:]}):"
                   " no spec field, not imported; the run is imported without it")
+
+
+def _compile(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
+             backend: Setting | None) -> None:
+    """``dynamo_config.dynamo_backend``: torch.compile through accelerate, the spec's
+    ``training.compile`` (which compiles with inductor)."""
+    if backend is None or str(backend.value).upper() == "NO":
+        return
+    origin = f"{backend.origin} (dynamo_backend {backend.value}: torch.compile)"
+    training[("training", "compile")] = (True, origin)
+    if str(backend.value).upper() != "INDUCTOR":
+        warn_at(draft, backend.span, f"dynamo_backend {backend.value} ({backend.origin[5:]}): "
+                "the spec compiles with inductor; imported as training.compile true")
 
 
 def _deepspeed(draft: SpecDraft, cfg: dict[str, Any], setting: Any) -> None:

@@ -81,6 +81,8 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
         draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
                    "integration (report_to all); imported as none")
     _training(r, world)
+    for key, (value, origin) in topo.training.items():
+        draft.put(key, value, origin)
     _output(r)
     if r.has("deepspeed"):
         put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")

@@ -17,8 +17,9 @@ folder LLaMA-Factory runs from holds ``examples/``), then beside the script.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ftspec.compiler.importers.base import SpecDraft
 from ftspec.compiler.importers.launch_accelerate import Launched, Setting, put_accelerate
@@ -49,6 +50,8 @@ class Topology:
     nproc_origin: str = "--nproc-per-node"
     nnodes: int | None = None
     nnodes_origin: str = "--nnodes"
+    training: dict[tuple[str, ...], tuple[Any, str]] = field(default_factory=dict)
+    """``training.*`` values the launcher fixes (``Launched.training``)."""
 
 
 def launch_topology(draft: SpecDraft, config: Path, launch: Path | None,
@@ -205,7 +208,8 @@ def _from_accelerate(draft: SpecDraft, cmd: Command, launched: Launched,
     if precision is not None:
         _precision(draft, precision)
     return Topology(nproc, origin, machines if machines > 1 else None,
-                    launched.machines.origin if launched.machines else "--nnodes")
+                    launched.machines.origin if launched.machines else "--nnodes",
+                    launched.training)
 
 
 def _precision(draft: SpecDraft, given: Setting) -> None:

@@ -161,6 +161,7 @@ def test_a_script_for_another_yaml_is_not_used(tmp_path: Path) -> None:
 ACCELERATE = ("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\n"
               "mixed_precision: bf16\nnum_machines: 1\nnum_processes: 8\nuse_cpu: false\n"
               "dynamo_config: {dynamo_backend: INDUCTOR}\n"
+              "parallelism_config: {parallelism_config_tp_size: 2}\n"
               "fsdp_config:\n  fsdp_version: 2\n  fsdp_offload_params: true\n"
               "  fsdp_activation_checkpointing: true\n  fsdp_reshard_after_forward: false\n"
               "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
@@ -187,8 +188,9 @@ def test_explicit_launch_and_accelerate_config(tmp_path: Path) -> None:
     assert (fsdp["version"], fsdp["cpu_offload"], fsdp["reshard_after_forward"],
             fsdp["transformer_layer_cls"]) == (2, True, False, "Qwen2DecoderLayer")
     assert data["training"]["gradient_checkpointing"] is True
-    (dynamo,) = _warned(imported, "dynamo_config")
-    assert dynamo.startswith(f"{elsewhere / 'acc.yaml'}:7:1")
+    assert data["training"]["compile"] is True  # dynamo_config: torch.compile
+    (tp,) = _warned(imported, "parallelism_config")
+    assert tp.startswith(f"{elsewhere / 'acc.yaml'}:8:1")
     acc = accelerate_reads(compiled_files(imported.text, "x")["accelerate.yaml"])
     assert acc["fsdp_config"]["fsdp_offload_params"] is True
     assert acc["num_processes"] == 4
@@ -246,6 +248,6 @@ def test_cli_options(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                          "--accelerate-config", "acc.yaml")
     assert code == 0, err
     assert "gpus_per_node: 8 # from acc.yaml:5" in out
-    assert "acc.yaml:7:1: warning: dynamo_config" in err
+    assert "acc.yaml:8:1: warning: parallelism_config" in err
     code, _, err = run(capsys, "import", "trl", "x.yaml", "--launch", "go.sh")
     assert code != 0 and "--launch and --accelerate-config are for" in err
