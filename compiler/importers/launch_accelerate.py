@@ -162,7 +162,7 @@ def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown:
     if dist is not None and strategy is not None:
         draft.put(("distributed", "strategy"), strategy, dist.origin)
     if strategy == "fsdp":
-        _fsdp(draft, training, cfg.get("fsdp_config") or {}, setting, option)
+        _fsdp(draft, training, cfg.get("fsdp_config") or {}, setting, option, shown)
     elif strategy == "deepspeed":
         _deepspeed(draft, cfg.get("deepspeed_config") or {}, setting)
     use_cpu = option("cpu") or setting("use_cpu")
@@ -177,16 +177,33 @@ def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown:
 
 
 def _fsdp(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
-          cfg: dict[str, Any], setting: Any, option: Any) -> None:
+          cfg: dict[str, Any], setting: Any, option: Any, cmd_file: str) -> None:
     from ftspec.targets.accelerate_config import FSDP1_SHARDING, PREFETCH, STATE_DICT, WRAP_POLICY
 
     f = ("distributed", "fsdp")
+    # accelerate reads fsdp_config's keys with the fsdp_ prefix added where it is missing
+    named = {(k if k.startswith("fsdp") else f"fsdp_{k}"): k for k in cfg}
+
+    def conf(key: str) -> Setting | None:
+        return option(key) or setting("fsdp_config", named.get(key, key))
 
     def get(key: str, default: Any) -> tuple[Any, str]:
-        given = option(key) or setting("fsdp_config", key)
+        given = conf(key)
         if given is not None:
             return given.value, given.origin
         return default, f"{ACCELERATE}'s default ({key} not set)"
+
+    def pick(key: str, table: dict[str, str], default: Any) -> tuple[str, str]:
+        """The spec's name for an accelerate value (``table``: spec -> accelerate)."""
+        value, at = get(key, default)
+        names = {v: k for k, v in table.items()}
+        if str(value).upper() not in names:
+            given = conf(key)
+            warn_at(draft, given.span if given else Span(cmd_file, 1, 1), f"{key} {value!r} "
+                    f"({at[5:]}): not a value accelerate knows; imported as "
+                    f"{names[str(default).upper()]}")
+            return names[str(default).upper()], at
+        return names[str(value).upper()], at
 
     def flag(key: str) -> tuple[bool, str]:
         value, at = get(key, FSDP_DEFAULTS[key])
@@ -195,43 +212,36 @@ def _fsdp(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
     version, at = get("fsdp_version", FSDP_DEFAULTS["fsdp_version"])
     version = int(version)
     draft.put(f + ("version",), version, at)
-    sharding = {v: k for k, v in FSDP1_SHARDING.items()}
     if version == 1:
-        strategy, at = get("fsdp_sharding_strategy", FSDP_DEFAULTS["fsdp_sharding_strategy"])
-        reshard = option("fsdp_reshard_after_forward") or setting("fsdp_config",
-                                                                  "fsdp_reshard_after_forward")
-        if reshard is not None and str(reshard.value).upper() in sharding:
-            strategy, at = reshard.value, reshard.origin  # accelerate's newer spelling
-        draft.put(f + ("sharding",), sharding.get(str(strategy).upper(), "full_shard"), at)
-        for key, spec_key, table in (("fsdp_backward_prefetch", "backward_prefetch", PREFETCH),
-                                     ("fsdp_forward_prefetch", "forward_prefetch", None),
-                                     ("fsdp_use_orig_params", "use_orig_params", None)):
-            if table is None:
-                draft.put(f + (spec_key,), *flag(key))
-            else:
-                value, at = get(key, FSDP_DEFAULTS[key])
-                draft.put(f + (spec_key,), {v: k for k, v in table.items()}.get(
-                    str(value).upper(), "none"), at)
+        reshard = conf("fsdp_reshard_after_forward")
+        if reshard is not None and str(reshard.value).upper() in FSDP1_SHARDING.values():
+            # accelerate's newer spelling of the FSDP1 sharding strategy
+            draft.put(f + ("sharding",), pick("fsdp_reshard_after_forward", FSDP1_SHARDING,
+                                              "FULL_SHARD")[0], reshard.origin)
+        else:
+            draft.put(f + ("sharding",), *pick("fsdp_sharding_strategy", FSDP1_SHARDING,
+                                               FSDP_DEFAULTS["fsdp_sharding_strategy"]))
+        draft.put(f + ("backward_prefetch",), *pick("fsdp_backward_prefetch", PREFETCH,
+                                                    FSDP_DEFAULTS["fsdp_backward_prefetch"]))
+        draft.put(f + ("forward_prefetch",), *flag("fsdp_forward_prefetch"))
+        draft.put(f + ("use_orig_params",), *flag("fsdp_use_orig_params"))
     else:
         draft.put(f + ("sharding",), "full_shard", f"{ACCELERATE}: FSDP2 shards fully")
         value, at = get("fsdp_reshard_after_forward", True)
         draft.put(f + ("reshard_after_forward",), str(value).lower() == "true", at)
-    state, at = get("fsdp_state_dict_type",
-                    "FULL_STATE_DICT" if version == 1 else "SHARDED_STATE_DICT")
-    draft.put(f + ("state_dict_type",), {v: k for k, v in STATE_DICT.items()}.get(
-        str(state).upper(), "full"), at)
+    draft.put(f + ("state_dict_type",), *pick(
+        "fsdp_state_dict_type", STATE_DICT,
+        "FULL_STATE_DICT" if version == 1 else "SHARDED_STATE_DICT"))
     draft.put(f + ("cpu_offload",), *flag("fsdp_offload_params"))
     draft.put(f + ("sync_module_states",), *flag("fsdp_sync_module_states"))
     draft.put(f + ("cpu_ram_efficient_loading",), *flag("fsdp_cpu_ram_efficient_loading"))
-    wrap, at = get("fsdp_auto_wrap_policy", FSDP_DEFAULTS["fsdp_auto_wrap_policy"])
-    draft.put(f + ("auto_wrap",), {v: k for k, v in WRAP_POLICY.items()}.get(
-        str(wrap).upper(), "none"), at)
-    layers = option("fsdp_transformer_layer_cls_to_wrap") or setting(
-        "fsdp_config", "fsdp_transformer_layer_cls_to_wrap")
+    draft.put(f + ("auto_wrap",), *pick("fsdp_auto_wrap_policy", WRAP_POLICY,
+                                        FSDP_DEFAULTS["fsdp_auto_wrap_policy"]))
+    layers = conf("fsdp_transformer_layer_cls_to_wrap")
     if layers is not None:
         draft.put(f + ("transformer_layer_cls",), layer_class_names(layers.value),
                   layers.origin)
-    size = option("fsdp_min_num_params") or setting("fsdp_config", "fsdp_min_num_params")
+    size = conf("fsdp_min_num_params")
     if size is not None:
         draft.put(f + ("min_num_params",), int(size.value), size.origin)
     checkpointing, at = flag("fsdp_activation_checkpointing")
@@ -244,11 +254,12 @@ def _fsdp(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
              "fsdp_cpu_ram_efficient_loading", "fsdp_auto_wrap_policy",
              "fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params",
              "fsdp_activation_checkpointing"}
-    for key in sorted(set(cfg) - known):
-        given = setting("fsdp_config", key)
+    for key in sorted(set(named) - known):
+        given = setting("fsdp_config", named[key])
         if given is not None and given.value not in (False, None, "false"):
-            warn_at(draft, given.span, f"fsdp_config.{key} {given.value!r} ({given.origin[5:]}):"
-                  " no spec field, not imported; the run is imported without it")
+            warn_at(draft, given.span, f"fsdp_config.{named[key]} {given.value!r} "
+                    f"({given.origin[5:]}): no spec field, not imported; the run is imported "
+                    "without it")
 
 
 def _compile(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],

@@ -197,6 +197,12 @@ def _from_accelerate(draft: SpecDraft, cmd: Command, launched: Launched,
               f"num_processes {total} is not a multiple of num_machines {machines}: imported "
               f"as {max(total // machines, 1)} per node")
     nproc = max(total // machines, 1) if total is not None else visible
+    devices = cmd.env.get("CUDA_VISIBLE_DEVICES")
+    if total is not None and visible is not None and devices is not None and nproc != visible:
+        _warn(draft, Span(cmd.file, devices.line, 1), f"CUDA_VISIBLE_DEVICES shows {visible} "
+              f"GPUs and num_processes asks for {nproc} per node: accelerate starts {nproc} "
+              f"processes, one per GPU index (more than the visible GPUs fail at start); "
+              f"imported as {nproc}")
     origin = launched.processes.origin if launched.processes else \
         f"from {cmd.at(cmd.env.get('CUDA_VISIBLE_DEVICES'))} (CUDA_VISIBLE_DEVICES)"
     if nproc is None and launched.shards:

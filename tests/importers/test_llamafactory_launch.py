@@ -251,3 +251,22 @@ def test_cli_options(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     assert "acc.yaml:8:1: warning: parallelism_config" in err
     code, _, err = run(capsys, "import", "trl", "x.yaml", "--launch", "go.sh")
     assert code != 0 and "--launch and --accelerate-config are for" in err
+
+
+def test_short_fsdp_keys_bad_values_and_hidden_gpus(tmp_path: Path) -> None:
+    """accelerate adds the fsdp_ prefix to fsdp_config's keys; a value it does not know is
+    a warning (the default is imported); visible GPUs fewer than the processes, too."""
+    (tmp_path / "acc.yaml").write_text(
+        "distributed_type: FSDP\nnum_processes: 4\nfsdp_config:\n  version: 2\n"
+        "  offload_params: true\n  fsdp_state_dict_type: HALF_STATE_DICT\n")
+    cfg = _write(tmp_path, "CUDA_VISIBLE_DEVICES=0,1 accelerate launch --config_file acc.yaml "
+                 "src/train.py x.yaml\n")
+    imported = import_llamafactory(cfg)
+    fsdp = imported.data["distributed"]["fsdp"]
+    assert (fsdp["version"], fsdp["cpu_offload"], fsdp["state_dict_type"]) == (2, True,
+                                                                               "sharded")
+    (bad,) = _warned(imported, "HALF_STATE_DICT")
+    assert "acc.yaml:6:3" in bad and "imported as sharded" in bad
+    (hidden,) = _warned(imported, "CUDA_VISIBLE_DEVICES shows 2 GPUs")
+    assert "run.sh:1:1" in hidden
+    assert imported.data["resources"]["gpus_per_node"] == 4
