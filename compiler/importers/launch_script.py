@@ -131,15 +131,16 @@ def usage_commands(text: str, file: str) -> list[Command]:
     return found
 
 
-def names_config(command: Command, config: Path) -> bool:
+def names_config(command: Command, config: Path, *, by_name: bool = False) -> bool:
     """Whether a word after the launcher is the config's path (its name, and the folders
-    it gives, end the config's own path)."""
+    it gives, end the config's own path; ``by_name``: its file name is enough, for the
+    config's own usage comment, which still holds where the file was copied)."""
     want = config.resolve().parts
     for word in command.args:
-        given = Path(word.text).parts
-        given = tuple(p for p in given if p != ".")
-        if given and given[-1] == config.name and ".." not in given \
-                and want[-len(given):] == given:
+        given = tuple(p for p in Path(word.text).parts if p != ".")
+        if not given or given[-1] != config.name or ".." in given:
+            continue
+        if by_name or want[-len(given):] == given:
             return True
     return False
 

@@ -140,7 +140,7 @@ def _command(draft: SpecDraft, config: Path, launch: Path | None) -> Command | N
     if candidates:
         return candidates[0]
     usage = [c for c in usage_commands(draft.source.text, draft.source.file)
-             if names_config(c, config)]
+             if names_config(c, config, by_name=True)]
     return usage[0] if usage else None
 
 

@@ -270,3 +270,18 @@ def test_short_fsdp_keys_bad_values_and_hidden_gpus(tmp_path: Path) -> None:
     (hidden,) = _warned(imported, "CUDA_VISIBLE_DEVICES shows 2 GPUs")
     assert "run.sh:1:1" in hidden
     assert imported.data["resources"]["gpus_per_node"] == 4
+
+
+def test_a_copied_yaml_keeps_its_usage_comment(tmp_path: Path) -> None:
+    """Copied out of LLaMA-Factory's tree, the ascend YAML's usage comment still names it;
+    its accelerate config is then not found: a warning at the comment's line says so."""
+    src = CORPUS / "examples/ascend/qwen3_full_sft_fsdp2.yaml"
+    cfg = tmp_path / src.name
+    cfg.write_text(src.read_text())
+    imported = import_llamafactory(cfg)
+    (missing,) = _warned(imported, "--config_file examples/accelerate/fsdp2_config.yaml")
+    assert missing.startswith(f"{cfg}:3:1") and "not found" in missing
+    imported = import_llamafactory(cfg, accelerate_config=CORPUS / PAIRS[
+        "examples/ascend/qwen3_full_sft_fsdp2.yaml"])
+    assert imported.data["distributed"]["fsdp"]["version"] == 2
+    assert imported.data["resources"]["gpus_per_node"] == 2
