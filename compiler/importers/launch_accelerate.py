@@ -17,6 +17,7 @@ not imported. Any other key the spec cannot express is a warning at its line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,10 @@ class Setting:
     value: Any
     origin: str
     span: Span
+
+
+Lookup = Callable[..., Setting | None]
+"""A config key path (or a launch option's names) -> its value and where it was set."""
 
 
 @dataclass(frozen=True)
@@ -120,9 +125,9 @@ def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown:
     """The config at ``path`` (``shown``: as messages name it) under ``cmd``'s options."""
     cfg, doc, refused = read_config(path, text, shown)
     if refused is not None:
-        warn_at(draft, Span(shown, 1, 1), f"{shown}: accelerate's config loader refuses it "
-              f"({refused}); its distributed settings are not imported: the run is "
-              "imported without them", hint="fix the file or pass --accelerate-config FILE")
+        warn_at(draft, Span(shown, 1, 1), f"{shown}: accelerate's config loader refuses "
+                f"it ({refused}); its distributed settings are not imported: the run is "
+                "imported without them", hint="fix the file or pass --accelerate-config FILE")
         cfg = {}
 
     def setting(*path_: str) -> Setting | None:
@@ -161,6 +166,9 @@ def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown:
     strategy = DISTRIBUTED.get(str(dist.value)) if dist else None
     if dist is not None and strategy is not None:
         draft.put(("distributed", "strategy"), strategy, dist.origin)
+    elif dist is not None and str(dist.value) != "NO":
+        warn_at(draft, dist.span, f"distributed_type {dist.value} ({dist.origin[5:]}): no "
+                "spec strategy; imported without distributed settings")
     if strategy == "fsdp":
         _fsdp(draft, training, cfg.get("fsdp_config") or {}, setting, option, shown)
     elif strategy == "deepspeed":
@@ -177,7 +185,7 @@ def put_accelerate(draft: SpecDraft, cmd: Command, path: Path, text: str, shown:
 
 
 def _fsdp(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
-          cfg: dict[str, Any], setting: Any, option: Any, cmd_file: str) -> None:
+          cfg: dict[str, Any], setting: Lookup, option: Lookup, cmd_file: str) -> None:
     from ftspec.targets.accelerate_config import FSDP1_SHARDING, PREFETCH, STATE_DICT, WRAP_POLICY
 
     f = ("distributed", "fsdp")
@@ -275,7 +283,7 @@ def _compile(draft: SpecDraft, training: dict[tuple[str, ...], tuple[Any, str]],
                 "the spec compiles with inductor; imported as training.compile true")
 
 
-def _deepspeed(draft: SpecDraft, cfg: dict[str, Any], setting: Any) -> None:
+def _deepspeed(draft: SpecDraft, cfg: dict[str, Any], setting: Lookup) -> None:
     d = ("distributed", "deepspeed")
     stage = setting("deepspeed_config", "zero_stage")
     if stage is not None and stage.value in (0, 1, 2, 3):
