@@ -7,6 +7,7 @@ bounded. The file is opened non-blocking, so opening a FIFO cannot hang either.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -26,15 +27,22 @@ class InputRefused(Exception):
         """For ``too-large``: the regular file's size, when known before reading."""
 
 
-def read_bounded(path: Path, limit: int, what: str = "file", *, head: bool = False) -> bytes:
+def read_bounded(path: Path, limit: int, what: str = "file", *, head: bool = False,
+                 follow: bool = True) -> bytes:
     """The bytes of ``path``; raises :class:`InputRefused` for a non-regular file, a read
     error, or more than ``limit`` bytes (only ``limit + 1`` are ever read). With ``head``,
-    the first ``limit`` bytes of a longer file instead of an error."""
+    the first ``limit`` bytes of a longer file instead of an error. Without ``follow``, a
+    ``path`` that is itself a symbolic link is refused (``O_NOFOLLOW``): for files that
+    another untrusted file named."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     except IsADirectoryError:
         raise InputRefused(f"is a directory, not a {what}", "io") from None
     except OSError as exc:
+        if not follow and exc.errno == errno.ELOOP:
+            raise InputRefused(f"is a symbolic link, not a {what}: not followed",
+                               "not-a-file") from None
         raise InputRefused(f"cannot read {what}: {exc.strerror or exc}", "io") from None
     try:
         info = os.fstat(fd)

@@ -25,6 +25,13 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
               show_default=True, help="GPU model (configs do not name one).")
 @click.option("--job", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="oumi: the job config (oumi launch's) whose resources the run gets.")
+@click.option("--launch", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="llamafactory: the shell script that launches FILE (default: a script "
+              "beside FILE whose command names it, else FILE's usage comment).")
+@click.option("--accelerate-config", type=click.Path(path_type=Path, dir_okay=False,
+                                                     exists=True),
+              help="llamafactory: the accelerate config FILE runs under (default: the "
+              "launch command's --config_file).")
 @click.option("--live", metavar="NAMESPACE/NAME",
               help="trainjob: read the TrainJob from the cluster and adopt it (needs -o).")
 @click.option("--kubeconfig", default=None, type=click.Path(),
@@ -34,7 +41,8 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
 def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | None,
             nproc_per_node: int | None, nnodes: int | None, accelerator: str,
-            job: Path | None, live: str | None, kubeconfig: str | None, context: str | None,
+            job: Path | None, launch: Path | None, accelerate_config: Path | None,
+            live: str | None, kubeconfig: str | None, context: str | None,
             as_json: bool) -> int:
     """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
     (torchtune: as `tune run` takes them, ~KEY removes a key; oumi: dotted keys as `oumi
@@ -48,7 +56,10 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
         from ftspec.cli.commands.import_live import import_live
 
         return import_live(tool, file, live, out, accelerator, kubeconfig, context, as_json)
-    opts = ImportOptions(nproc_per_node, nnodes, accelerator, job)
+    if (launch or accelerate_config) and tool != "llamafactory":
+        raise click.UsageError("--launch and --accelerate-config are for `ftspec import "
+                               f"llamafactory` (not {tool})")
+    opts = ImportOptions(nproc_per_node, nnodes, accelerator, job, launch, accelerate_config)
     try:
         result = IMPORTERS[tool](file, args, opts)
     except SpecError as exc:

@@ -26,6 +26,10 @@ class ImportOptions:
     accelerator: str = "nvidia-a100-80gb"
     job: Path | None = None
     """oumi: the job config (``--job``) whose resources the run gets."""
+    launch: Path | None = None
+    """llamafactory: the script that launches the config (``--launch``)."""
+    accelerate_config: Path | None = None
+    """llamafactory: the accelerate config it runs under (``--accelerate-config``)."""
 
 
 Importer = Callable[[Path, tuple[str, ...], ImportOptions], Imported]
@@ -72,13 +76,22 @@ def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Importe
     return import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
 
 
+def _llamafactory(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:
+    from ftspec.compiler.importers.base import unexpected_args
+    from ftspec.compiler.importers.llamafactory import import_llamafactory
+
+    unexpected_args("llamafactory", args)
+    return import_llamafactory(path, launch=opts.launch,
+                               accelerate_config=opts.accelerate_config, **_topology(opts))
+
+
 IMPORTERS: dict[str, Importer] = {
     "torchtune": _torchtune,
     "trl": _whole_file("trl", "trl", "import_trl"),
     "trainjob": _trainjob,
     "oumi": _oumi,
     "axolotl": _whole_file("axolotl", "axolotl", "import_axolotl"),
-    "llamafactory": _whole_file("llamafactory", "llamafactory", "import_llamafactory"),
+    "llamafactory": _llamafactory,
 }
 TOOL_NAMES: tuple[str, ...] = tuple(IMPORTERS)
 

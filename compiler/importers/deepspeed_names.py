@@ -1,7 +1,9 @@
 """A config's DeepSpeed settings as ``distributed.deepspeed``.
 
 A config names its DeepSpeed JSON by path (or gives it inline). Where the file can be read —
-beside the config, or at the path given — or the mapping is inline, its ZeRO stage
+below the config's folder or a folder above it (LLaMA-Factory's ``examples/deepspeed/…``
+is relative to the repository root it runs from), or the working folder — or the mapping
+is inline, its ZeRO stage
 (``zero_optimization.stage``) and offload devices (``offload_optimizer.device``,
 ``offload_param.device``) are read from it, and any other setting that is not ``auto`` is a
 warning (the spec derives batch, precision and clipping from its own fields). A file that
@@ -52,19 +54,28 @@ _ZERO_READ = {"stage", "offload_optimizer", "offload_param"}
 
 
 def _read(draft: SpecDraft, value: Any) -> dict[str, Any] | None:
-    """The DeepSpeed JSON at ``value`` (beside the config first), or None."""
+    """The DeepSpeed JSON at ``value``: a relative path is looked up from the config's
+    folder upwards (a tool run from its repository root names ``examples/deepspeed/…``),
+    then from the working folder; read as untrusted input (``launch_script.read_found``:
+    no symbolic link followed, size-limited)."""
     import json
     from pathlib import Path
 
-    if not isinstance(value, str):
+    from ftspec.compiler.importers.launch_script import read_found
+
+    if not isinstance(value, str) or not value.strip():
         return None
-    for path in (Path(draft.source.file).parent / value, Path(value)):
-        try:
-            if path.is_file() and path.stat().st_size <= 1 << 20:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                return data if isinstance(data, dict) else None
-        except (OSError, ValueError):
-            return None
+    given = Path(value)
+    here = Path(draft.source.file).parent.resolve()
+    roots = [Path("/")] if given.is_absolute() else [here, *list(here.parents)[:8], Path.cwd()]
+    for root in roots:
+        if given.is_absolute() or (root / given).exists():
+            text, _why = read_found(given, root, "DeepSpeed config")
+            try:
+                data = json.loads(text) if text is not None else None
+            except ValueError:
+                return None
+            return data if isinstance(data, dict) else None
     return None
 
 

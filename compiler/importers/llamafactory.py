@@ -24,7 +24,6 @@ from ftspec.compiler.importers.flat import (
     finish,
     model_source,
     put_data,
-    resources,
 )
 from ftspec.compiler.importers.llamafactory_defaults import (
     ALIASES,
@@ -56,7 +55,13 @@ NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeou
 
 
 def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None = None,
-                        accelerator: str = "nvidia-a100-80gb") -> Imported:
+                        accelerator: str = "nvidia-a100-80gb", launch: Path | None = None,
+                        accelerate_config: Path | None = None) -> Imported:
+    """``launch`` / ``accelerate_config``: the launch script and accelerate config the run
+    uses, where they are not found beside the YAML (``llamafactory_launch``)."""
+    from ftspec.compiler.importers.llamafactory_launch import launch_topology
+    from ftspec.compiler.importers.topology import resources_from_flags
+
     doc = load_spec_file(path)
     check_is_llamafactory(doc)
     draft = SpecDraft(doc)
@@ -65,11 +70,19 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
     _model(r)
     _data(r)
     _method(r)
-    world = resources(r, "a LLaMA-Factory config", nproc, nnodes, accelerator)
+    topo = launch_topology(draft, path, launch, accelerate_config)
+    world = resources_from_flags(
+        draft, nproc if nproc is not None else topo.nproc,
+        nnodes if nnodes is not None else topo.nnodes, accelerator, "a LLaMA-Factory config",
+        "accelerate launch decides (--nproc-per-node)",
+        ("--nproc-per-node" if nproc is not None else topo.nproc_origin,
+         "--nnodes" if nnodes is not None else topo.nnodes_origin))
     if "report_to" not in r.data:
         draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
                    "integration (report_to all); imported as none")
     _training(r, world)
+    for key, (value, origin) in topo.training.items():
+        draft.put(key, value, origin)
     _output(r)
     if r.has("deepspeed"):
         put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")

@@ -60,9 +60,11 @@ def sharding_key(doc: SourceDoc) -> KeyPath | None:
 
 
 def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None,
-                         accelerator: str, config: str, who: str) -> int:
+                         accelerator: str, config: str, who: str,
+                         given: tuple[str, str] = ("--nproc-per-node", "--nnodes")) -> int:
     """``resources`` for a config that names no topology (``who`` says what decides it);
-    returns the world size."""
+    returns the world size. ``given``: where ``nproc`` and ``nnodes`` came from (the command
+    line, or a launcher file's line)."""
     doc, res = draft.source, ("resources",)
     data = doc.data if isinstance(doc.data, dict) else {}
     hint = comment_count(doc)
@@ -73,10 +75,10 @@ def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None
         draft.put(res + ("gpus_per_node",), 0, draft.origin_of(("use_cpu",)))
         draft.put(res + ("processes_per_node",), hint.count if hint else 1,
                   hint.origin if hint else f"{draft.origin_of(('use_cpu',))}: one process")
-        _nodes(draft, nnodes)
+        _nodes(draft, nnodes, given[1])
         return (hint.count if hint else 1) * (nnodes or 1)
     if nproc is not None:
-        gpus, origin = nproc, "--nproc-per-node"
+        gpus, origin = nproc, given[0]
     elif hint is not None:
         gpus, origin = hint.count, hint.origin
     elif shard_at is not None:
@@ -92,10 +94,10 @@ def resources_from_flags(draft: SpecDraft, nproc: int | None, nnodes: int | None
     draft.put(res + ("gpus_per_node",), gpus, origin)
     draft.put(res + ("accelerator",), accelerator,
               f"not in {config}: the machine decides (--accelerator)")
-    _nodes(draft, nnodes)
+    _nodes(draft, nnodes, given[1])
     return gpus * (nnodes or 1)
 
 
-def _nodes(draft: SpecDraft, nnodes: int | None) -> None:
+def _nodes(draft: SpecDraft, nnodes: int | None, origin: str) -> None:
     if nnodes and nnodes > 1:
-        draft.put(("resources", "nodes"), nnodes, "--nnodes")
+        draft.put(("resources", "nodes"), nnodes, origin)

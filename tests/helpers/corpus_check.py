@@ -146,10 +146,14 @@ class Corpus:
     outside_catalog: frozenset[str] = frozenset()
     """Configs of models outside the catalog: imported, refused by validate until
     ``model.architecture`` is added (the import's warning says which numbers)."""
+    nested: tuple[str, ...] = ()
+    """Configs kept in a sub-folder with the files they name (the tool's own layout), as
+    paths relative to ``folder``."""
 
     @property
     def configs(self) -> list[str]:
-        return sorted(p.name for p in self.folder.iterdir() if p.suffix in (".yml", ".yaml"))
+        return sorted([p.name for p in self.folder.iterdir() if p.suffix in (".yml", ".yaml")]
+                      + list(self.nested))
 
     def outcome(self, name: str) -> Outcome:
         if name not in self.outcomes:

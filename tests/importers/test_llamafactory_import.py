@@ -8,6 +8,7 @@ importer warned about at its key is counted as warned. Corpus:
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,12 @@ def _freeze_selects(s: dict[str, Any]) -> list[str] | None:
     return [name for name in PROBE if any(k in name for k in keys)]
 
 
+def _warmup(value: float, max_steps: int) -> float:
+    """Warmup as steps where the run's length is a step count (transformers: a value below 1
+    is a ratio of the steps, rounded up), else as given."""
+    return math.ceil(max_steps * value) if max_steps > 0 and 0 < value < 1 else value
+
+
 def _evaluating(s: dict[str, Any]) -> bool:
     return str(s.get("eval_strategy", "no")) != "no"
 
@@ -117,12 +124,16 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     name: (name, src(name), trl(name)) for name in (
         "per_device_train_batch_size", "gradient_accumulation_steps", "lr_scheduler_type",
         "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "seed",
-        "gradient_checkpointing", "logging_steps", "save_steps", "eval_strategy")
+        "logging_steps", "save_steps", "eval_strategy")
 } | {
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "num_train_epochs": ("num_train_epochs", src("num_train_epochs", float),
                          trl("num_train_epochs")),
-    "warmup": ("warmup_ratio", src("warmup_ratio"), trl("warmup_steps")),
+    "warmup": ("warmup_ratio", lambda s: _warmup(src("warmup_ratio")(s), s.get("max_steps", -1)),
+               lambda r: _warmup(r.sft.warmup_steps, r.sft.max_steps)),
+    # activation checkpointing: the model's, or FSDP's own under accelerate's FSDP
+    "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
+                               lambda r: r.checkpointing),
     "optim": ("optim", src("optim", lambda v: OPTIMIZERS[v]), trl("optim", OPTIMIZERS.get)),
     "max_length": ("cutoff_len", src("cutoff_len"), trl("max_length")),
     "packing": ("packing", src("packing"), trl("packing")),
@@ -184,12 +195,19 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 """Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads)."""
 
 
+LAUNCHED = ("examples/extras/fsdp_qlora/llama3_lora_sft.yaml",
+            "examples/ascend/qwen3_full_sft_fsdp2.yaml",
+            "examples/ascend/qwen3_5_full_sft_fsdp2.yaml")
+"""Configs launched by a script beside them or their usage comment (accelerate + FSDP):
+their accelerate settings are compared in ``test_llamafactory_launch``."""
 CHECKED = Corpus("llamafactory", CORPUS, import_llamafactory, FIELDS,
-                 outside_catalog=frozenset({"2026-train_lora-nanbeige42_lora_sft.yaml"}))
+                 outside_catalog=frozenset({"2026-train_lora-nanbeige42_lora_sft.yaml",
+                                            "examples/ascend/qwen3_5_full_sft_fsdp2.yaml"}),
+                 nested=(*LAUNCHED, "examples/extras/fp8/llama3_fp8_deepspeed_sft.yaml"))
 
 
 def test_corpus_is_there() -> None:
-    CHECKED.assert_sources_named(at_least=6)
+    CHECKED.assert_sources_named(at_least=15)
 
 
 @pytest.mark.parametrize("name", CHECKED.configs)
