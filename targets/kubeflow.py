@@ -175,7 +175,8 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
         if kf.generate_runtime and not job.spec.deploy.scheduling.image:
             found.append(_error(("deploy", "scheduling", "image"),
                                 f"the generated TrainingRuntime needs an image with {_HF_STACK}",
-                                "image-required"))
+                                "image-required", hint=f"add deploy.scheduling.image: an "
+                                f"image with {_HF_STACK}"))
     return found
 
 

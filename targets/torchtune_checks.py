@@ -162,7 +162,9 @@ def _schedule(job: Job) -> Iterator[Diagnostic]:
     if t.scheduler.warmup_ratio is not None and job.warmup_steps is None:
         yield _err(("training", "scheduler", "warmup_ratio"),
                    "torchtune takes warm-up in steps, and the total steps are unknown",
-                   "warmup-ratio", hint="give data.train.num_examples, or warmup_steps")
+                   "warmup-ratio", hint="add data.train.num_examples: ROWS (the training set's row "
+                   "count, from which the total steps follow), or give "
+                   "training.scheduler.warmup_steps instead")
     if t.max_steps is not None and job.steps_per_epoch is not None \
             and job.steps_per_epoch < t.max_steps:
         yield _err(("training", "max_steps"),
@@ -211,7 +213,8 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
                    "fsdp-version", hint="use version: 2")
     if fsdp is not None and fsdp.sharding not in ("full_shard", "shard_grad_op"):
         yield _err(("distributed", "fsdp", "sharding"), f"torchtune 0.6.1's recipes support "
-                   f"full_shard and shard_grad_op, not {fsdp.sharding}", "fsdp-sharding")
+                   f"full_shard and shard_grad_op, not {fsdp.sharding}", "fsdp-sharding",
+                   hint="use sharding: full_shard (or shard_grad_op), or launcher: accelerate")
     if job.nodes > 1 and spec.method.kind != "full" and job.target != "kubeflow":
         # On kubeflow the runtime refuses it: the kubeflow target's error says so.
         yield _warn(("resources", "nodes"), f"torchtune 0.6.1 documents multi-node training "

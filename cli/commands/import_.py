@@ -8,6 +8,7 @@ import click
 from ftspec.cli.live import impersonation_options
 from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.compiler.importers import TOOL_NAMES
+from ftspec.compiler.importers.aim import AIMS
 from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 
 
@@ -25,6 +26,10 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
               show_default=True, help="GPU model (configs do not name one).")
 @click.option("--job", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="oumi: the job config (oumi launch's) whose resources the run gets.")
+@click.option("--target", "targets", multiple=True, type=click.Choice(AIMS),
+              help="Aim the spec at a target (repeatable: --target torchtune --target "
+              "kubeflow): the values it needs where the source allows them, each a warning "
+              "at its source line.")
 @click.option("--live", metavar="NAMESPACE/NAME",
               help="trainjob: read the TrainJob from the cluster and adopt it (needs -o).")
 @click.option("--kubeconfig", default=None, type=click.Path(),
@@ -34,14 +39,15 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and warnings as JSON.")
 def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | None,
             nproc_per_node: int | None, nnodes: int | None, accelerator: str,
-            job: Path | None, live: str | None, kubeconfig: str | None, context: str | None,
-            as_json: bool) -> int:
+            job: Path | None, targets: tuple[str, ...], live: str | None,
+            kubeconfig: str | None, context: str | None, as_json: bool) -> int:
     """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
     (torchtune: as `tune run` takes them, ~KEY removes a key; oumi: dotted keys as `oumi
     train` takes them, e.g. training.max_steps=20). `ftspec import trainjob
     --live NAMESPACE/NAME -o SPEC` reads a live TrainJob instead and adopts it: `ftspec
     plan SPEC` then has nothing to change."""
     from ftspec.compiler.importers import IMPORTERS, ImportOptions
+    from ftspec.compiler.importers.aim import aim
     from ftspec.spec.diagnostics import SpecError
 
     if live is not None or file is None:
@@ -50,7 +56,7 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
         return import_live(tool, file, live, out, accelerator, kubeconfig, context, as_json)
     opts = ImportOptions(nproc_per_node, nnodes, accelerator, job)
     try:
-        result = IMPORTERS[tool](file, args, opts)
+        result = aim(IMPORTERS[tool](file, args, opts), targets)
     except SpecError as exc:
         if as_json:
             emit_json({"ok": False, "diagnostics": [d.to_json() for d in exc.diagnostics]})

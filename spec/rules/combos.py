@@ -59,7 +59,7 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         yield error(("resources", "nodes"),
                     f"deploy.target local runs on this machine; it cannot use {r.nodes} nodes",
                     "local-nodes")
-    if target != "local":
+    if target != "local" and not _target_checks_uris(spec):
         for path, uri in spec.uris():
             if scheme(uri) != "file":
                 continue
@@ -75,6 +75,18 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     if target == "ray" else f"use {fetched}")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
                         "remote-file-uri", hint=hint)
+
+
+def _target_checks_uris(spec: FineTuneSpec) -> bool:
+    """The kubeflow target's own check places each URI nothing fetches, with what to write
+    there, when the job runs the launcher in a container of its own runtime (not torchtune's
+    runtimes, not a TrainJob's own command): this rule stays out of the way then, so that
+    `compile` lists that check's findings together with the target's other missing pieces
+    instead of stopping at validation."""
+    trainer = spec.overrides.trainjob.get("spec", {})
+    trainer = trainer.get("trainer", {}) if isinstance(trainer, dict) else {}
+    own_command = isinstance(trainer, dict) and "command" in trainer
+    return spec.deploy.target == "kubeflow" and spec.launcher != "torchtune" and not own_command
 
 
 def fsdp_layer_class(spec: FineTuneSpec) -> Iterator[Diagnostic]:
