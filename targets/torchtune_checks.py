@@ -68,7 +68,7 @@ def _no_recipe(job: Job) -> Diagnostic | None:
 def _strategy(job: Job) -> Iterator[Diagnostic]:
     if job.spec.distributed.strategy == "deepspeed":
         yield _err(("distributed", "strategy"), "torchtune does not support DeepSpeed (it "
-                   "shards with FSDP2)", "deepspeed", hint="use strategy: fsdp, or "
+                   "shards with FSDP2)", "deepspeed", hint="set distributed.strategy: fsdp, or "
                    "launcher: accelerate")
 
 
@@ -158,7 +158,8 @@ def _schedule(job: Job) -> Iterator[Diagnostic]:
     if t.scheduler.name not in SCHEDULERS:
         yield _err(("training", "scheduler", "name"),
                    f"torchtune ships only a cosine schedule with warmup, not {t.scheduler.name}",
-                   "scheduler", hint="use cosine, constant or constant_with_warmup")
+                   "scheduler", hint="set training.scheduler.name: cosine, constant or "
+                   "constant_with_warmup, or use launcher: accelerate")
     if t.scheduler.warmup_ratio is not None and job.warmup_steps is None:
         yield _err(("training", "scheduler", "warmup_ratio"),
                    "torchtune takes warm-up in steps, and the total steps are unknown",

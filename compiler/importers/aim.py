@@ -35,6 +35,8 @@ AIMS = LAUNCHER_AIMS + PLATFORM_AIMS
 ROUNDS = 4
 """Compile-and-answer rounds (an answer can uncover an error the first compile hid)."""
 CODE = "import.aimed"
+LEFT = "import.aimed-left"
+"""The warning that counts the errors the aim left for ``compile`` to list."""
 DROP = object()
 """A :class:`Change` value: the key is removed (the spec's default applies)."""
 
@@ -64,8 +66,8 @@ def aim(imported: Imported, targets: tuple[str, ...]) -> Imported:
     for target in targets:
         _aim_one(draft, target)
     names = " and ".join(targets)
-    head = imported.head + (f"Aimed at {names} (--target): each value changed for it says so "
-                            "in its comment and in a warning at the source line.",)
+    head = imported.head + ((f"Aimed at {names} (--target): each value changed for it says "
+                             "so in its comment and in a warning at the source line."),)
     return Imported(imported.tool, render(draft, head), draft.data, tuple(draft.warnings),
                     draft, head)
 
@@ -73,7 +75,9 @@ def aim(imported: Imported, targets: tuple[str, ...]) -> Imported:
 def _aim_one(draft: SpecDraft, target: str) -> None:
     start = ("launcher",) if target in LAUNCHER_AIMS else ("deploy", "target")
     if draft.get(start) != target and not (target == "local" and draft.get(start) is None):
-        what = (f"{target}'s own trainer runs the job instead of {draft.get(start)}'s"
+        what = (f"{target}'s recipe trains the job instead of the {draft.get(start)} "
+                "launcher's trainer: the spec's hyper-parameters and data contract are the "
+                f"same; the training loop and its numerics are {target}'s"
                 if target in LAUNCHER_AIMS else
                 f"`ftspec apply` sends the job to {target}; the training itself is the same")
         _apply(draft, target, Change(start, target, what))
@@ -91,7 +95,7 @@ def _aim_one(draft: SpecDraft, target: str) -> None:
         draft.warnings.append(Diagnostic(
             Severity.WARNING, f"aimed at {target}, the spec still needs {len(left)} "
             f"addition{'s' if len(left) != 1 else ''} the source does not give",
-            span=Span(draft.source.file, 1, 1), code=CODE,
+            span=Span(draft.source.file, 1, 1), code=LEFT,
             hint=f"`ftspec compile SPEC --target {target}` lists each at its line with what "
             "to add"))
 
@@ -174,7 +178,8 @@ def _epoch_checkpoints(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
                       + " (torchtune saves then only); the training is the same")]
     if every is not None:
         changes.append(Change(("training", "checkpointing", "steps"), DROP,
-                              "no step cadence with checkpoints by epoch"))
+                              "no step cadence with checkpoints by epoch; the training is "
+                              "the same"))
     return changes
 
 

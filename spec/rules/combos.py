@@ -17,7 +17,10 @@ def family_or_architecture(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     m = spec.model
     if m.family is None and m.architecture is None:
         yield error(("model",), "give model.family (a known model) or model.architecture",
-                    "model-family", hint="see `ftspec explain --families` for known families")
+                    "model-family", hint="add model.architecture with the numbers of the model's config.json "
+                    "(num_layers, num_heads, num_kv_heads, embed_dim, intermediate_dim, "
+                    "vocab_size, max_seq_len), or a known model.family (`ftspec explain "
+                    "--families`)")
     elif m.family is not None and m.architecture is not None:
         yield error(("model", "architecture"),
                     "give model.family or model.architecture, not both", "model-both")
