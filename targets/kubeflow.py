@@ -154,8 +154,12 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                                 "no upstream torchtune runtime for model.family "
                                 f"{job.spec.model.family or '(custom)'}; name one",
                                 "runtime-required",
-                                hint="upstream runtimes: "
-                                + ", ".join(sorted(kft.DEFAULT_RUNTIMES.values()))))
+                                hint="add deploy.kubeflow.runtime.name: a "
+                                "ClusterTrainingRuntime that runs torchtune for this model "
+                                "(Kubeflow Trainer ships "
+                                + ", ".join(sorted(kft.DEFAULT_RUNTIMES.values()))
+                                + "), or use launcher: accelerate with "
+                                "deploy.kubeflow.generate_runtime: true"))
         else:
             found.extend(kft.runtime_rules(job, ref["name"]))
     else:

@@ -177,11 +177,11 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
             yield _error(("resources", "nodes"),
                          "LoRA fine-tuning is not supported for multi-node training in "
                          f"TorchTune (nodes is {job.nodes})", "lora-nodes",
-                         hint="use nodes: 1, or method.kind: full")
+                         hint="set resources.nodes: 1, or method.kind: full")
         elif model is not None and model not in MULTI_NODE_MODELS:
             yield _error(("resources", "nodes"),
                          f"the torchtune runtime trains {model} on one node only "
-                         f"(nodes is {job.nodes})", "runtime-nodes", hint="use nodes: 1")
+                         f"(nodes is {job.nodes})", "runtime-nodes", hint="set resources.nodes: 1")
     if spec.method.kind == "qlora":
         if model == "qwen2_5-1.5b":
             yield _error(("method", "kind"), "the torchtune runtime has no QLoRA for Qwen2.5 "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.diagnostics import Diagnostic, format_path
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.rules._diag import error, warning
 from ftspec.spec.urls import rest, scheme
@@ -75,9 +75,17 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
             fetched = "pvc://" if path[-1] == "resume_from" else "hf://, s3:// or pvc://"
             hint = ("use an absolute file:///path that exists on the Ray nodes"
                     + (", or hf://, s3://" if path[-1] != "resume_from" else "")
-                    if target == "ray" else f"use {fetched}")
+                    if target == "ray" else f"set {format_path(path)}: {_examples(fetched)}")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
                         "remote-file-uri", hint=hint)
+
+
+def _examples(schemes: str) -> str:
+    """``hf://, s3:// or pvc://`` as the forms a value takes."""
+    forms = {"hf://": "hf://ORG/NAME", "s3://": "s3://BUCKET/PATH", "pvc://": "pvc://CLAIM/PATH"}
+    for scheme_, form in forms.items():
+        schemes = schemes.replace(scheme_, form)
+    return schemes
 
 
 def _target_checks_uris(spec: FineTuneSpec) -> bool:
