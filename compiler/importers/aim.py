@@ -152,7 +152,8 @@ def _apply(draft: SpecDraft, target: str, change: Change) -> None:
         path=change.path, span=span, code=CODE))
 
 
-_FROM = re.compile(r"\bfrom (?P<file>.+):(?P<line>\d+)\)?$")
+_FROM = re.compile(r"\bfrom (?P<file>.+?):(?P<line>\d+)(?=$|[\s);,])")
+"""An origin comment's ``from FILE:LINE`` (which an explanation may follow)."""
 
 
 def _source_span(draft: SpecDraft, path: KeyPath) -> Span:
@@ -220,6 +221,29 @@ def _fsdp_for_ddp(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
                    "instead of replicated (DDP): the same updates, less memory per GPU")]
 
 
+ZERO_AS_FSDP = {3: "full_shard", 2: "shard_grad_op"}
+"""DeepSpeed ZeRO stage -> the FSDP sharding that splits the same states (3: parameters,
+gradients and optimizer state; 2: gradients and optimizer state)."""
+
+
+def _fsdp_for_zero(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
+    """ZeRO-2/3 without offload shard what FSDP's shard_grad_op / full_shard shard; an
+    offload (optimizer only, or NVMe) has no FSDP2 counterpart in torchtune: the error
+    stays."""
+    zero = draft.get(("distributed", "deepspeed")) or {}
+    stage = zero.get("stage", 2)
+    offloads = {zero.get("offload_optimizer", "none"), zero.get("offload_params", "none")}
+    if draft.get(("distributed", "strategy")) != "deepspeed" or stage not in ZERO_AS_FSDP \
+            or offloads != {"none"} or draft.get(("distributed", "fsdp")) is not None:
+        return []
+    sharding = ZERO_AS_FSDP[stage]
+    same = (f"ZeRO-{stage}'s sharding of the same states by FSDP2 ({sharding}): the same "
+            "updates, torchtune's sharding implementation")
+    return [Change(("distributed", "strategy"), "fsdp", same),
+            Change(("distributed", "fsdp"), {"version": 2, "sharding": sharding}, same),
+            Change(("distributed", "deepspeed"), DROP, same)]
+
+
 def _one_sink(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
     sinks = draft.get(("training", "logging", "report_to"))
     if not isinstance(sinks, list) or len(sinks) < 2:
@@ -246,6 +270,7 @@ FIXES: dict[tuple[str, KeyPath], Answer] = {
     ("target.torchtune.fsdp-version", ("distributed", "fsdp", "version")): _fsdp2,
     ("target.torchtune.fsdp-sharding", ("distributed", "fsdp", "sharding")): _full_shard,
     ("target.torchtune.strategy", ("distributed", "strategy")): _fsdp_for_ddp,
+    ("target.torchtune.deepspeed", ("distributed", "strategy")): _fsdp_for_zero,
     ("target.torchtune.report-to", ("training", "logging", "report_to")): _one_sink,
     ("kubeflow.runtime-required", ("deploy", "kubeflow")): _generated_runtime,
 }

@@ -45,6 +45,8 @@ class Outcome:
     """The compile target: the last aim."""
     spec: Path
     aimed: tuple[Diagnostic, ...]
+    origins: dict[tuple[object, ...], str]
+    """The import's origin comments before the aim, by spec key path."""
     left: int
     """The count the import's last warning gives (0: none given)."""
     compiled: Compiled
@@ -61,8 +63,9 @@ def _outcome(config: Path, aims: tuple[str, ...], out: Path) -> Outcome:
     compiled = compile_spec(SpecInput(spec), "artifacts", CompileOptions(target=target))
     left = [int(re.findall(r"needs (\d+)", w.summary)[0]) for w in aimed.warnings
             if w.code == LEFT]
+    assert imported.draft is not None
     return Outcome(config, target, spec, tuple(w for w in aimed.warnings if w.code == CODE),
-                   sum(left), compiled)
+                   dict(imported.draft.origins), sum(left), compiled)
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +128,10 @@ def test_aimed_import_compiles_or_lists_each_addition(config: Path, aims: tuple[
     for w in o.aimed:  # each change: a warning at a line of the source config
         assert w.span is not None and w.span.file == str(config) and w.span.line >= 1, w
         assert w.path and w.summary.startswith(tuple(f"aimed at {a}: " for a in aims)), w
+        origin = o.origins.get(w.path, "")
+        if f"from {config}:" in origin:  # the value it replaces came from this line
+            assert re.search(rf"from {re.escape(str(config))}:{w.span.line}(?!\d)", origin), \
+                (w, origin)
         assert "the training" in w.summary or "the same" in w.summary \
             or "trains" in w.summary, w.summary  # says what trains differently, or that nothing does
     errors = o.compiled.errors
@@ -236,3 +243,17 @@ def test_figures(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
             print(f"  {target} additions left: " + ", ".join(
                 f"{code} {n}" for (t, code), n in left.most_common() if t == target))
     assert sum(n for (_, _, kind), n in rows.items() if kind == "unlisted") == 0
+
+
+def test_zero3_becomes_fsdp_full_shard_at_the_deepspeed_line(out: Path) -> None:
+    config = CORPUS / "llamafactory" / "llama3_lora_sft_ds3.yaml"
+    o = _outcome(config, ("torchtune",), out)
+    data = yaml.safe_load(o.spec.read_text())
+    assert data["distributed"]["strategy"] == "fsdp" and "deepspeed" not in data["distributed"]
+    assert data["distributed"]["fsdp"] == {"version": 2, "sharding": "full_shard"}
+    line = next(i for i, text in enumerate(config.read_text().splitlines(), 1)
+                if text.startswith("deepspeed:"))
+    [warned] = [w for w in o.aimed if w.path == ("distributed", "strategy")]
+    assert warned.span is not None and warned.span.line == line
+    assert "ZeRO-3" in warned.summary and "the same updates" in warned.summary
+    assert not [e for e in o.compiled.errors if e.path[:1] == ("distributed",)]
