@@ -127,7 +127,9 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
     if kf.active_deadline_seconds is not None and not uses_patches(ver):
         found.append(_error(("deploy", "kubeflow", "active_deadline_seconds"),
                             f"activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer "
-                            f"(rendering for {ver})", "deadline-version"))
+                            f"(rendering for {ver})", "deadline-version",
+                            hint="set deploy.kubeflow.trainer_version: v2.2 or newer (or auto), "
+                            "or remove active_deadline_seconds"))
     found += _failure_policy_rules(job)
     ref = runtime_ref(job)
     if own_command(job):

@@ -81,7 +81,9 @@ def _config(job: Job) -> Iterator[Diagnostic]:
         topology = "one device" if job.world_size == 1 else f"{job.world_size} processes"
         yield _err(("method", "kind"),
                    f"torchtune ships no {job.spec.method.kind} config for {job.model.display} "
-                   f"on {topology} (looked for {tried})", "config")
+                   f"on {topology} (looked for {tried})", "config",
+                   hint="set resources.gpus_per_node / resources.nodes to a topology torchtune "
+                   "ships this method for, or use launcher: accelerate")
 
 
 def _mixture(job: Job) -> Iterator[Diagnostic]:
@@ -114,7 +116,9 @@ def _train_dataset(job: Job) -> Iterator[Diagnostic]:
         elif ds.format not in DATASETS and ds.format != "multimodal":  # (_multimodal)
             yield _err(("data", "train", "format"),
                        f"the torchtune target builds {', '.join(DATASETS)} datasets, not "
-                       f"{ds.format}", "dataset-format")
+                       f"{ds.format}", "dataset-format",
+                       hint=f"set data.train.format: {' / '.join(DATASETS)}, or use launcher: "
+                       "accelerate")
         if ds.format == "alpaca" and ds.new_system_prompt is not None:
             yield _err(("data", "train", "new_system_prompt"), "torchtune's alpaca_dataset "
                        "takes no system prompt", "alpaca-system-prompt",
@@ -194,10 +198,12 @@ def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagn
                                 "init_weights choice")):
         if moved:
             yield _err(("method", "lora", field), f"torchtune's LoRA has no {what}",
-                       "lora-options")
+                       "lora-options", hint=f"remove method.lora.{field}, or use launcher: "
+                       "accelerate")
     if lora.output and job.model.torchtune_config and job.model.torchtune_config[0] == "llama3_2":
         yield _err(("method", "lora", "output"), "Llama 3.2 ties its output projection to the "
-                   "embeddings; torchtune cannot adapt it", "lora-output-tied")
+                   "embeddings; torchtune cannot adapt it", "lora-output-tied",
+                   hint="set method.lora.output: false, or use launcher: accelerate")
 
 
 def _distributed(job: Job) -> Iterator[Diagnostic]:
