@@ -50,6 +50,9 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
     from ftspec.compiler.importers.aim import aim
     from ftspec.spec.diagnostics import SpecError
 
+    if targets and live is not None:
+        raise click.UsageError("--target aims a FILE import; --live adopts the TrainJob as it "
+                               "runs (import it, then compile the spec for the target)")
     if live is not None or file is None:
         from ftspec.cli.commands.import_live import import_live
 
