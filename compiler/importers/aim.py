@@ -85,8 +85,9 @@ def _aim_one(draft: SpecDraft, target: str) -> None:
         _shipped_runtime(draft)
     for _ in range(ROUNDS):
         errors = _errors(draft, target)
-        changes = [c for d in errors for c in _answer(draft, target, d)]
-        if not changes:
+        changes = [c for d in errors for c in _answer(draft, target, d)
+                   if draft.get(c.path) != (None if c.value is DROP else c.value)]
+        if not changes:  # nothing left to answer (or the answer is already there)
             break
         for change in changes:
             _apply(draft, target, change)

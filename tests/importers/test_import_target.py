@@ -134,6 +134,8 @@ def test_aimed_import_compiles_or_lists_each_addition(config: Path, aims: tuple[
                 (w, origin)
         assert "the training" in w.summary or "the same" in w.summary \
             or "trains" in w.summary, w.summary  # says what trains differently, or that nothing does
+    changed = [(w.summary.split(":", 1)[0], w.path) for w in o.aimed]
+    assert len(changed) == len(set(changed)), changed  # each change warned once
     errors = o.compiled.errors
     if len(aims) == 1:
         assert o.left == len(errors)  # the import counted what compile lists
