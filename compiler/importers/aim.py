@@ -48,6 +48,7 @@ class Change:
     path: KeyPath
     value: Any
     why: str
+    hint: str | None = None
 
 
 Answer = Callable[[SpecDraft, Diagnostic], "list[Change]"]
@@ -150,7 +151,7 @@ def _apply(draft: SpecDraft, target: str, change: Change) -> None:
             f" instead of {old!r}" if old is not None else "")
     draft.warnings.append(Diagnostic(
         Severity.WARNING, f"aimed at {target}: {action}: {change.why}",
-        path=change.path, span=span, code=CODE))
+        path=change.path, span=span, hint=change.hint, code=CODE))
 
 
 _FROM = re.compile(r"\bfrom (?P<file>.+?):(?P<line>\d+)(?=$|[\s);,])")
@@ -255,13 +256,19 @@ def _one_sink(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
 
 
 def _generated_runtime(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
+    from ftspec.targets.kubeflow_torchtune import DEFAULT_RUNTIMES
+
     if draft.get(("launcher",)) != "accelerate":
         return []
+    shipped = DEFAULT_RUNTIMES.get(str(draft.get(("model", "family"))))
     return [Change(("deploy", "kubeflow", "generate_runtime"), True,
                    "no runtime Kubeflow Trainer ships runs accelerate with TRL (they run "
                    "torchtune, torchrun on a PyTorch image, or DeepSpeed): ftspec writes a "
                    "TrainingRuntime that runs the same accelerate job; the training is the "
-                   "same")]
+                   "same", hint=None if shipped is None else
+                   f"Kubeflow Trainer ships {shipped} for this model: `ftspec import ... "
+                   "--target torchtune --target kubeflow` runs torchtune's recipe on it, with "
+                   "no image to build")]
 
 
 FIXES: dict[tuple[str, KeyPath], Answer] = {

@@ -259,3 +259,12 @@ def test_zero3_becomes_fsdp_full_shard_at_the_deepspeed_line(out: Path) -> None:
     assert warned.span is not None and warned.span.line == line
     assert "ZeRO-3" in warned.summary and "the same updates" in warned.summary
     assert not [e for e in o.compiled.errors if e.path[:1] == ("distributed",)]
+
+
+def test_kubeflow_alone_points_at_the_shipped_runtime(out: Path) -> None:
+    """An accelerate job needs a generated runtime; where the model has a shipped torchtune
+    runtime, the warning says how to use it instead."""
+    o = _outcome(CORPUS / "oumi" / "llama3_2-1b_full-train.yaml", ("kubeflow",), out)
+    [generated] = [w for w in o.aimed if w.path == ("deploy", "kubeflow", "generate_runtime")]
+    assert generated.hint is not None and "torchtune-llama3.2-1b" in generated.hint
+    assert "--target torchtune --target kubeflow" in generated.hint
