@@ -76,9 +76,9 @@ def aim(imported: Imported, targets: tuple[str, ...]) -> Imported:
 def _aim_one(draft: SpecDraft, target: str) -> None:
     start = ("launcher",) if target in LAUNCHER_AIMS else ("deploy", "target")
     if draft.get(start) != target and not (target == "local" and draft.get(start) is None):
-        what = (f"{target}'s recipe trains the job instead of the {draft.get(start)} "
-                "launcher's trainer: the spec's hyper-parameters and data contract are the "
-                f"same; the training loop and its numerics are {target}'s"
+        what = (f"the {target} launcher trains the job instead of the {draft.get(start)} "
+                "launcher: the spec's hyper-parameters and data contract are the same; the "
+                f"training loop and its numerics are {target}'s"
                 if target in LAUNCHER_AIMS else
                 f"`ftspec apply` sends the job to {target}; the training itself is the same")
         _apply(draft, target, Change(start, target, what))
@@ -127,10 +127,8 @@ def _errors(draft: SpecDraft, target: str) -> list[Diagnostic]:
 
 
 def _answer(draft: SpecDraft, target: str, diag: Diagnostic) -> list[Change]:
-    for (code, path), answer in FIXES.items():
-        if diag.code == code and diag.path == path:
-            return answer(draft, diag)
-    return []
+    answer = FIXES.get((diag.code, diag.path))
+    return answer(draft, diag) if answer is not None else []
 
 
 def _apply(draft: SpecDraft, target: str, change: Change) -> None:
