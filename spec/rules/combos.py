@@ -72,20 +72,20 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                               "ray-file-uri",
                               hint="the path must exist there; else use hf:// or s3://")
                 continue
-            fetched = "pvc://" if path[-1] == "resume_from" else "hf://, s3:// or pvc://"
-            hint = ("use an absolute file:///path that exists on the Ray nodes"
-                    + (", or hf://, s3://" if path[-1] != "resume_from" else "")
-                    if target == "ray" else f"set {format_path(path)}: {_examples(fetched)}")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
-                        "remote-file-uri", hint=hint)
+                        "remote-file-uri", hint=_remote_hint(target, path))
 
 
-def _examples(schemes: str) -> str:
-    """``hf://, s3:// or pvc://`` as the forms a value takes."""
-    forms = {"hf://": "hf://ORG/NAME", "s3://": "s3://BUCKET/PATH", "pvc://": "pvc://CLAIM/PATH"}
-    for scheme_, form in forms.items():
-        schemes = schemes.replace(scheme_, form)
-    return schemes
+def _remote_hint(target: str, path: tuple[str | int, ...]) -> str:
+    """What to write at ``path`` for a job that does not run on this machine."""
+    if target == "ray":
+        return ("use an absolute file:///path that exists on the Ray nodes"
+                + (", or hf://, s3://" if path[-1] != "resume_from" else ""))
+    if path == ("output", "uri"):
+        return "set output.uri: pvc://CLAIM/PATH (a PersistentVolumeClaim the job mounts)"
+    if path[-1] == "resume_from":
+        return f"set {format_path(path)}: pvc://CLAIM/PATH"
+    return f"set {format_path(path)}: hf://ORG/NAME, s3://BUCKET/PATH or pvc://CLAIM/PATH"
 
 
 def _target_checks_uris(spec: FineTuneSpec) -> bool:
