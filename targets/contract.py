@@ -141,5 +141,31 @@ def _findings(job: Job, target: str) -> Iterator[Diagnostic]:
     for gap in launcher_gaps(launcher):
         if not off_default(spec, gap.path) or (gap.when is not None and not gap.when(job)):
             continue
-        yield Diagnostic(gap.severity, gap.reason, path=gap.path, hint=gap.hint,
+        yield Diagnostic(gap.severity, gap.reason, path=gap.path,
+                         hint=gap.hint or _default_hint(gap, launcher),
                          code=f"contract.{launcher}")
+
+
+def _default_hint(gap: Gap, launcher: str) -> str | None:
+    """An error gap with no hint of its own: the value the launcher runs (the field's
+    default) is what to write."""
+    import typing
+
+    from ftspec.spec.model import FineTuneSpec
+
+    if gap.severity != Severity.ERROR:
+        return None
+    owner: Any = FineTuneSpec
+    default: Any = None
+    for key in gap.path:
+        fields = getattr(owner, "model_fields", None)
+        info = fields.get(str(key)) if isinstance(fields, dict) else None
+        if info is None:
+            return None
+        default = info.get_default(call_default_factory=True)
+        kinds = (info.annotation, *typing.get_args(info.annotation))
+        owner = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)),
+                     None)
+    shown = str(default).lower() if isinstance(default, bool) else default
+    return (f"remove {'.'.join(map(str, gap.path))} (the default, {shown}, is what "
+            f"{launcher} runs), or use another launcher")

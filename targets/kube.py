@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ftspec.spec.catalog.accelerators import NODE_LABEL, accelerator_of
-from ftspec.spec.diagnostics import Diagnostic, Severity
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, format_path
 from ftspec.spec.ir import Job
 from ftspec.spec.urls import pvc_parts, scheme
 
@@ -196,5 +196,15 @@ def fetched_in_container(job: Job, target: str) -> list[Diagnostic]:
             Severity.ERROR,
             f"the {target} target reads hf:// and pvc:// locations; nothing fetches "
             f"{scheme(uri)}:// into the container", path=path,
-            hint="use an hf:// id or a pvc://claim/path", code=f"{target}.uri-scheme"))
+            hint=remote_uri_hint(path), code=f"{target}.uri-scheme"))
     return found
+
+
+def remote_uri_hint(path: KeyPath) -> str:
+    """What to write at ``path`` for a job in a cluster's container."""
+    where = format_path(path)
+    if path == ("output", "uri"):
+        return (f"set {where}: pvc://CLAIM/PATH (a PersistentVolumeClaim the job mounts at "
+                "/mnt/CLAIM; the run writes there) or hf://ORG/REPO (pushed to the Hub)")
+    return (f"set {where}: pvc://CLAIM/PATH (the files copied to a PersistentVolumeClaim) "
+            "or hf://ORG/NAME (downloaded in the container)")

@@ -127,7 +127,9 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
     if kf.active_deadline_seconds is not None and not uses_patches(ver):
         found.append(_error(("deploy", "kubeflow", "active_deadline_seconds"),
                             f"activeDeadlineSeconds needs Kubeflow Trainer v2.2 or newer "
-                            f"(rendering for {ver})", "deadline-version"))
+                            f"(rendering for {ver})", "deadline-version",
+                            hint="set deploy.kubeflow.trainer_version: v2.2 or newer (or auto), "
+                            "or remove active_deadline_seconds"))
     found += _failure_policy_rules(job)
     ref = runtime_ref(job)
     if own_command(job):
@@ -154,8 +156,12 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                                 "no upstream torchtune runtime for model.family "
                                 f"{job.spec.model.family or '(custom)'}; name one",
                                 "runtime-required",
-                                hint="upstream runtimes: "
-                                + ", ".join(sorted(kft.DEFAULT_RUNTIMES.values()))))
+                                hint="add deploy.kubeflow.runtime.name: a "
+                                "ClusterTrainingRuntime that runs torchtune for this model "
+                                "(Kubeflow Trainer ships "
+                                + ", ".join(sorted(kft.DEFAULT_RUNTIMES.values()))
+                                + "), or use launcher: accelerate with "
+                                "deploy.kubeflow.generate_runtime: true"))
         else:
             found.extend(kft.runtime_rules(job, ref["name"]))
     else:
@@ -175,7 +181,8 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
         if kf.generate_runtime and not job.spec.deploy.scheduling.image:
             found.append(_error(("deploy", "scheduling", "image"),
                                 f"the generated TrainingRuntime needs an image with {_HF_STACK}",
-                                "image-required"))
+                                "image-required", hint=f"add deploy.scheduling.image: an "
+                                f"image with {_HF_STACK}"))
     return found
 
 

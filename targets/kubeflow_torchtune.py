@@ -177,11 +177,11 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
             yield _error(("resources", "nodes"),
                          "LoRA fine-tuning is not supported for multi-node training in "
                          f"TorchTune (nodes is {job.nodes})", "lora-nodes",
-                         hint="use nodes: 1, or method.kind: full")
+                         hint="set resources.nodes: 1, or method.kind: full")
         elif model is not None and model not in MULTI_NODE_MODELS:
             yield _error(("resources", "nodes"),
                          f"the torchtune runtime trains {model} on one node only "
-                         f"(nodes is {job.nodes})", "runtime-nodes", hint="use nodes: 1")
+                         f"(nodes is {job.nodes})", "runtime-nodes", hint="set resources.nodes: 1")
     if spec.method.kind == "qlora":
         if model == "qwen2_5-1.5b":
             yield _error(("method", "kind"), "the torchtune runtime has no QLoRA for Qwen2.5 "
@@ -278,11 +278,14 @@ def _locations(job: Job) -> Iterator[Diagnostic]:
     if spec.data.mixture is not None:
         yield _error(("data", "mixture"), "the dataset initializer downloads one dataset; "
                      "a mixture cannot be trained by a torchtune runtime", "data-mixture",
-                     hint="use data.train")
+                     hint="replace data.mixture with one data.train (hf:// or s3://), or use "
+                     "launcher: accelerate")
     train = spec.data.train
     if train is not None and scheme(train.uri) not in ("hf", "s3"):
         yield _error(("data", "train", "uri"), "the dataset initializer reads hf:// or s3:// "
-                     f"URIs, not {scheme(train.uri)}://", "initializer-uri")
+                     f"URIs, not {scheme(train.uri)}://", "initializer-uri",
+                     hint="set data.train.uri: hf://ORG/NAME or s3://BUCKET/PATH")
     if scheme(spec.model.uri) not in ("hf", "s3"):
         yield _error(("model", "uri"), "the model initializer reads hf:// or s3:// URIs, not "
-                     f"{scheme(spec.model.uri)}://", "initializer-uri")
+                     f"{scheme(spec.model.uri)}://", "initializer-uri",
+                     hint="set model.uri: hf://ORG/NAME or s3://BUCKET/PATH")

@@ -68,7 +68,7 @@ def _no_recipe(job: Job) -> Diagnostic | None:
 def _strategy(job: Job) -> Iterator[Diagnostic]:
     if job.spec.distributed.strategy == "deepspeed":
         yield _err(("distributed", "strategy"), "torchtune does not support DeepSpeed (it "
-                   "shards with FSDP2)", "deepspeed", hint="use strategy: fsdp, or "
+                   "shards with FSDP2)", "deepspeed", hint="set distributed.strategy: fsdp, or "
                    "launcher: accelerate")
 
 
@@ -81,7 +81,9 @@ def _config(job: Job) -> Iterator[Diagnostic]:
         topology = "one device" if job.world_size == 1 else f"{job.world_size} processes"
         yield _err(("method", "kind"),
                    f"torchtune ships no {job.spec.method.kind} config for {job.model.display} "
-                   f"on {topology} (looked for {tried})", "config")
+                   f"on {topology} (looked for {tried})", "config",
+                   hint="set resources.gpus_per_node / resources.nodes to a topology torchtune "
+                   "ships this method for, or use launcher: accelerate")
 
 
 def _mixture(job: Job) -> Iterator[Diagnostic]:
@@ -114,7 +116,9 @@ def _train_dataset(job: Job) -> Iterator[Diagnostic]:
         elif ds.format not in DATASETS and ds.format != "multimodal":  # (_multimodal)
             yield _err(("data", "train", "format"),
                        f"the torchtune target builds {', '.join(DATASETS)} datasets, not "
-                       f"{ds.format}", "dataset-format")
+                       f"{ds.format}", "dataset-format",
+                       hint=f"set data.train.format: {' / '.join(DATASETS)}, or use launcher: "
+                       "accelerate")
         if ds.format == "alpaca" and ds.new_system_prompt is not None:
             yield _err(("data", "train", "new_system_prompt"), "torchtune's alpaca_dataset "
                        "takes no system prompt", "alpaca-system-prompt",
@@ -165,11 +169,14 @@ def _schedule(job: Job) -> Iterator[Diagnostic]:
     if t.scheduler.name not in SCHEDULERS:
         yield _err(("training", "scheduler", "name"),
                    f"torchtune ships only a cosine schedule with warmup, not {t.scheduler.name}",
-                   "scheduler", hint="use cosine, constant or constant_with_warmup")
+                   "scheduler", hint="set training.scheduler.name: cosine, constant or "
+                   "constant_with_warmup, or use launcher: accelerate")
     if t.scheduler.warmup_ratio is not None and job.warmup_steps is None:
         yield _err(("training", "scheduler", "warmup_ratio"),
                    "torchtune takes warm-up in steps, and the total steps are unknown",
-                   "warmup-ratio", hint="give data.train.num_examples, or warmup_steps")
+                   "warmup-ratio", hint="add data.train.num_examples: ROWS (the training set's row "
+                   "count, from which the total steps follow), or give "
+                   "training.scheduler.warmup_steps instead")
     if t.max_steps is not None and job.steps_per_epoch is not None \
             and job.steps_per_epoch < t.max_steps:
         yield _err(("training", "max_steps"),
@@ -198,10 +205,12 @@ def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagn
                                 "init_weights choice")):
         if moved:
             yield _err(("method", "lora", field), f"torchtune's LoRA has no {what}",
-                       "lora-options")
+                       "lora-options", hint=f"remove method.lora.{field}, or use launcher: "
+                       "accelerate")
     if lora.output and job.model.torchtune_config and job.model.torchtune_config[0] == "llama3_2":
         yield _err(("method", "lora", "output"), "Llama 3.2 ties its output projection to the "
-                   "embeddings; torchtune cannot adapt it", "lora-output-tied")
+                   "embeddings; torchtune cannot adapt it", "lora-output-tied",
+                   hint="set method.lora.output: false, or use launcher: accelerate")
 
 
 def _distributed(job: Job) -> Iterator[Diagnostic]:
@@ -218,7 +227,8 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
                    "fsdp-version", hint="use version: 2")
     if fsdp is not None and fsdp.sharding not in ("full_shard", "shard_grad_op"):
         yield _err(("distributed", "fsdp", "sharding"), f"torchtune 0.6.1's recipes support "
-                   f"full_shard and shard_grad_op, not {fsdp.sharding}", "fsdp-sharding")
+                   f"full_shard and shard_grad_op, not {fsdp.sharding}", "fsdp-sharding",
+                   hint="use sharding: full_shard (or shard_grad_op), or launcher: accelerate")
     if job.nodes > 1 and spec.method.kind != "full" and job.target != "kubeflow":
         # On kubeflow the runtime refuses it: the kubeflow target's error says so.
         yield _warn(("resources", "nodes"), f"torchtune 0.6.1 documents multi-node training "

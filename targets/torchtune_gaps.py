@@ -38,8 +38,9 @@ GAPS: tuple[Gap, ...] = (
     Gap(("method", "task_type"), _E, "torchtune trains causal LMs only"),
     Gap(("model", "chat_template"), _E, "torchtune 0.6.1 formats chats with its "
         "tokenizer's prompt template classes; a Jinja chat template is not read",
-        "name one of torchtune's templates (llama2, mistral, chatml), or use "
-        "launcher: accelerate", when=_jinja_template),
+        "set model.chat_template to llama2, mistral or chatml (torchtune's templates) "
+        "only where it lays out the same tokens as the Jinja template, or use launcher: "
+        "accelerate", when=_jinja_template),
     Gap(("model", "device_map"), _W, _HF_ONLY.format("device_map")),
     Gap(("model", "trust_remote_code"), _W, _HF_ONLY.format("trust_remote_code")),
     Gap(("model", "use_cache"), _W, _HF_ONLY.format("use_cache")),

@@ -8,6 +8,7 @@ import click
 from ftspec.cli.live import impersonation_options
 from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.compiler.importers import TOOL_NAMES
+from ftspec.compiler.importers.aim import AIMS
 from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 
 
@@ -32,6 +33,10 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
                                                      exists=True),
               help="llamafactory: the accelerate config FILE runs under (default: the "
               "launch command's --config_file).")
+@click.option("--target", "targets", multiple=True, type=click.Choice(AIMS),
+              help="Aim the spec at a target (repeatable: --target torchtune --target "
+              "kubeflow): the values it needs where the source allows them, each a warning "
+              "at its source line.")
 @click.option("--live", metavar="NAMESPACE/NAME",
               help="trainjob: read the TrainJob from the cluster and adopt it (needs -o).")
 @click.option("--kubeconfig", default=None, type=click.Path(),
@@ -42,6 +47,7 @@ from ftspec.spec.catalog.accelerators import ACCELERATOR_NAMES
 def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | None,
             nproc_per_node: int | None, nnodes: int | None, accelerator: str,
             job: Path | None, launch: Path | None, accelerate_config: Path | None,
+            targets: tuple[str, ...],
             live: str | None, kubeconfig: str | None, context: str | None,
             as_json: bool) -> int:
     """Import FILE, a TOOL config, as a spec; ARGS are the tool's KEY=VALUE overrides
@@ -50,8 +56,12 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
     --live NAMESPACE/NAME -o SPEC` reads a live TrainJob instead and adopts it: `ftspec
     plan SPEC` then has nothing to change."""
     from ftspec.compiler.importers import IMPORTERS, ImportOptions
+    from ftspec.compiler.importers.aim import aim
     from ftspec.spec.diagnostics import SpecError
 
+    if targets and live is not None:
+        raise click.UsageError("--target aims a FILE import; --live adopts the TrainJob as it "
+                               "runs (import it, then compile the spec for the target)")
     if live is not None or file is None:
         from ftspec.cli.commands.import_live import import_live
 
@@ -61,7 +71,7 @@ def command(tool: str, file: Path | None, args: tuple[str, ...], out: Path | Non
                                f"llamafactory` (not {tool})")
     opts = ImportOptions(nproc_per_node, nnodes, accelerator, job, launch, accelerate_config)
     try:
-        result = IMPORTERS[tool](file, args, opts)
+        result = aim(IMPORTERS[tool](file, args, opts), targets)
     except SpecError as exc:
         if as_json:
             emit_json({"ok": False, "diagnostics": [d.to_json() for d in exc.diagnostics]})

@@ -103,6 +103,10 @@ class Imported:
     text: str
     data: dict[str, Any]
     warnings: tuple[Diagnostic, ...] = ()
+    draft: SpecDraft | None = field(default=None, compare=False, repr=False)
+    """The draft the text was rendered from (``aim`` edits a copy for ``--target``)."""
+    head: tuple[str, ...] = ()
+    """The header comment lines above the spec."""
 
 
 _SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")

@@ -99,4 +99,5 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
     head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).",
             ("Comments say where each value came from; the tool's implicit defaults are "
              "written out."))
-    return Imported(command, render(draft, head), draft.data, tuple(draft.warnings))
+    return Imported(command, render(draft, head), draft.data, tuple(draft.warnings),
+                    draft, head)

@@ -63,7 +63,8 @@ def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | Non
     head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).",
             ("Comments say where each value came from; torchtune's implicit defaults are "
              "written out."))
-    return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings))
+    return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings),
+                    draft, head)
 
 
 def torchtune_draft(path: Path, args: tuple[str, ...] = (), *, nproc: int | None = None,

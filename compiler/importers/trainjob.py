@@ -63,7 +63,8 @@ def import_trainjob_doc(doc: SourceDoc, *, accelerator: str, version: str | None
     settle(draft, version, same_args)
     head = (f"Imported by `ftspec import trainjob` from {what or doc.file} ({TOOL}).",
             "Comments say where each value came from; the CRD's defaults are written out.")
-    return Imported("trainjob", render(draft, head), draft.data, tuple(draft.warnings))
+    return Imported("trainjob", render(draft, head), draft.data, tuple(draft.warnings),
+                    draft, head)
 
 
 def _literal_secrets(d: SpecDraft) -> None:

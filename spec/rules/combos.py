@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.diagnostics import Diagnostic, format_path
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.rules._diag import error, warning
 from ftspec.spec.urls import rest, scheme
@@ -17,7 +17,10 @@ def family_or_architecture(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     m = spec.model
     if m.family is None and m.architecture is None:
         yield error(("model",), "give model.family (a known model) or model.architecture",
-                    "model-family", hint="see `ftspec explain --families` for known families")
+                    "model-family", hint="add model.architecture with the numbers of the model's config.json "
+                    "(num_layers, num_heads, num_kv_heads, embed_dim, intermediate_dim, "
+                    "vocab_size, max_seq_len), or a known model.family (`ftspec explain "
+                    "--families`)")
     elif m.family is not None and m.architecture is not None:
         yield error(("model", "architecture"),
                     "give model.family or model.architecture, not both", "model-both")
@@ -59,7 +62,7 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         yield error(("resources", "nodes"),
                     f"deploy.target local runs on this machine; it cannot use {r.nodes} nodes",
                     "local-nodes")
-    if target != "local":
+    if target != "local" and not _target_checks_uris(spec):
         for path, uri in spec.uris():
             if scheme(uri) != "file":
                 continue
@@ -69,12 +72,32 @@ def target_supports_spec(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                               "ray-file-uri",
                               hint="the path must exist there; else use hf:// or s3://")
                 continue
-            fetched = "pvc://" if path[-1] == "resume_from" else "hf://, s3:// or pvc://"
-            hint = ("use an absolute file:///path that exists on the Ray nodes"
-                    + (", or hf://, s3://" if path[-1] != "resume_from" else "")
-                    if target == "ray" else f"use {fetched}")
             yield error(path, f"deploy.target {target} cannot read local files ({uri})",
-                        "remote-file-uri", hint=hint)
+                        "remote-file-uri", hint=_remote_hint(target, path))
+
+
+def _remote_hint(target: str, path: tuple[str | int, ...]) -> str:
+    """What to write at ``path`` for a job that does not run on this machine."""
+    if target == "ray":
+        return ("use an absolute file:///path that exists on the Ray nodes"
+                + (", or hf://, s3://" if path[-1] != "resume_from" else ""))
+    if path == ("output", "uri"):
+        return "set output.uri: pvc://CLAIM/PATH (a PersistentVolumeClaim the job mounts)"
+    if path[-1] == "resume_from":
+        return f"set {format_path(path)}: pvc://CLAIM/PATH"
+    return f"set {format_path(path)}: hf://ORG/NAME, s3://BUCKET/PATH or pvc://CLAIM/PATH"
+
+
+def _target_checks_uris(spec: FineTuneSpec) -> bool:
+    """The kubeflow target's own check places each URI nothing fetches, with what to write
+    there, when the job runs the launcher in a container of its own runtime (not torchtune's
+    runtimes, not a TrainJob's own command): this rule stays out of the way then, so that
+    `compile` lists that check's findings together with the target's other missing pieces
+    instead of stopping at validation."""
+    trainer = spec.overrides.trainjob.get("spec", {})
+    trainer = trainer.get("trainer", {}) if isinstance(trainer, dict) else {}
+    own_command = isinstance(trainer, dict) and "command" in trainer
+    return spec.deploy.target == "kubeflow" and spec.launcher != "torchtune" and not own_command
 
 
 def fsdp_layer_class(spec: FineTuneSpec) -> Iterator[Diagnostic]:

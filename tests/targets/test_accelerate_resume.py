@@ -79,7 +79,7 @@ def _line_of(change: dict[str, Any], key: str) -> str:
     (LOCAL, "s3://bucket/run1/checkpoint-2", "target.accelerate.resume-scheme"),
     (LOCAL, "hf://acme/run1-checkpoint-2", "target.accelerate.resume-scheme"),
     (KUBEFLOW, "s3://bucket/run1/checkpoint-2", "target.accelerate.resume-scheme"),
-    (KUBEFLOW, "file:///runs/a/checkpoint-2", "rule.remote-file-uri"),
+    (KUBEFLOW, "file:///runs/a/checkpoint-2", "kubeflow.uri-scheme"),
 ], ids=["local-s3", "local-hf", "kubeflow-s3", "kubeflow-file"])
 def test_a_checkpoint_nothing_fetches_is_refused_at_its_line(
         base: dict[str, Any], resume_from: str, code: str) -> None:
