@@ -253,6 +253,15 @@ def _one_sink(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
                    f"not to {', '.join(map(str, sinks[1:]))}; the training is the same")]
 
 
+def _pure_for_autocast(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
+    dtype = draft.get(("model", "dtype")) or "bf16"
+    return [Change(("model", "precision"), "pure",
+                   f"the same {dtype} weights, gradients and optimizer state, but with no "
+                   f"autocast every op computes in {dtype}: the ops autocast keeps in fp32 "
+                   "(the loss, and softmax and norms on GPUs) round to "
+                   f"{dtype}, so the losses differ in their last bits")]
+
+
 def _generated_runtime(draft: SpecDraft, diag: Diagnostic) -> list[Change]:
     from ftspec.targets.kubeflow_torchtune import DEFAULT_RUNTIMES
 
@@ -278,6 +287,7 @@ FIXES: dict[tuple[str, KeyPath], Answer] = {
     ("target.torchtune.strategy", ("distributed", "strategy")): _fsdp_for_ddp,
     ("target.torchtune.deepspeed", ("distributed", "strategy")): _fsdp_for_zero,
     ("target.torchtune.report-to", ("training", "logging", "report_to")): _one_sink,
+    ("target.torchtune.precision-autocast", ("model", "precision")): _pure_for_autocast,
     ("kubeflow.runtime-required", ("deploy", "kubeflow")): _generated_runtime,
 }
 """(diagnostic code, key path) of a target's error -> the values that answer it, where the
