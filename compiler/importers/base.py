@@ -10,6 +10,7 @@ that points at the source line; a file that is not the tool's config raises
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,9 +157,36 @@ def match_family(model_id: str) -> tuple[str, bool] | None:
                 if found is not None:
                     return found, exact
         derived = next((t for t in _DERIVED_TAGS if last.endswith(t)), None)
-        if derived is None:
+        if derived is not None:
+            last, exact = last[:-len(derived)], False
+            continue
+        shorter = _base_name(last)
+        if shorter is None:
             return None
-        last, exact = last[:-len(derived)], False
+        last, exact = shorter, False
+
+
+_SIZE = re.compile(r"-(\d+x)?\d+(\.\d+)?[bm]$")
+"""A parameter count closing a model name (``-7b``, ``-0.5b``, ``-135m``, ``-8x7b``)."""
+_LINES = ("-coder", "-math")
+"""Qwen2.5's code and math lines: Qwen2.5-Coder and Qwen2.5-Math keep Qwen2.5's architecture
+at each size (their model cards give Qwen2.5's layer and head counts), trained on other data."""
+
+
+def _base_name(name: str) -> str | None:
+    """The name of the model ``name`` derives from, by two rules; None when neither applies:
+    words after the parameter count are a derivative's (``qwen2.5-math-7b-rope-300k``: its
+    RoPE base changed, the layers did not), and a line tag (:data:`_LINES`) names a
+    specialist trained from the family's architecture (``qwen2.5-coder-7b``)."""
+    parts = name.split("-")
+    for end in range(len(parts) - 1, 1, -1):
+        head = "-".join(parts[:end])
+        if _SIZE.search(head):
+            return head
+    for line in _LINES:
+        if line + "-" in name:
+            return name.replace(line + "-", "-", 1)
+    return None
 
 
 def layer_class_names(value: object) -> str:

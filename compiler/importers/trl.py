@@ -277,6 +277,10 @@ def _evaluation(r: Reader) -> None:
         r.put(ev + ("steps",), "eval_steps")
     if strategy != "no":
         r.put(ev + ("batch_size",), "per_device_eval_batch_size")
+    elif r.has("per_device_eval_batch_size"):
+        r.value("per_device_eval_batch_size")
+        d.warn(("per_device_eval_batch_size",), "per_device_eval_batch_size: eval_strategy is "
+               "no, so nothing is evaluated: not imported (no effect on training)")
 
 
 def _checkpointing(r: Reader) -> None:

@@ -106,6 +106,8 @@ def _outcome(name: str) -> Outcome:
     warned_at = {w.path[0] for w in imported.warnings if w.path}
     diffs = {f: (getattr(sft, f), getattr(got_sft, f)) for f in SFT_FIELDS
              if getattr(sft, f) != getattr(got_sft, f)}
+    if sft.eval_strategy == "no" == got_sft.eval_strategy:  # the eval batch is never built
+        diffs.pop("per_device_eval_batch_size", None)
     if sft.save_strategy == "steps" and sft.save_steps != got_sft.save_steps:
         diffs["save_steps"] = (sft.save_steps, got_sft.save_steps)
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS

@@ -185,6 +185,10 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
     ("loader-unknown", data.loader_known,
      {"data.train": {"uri": "s3://bucket/train.dat", "loader": "csv"}},
      {"data.train": {"uri": "s3://bucket/train.dat"}}, "rule.loader-unknown", "data.train.uri"),
+    # a hub repository's id may hold a dot (HuggingFaceH4/airoboros-3.2); a file inside is a file
+    ("loader-unknown-hub", data.loader_known,
+     {"data.train": {"uri": "hf://HuggingFaceH4/airoboros-3.2"}},
+     {"data.train": {"uri": "hf://org/repo/train.dat"}}, "rule.loader-unknown", "data.train.uri"),
     ("data-missing", data.train_or_mixture, {}, {"data": {"max_seq_len": 512}},
      "rule.data-missing", "data"),
     ("data-both", data.train_or_mixture, {"data": {"mixture": MIX}},
