@@ -24,6 +24,7 @@ from ftspec.compiler.importers.model_source import put_model_facts, source_uri
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8
 from ftspec.compiler.importers.trl_data import import_data
+from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, TOOL
 from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -58,7 +59,19 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     world = _resources(draft, nproc, nnodes, accelerator)
     _training(r, world)
     _output(r)
+    if not r.fms:  # fms-hf-tuning's own arguments keep these names
+        _legacy_names(r)
     return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch")
+
+
+def _legacy_names(r: Reader) -> None:
+    """A key older releases read under another name: read as they did, said at the key (the
+    installed TRL's parser refuses the old name)."""
+    for old, new in LEGACY_KEYS.items():
+        if old in r.used:
+            r.draft.warn((old,), f"{old} is the name {LEGACY_READERS[old]} read for {new}; "
+                         f"{TOOL}'s parser refuses it: read as {new} {r.data[old]!r}, as those "
+                         "releases did")
 
 
 def check_is_trl(doc: SourceDoc) -> None:

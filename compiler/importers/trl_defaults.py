@@ -61,6 +61,17 @@ LEGACY_KEYS: dict[str, str] = {
 }
 """Keys older TRL/transformers releases read, renamed since: imported under the new name
 (transformers 5 reads a ``warmup_steps`` below 1 as the ratio ``warmup_ratio`` was)."""
+LEGACY_READERS: dict[str, str] = {
+    "max_seq_length": "TRL 0.19 and older (SFTConfig renamed it in 0.16, removed it in 0.20)",
+    "torch_dtype": "TRL 0.29 and older (ModelConfig; removed in TRL 1.0)",
+    "evaluation_strategy": "transformers 4 before 4.46 (TrainingArguments)",
+    "warmup_ratio": "transformers 4 (TrainingArguments; transformers 5 reads a warmup_steps "
+                    "below 1 as the ratio)",
+}
+"""Which releases read each of :data:`LEGACY_KEYS` (huggingface/trl's history of
+``sft_config.py`` and ``model_config.py``): a recipe using one was written for them, and the
+import says so at the key. The alignment-handbook's recipes (``trl>=0.19.1``) still say
+``max_seq_length`` and ``torch_dtype``."""
 
 FMS_TOOL = f"fms-hf-tuning (tuning/config/configs.py) / transformers {TRANSFORMERS_VERSION}"
 FMS_SFT_DEFAULTS: dict[str, Any] = SFT_DEFAULTS | {

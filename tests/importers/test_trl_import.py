@@ -295,3 +295,44 @@ def test_defaults_table_is_installed_trl() -> None:
     assert {k: sft[k] for k in SFT_DEFAULTS} == SFT_DEFAULTS
     assert {k: model[k] for k in MODEL_DEFAULTS} == MODEL_DEFAULTS
     assert {k: script[k] for k in SCRIPT_DEFAULTS} == SCRIPT_DEFAULTS
+
+
+def test_renamed_keys_are_said_where_the_installed_trl_refuses_them(tmp_path: Path) -> None:
+    """The handbook's recipes (written for trl>=0.19.1, transformers>=4.53.3) say
+    max_seq_length, torch_dtype and warmup_ratio: the installed TRL's own parser refuses
+    them, the import reads them as those releases did and says so at each key."""
+    import json
+
+    from ruamel.yaml import YAML
+
+    name = "handbook-2025-zephyr-7b-gemma-sft-full.yaml"
+    raw = dict(YAML(typ="safe").load((CORPUS / name).read_text()))
+    handbook_own = {"dataset_mixture", "chat_template"}  # the handbook's dataclasses add them
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(json.dumps(  # JSON is YAML; TRL's loader reads it as written
+        {k: v for k, v in raw.items() if k not in handbook_own} | {"use_cpu": True}))
+    parser = trl.TrlParser((trl.ScriptArguments, trl.SFTConfig, trl.ModelConfig))
+    with pytest.raises(ValueError, match="Unknown arguments") as refused:
+        parser.parse_args_and_config(args=["--config", str(plain)])
+    imported = import_trl(CORPUS / name)
+    renamed = {w.path[0]: w for w in imported.warnings
+               if w.path and "as those releases did" in w.summary}
+    assert set(renamed) == {"max_seq_length", "torch_dtype", "warmup_ratio"}
+    assert all(f"--{key}" in str(refused.value) for key in renamed)
+    assert "read as max_length 2048" in renamed["max_seq_length"].summary
+    assert renamed["max_seq_length"].span is not None
+    assert renamed["max_seq_length"].span.line == 45
+    assert imported.data["data"]["max_seq_len"] == 2048
+
+
+def test_dataset_kwargs_trl_no_longer_reads_are_said_to_change_nothing() -> None:
+    """TRL 0.15+ reads only skip_prepare_dataset from dataset_kwargs (the installed one too)."""
+    import inspect
+
+    source = inspect.getsource(trl.SFTTrainer)
+    assert "append_concat_token" not in source and "skip_prepare_dataset" in source
+    imported = import_trl(CORPUS / "handbook-2025-zephyr-7b-gemma-sft-full.yaml")
+    (w,) = [w for w in imported.warnings if w.path == ("dataset_kwargs",)]
+    assert "add_special_tokens, append_concat_token" in w.summary
+    assert "change nothing" in w.summary
+    assert w.span is not None and w.span.line == 29
