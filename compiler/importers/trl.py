@@ -21,6 +21,7 @@ from ftspec.compiler.importers.base import (
     not_this_tool,
 )
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
+from ftspec.compiler.importers.schedule import schedule
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8
 from ftspec.compiler.importers.trl_data import import_data
@@ -29,8 +30,6 @@ from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
-SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts",
-              "polynomial", "inverse_sqrt")
 OPTIMIZERS: dict[str, tuple[str, bool]] = {
     "adamw_torch": ("adamw", False), "adamw_torch_fused": ("adamw", True),
     "adamw_hf": ("adamw", False), "adam": ("adam", False), "sgd": ("sgd", False),
@@ -256,13 +255,23 @@ def _optimizer(r: Reader) -> None:
 
 
 def schedule_name(r: Reader, word: str = "lr_scheduler_type") -> None:
-    """``lr_scheduler_type`` as the spec's scheduler name, or a warning at its key (``word``:
-    what the source tool calls the key)."""
+    """``lr_scheduler_type`` and ``lr_scheduler_kwargs`` as the spec's schedule (``schedule``),
+    or a warning at the key (``word``: what the source tool calls it)."""
+    d, sched = r.draft, ("training", "scheduler")
     name = str(r.value("lr_scheduler_type", r.sft))
-    if name in SCHEDULERS:
-        r.draft.put(("training", "scheduler", "name"), name, r.origin("lr_scheduler_type"))
-    else:
-        r.draft.warn((r.key("lr_scheduler_type") or "",), f"{word} {name} has no spec schedule")
+    kwargs = r.value("lr_scheduler_kwargs")
+    found = schedule(name, kwargs, float(r.value("learning_rate", r.sft)))
+    if found.name is None:
+        d.warn((r.key("lr_scheduler_type") or "",), f"{word} {found.problem}: the spec's "
+               "default (cosine, decaying to zero) is used")
+        return
+    at = r.origin("lr_scheduler_type")
+    d.put(sched + ("name",), found.name, at if found.name == name else f"{at} ({name})")
+    for key, value in found.fields.items():
+        d.put(sched + (key,), value, r.origin("lr_scheduler_kwargs"))
+    if found.unread:
+        d.warn(("lr_scheduler_kwargs",), f"lr_scheduler_kwargs {', '.join(found.unread)} "
+               f"(for {name}) have no spec field: not imported")
 
 
 def _scheduler(r: Reader) -> None:

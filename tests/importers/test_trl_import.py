@@ -106,6 +106,10 @@ def _outcome(name: str) -> Outcome:
     warned_at = {w.path[0] for w in imported.warnings if w.path}
     diffs = {f: (getattr(sft, f), getattr(got_sft, f)) for f in SFT_FIELDS
              if getattr(sft, f) != getattr(got_sft, f)}
+    # the schedule's arguments (cosine_with_min_lr's floor); unset is transformers' {}
+    kwargs = (sft.lr_scheduler_kwargs or {}, got_sft.lr_scheduler_kwargs or {})
+    if kwargs[0] != kwargs[1]:
+        diffs["lr_scheduler_kwargs"] = kwargs
     if sft.eval_strategy == "no" == got_sft.eval_strategy:  # the eval batch is never built
         diffs.pop("per_device_eval_batch_size", None)
     if sft.save_strategy == "steps" and sft.save_steps != got_sft.save_steps:
