@@ -25,7 +25,7 @@ from ftspec.compiler.importers.schedule import schedule
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8
 from ftspec.compiler.importers.trl_data import import_data
-from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, TOOL
+from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, NO_EFFECT, TOOL
 from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -60,7 +60,7 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     _output(r)
     if not r.fms:  # fms-hf-tuning's own arguments keep these names
         _legacy_names(r)
-    return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch")
+    return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch", NO_EFFECT)
 
 
 def _legacy_names(r: Reader) -> None:

@@ -143,6 +143,7 @@ def import_data(r: Reader) -> None:
     if isinstance(workers, int):
         d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
     _dataset_kwargs(r)
+    _eos_token(r)
 
 
 def _dataset_kwargs(r: Reader) -> None:
@@ -161,6 +162,21 @@ def _dataset_kwargs(r: Reader) -> None:
         r.draft.warn(("dataset_kwargs", "skip_prepare_dataset"), "skip_prepare_dataset: TRL "
                      "takes the rows as already tokenized; ftspec tokenizes them from the "
                      "spec's format: not imported")
+
+
+def _eos_token(r: Reader) -> None:
+    """``eos_token``: TRL makes it the tokenizer's end token, appends it to text and
+    completion rows (a chat row ends as its template writes it) and saves the tokenizer so."""
+    eos = r.value("eos_token")
+    if eos is None:
+        return
+    fmt = r.draft.get(("data", "train", "format"))
+    trains = ("chat rows end as the chat template writes them, so the same tokens train"
+              if fmt == "chat" else "text and completion rows end with the tokenizer's own "
+              "end token instead, which trains differently")
+    r.draft.warn(("eos_token",), f"eos_token {eos!r}: TRL makes it the tokenizer's end token "
+                 f"(saved with the model); the spec keeps the tokenizer's own: {trains}; "
+                 "not imported")
 
 
 def _fms_data(r: Reader) -> None:

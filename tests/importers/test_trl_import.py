@@ -340,3 +340,17 @@ def test_dataset_kwargs_trl_no_longer_reads_are_said_to_change_nothing() -> None
     assert "add_special_tokens, append_concat_token" in w.summary
     assert "change nothing" in w.summary
     assert w.span is not None and w.span.line == 29
+
+
+@pytest.mark.parametrize(("rows", "same"), [("chat_template: '{{ x }}'\n", True), ("", False)])
+def test_eos_token_says_whether_the_rows_train_alike(tmp_path: Path, rows: str,
+                                                     same: bool) -> None:
+    """TRL appends eos_token to text / completion rows only (open-r1's recipes set it for
+    chat rows, where it changes no trained token)."""
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: a/b\n"
+                   f"eos_token: <|im_end|>\n{rows}")
+    (w,) = [w for w in import_trl(cfg).warnings if w.path == ("eos_token",)]
+    assert ("the same tokens train" in w.summary) is same
+    assert ("trains differently" in w.summary) is not same
+    assert w.span is not None and w.span.line == 3
