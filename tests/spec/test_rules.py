@@ -163,6 +163,15 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"distributed": {"strategy": "fsdp", "fsdp": {"transformer_layer_cls": "LlamaDecoderLayer"}}},
      {"distributed": {"strategy": "fsdp", "fsdp": {"transformer_layer_cls": "Qwen2DecoderLayer"}}},
      "rule.fsdp-layer-class", "distributed.fsdp.transformer_layer_cls"),
+    # axolotl's Mixtral example wraps the MoE blocks: a module of the model, so accelerate
+    # finds it (the classes are read from the installed transformers' modeling_mixtral.py)
+    ("fsdp-layer-moe-block", combos.fsdp_layer_class,
+     {"model.family": "mixtral-8x7b", "distributed": {
+         "strategy": "fsdp", "fsdp": {"transformer_layer_cls": "MixtralSparseMoeBlock"}}},
+     {"model.family": "mixtral-8x7b", "distributed": {
+         "strategy": "fsdp", "fsdp": {"transformer_layer_cls": "MixtralSparseMoeBlock,"
+                                      "MixtralNoSuchBlock"}}},
+     "rule.fsdp-layer-class", "distributed.fsdp.transformer_layer_cls"),
     ("all-linear-alone", method.settings_match_method,
      {"method": {"kind": "lora", "lora": {"target_modules": ["all-linear"]}}},
      {"method": {"kind": "lora", "lora": {"target_modules": ["all-linear", "q_proj"]}}},
