@@ -103,6 +103,12 @@ def _model(r: Reader) -> None:
     for key, impl in ATTN.items():
         if r.value(key) is True:
             d.put(("model", "attn_implementation"), impl, r.origin(key))
+    impl = r.value("attn_implementation")  # axolotl's newer key, transformers' names
+    if impl in ATTN.values():
+        d.put(("model", "attn_implementation"), impl, r.origin("attn_implementation"))
+    elif impl is not None:
+        d.warn(("attn_implementation",), f"attn_implementation {impl!r} has no spec value "
+               "(sdpa, eager, flash_attention_2): not imported, transformers picks the attention")
     if r.value("xformers_attention") is True:
         d.warn(("xformers_attention",), "xformers attention has no spec implementation")
     bf16, fp16 = r.value("bf16", r.sft), r.value("fp16") is True
