@@ -77,6 +77,16 @@ def _save(s: dict[str, Any]) -> tuple[str, int | None]:
     return "epoch", None
 
 
+def _turn_keys(s: dict[str, Any]) -> str | None:
+    ds = s["datasets"][0]
+    if ds.get("type") != "chat_template":
+        return None
+    mapping = ds.get("message_property_mappings") or {
+        "role": ds.get("message_field_role", "role"),
+        "content": ds.get("message_field_content", "content")}
+    return "sharegpt" if mapping == {"role": "from", "content": "value"} else "openai"
+
+
 def _train(r: Read) -> dict[str, Any]:
     if "train" in r.prepare:
         (train,) = r.prepare["train"]
@@ -164,6 +174,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                                lambda r: r.prepare.get("validation_split_ratio")),
     "train_on_input": ("train_on_inputs", lambda s: s.get("train_on_inputs") is True,
                        lambda r: _train(r).get("train_on_input", False)),
+    # the keys of each chat turn: axolotl's default role/content, or ShareGPT's from/value
+    "turn_keys": ("datasets[].message_property_mappings", _turn_keys,
+                  lambda r: _train(r).get("conversation_style") if _train(r).get("format")
+                  == "chat" else None),
     "dataset": ("datasets[].path", lambda s: "hf://" + s["datasets"][0]["path"],
                 lambda r: _train(r)["source"]),
     # the sharding the source asks for reaches accelerate.yaml (a node of GPUs is assumed)
