@@ -115,10 +115,12 @@ _DISTILLS = {"deepseek-r1-distill-qwen-1.5b": "qwen2_5-1.5b",
              "deepseek-r1-distill-qwen-14b": "qwen2_5-14b",
              "deepseek-r1-distill-qwen-32b": "qwen2_5-32b",
              "deepseek-r1-distill-llama-8b": "llama3_1-8b",
-             "deepseek-r1-distill-llama-70b": "llama3_3-70b"}
+             "deepseek-r1-distill-llama-70b": "llama3_3-70b",
+             "phi-4-reasoning": "phi4-14b", "phi-4-reasoning-plus": "phi4-14b"}
 """DeepSeek-R1's distilled models and the base each was trained from (the DeepSeek-R1 model
-card: Qwen2.5-Math-1.5B/7B, Qwen2.5-14B/32B, Llama-3.1-8B, Llama-3.3-70B-Instruct): the same
-architecture and numbers as these catalog families."""
+card: Qwen2.5-Math-1.5B/7B, Qwen2.5-14B/32B, Llama-3.1-8B, Llama-3.3-70B-Instruct), and
+Phi-4-reasoning(-plus), fine-tuned from Phi-4 (their model card): the same architecture and
+numbers as these catalog families."""
 
 
 def _norm(text: str) -> str:

@@ -252,6 +252,18 @@ def _scheduler(r: OumiReader) -> None:
 def _evaluation(r: OumiReader) -> None:
     ev = ("training", "evaluation")
     strategy = str(r.value("training", "eval_strategy"))
+    if strategy != "no" and r.draft.get(("data", "validation")) is None:
+        # oumi/train.py builds no eval dataset without data.validation, and transformers'
+        # Trainer refuses an eval_strategy other than "no" without one
+        r.draft.put(ev + ("strategy",), "no", f"{r.origin('training', 'eval_strategy')} "
+                    "(no validation data)")
+        r.warn("training", "eval_strategy", f"eval_strategy {strategy} without "
+               "data.validation: Oumi passes no eval dataset and transformers' Trainer "
+               "refuses to start so; imported with evaluation off (add data.validation and "
+               f"set training.evaluation.strategy: {strategy} to evaluate)")
+        r.value("training", "eval_steps")
+        r.value("training", "per_device_eval_batch_size")
+        return
     r.put(ev + ("strategy",), "training", "eval_strategy")
     if strategy == "steps":
         r.put(ev + ("steps",), "training", "eval_steps", convert=int)
