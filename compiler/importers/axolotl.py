@@ -141,6 +141,10 @@ def _method(r: Reader) -> None:
     adapter = r.value("adapter")
     if adapter is None:
         d.put(("method", "kind"), "full", f"{TOOL} default (no adapter: full fine-tuning)")
+        for key in ("load_in_4bit", "load_in_8bit"):  # false: the weights' own dtype
+            if r.value(key) is True:
+                d.warn((key,), f"{key} without an adapter: a quantized base has no full "
+                       "fine-tuning; imported as full fine-tuning of unquantized weights")
         return
     four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
     dora = r.value("use_dora", r.model) is True
@@ -212,6 +216,7 @@ def _training(r: Reader, world: int) -> None:
 def _scheduler(r: Reader) -> None:
     d, sched = r.draft, ("training", "scheduler")
     schedule_name(r, "lr_scheduler")
+    _min_lr(r)
     if r.has("warmup_steps") and isinstance(r.data.get("warmup_steps"), int):
         r.put(sched + ("warmup_steps",), "warmup_steps")
     elif r.has("warmup_steps"):
@@ -220,6 +225,29 @@ def _scheduler(r: Reader) -> None:
         d.put(sched + ("warmup_ratio",), 0.03, f"{TOOL} default (3% of the steps)")
         d.warn(("warmup_steps",), "no warmup_steps / warmup_ratio: axolotl warms up for 3% of the steps, "
                "at most 100; imported as warmup_ratio 0.03")
+
+
+def _min_lr(r: Reader) -> None:
+    """``cosine_min_lr_ratio``: axolotl's cosine then decays to that share of the peak
+    (``get_cosine_schedule_with_min_lr``: (1 - ratio) x the half cosine + ratio, transformers'
+    ``cosine_with_min_lr`` formula); with ``cosine_constant_lr_ratio`` or a quadratic warm-up
+    axolotl builds another schedule."""
+    ratio, sched = r.value("cosine_min_lr_ratio"), ("training", "scheduler")
+    if not ratio:  # None or 0: axolotl's plain cosine
+        return
+    at = r.origin("cosine_min_lr_ratio")
+    if r.value("lr_scheduler_type", r.sft) != "cosine":
+        r.draft.warn(("cosine_min_lr_ratio",), "cosine_min_lr_ratio is read with "
+                     "lr_scheduler: cosine only: no effect")
+    elif r.value("cosine_constant_lr_ratio") or r.value("lr_quadratic_warmup") is True:
+        r.draft.warn(("cosine_min_lr_ratio",), "cosine_min_lr_ratio with "
+                     "cosine_constant_lr_ratio or lr_quadratic_warmup: axolotl builds another "
+                     "schedule, which has no spec name; imported as the plain cosine")
+    elif float(ratio) >= 1:  # the floor is the peak: the rate stays there after warm-up
+        r.draft.put(sched + ("name",), "constant_with_warmup", f"{at} (a floor of "
+                    f"{ratio} x the peak: constant after warm-up)")
+    else:
+        r.draft.put(sched + ("min_lr_ratio",), float(ratio), at)
 
 
 def _cadence(r: Reader, part: str, steps_key: str, per_epoch_key: str,

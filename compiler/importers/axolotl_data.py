@@ -127,8 +127,11 @@ def distributed(r: Reader) -> None:
     at = r.origin("fsdp" if r.has("fsdp") else "fsdp_config")
     f = ("distributed", "fsdp")
     d.put(("distributed", "strategy"), "fsdp", at)
-    version = int(cfg.get("fsdp_version", cfg.get("version", 1)))
-    d.put(f + ("version",), version, at + " (fsdp_version; axolotl's default 1)")
+    # axolotl's validation moves fsdp_config.fsdp_version / version to the top-level key
+    top = r.value("fsdp_version")
+    version = int(top if top is not None else cfg.get("fsdp_version", cfg.get("version", 1)))
+    d.put(f + ("version",), version, r.origin("fsdp_version") if top is not None else
+          at + " (fsdp_version; axolotl's default 1)")
     mapped: dict[str, tuple[str, dict[str, Any] | None]] = {
         "sharding_strategy": ("sharding", FSDP_SHARDING),
         "auto_wrap_policy": ("auto_wrap", FSDP_WRAP),

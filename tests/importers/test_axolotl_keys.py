@@ -79,3 +79,56 @@ def test_attn_implementation(tmp_path: Path, impl: str, got: str | None) -> None
     assert imported.data["model"].get("attn_implementation") == got
     warned = [w for w in imported.warnings if w.path == ("attn_implementation",)]
     assert bool(warned) is (got is None)
+
+
+@pytest.mark.parametrize(("extra", "ratio", "warned"), [
+    ("lr_scheduler: cosine\ncosine_min_lr_ratio: 0.1\n", 0.1, False),
+    ("lr_scheduler: cosine\ncosine_min_lr_ratio: 0.1\ncosine_constant_lr_ratio: 0.8\n", None,
+     True),
+    ("lr_scheduler: cosine\ncosine_min_lr_ratio: 0.1\ncosine_constant_lr_ratio: 0\n", 0.1,
+     False),
+    ("lr_scheduler: linear\ncosine_min_lr_ratio: 0.1\n", None, True),
+])
+def test_cosine_min_lr_ratio(tmp_path: Path, extra: str, ratio: float | None,
+                             warned: bool) -> None:
+    """axolotl's cosine with a floor is transformers' cosine_with_min_lr formula: the spec's
+    min_lr_ratio; the compiled schedule is transformers' with min_lr_rate."""
+    from helpers.trl_parse import compiled_files, trl_reads
+
+    cfg = tmp_path / "a.yml"
+    cfg.write_text(BASE + extra)
+    imported = import_axolotl(cfg)
+    assert imported.data["training"]["scheduler"].get("min_lr_ratio") == ratio
+    assert bool([w for w in imported.warnings if w.path == ("cosine_min_lr_ratio",)]) is warned
+    if ratio is not None and not warned:
+        _, sft, _, _ = trl_reads(compiled_files(imported.text, "a")["sft.yaml"])
+        assert (sft.lr_scheduler_type, sft.lr_scheduler_kwargs) == (
+            "cosine_with_min_lr", {"min_lr_rate": 0.1})
+
+
+def test_cosine_floor_at_the_peak_is_constant_after_warmup(tmp_path: Path) -> None:
+    cfg = tmp_path / "a.yml"
+    cfg.write_text(BASE + "cosine_min_lr_ratio: 1.0\ncosine_constant_lr_ratio: 0\n")
+    sched = import_axolotl(cfg).data["training"]["scheduler"]
+    assert (sched["name"], sched.get("min_lr_ratio")) == ("constant_with_warmup", None)
+
+
+def test_top_level_fsdp_version_wins(tmp_path: Path) -> None:
+    """axolotl's validation reads the top-level fsdp_version (a version inside fsdp_config
+    is moved there)."""
+    cfg = tmp_path / "a.yml"
+    cfg.write_text(BASE + "fsdp_version: 2\nfsdp_config:\n  offload_params: false\n")
+    assert import_axolotl(cfg, nproc=2).data["distributed"]["fsdp"]["version"] == 2
+
+
+def test_switches_set_off_are_not_warned_as_training_differently(tmp_path: Path) -> None:
+    """load_in_8bit: false is axolotl's default: nothing trains differently, so no word (it
+    once said the base loads in 8 bits)."""
+    cfg = tmp_path / "a.yml"
+    cfg.write_text(BASE + "load_in_8bit: false\nload_in_4bit: false\n")
+    imported = import_axolotl(cfg)
+    assert not [w for w in imported.warnings if w.path[:1] in (("load_in_8bit",),
+                                                                ("load_in_4bit",))]
+    cfg.write_text(BASE + "load_in_8bit: true\n")
+    (w,) = [w for w in import_axolotl(cfg).warnings if w.path == ("load_in_8bit",)]
+    assert "without an adapter" in w.summary
