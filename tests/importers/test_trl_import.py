@@ -143,6 +143,15 @@ def _outcome(name: str) -> Outcome:
     want = [("hf://" + n, split) for n, split in _sources(raw, script)]
     if got != want:
         diffs["datasets"] = (want, got)
+    # the dataset's configuration (subset): dataset_config, or each mixture entry's config
+    want_subsets = [e.get("config") for e in raw["dataset_mixture"]["datasets"]] \
+        if isinstance(raw.get("dataset_mixture"), dict) else None
+    if want_subsets is None and raw.get("dataset_mixer") is None:
+        want_subsets = [script.dataset_config]
+    got_subsets = [t.get("subset") for t in prepare["train"]] if "train" in prepare else \
+        [got_script.dataset_config]
+    if want_subsets is not None and got_subsets != want_subsets:
+        diffs["subsets"] = (want_subsets, got_subsets)
     # several datasets: the handbook keeps weight x rows of each and concatenates them
     if len(want) > 1:
         mix = raw.get("dataset_mixture") or {}
