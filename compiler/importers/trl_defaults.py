@@ -75,10 +75,10 @@ import says so at the key. The alignment-handbook's recipes (``trl>=0.19.1``) st
 
 NO_EFFECT = ("use_liger_kernel", "dataset_num_proc", "log_level", "overwrite_output_dir",
              "hub_model_id", "hub_strategy", "hub_always_push", "push_to_hub", "do_train",
-             "remove_unused_columns")
+             "remove_unused_columns", "save_only_model")
 """Keys of the corpus recipes that change no hyper-parameter: kernels (Liger's fused ones
 compute the same loss), preprocessing workers, logging verbosity, Hub uploads, the output
-folder's reuse."""
+folder's reuse, checkpoints without the optimizer state."""
 
 FMS_TOOL = f"fms-hf-tuning (tuning/config/configs.py) / transformers {TRANSFORMERS_VERSION}"
 FMS_SFT_DEFAULTS: dict[str, Any] = SFT_DEFAULTS | {
