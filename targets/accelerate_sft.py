@@ -16,6 +16,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR, IA3, PromptTuning
+from ftspec.spec.model.training import Scheduler
 from ftspec.spec.urls import is_uri
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
@@ -94,9 +95,7 @@ def sft_config(job: Job, p: RunPaths) -> dict[str, Any]:
         cfg["max_steps"] = t.max_steps
     else:
         cfg["num_train_epochs"] = t.epochs or 1
-    cfg["lr_scheduler_type"] = t.scheduler.name
-    if t.scheduler.name in ("cosine", "cosine_with_restarts") and t.scheduler.num_cycles != 0.5:
-        cfg["lr_scheduler_kwargs"] = {"num_cycles": t.scheduler.num_cycles}
+    cfg.update(_schedule(t.scheduler))
     if job.warmup_steps is not None:
         cfg["warmup_steps"] = job.warmup_steps
     elif t.scheduler.warmup_ratio is not None:
@@ -183,6 +182,18 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
     if fmt == "chat":  # loss on every assistant turn
         out["assistant_only_loss"] = not d.train.trains_on_input
     return out
+
+
+def _schedule(s: Scheduler) -> dict[str, Any]:
+    """``lr_scheduler_type`` and its kwargs: a cosine with a floor is transformers'
+    ``cosine_with_min_lr`` (``min_lr_rate``: the floor over the peak)."""
+    kwargs: dict[str, Any] = {}
+    if s.name in ("cosine", "cosine_with_restarts") and s.num_cycles != 0.5:
+        kwargs["num_cycles"] = s.num_cycles
+    name = s.name
+    if s.name == "cosine" and s.min_lr_ratio > 0:
+        name, kwargs["min_lr_rate"] = "cosine_with_min_lr", s.min_lr_ratio
+    return {"lr_scheduler_type": name, **({"lr_scheduler_kwargs": kwargs} if kwargs else {})}
 
 
 def _precision(job: Job) -> dict[str, Any]:

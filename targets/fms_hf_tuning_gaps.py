@@ -87,6 +87,8 @@ GAPS: tuple[Gap, ...] = (
     Gap(("training", "activation_offloading"), _E, _NO_FLAG.format("activation offloading")),
     Gap(("training", "checkpointing", "resume_from"), _E, "fms-hf-tuning resumes from the "
         "output folder's last checkpoint only", "leave resume_from unset"),
+    Gap(("training", "scheduler", "min_lr_ratio"), _E, _NO_FLAG.format("the cosine "
+        "schedule's floor in this form")),
     Gap(("training", "scheduler", "num_cycles"), _W, _NO_FLAG.format("the cosine cycles "
         "in this form")),
     Gap(("training", "optimizer", "momentum"), _W, _NO_FLAG.format("momentum in this form")),

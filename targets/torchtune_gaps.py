@@ -29,6 +29,9 @@ GAPS: tuple[Gap, ...] = (
         "parallelism, nor any mixture-of-experts model (the memory estimate in `explain` "
         "shows what it would save)", "use launcher: accelerate (transformers' expert "
         "parallelism)"),
+    Gap(("training", "scheduler", "min_lr_ratio"), _E, "torchtune 0.6.1's cosine schedule "
+        "(get_cosine_schedule_with_warmup) decays to zero; it has no floor",
+        "use launcher: accelerate (transformers' cosine_with_min_lr), or remove min_lr_ratio"),
     Gap(("model", "revision"), _E, "the torchtune target reads the model files the "
         "download step fetched; it cannot pin a revision",
         "pin the revision in the download (hf://org/repo@rev is not read either), or "

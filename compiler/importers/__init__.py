@@ -73,7 +73,12 @@ def _trainjob(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Importe
     from ftspec.compiler.importers.trainjob_source import load_trainjob
 
     unexpected_args("trainjob", args)
-    return import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
+    from dataclasses import replace
+
+    from ftspec.compiler.importers.trainjob_source import other_objects
+
+    imported = import_trainjob_doc(load_trainjob(path), accelerator=opts.accelerator)
+    return replace(imported, warnings=imported.warnings + tuple(other_objects(path)))
 
 
 def _llamafactory(path: Path, args: tuple[str, ...], opts: ImportOptions) -> Imported:

@@ -103,6 +103,12 @@ def _model(r: Reader) -> None:
     for key, impl in ATTN.items():
         if r.value(key) is True:
             d.put(("model", "attn_implementation"), impl, r.origin(key))
+    impl = r.value("attn_implementation")  # axolotl's newer key, transformers' names
+    if impl in ATTN.values():
+        d.put(("model", "attn_implementation"), impl, r.origin("attn_implementation"))
+    elif impl is not None:
+        d.warn(("attn_implementation",), f"attn_implementation {impl!r} has no spec value "
+               "(sdpa, eager, flash_attention_2): not imported, transformers picks the attention")
     if r.value("xformers_attention") is True:
         d.warn(("xformers_attention",), "xformers attention has no spec implementation")
     bf16, fp16 = r.value("bf16", r.sft), r.value("fp16") is True
@@ -138,6 +144,10 @@ def _method(r: Reader) -> None:
     adapter = r.value("adapter")
     if adapter is None:
         d.put(("method", "kind"), "full", f"{TOOL} default (no adapter: full fine-tuning)")
+        for key in ("load_in_4bit", "load_in_8bit"):  # false: the weights' own dtype
+            if r.value(key) is True:
+                d.warn((key,), f"{key} without an adapter: a quantized base has no full "
+                       "fine-tuning; imported as full fine-tuning of unquantized weights")
         return
     four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
     dora = r.value("use_dora", r.model) is True
@@ -209,6 +219,7 @@ def _training(r: Reader, world: int) -> None:
 def _scheduler(r: Reader) -> None:
     d, sched = r.draft, ("training", "scheduler")
     schedule_name(r, "lr_scheduler")
+    _min_lr(r)
     if r.has("warmup_steps") and isinstance(r.data.get("warmup_steps"), int):
         r.put(sched + ("warmup_steps",), "warmup_steps")
     elif r.has("warmup_steps"):
@@ -217,6 +228,29 @@ def _scheduler(r: Reader) -> None:
         d.put(sched + ("warmup_ratio",), 0.03, f"{TOOL} default (3% of the steps)")
         d.warn(("warmup_steps",), "no warmup_steps / warmup_ratio: axolotl warms up for 3% of the steps, "
                "at most 100; imported as warmup_ratio 0.03")
+
+
+def _min_lr(r: Reader) -> None:
+    """``cosine_min_lr_ratio``: axolotl's cosine then decays to that share of the peak
+    (``get_cosine_schedule_with_min_lr``: (1 - ratio) x the half cosine + ratio, transformers'
+    ``cosine_with_min_lr`` formula); with ``cosine_constant_lr_ratio`` or a quadratic warm-up
+    axolotl builds another schedule."""
+    ratio, sched = r.value("cosine_min_lr_ratio"), ("training", "scheduler")
+    if not ratio:  # None or 0: axolotl's plain cosine
+        return
+    at = r.origin("cosine_min_lr_ratio")
+    if r.value("lr_scheduler_type", r.sft) != "cosine":
+        r.draft.warn(("cosine_min_lr_ratio",), "cosine_min_lr_ratio is read with "
+                     "lr_scheduler: cosine only: no effect")
+    elif r.value("cosine_constant_lr_ratio") or r.value("lr_quadratic_warmup") is True:
+        r.draft.warn(("cosine_min_lr_ratio",), "cosine_min_lr_ratio with "
+                     "cosine_constant_lr_ratio or lr_quadratic_warmup: axolotl builds another "
+                     "schedule, which has no spec name; imported as the plain cosine")
+    elif float(ratio) >= 1:  # the floor is the peak: the rate stays there after warm-up
+        r.draft.put(sched + ("name",), "constant_with_warmup", f"{at} (a floor of "
+                    f"{ratio} x the peak: constant after warm-up)")
+    else:
+        r.draft.put(sched + ("min_lr_ratio",), float(ratio), at)
 
 
 def _cadence(r: Reader, part: str, steps_key: str, per_epoch_key: str,

@@ -18,7 +18,8 @@ from ftspec.compiler.importers.flat import put_data
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 
 ENTRY_KEYS = {"path", "type", "split", "name", "field_messages", "message_property_mappings",
-              "roles", "field", "roles_to_train", "train_on_eos"}
+              "message_field_role", "message_field_content", "roles", "field",
+              "roles_to_train", "train_on_eos"}
 """``datasets`` entry keys the import reads; any other is a warning at its line."""
 OPENAI_ROLES = {"user": ["user"], "assistant": ["assistant"]}
 
@@ -40,11 +41,8 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "alpaca":
         entry = rows.alpaca(uri)
     elif kind == "chat_template":
-        entry = rows.chat(uri, str(ds.get("field_messages", "messages")), "openai")
-        mapping = ds.get("message_property_mappings")
-        if mapping not in (None, {"role": "role", "content": "content"}):
-            d.warn(at + ("message_property_mappings",), "message_property_mappings other than "
-                   "role/content: set data.train.column_map by hand")
+        entry = rows.chat(uri, str(ds.get("field_messages", "messages")),
+                          _turn_style(r, at, ds))
         if ds.get("roles") not in (None, OPENAI_ROLES):
             d.warn(at + ("roles",), "roles other than user/assistant have no spec field")
         _chat_mask(r, at, ds)
@@ -64,6 +62,31 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
         if key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry
+
+
+SHAREGPT_KEYS = {"role": "from", "content": "value"}
+
+
+def _turn_style(r: Reader, at: tuple[str | int, ...], ds: dict[str, Any]) -> str:
+    """The keys of each turn (``message_property_mappings``, or the deprecated
+    ``message_field_role`` / ``message_field_content``; axolotl's default role/content):
+    from/value is the spec's ShareGPT style (axolotl's default ``roles`` read human / gpt /
+    system as the spec's sharegpt does); any other mapping is a warning."""
+    mapping = ds.get("message_property_mappings")
+    key = "message_property_mappings"
+    if mapping is None:
+        mapping = {part: ds[old] for part, old in (("role", "message_field_role"),
+                                                   ("content", "message_field_content"))
+                   if isinstance(ds.get(old), str)}
+        key = "message_field_role" if "message_field_role" in ds else "message_field_content"
+    full = {"role": "role", "content": "content"} | (mapping if isinstance(mapping, dict) else {})
+    if full == SHAREGPT_KEYS:
+        return "sharegpt"
+    if full != {"role": "role", "content": "content"}:
+        r.draft.warn(at + (key,), f"turn keys {full}: the spec reads role/content (openai) or "
+                     "from/value (sharegpt) turns; imported as role/content: set "
+                     "data.train.column_map by hand")
+    return "openai"
 
 
 def _chat_mask(r: Reader, at: tuple[str | int, ...], ds: dict[str, Any]) -> None:
@@ -104,24 +127,32 @@ def distributed(r: Reader) -> None:
     at = r.origin("fsdp" if r.has("fsdp") else "fsdp_config")
     f = ("distributed", "fsdp")
     d.put(("distributed", "strategy"), "fsdp", at)
-    version = int(cfg.get("fsdp_version", cfg.get("version", 1)))
-    d.put(f + ("version",), version, at + " (fsdp_version; axolotl's default 1)")
+    # axolotl's validation moves fsdp_config.fsdp_version / version to the top-level key
+    top = r.value("fsdp_version")
+    version = int(top if top is not None else cfg.get("fsdp_version", cfg.get("version", 1)))
+    d.put(f + ("version",), version, r.origin("fsdp_version") if top is not None else
+          at + " (fsdp_version; axolotl's default 1)")
     mapped: dict[str, tuple[str, dict[str, Any] | None]] = {
-        "fsdp_sharding_strategy": ("sharding", FSDP_SHARDING),
-        "fsdp_auto_wrap_policy": ("auto_wrap", FSDP_WRAP),
-        "fsdp_state_dict_type": ("state_dict_type", FSDP_STATE),
-        "fsdp_offload_params": ("cpu_offload", None),
-        "fsdp_transformer_layer_cls_to_wrap": ("transformer_layer_cls", None),
-        "fsdp_use_orig_params": ("use_orig_params", None),
-        "fsdp_sync_module_states": ("sync_module_states", None),
-        "fsdp_cpu_ram_efficient_loading": ("cpu_ram_efficient_loading", None),
-        "fsdp_reshard_after_forward": ("reshard_after_forward", None),
+        "sharding_strategy": ("sharding", FSDP_SHARDING),
+        "auto_wrap_policy": ("auto_wrap", FSDP_WRAP),
+        "state_dict_type": ("state_dict_type", FSDP_STATE),
+        "offload_params": ("cpu_offload", None),
+        "transformer_layer_cls_to_wrap": ("transformer_layer_cls", None),
+        "use_orig_params": ("use_orig_params", None),
+        "sync_module_states": ("sync_module_states", None),
+        "cpu_ram_efficient_loading": ("cpu_ram_efficient_loading", None),
+        "reshard_after_forward": ("reshard_after_forward", None),
     }
+    """axolotl's ``fsdp_config`` keys (its schema's names; the ``fsdp_`` prefix older configs
+    write is deprecated and stripped by axolotl's validation) -> the spec's."""
     for key, value in cfg.items():
         where = ("fsdp_config", key)
-        spec_key, table = mapped.get(key, ("", None))
-        value = table.get(str(value)) if table is not None else value
         if key in ("fsdp_version", "version"):
+            continue
+        spec_key, table = mapped.get(key.removeprefix("fsdp_"), ("", None))
+        value = table.get(str(value)) if table is not None else value
+        if key.removeprefix("fsdp_") == "activation_checkpointing":
+            _fsdp_checkpointing(r, where, value)
             continue
         if not spec_key or value is None:
             d.warn(where, f"fsdp_config.{key} has no spec field: not imported")
@@ -136,3 +167,12 @@ def distributed(r: Reader) -> None:
                "from fsdp_config.fsdp_sharding_strategy)")
     if "offload" in modes:
         d.put(f + ("cpu_offload",), True, d.origin_of(("fsdp",)))
+
+
+def _fsdp_checkpointing(r: Reader, where: tuple[str, ...], value: Any) -> None:
+    """FSDP's activation checkpointing recomputes each wrapped layer in backward, as the
+    spec's ``training.gradient_checkpointing`` does (the same gradients)."""
+    d = r.draft
+    if value is True and r.value("gradient_checkpointing", r.sft) is not True:
+        d.put(("training", "gradient_checkpointing"), True, d.origin_of(where) + " (FSDP's "
+              "activation checkpointing recomputes each decoder layer)")

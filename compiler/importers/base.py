@@ -10,6 +10,7 @@ that points at the source line; a file that is not the tool's config raises
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,10 +119,12 @@ _DISTILLS = {"deepseek-r1-distill-qwen-1.5b": "qwen2_5-1.5b",
              "deepseek-r1-distill-qwen-14b": "qwen2_5-14b",
              "deepseek-r1-distill-qwen-32b": "qwen2_5-32b",
              "deepseek-r1-distill-llama-8b": "llama3_1-8b",
-             "deepseek-r1-distill-llama-70b": "llama3_3-70b"}
+             "deepseek-r1-distill-llama-70b": "llama3_3-70b",
+             "phi-4-reasoning": "phi4-14b", "phi-4-reasoning-plus": "phi4-14b"}
 """DeepSeek-R1's distilled models and the base each was trained from (the DeepSeek-R1 model
-card: Qwen2.5-Math-1.5B/7B, Qwen2.5-14B/32B, Llama-3.1-8B, Llama-3.3-70B-Instruct): the same
-architecture and numbers as these catalog families."""
+card: Qwen2.5-Math-1.5B/7B, Qwen2.5-14B/32B, Llama-3.1-8B, Llama-3.3-70B-Instruct), and
+Phi-4-reasoning(-plus), fine-tuned from Phi-4 (their model card): the same architecture and
+numbers as these catalog families."""
 
 
 def _norm(text: str) -> str:
@@ -160,9 +163,36 @@ def match_family(model_id: str) -> tuple[str, bool] | None:
                 if found is not None:
                     return found, exact
         derived = next((t for t in _DERIVED_TAGS if last.endswith(t)), None)
-        if derived is None:
+        if derived is not None:
+            last, exact = last[:-len(derived)], False
+            continue
+        shorter = _base_name(last)
+        if shorter is None:
             return None
-        last, exact = last[:-len(derived)], False
+        last, exact = shorter, False
+
+
+_SIZE = re.compile(r"-(\d+x)?\d+(\.\d+)?[bm]$")
+"""A parameter count closing a model name (``-7b``, ``-0.5b``, ``-135m``, ``-8x7b``)."""
+_LINES = ("-coder", "-math")
+"""Qwen2.5's code and math lines: Qwen2.5-Coder and Qwen2.5-Math keep Qwen2.5's architecture
+at each size (their model cards give Qwen2.5's layer and head counts), trained on other data."""
+
+
+def _base_name(name: str) -> str | None:
+    """The name of the model ``name`` derives from, by two rules; None when neither applies:
+    words after the parameter count are a derivative's (``qwen2.5-math-7b-rope-300k``: its
+    RoPE base changed, the layers did not), and a line tag (:data:`_LINES`) names a
+    specialist trained from the family's architecture (``qwen2.5-coder-7b``)."""
+    parts = name.split("-")
+    for end in range(len(parts) - 1, 1, -1):
+        head = "-".join(parts[:end])
+        if _SIZE.search(head):
+            return head
+    for line in _LINES:
+        if line + "-" in name:
+            return name.replace(line + "-", "-", 1)
+    return None
 
 
 def layer_class_names(value: object) -> str:

@@ -90,6 +90,8 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
     draft.put(("launcher",), "accelerate", launcher)
     for key in draft.source.data:
         if key not in r.used and key in r.data and key not in draft.consumed:
+            if key in TRAINS_DIFFERENTLY and r.data[key] is False:
+                continue  # switched off: nothing trains differently
             if key in TRAINS_DIFFERENTLY:
                 draft.warn((key,), f"{key} {r.data[key]!r}: "
                            f"{TRAINS_DIFFERENTLY[key]} (no spec field yet)")

@@ -9,8 +9,10 @@
   matched by name (:func:`ftspec.compiler.importers.base.family_for_hub_id`: the repo name
   without release tags, precision / quantization tags such as ``-fp16`` or ``-bnb-4bit``,
   and ``-Instruct`` / ``-chat`` / ``-hf`` / ``-base`` / ``-it``; DeepSeek-R1 distills by the
-  base their model card names); a name that matches nothing is a warning that says what
-  ``validate`` needs and why.
+  base their model card names; words after the parameter count, a derivative's, are dropped
+  (``Qwen2.5-Math-7B-RoPE-300k``); Qwen2.5's Coder and Math lines are Qwen2.5 at their size);
+  a match by a derivative rule is a warning naming the family assumed, and a name that
+  matches nothing is a warning that says what ``validate`` needs and why.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from ftspec.compiler.importers.oumi_data import import_data, import_method
 from ftspec.compiler.importers.oumi_defaults import TOOL
 from ftspec.compiler.importers.oumi_job import import_distributed, import_resources
 from ftspec.compiler.importers.oumi_source import OumiReader, load_oumi, override_args
-from ftspec.compiler.importers.trl import OPTIMIZERS, SCHEDULERS
+from ftspec.compiler.importers.schedule import schedule
+from ftspec.compiler.importers.trl import OPTIMIZERS
 from ftspec.compiler.importers.trl_defaults import SFT_DEFAULTS
 from ftspec.compiler.importers.trl_defaults import TOOL as TRL_TOOL
 from ftspec.compiler.importers.trl_reader import hub_or_file_uri
@@ -228,19 +229,19 @@ def _optimizer(r: OumiReader) -> None:
 def _scheduler(r: OumiReader) -> None:
     d, sched = r.draft, ("training", "scheduler")
     name = str(r.value("training", "lr_scheduler_type"))
-    if name in SCHEDULERS:
-        d.put(sched + ("name",), name, r.origin("training", "lr_scheduler_type"))
-    else:
-        r.warn("training", "lr_scheduler_type", f"lr_scheduler_type {name} has no spec "
-               "schedule: the spec's default (cosine) is used")
     kwargs = r.value("training", "lr_scheduler_kwargs")
-    if isinstance(kwargs, dict):
-        if set(kwargs) <= {"num_cycles"} and "num_cycles" in kwargs:
-            d.put(sched + ("num_cycles",), float(kwargs["num_cycles"]),
-                  r.origin("training", "lr_scheduler_kwargs"))
-        else:
-            r.warn("training", "lr_scheduler_kwargs", "lr_scheduler_kwargs other than "
-                   "num_cycles have no spec field: not imported")
+    found = schedule(name, kwargs, float(r.value("training", "learning_rate")))
+    at = r.origin("training", "lr_scheduler_type")
+    if found.name is None:
+        r.warn("training", "lr_scheduler_type", f"lr_scheduler_type {found.problem}: the "
+               "spec's default (cosine, decaying to zero) is used")
+    else:
+        d.put(sched + ("name",), found.name, at if found.name == name else f"{at} ({name})")
+        for key, value in found.fields.items():
+            d.put(sched + (key,), value, r.origin("training", "lr_scheduler_kwargs"))
+        if found.unread:
+            r.warn("training", "lr_scheduler_kwargs", f"lr_scheduler_kwargs "
+                   f"{', '.join(found.unread)} (for {name}) have no spec field: not imported")
     steps, ratio = r.value("training", "warmup_steps"), r.value("training", "warmup_ratio")
     if steps is not None:  # Oumi: warmup_steps wins over warmup_ratio
         r.put(sched + ("warmup_steps",), "training", "warmup_steps", convert=int)
@@ -256,6 +257,18 @@ def _scheduler(r: OumiReader) -> None:
 def _evaluation(r: OumiReader) -> None:
     ev = ("training", "evaluation")
     strategy = str(r.value("training", "eval_strategy"))
+    if strategy != "no" and r.draft.get(("data", "validation")) is None:
+        # oumi/train.py builds no eval dataset without data.validation, and transformers'
+        # Trainer refuses an eval_strategy other than "no" without one
+        r.draft.put(ev + ("strategy",), "no", f"{r.origin('training', 'eval_strategy')} "
+                    "(no validation data)")
+        r.warn("training", "eval_strategy", f"eval_strategy {strategy} without "
+               "data.validation: Oumi passes no eval dataset and transformers' Trainer "
+               "refuses to start so; imported with evaluation off (add data.validation and "
+               f"set training.evaluation.strategy: {strategy} to evaluate)")
+        r.value("training", "eval_steps")
+        r.value("training", "per_device_eval_batch_size")
+        return
     r.put(ev + ("strategy",), "training", "eval_strategy")
     if strategy == "steps":
         r.put(ev + ("steps",), "training", "eval_steps", convert=int)

@@ -15,6 +15,7 @@ from ftspec.compiler.importers.oumi_defaults import (
     ALPACA_DATASETS,
     CHAT_DATASETS,
     DATASET_DEFAULTS,
+    PRETRAINING_DATASETS,
     SPLIT_DEFAULTS,
     TOOL,
 )
@@ -139,6 +140,20 @@ def _dataset(r: OumiReader, at: KeyPath, dst: KeyPath,
     return out
 
 
+def _pretraining_length(r: OumiReader, at: KeyPath, seq_length: Any) -> None:
+    """A pretraining dataset's sequences: ``seq_length`` tokens of the concatenated documents
+    (packed; ``data.max_seq_len`` in the spec)."""
+    d = r.draft
+    if not _split_value(r.section("data").get("train") or {}, "pack"):
+        d.warn(at + ("dataset_name",), "Oumi's pretraining datasets concatenate the documents "
+               "and cut them into sequences whatever data.pack says; imported unpacked, so "
+               "each document is one (truncated) sequence")
+    if seq_length is not None and seq_length != r.value("model", "model_max_length"):
+        d.warn(at + ("dataset_kwargs", "seq_length"), f"seq_length {seq_length}: Oumi cuts "
+               "the documents into sequences of that many tokens; the spec packs to "
+               "data.max_seq_len (model.model_max_length)")
+
+
 def _format(r: OumiReader, at: KeyPath, dst: KeyPath, name: str,
             kwargs: dict[str, Any]) -> dict[str, Any]:
     d = r.draft
@@ -150,6 +165,10 @@ def _format(r: OumiReader, at: KeyPath, dst: KeyPath, name: str,
                "assistant turn through the model's chat template, loss on every token; "
                f"imported as format {fmt['format']} (train_on_input true), whose prompt text "
                "differs")
+    elif name in PRETRAINING_DATASETS:
+        fmt = {"format": "text", "text_field": PRETRAINING_DATASETS[name]}
+        used.add("seq_length")
+        _pretraining_length(r, at, kwargs.get("seq_length"))
     elif name in CHAT_DATASETS or name in ("text_sft", "text_sft_jsonl", "HuggingFaceDataset"):
         column = str(kwargs.get("messages_column", "messages"))
         used |= {"messages_column", "hf_dataset_path"}

@@ -131,6 +131,20 @@ CHAT_DATASETS = ("HuggingFaceH4/ultrachat_200k", "allenai/tulu-3-sft-mixture",
                  "Magpie-Align/Llama-3-Magpie-Pro-1M-v0.1", "Magpie-Align/Magpie-Pro-300K-Filtered")
 """Registered Oumi datasets whose rows hold an OpenAI-style ``messages`` list."""
 
+PRETRAINING_DATASETS: dict[str, str] = {
+    "allenai/c4": "text", "allenai/dolma": "text", "tiiuae/falcon-refinedweb": "text",
+    "HuggingFaceFW/fineweb-edu": "text", "EleutherAI/pile": "text",
+    "togethercomputer/RedPajama-Data-1T": "text", "togethercomputer/RedPajama-Data-V2": "text",
+    "gmongaras/SlimPajama-627B_Reupload": "text", "cerebras/SlimPajama-627B": "text",
+    "bigcode/starcoderdata": "content", "bigcode/the-stack": "content",
+    "roneneldan/TinyStories": "text", "nampdn-ai/tiny-textbooks": "text",
+    "wikimedia/wikipedia": "text", "Salesforce/wikitext": "text",
+    "PleIAs/YouTube-Commons": "text",
+}
+"""Names Oumi registers for its pretraining datasets (``datasets/pretraining/``,
+``BasePretrainingDataset``): plain documents in one text column (``_data_column``), whose
+tokens are concatenated and cut into ``seq_length``-token sequences, every token trained."""
+
 SKYPILOT_ACCELERATORS: dict[str, str] = {
     "T4": "nvidia-t4", "V100": "nvidia-v100-16gb", "V100-32GB": "nvidia-v100-32gb",
     "A10G": "nvidia-a10g", "L4": "nvidia-l4", "L40S": "nvidia-l40s",

@@ -40,6 +40,29 @@ def load_trainjob(path: Path) -> SourceDoc:
     return doc
 
 
+_TOP_KIND = re.compile(r"^kind:\s*['\"]?([A-Za-z0-9]+)")
+_NAME = re.compile(r"^\s{2}name:\s*['\"]?([A-Za-z0-9.-]+)")
+
+
+def other_objects(path: Path) -> list[Diagnostic]:
+    """A warning at each object of the file other than the TrainJob (a runtime, a ConfigMap,
+    a PVC): the import reads the TrainJob only."""
+    out = []
+    for lines in _documents(read_spec_text(path)):
+        kinds = [(n, m.group(1)) for n, ln in lines for m in [_TOP_KIND.match(ln)] if m]
+        if not kinds or kinds[0][1] == "TrainJob":
+            continue
+        line, kind = kinds[0]
+        name = next((m.group(1) for _, ln in lines for m in [_NAME.match(ln)] if m), "")
+        why = ("the TrainJob's runtimeRef names it, and ftspec applies the TrainJob only: "
+               "apply the runtime yourself"
+               if kind.endswith("TrainingRuntime") else "apply it yourself")
+        out.append(Diagnostic(Severity.WARNING, f"the file also holds {kind} {name}: not "
+                              f"imported ({why})", span=Span(str(path), line, 1),
+                              code="import.not-expressed"))
+    return out
+
+
 def _documents(text: str) -> list[list[tuple[int, str]]]:
     """Lines (1-based number, text) of each document, separators left out."""
     docs: list[list[tuple[int, str]]] = [[]]

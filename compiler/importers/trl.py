@@ -21,15 +21,15 @@ from ftspec.compiler.importers.base import (
     not_this_tool,
 )
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
+from ftspec.compiler.importers.schedule import schedule
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8
 from ftspec.compiler.importers.trl_data import import_data
+from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, NO_EFFECT, TOOL
 from ftspec.compiler.importers.trl_precision import import_precision
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
-SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup", "cosine_with_restarts",
-              "polynomial", "inverse_sqrt")
 OPTIMIZERS: dict[str, tuple[str, bool]] = {
     "adamw_torch": ("adamw", False), "adamw_torch_fused": ("adamw", True),
     "adamw_hf": ("adamw", False), "adam": ("adam", False), "sgd": ("sgd", False),
@@ -58,7 +58,19 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     world = _resources(draft, nproc, nnodes, accelerator)
     _training(r, world)
     _output(r)
-    return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch")
+    if not r.fms:  # fms-hf-tuning's own arguments keep these names
+        _legacy_names(r)
+    return finish("trl", r, path, "TRL's SFTTrainer runs under accelerate launch", NO_EFFECT)
+
+
+def _legacy_names(r: Reader) -> None:
+    """A key older releases read under another name: read as they did, said at the key (the
+    installed TRL's parser refuses the old name)."""
+    for old, new in LEGACY_KEYS.items():
+        if old in r.used:
+            r.draft.warn((old,), f"{old} is the name {LEGACY_READERS[old]} read for {new}; "
+                         f"{TOOL}'s parser refuses it: read as {new} {r.data[old]!r}, as those "
+                         "releases did")
 
 
 def check_is_trl(doc: SourceDoc) -> None:
@@ -243,13 +255,23 @@ def _optimizer(r: Reader) -> None:
 
 
 def schedule_name(r: Reader, word: str = "lr_scheduler_type") -> None:
-    """``lr_scheduler_type`` as the spec's scheduler name, or a warning at its key (``word``:
-    what the source tool calls the key)."""
+    """``lr_scheduler_type`` and ``lr_scheduler_kwargs`` as the spec's schedule (``schedule``),
+    or a warning at the key (``word``: what the source tool calls it)."""
+    d, sched = r.draft, ("training", "scheduler")
     name = str(r.value("lr_scheduler_type", r.sft))
-    if name in SCHEDULERS:
-        r.draft.put(("training", "scheduler", "name"), name, r.origin("lr_scheduler_type"))
-    else:
-        r.draft.warn((r.key("lr_scheduler_type") or "",), f"{word} {name} has no spec schedule")
+    kwargs = r.value("lr_scheduler_kwargs")
+    found = schedule(name, kwargs, float(r.value("learning_rate", r.sft)))
+    if found.name is None:
+        d.warn((r.key("lr_scheduler_type") or "",), f"{word} {found.problem}: the spec's "
+               "default (cosine, decaying to zero) is used")
+        return
+    at = r.origin("lr_scheduler_type")
+    d.put(sched + ("name",), found.name, at if found.name == name else f"{at} ({name})")
+    for key, value in found.fields.items():
+        d.put(sched + (key,), value, r.origin("lr_scheduler_kwargs"))
+    if found.unread:
+        d.warn(("lr_scheduler_kwargs",), f"lr_scheduler_kwargs {', '.join(found.unread)} "
+               f"(for {name}) have no spec field: not imported")
 
 
 def _scheduler(r: Reader) -> None:
@@ -277,6 +299,10 @@ def _evaluation(r: Reader) -> None:
         r.put(ev + ("steps",), "eval_steps")
     if strategy != "no":
         r.put(ev + ("batch_size",), "per_device_eval_batch_size")
+    elif r.has("per_device_eval_batch_size"):
+        r.value("per_device_eval_batch_size")
+        d.warn(("per_device_eval_batch_size",), "per_device_eval_batch_size: eval_strategy is "
+               "no, so nothing is evaluated: not imported (no effect on training)")
 
 
 def _checkpointing(r: Reader) -> None:

@@ -142,6 +142,41 @@ def import_data(r: Reader) -> None:
     workers = r.value("dataloader_num_workers")
     if isinstance(workers, int):
         d.put(("data", "num_workers"), workers, r.origin("dataloader_num_workers"))
+    _dataset_kwargs(r)
+    _eos_token(r)
+
+
+def _dataset_kwargs(r: Reader) -> None:
+    """``dataset_kwargs``: TRL 0.15 and later read only ``skip_prepare_dataset`` from it
+    (``SFTTrainer``); ``add_special_tokens`` / ``append_concat_token``, which the handbook's
+    recipes still set, were read by TRL 0.14 and older."""
+    kwargs = r.value("dataset_kwargs")
+    if not isinstance(kwargs, dict):
+        return
+    ignored = sorted(str(k) for k in kwargs if k != "skip_prepare_dataset")
+    if ignored:
+        r.draft.warn(("dataset_kwargs",), f"dataset_kwargs {', '.join(ignored)}: read by TRL "
+                     "0.14 and older only; TRL 0.15 and later ignore them, so they change "
+                     "nothing: not imported")
+    if kwargs.get("skip_prepare_dataset") is True:
+        r.draft.warn(("dataset_kwargs", "skip_prepare_dataset"), "skip_prepare_dataset: TRL "
+                     "takes the rows as already tokenized; ftspec tokenizes them from the "
+                     "spec's format: not imported")
+
+
+def _eos_token(r: Reader) -> None:
+    """``eos_token``: TRL makes it the tokenizer's end token, appends it to text and
+    completion rows (a chat row ends as its template writes it) and saves the tokenizer so."""
+    eos = r.value("eos_token")
+    if eos is None:
+        return
+    fmt = r.draft.get(("data", "train", "format"))
+    trains = ("chat rows end as the chat template writes them, so the same tokens train"
+              if fmt == "chat" else "text and completion rows end with the tokenizer's own "
+              "end token instead, which trains differently")
+    r.draft.warn(("eos_token",), f"eos_token {eos!r}: TRL makes it the tokenizer's end token "
+                 f"(saved with the model); the spec keeps the tokenizer's own: {trains}; "
+                 "not imported")
 
 
 def _fms_data(r: Reader) -> None:

@@ -61,6 +61,24 @@ LEGACY_KEYS: dict[str, str] = {
 }
 """Keys older TRL/transformers releases read, renamed since: imported under the new name
 (transformers 5 reads a ``warmup_steps`` below 1 as the ratio ``warmup_ratio`` was)."""
+LEGACY_READERS: dict[str, str] = {
+    "max_seq_length": "TRL 0.19 and older (SFTConfig renamed it in 0.16, removed it in 0.20)",
+    "torch_dtype": "TRL 0.29 and older (ModelConfig; removed in TRL 1.0)",
+    "evaluation_strategy": "transformers 4 before 4.46 (TrainingArguments)",
+    "warmup_ratio": "transformers 4 (TrainingArguments; transformers 5 reads a warmup_steps "
+                    "below 1 as the ratio)",
+}
+"""Which releases read each of :data:`LEGACY_KEYS` (huggingface/trl's history of
+``sft_config.py`` and ``model_config.py``): a recipe using one was written for them, and the
+import says so at the key. The alignment-handbook's recipes (``trl>=0.19.1``) still say
+``max_seq_length`` and ``torch_dtype``."""
+
+NO_EFFECT = ("use_liger_kernel", "dataset_num_proc", "log_level", "overwrite_output_dir",
+             "hub_model_id", "hub_strategy", "hub_always_push", "push_to_hub", "do_train",
+             "remove_unused_columns", "save_only_model")
+"""Keys of the corpus recipes that change no hyper-parameter: kernels (Liger's fused ones
+compute the same loss), preprocessing workers, logging verbosity, Hub uploads, the output
+folder's reuse, checkpoints without the optimizer state."""
 
 FMS_TOOL = f"fms-hf-tuning (tuning/config/configs.py) / transformers {TRANSFORMERS_VERSION}"
 FMS_SFT_DEFAULTS: dict[str, Any] = SFT_DEFAULTS | {

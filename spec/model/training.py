@@ -37,6 +37,11 @@ class Scheduler(SpecModel):
         default=None, ge=0, lt=1, description="Warm-up as a fraction of all steps."
     )
     num_cycles: float = Field(default=0.5, gt=0, description="Cosine cycles (0.5 = half wave).")
+    min_lr_ratio: float = Field(
+        default=0.0, ge=0, lt=1,
+        description="The cosine schedule's floor as a fraction of the peak learning rate "
+        "(transformers' cosine_with_min_lr, min_lr_rate); 0 decays to zero.",
+    )
 
 
 class Logging(SpecModel):

@@ -5,6 +5,7 @@ one place; ``validate`` runs those checks through the one compile path."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, format_path
@@ -117,11 +118,40 @@ def fsdp_layer_class(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         return
     own = _layer_class(spec)
     if own and own not in names:
+        known = _model_classes(spec)
+        prefix = own.removesuffix("DecoderLayer")
+        missing = [n for n in names if n not in known] if known is not None else \
+            [n for n in names if not (prefix and n.startswith(prefix))]
+        if not missing:
+            return  # a module of the model other than its decoder layer (an MoE block)
         model = spec.model.family or "this model"
-        yield error(at, f"{', '.join(names)} is not a layer of {model} (its decoder layer is "
-                    f"{own}): accelerate would find nothing to wrap and stop",
+        yield error(at, f"{', '.join(missing)} is not a module class of {model} (its decoder "
+                    f"layer is {own}): accelerate would find nothing to wrap and stop",
                     "fsdp-layer-class", hint=f"transformer_layer_cls: {own}, or leave it "
                     "out (the model's own is used)")
+
+
+_CLASS = re.compile(r"^class (\w+)\(", re.MULTILINE)
+
+
+def _model_classes(spec: FineTuneSpec) -> set[str] | None:
+    """The classes the installed transformers' ``modeling_<model_type>.py`` defines for a
+    catalog family, read as text (importing transformers takes seconds); None when that file
+    cannot be found."""
+    import importlib.util
+    from pathlib import Path
+
+    from ftspec.spec.catalog.models import MODEL_FAMILIES
+
+    family = MODEL_FAMILIES.get(spec.model.family or "")
+    found = importlib.util.find_spec("transformers")
+    if family is None or not family.arch or found is None or found.origin is None:
+        return None
+    path = Path(found.origin).parent / "models" / family.arch / f"modeling_{family.arch}.py"
+    try:
+        return set(_CLASS.findall(path.read_text(encoding="utf-8")))
+    except OSError:
+        return None
 
 
 def _layer_class(spec: FineTuneSpec) -> str | None:

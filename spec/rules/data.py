@@ -9,7 +9,7 @@ from ftspec.spec.diagnostics import Diagnostic, KeyPath
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.data import Dataset
 from ftspec.spec.rules._diag import error
-from ftspec.spec.urls import rest
+from ftspec.spec.urls import hub_parts, rest, scheme
 
 
 def datasets(spec: FineTuneSpec) -> Iterator[tuple[KeyPath, Dataset]]:
@@ -112,7 +112,8 @@ def loader_known(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     for path, ds in datasets(spec):
         if ds.loader is not None:
             continue
-        location = rest(ds.uri)
+        # a hub repository's id may hold dots (airoboros-3.2): only a path inside it is a file
+        location = hub_parts(ds.uri)[1] if scheme(ds.uri) == "hf" else rest(ds.uri)
         if not is_folder(location) and detect(location) is None:
             yield error((*path, "uri"), f"cannot tell the format of a {suffix_of(location)} "
                         "file", "loader-unknown",

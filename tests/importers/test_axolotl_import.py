@@ -77,6 +77,55 @@ def _save(s: dict[str, Any]) -> tuple[str, int | None]:
     return "epoch", None
 
 
+def _turn_keys(s: dict[str, Any]) -> str | None:
+    ds = s["datasets"][0]
+    if ds.get("type") != "chat_template":
+        return None
+    mapping = ds.get("message_property_mappings") or {
+        "role": ds.get("message_field_role", "role"),
+        "content": ds.get("message_field_content", "content")}
+    return "sharegpt" if mapping == {"role": "from", "content": "value"} else "openai"
+
+
+STEPS, WARMUP = 100, 10
+"""The schedules are compared as learning-rate multipliers over a 100-step run with 10
+warm-up steps (the warm-up itself is compared as its own field)."""
+
+
+def _axolotl_schedule(s: dict[str, Any]) -> str | list[float]:
+    """axolotl's schedule: a name, or for its cosine the multipliers its
+    ``get_cosine_schedule_with_min_lr`` gives (utils/schedulers.py: (1 - ratio) x the half
+    cosine + ratio after a linear warm-up; ratio 0 is transformers' cosine)."""
+    import math
+
+    name = src("lr_scheduler")(s)
+    ratio = s.get("cosine_min_lr_ratio") or 0.0
+    if name != "cosine" or s.get("cosine_constant_lr_ratio") or s.get("lr_quadratic_warmup"):
+        return str(name)
+    return [round(step / WARMUP if step < WARMUP else (1 - ratio) * 0.5 * (1 + math.cos(
+        math.pi * (step - WARMUP) / (STEPS - WARMUP))) + ratio, 6) for step in range(STEPS)]
+
+
+def _compiled_schedule(r: Read) -> str | list[float]:
+    """The compiled schedule as transformers builds it from sft.yaml (its cosine family as
+    multipliers, any other by name)."""
+    import torch
+    from transformers import get_scheduler
+
+    name = str(getattr(r.sft.lr_scheduler_type, "value", r.sft.lr_scheduler_type))
+    if name not in ("cosine", "cosine_with_min_lr", "constant_with_warmup"):
+        return name
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = get_scheduler(name, opt, num_warmup_steps=WARMUP, num_training_steps=STEPS,
+                          scheduler_specific_kwargs=r.sft.lr_scheduler_kwargs or {})
+    out = []
+    for _ in range(STEPS):
+        out.append(round(sched.get_last_lr()[0], 6))
+        opt.step()
+        sched.step()
+    return out
+
+
 def _train(r: Read) -> dict[str, Any]:
     if "train" in r.prepare:
         (train,) = r.prepare["train"]
@@ -119,7 +168,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "num_train_epochs": ("num_epochs", src("num_epochs", float), trl("num_train_epochs")),
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "optim": ("optimizer", src("optimizer", _optim), trl("optim", _optim)),
-    "lr_scheduler_type": ("lr_scheduler", src("lr_scheduler"), trl("lr_scheduler_type")),
+    "lr_scheduler_type": ("lr_scheduler", _axolotl_schedule, _compiled_schedule),
     # warmup_ratio is transformers 5's warmup_steps below 1
     "warmup_steps": ("warmup_steps", lambda s: s.get("warmup_steps", s.get("warmup_ratio")),
                      trl("warmup_steps")),
@@ -166,6 +215,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
                                lambda r: r.prepare.get("validation_split_ratio")),
     "train_on_input": ("train_on_inputs", lambda s: s.get("train_on_inputs") is True,
                        lambda r: _train(r).get("train_on_input", False)),
+    # the keys of each chat turn: axolotl's default role/content, or ShareGPT's from/value
+    "turn_keys": ("datasets[].message_property_mappings", _turn_keys,
+                  lambda r: _train(r).get("conversation_style") if _train(r).get("format")
+                  == "chat" else None),
     "dataset": ("datasets[].path", lambda s: "hf://" + s["datasets"][0]["path"],
                 lambda r: _train(r)["source"]),
     # the sharding the source asks for reaches accelerate.yaml (a node of GPUs is assumed)
@@ -185,7 +238,11 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 
 
 CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS,
-                 outside_catalog=frozenset({"2026-olmo3-olmo3-7b-qlora.yaml"}))
+                 outside_catalog=frozenset({
+                     "2026-olmo3-olmo3-7b-qlora.yaml", "2026-devstral-small-qlora.yml",
+                     "2026-gpt-oss-20b-sft-lora-singlegpu.yaml",
+                     "2026-granite4-granite-4.0-tiny-fft.yaml",
+                     "2026-liquidai-lfm2-350m-fft.yaml", "2026-qwen3.5-27b-qlora-fsdp.yaml"}))
 
 
 def test_corpus_is_there() -> None:
@@ -198,8 +255,10 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
+    # logging_steps: without it axolotl logs every 0.5% of the run's steps (1 to 10), which
+    # depends on the dataset's size
     CHECKED.assert_figures(may_warn={"eval_strategy", "save", "unfrozen_parameters", "optim",
-                                      "gradient_checkpointing"})
+                                      "gradient_checkpointing", "logging_steps"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:

@@ -63,6 +63,12 @@ def test_local_model_and_data_run_on_the_cpu(tmp_path: Path, row: dict[str, obje
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", ("qwen2_5-7b", False)),
     ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", ("llama3_1-8b", False)),
     ("HuggingFaceTB/SmolLM3-3B", None),
+    ("HuggingFaceTB/SmolLM3-3B-checkpoints", None),
+    # Qwen2.5's code and math lines, and words after the size (a derivative's)
+    ("Qwen/Qwen2.5-Coder-7B-Instruct", ("qwen2_5-7b", False)),
+    ("Qwen/Qwen2.5-Coder-32B-Instruct", ("qwen2_5-32b", False)),
+    ("open-r1/Qwen2.5-Math-7B-RoPE-300k", ("qwen2_5-7b", False)),
+    ("microsoft/Phi-4-reasoning-plus", ("phi4-14b", False)),
 ])
 def test_name_rule(name: str, found: tuple[str, bool] | None) -> None:
     assert match_family(name) == found

@@ -20,6 +20,7 @@ from ftspec.compiler.importers.oumi_defaults import (
     FSDP_DEFAULTS,
     MODEL_DEFAULTS,
     PEFT_DEFAULTS,
+    PRETRAINING_DATASETS,
     TRAINING_DEFAULTS,
 )
 from ftspec.spec.loader import parse_yaml
@@ -76,7 +77,9 @@ def _oumi_effective(src: dict[str, Any], job: dict[str, Any] | None) -> dict[str
         "logging_strategy": t["logging_strategy"], "eval_strategy": t["eval_strategy"],
         "save_strategy": "steps" if t["save_steps"] > 0 else
                          "epoch" if t["save_epoch"] else "no",
-        "save_steps": t["save_steps"], "report_to": sorted(sinks),
+        # save_steps is read with the steps strategy only
+        "save_steps": t["save_steps"] if t["save_steps"] > 0 else None,
+        "report_to": sorted(sinks),
         "torch_compile": t["compile"],
         "activation_checkpointing": t["enable_gradient_checkpointing"],
         "max_length": m["model_max_length"] or default_max_length,
@@ -107,7 +110,9 @@ def _oumi_effective(src: dict[str, Any], job: dict[str, Any] | None) -> dict[str
             "fsdp_forward_prefetch": f["forward_prefetch"],
             "fsdp_state_dict_type": f["state_dict_type"],
             "fsdp_auto_wrap_policy": f["auto_wrap_policy"],
-            "fsdp_transformer_layer_cls_to_wrap": f["transformer_layer_cls"],
+            # Oumi hands accelerate the class names (simplify_transformer_layer_cls_string)
+            "fsdp_transformer_layer_cls_to_wrap": f["transformer_layer_cls"] and ",".join(
+                n.strip().rsplit(".", 1)[-1] for n in f["transformer_layer_cls"].split(",")),
             "fsdp_sync_module_states": f["sync_module_states"],
             "fsdp_use_orig_params": orig, "fsdp_cpu_ram_efficient_loading": True,
         }
@@ -144,8 +149,12 @@ def _ftspec_effective(files: dict[str, Any], imported: Any, fsdp_keys: list[str]
         "logging_strategy": str(getattr(sft.logging_strategy, "value", sft.logging_strategy)),
         "eval_strategy": str(getattr(sft.eval_strategy, "value", sft.eval_strategy)),
         "save_strategy": str(getattr(sft.save_strategy, "value", sft.save_strategy)),
-        "save_steps": sft.save_steps, "report_to": sorted(sft.report_to or []),
-        "torch_compile": sft.torch_compile,
+        "save_steps": sft.save_steps if str(getattr(sft.save_strategy, "value",
+                                                    sft.save_strategy)) == "steps" else None,
+        "report_to": sorted(sft.report_to or []),
+        # compiled by the Trainer (torch_compile) or by accelerate (its dynamo backend)
+        "torch_compile": bool(sft.torch_compile or (acc.get("dynamo_config") or {}).get(
+            "dynamo_backend", "NO") != "NO"),
         "activation_checkpointing": bool(sft.gradient_checkpointing
                                          or fsdp_cfg.get("fsdp_activation_checkpointing")),
         "max_length": sft.max_length,
@@ -187,29 +196,55 @@ def _check(name: str, tmp_path: Path) -> dict[str, bool]:
     want = _oumi_effective(src, job)
     got = _ftspec_effective(files, imported, list(want.get("fsdp", {})), tmp_path)
     diffs = {k: (want[k], got[k]) for k in want if want[k] != got[k]}
-    assert diffs == {}, name
-    (train,) = files["prepare.json"]["train"]
+    warned_at = {w.path for w in imported.warnings}
+    warned = {k for k in diffs if MAY_WARN.get(k) in warned_at}
+    assert {k: v for k, v in diffs.items() if k not in warned} == {}, name
+    if "train" in files["prepare.json"]:
+        (train,) = files["prepare.json"]["train"]
+    else:  # text rows of a hub dataset: TRL loads them itself
+        script, sft, _, _ = trl_reads(files["sft.yaml"])
+        train = {"source": "hf://" + script.dataset_name, "format": "text",
+                 "split": script.dataset_train_split, "text_field": sft.dataset_text_field}
     dataset = src["data"]["train"]["datasets"][0]
     assert train["source"] == "hf://" + dataset["dataset_name"]
     assert train.get("split", "train") == dataset.get("split", "train")
-    assert train["train_on_input"] is True  # Oumi's SFT datasets train on every token
+    if train["format"] == "text":  # a pretraining dataset: its documents, every token
+        assert train["text_field"] == PRETRAINING_DATASETS[dataset["dataset_name"]]
+    else:
+        assert train["train_on_input"] is True  # Oumi's SFT datasets train on every token
     steps["equal"] = True
+    steps["warned"] = bool(warned)
     return steps
+
+
+MAY_WARN = {"eval_strategy": ("training", "eval_strategy")}
+"""Compared field -> the source key whose warning covers a difference: an eval_strategy
+without validation data, which transformers' Trainer refuses under Oumi (imported off)."""
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_import_validate_compile_equal(name: str, tmp_path: Path) -> None:
-    assert all(_check(name, tmp_path).values())
+    steps = _check(name, tmp_path)
+    warned = steps.pop("warned")
+    assert all(steps.values())
+    assert warned is (name in WARNED)
+
+
+WARNED = {"2026-gemma2-2b_full-train.yaml", "2026-gemma3-4b_full-train.yaml"}
+"""Recipes that ask for evaluation by steps without validation data (Oumi stops at start)."""
 
 
 def test_corpus_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    counts = dict.fromkeys(("imported", "validated", "compiled", "equal"), 0)
+    counts = dict.fromkeys(("imported", "validated", "compiled", "equal", "warned"), 0)
     for name in CONFIGS:
         for step, ok in _check(name, tmp_path).items():
             counts[step] += ok
     with capsys.disabled():
-        print("\noumi corpus: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
-    assert counts == dict.fromkeys(counts, len(CONFIGS))
+        print(f"\noumi corpus: {counts['imported']} imported, {counts['validated']} "
+              f"validated, {counts['compiled']} compiled, {counts['equal']} equal "
+              f"({counts['equal'] - counts['warned']} on every field, {counts['warned']} "
+              "warned), 0 silent")
+    assert counts == dict.fromkeys(counts, len(CONFIGS)) | {"warned": len(WARNED)}
 
 
 FIT_TORCHTUNE = {
@@ -237,6 +272,27 @@ def _torchtune_configs() -> list[str]:
     return out
 
 
+TORCHTUNE_MISFITS = {
+    "2026-gemma2-2b_full-train.yaml": "method.kind",  # no shipped single-device full config
+    "2026-qwen2_5-7b_full-train.yaml": "training.scheduler.warmup_ratio",
+    "2026-phi4-reasoning_plus-lora_train.yaml": "method.lora.target_modules",  # qkv_proj
+}
+"""Recipes of torchtune families that need more than a value change to run there: the
+refusal that says so (located, at the field named)."""
+
+
+def test_torchtune_misfits_are_refused_at_the_field() -> None:
+    from ftspec.compiler.pipeline import CompileOptions, compile_spec
+    from ftspec.spec.overrides import apply_sets
+
+    for name, field in TORCHTUNE_MISFITS.items():
+        imported, _, _ = _import(name)
+        doc = apply_sets(parse_yaml(imported.text, name), ["launcher=torchtune"])
+        refused = compile_spec(doc, "artifacts", CompileOptions(target="torchtune"))
+        errors = {".".join(map(str, d.path or ())) for d in refused.diagnostics if d.is_error}
+        assert field in errors, (name, errors)
+
+
 def test_torchtune_launcher_where_it_fits() -> None:
     """For the families torchtune ships, the import compiles with ``launcher: torchtune``
     once the settings torchtune's recipes lack are refused (located) and set to what fits;
@@ -247,7 +303,8 @@ def test_torchtune_launcher_where_it_fits() -> None:
 
     names = _torchtune_configs()
     assert len(names) >= 5
-    for name in names:
+    assert set(TORCHTUNE_MISFITS) <= set(names)
+    for name in sorted(set(names) - set(TORCHTUNE_MISFITS)):
         imported, _, _ = _import(name)
         doc = apply_sets(parse_yaml(imported.text, name), ["launcher=torchtune"])
         refused = compile_spec(doc, "artifacts", CompileOptions(target="torchtune"))

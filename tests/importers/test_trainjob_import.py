@@ -185,3 +185,18 @@ def test_ftspecs_own_trainjob_comes_back_without_raw_patches(tmp_path: Path) -> 
     again = _compiled(imported.text, "again")
     assert again["spec"] == first["spec"]
     assert again["metadata"]["labels"] == first["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(("name", "kind", "line"), [
+    ("2026-multi-step.yaml", "TrainingRuntime torch-with-dataset-init", 34),
+    ("2026-volcano-integration.yaml", "ClusterTrainingRuntime torch-distributed-volcano", 38),
+])
+def test_other_objects_of_the_file_are_said(name: str, kind: str, line: int) -> None:
+    """Kubeflow's examples ship the runtime beside the TrainJob: the import reads the
+    TrainJob and says, at the runtime's line, that the runtime is not imported."""
+    from ftspec.compiler.importers import IMPORTERS, ImportOptions
+
+    imported = IMPORTERS["trainjob"](CORPUS / name, (), ImportOptions())
+    (w,) = [w for w in imported.warnings if "also holds" in w.summary]
+    assert kind in w.summary and "not imported" in w.summary
+    assert w.span is not None and w.span.line == line

@@ -106,6 +106,12 @@ def _outcome(name: str) -> Outcome:
     warned_at = {w.path[0] for w in imported.warnings if w.path}
     diffs = {f: (getattr(sft, f), getattr(got_sft, f)) for f in SFT_FIELDS
              if getattr(sft, f) != getattr(got_sft, f)}
+    # the schedule's arguments (cosine_with_min_lr's floor); unset is transformers' {}
+    kwargs = (sft.lr_scheduler_kwargs or {}, got_sft.lr_scheduler_kwargs or {})
+    if kwargs[0] != kwargs[1]:
+        diffs["lr_scheduler_kwargs"] = kwargs
+    if sft.eval_strategy == "no" == got_sft.eval_strategy:  # the eval batch is never built
+        diffs.pop("per_device_eval_batch_size", None)
     if sft.save_strategy == "steps" and sft.save_steps != got_sft.save_steps:
         diffs["save_steps"] = (sft.save_steps, got_sft.save_steps)
     diffs |= {f: (getattr(model, f), getattr(got_model, f)) for f in MODEL_FIELDS
@@ -137,6 +143,15 @@ def _outcome(name: str) -> Outcome:
     want = [("hf://" + n, split) for n, split in _sources(raw, script)]
     if got != want:
         diffs["datasets"] = (want, got)
+    # the dataset's configuration (subset): dataset_config, or each mixture entry's config
+    want_subsets = [e.get("config") for e in raw["dataset_mixture"]["datasets"]] \
+        if isinstance(raw.get("dataset_mixture"), dict) else None
+    if want_subsets is None and raw.get("dataset_mixer") is None:
+        want_subsets = [script.dataset_config]
+    got_subsets = [t.get("subset") for t in prepare["train"]] if "train" in prepare else \
+        [got_script.dataset_config]
+    if want_subsets is not None and got_subsets != want_subsets:
+        diffs["subsets"] = (want_subsets, got_subsets)
     # several datasets: the handbook keeps weight x rows of each and concatenates them
     if len(want) > 1:
         mix = raw.get("dataset_mixture") or {}
@@ -293,3 +308,58 @@ def test_defaults_table_is_installed_trl() -> None:
     assert {k: sft[k] for k in SFT_DEFAULTS} == SFT_DEFAULTS
     assert {k: model[k] for k in MODEL_DEFAULTS} == MODEL_DEFAULTS
     assert {k: script[k] for k in SCRIPT_DEFAULTS} == SCRIPT_DEFAULTS
+
+
+def test_renamed_keys_are_said_where_the_installed_trl_refuses_them(tmp_path: Path) -> None:
+    """The handbook's recipes (written for trl>=0.19.1, transformers>=4.53.3) say
+    max_seq_length, torch_dtype and warmup_ratio: the installed TRL's own parser refuses
+    them, the import reads them as those releases did and says so at each key."""
+    import json
+
+    from ruamel.yaml import YAML
+
+    name = "handbook-2025-zephyr-7b-gemma-sft-full.yaml"
+    raw = dict(YAML(typ="safe").load((CORPUS / name).read_text()))
+    handbook_own = {"dataset_mixture", "chat_template"}  # the handbook's dataclasses add them
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(json.dumps(  # JSON is YAML; TRL's loader reads it as written
+        {k: v for k, v in raw.items() if k not in handbook_own} | {"use_cpu": True}))
+    parser = trl.TrlParser((trl.ScriptArguments, trl.SFTConfig, trl.ModelConfig))
+    with pytest.raises(ValueError, match="Unknown arguments") as refused:
+        parser.parse_args_and_config(args=["--config", str(plain)])
+    imported = import_trl(CORPUS / name)
+    renamed = {w.path[0]: w for w in imported.warnings
+               if w.path and "as those releases did" in w.summary}
+    assert set(renamed) == {"max_seq_length", "torch_dtype", "warmup_ratio"}
+    assert all(f"--{key}" in str(refused.value) for key in renamed)
+    assert "read as max_length 2048" in renamed["max_seq_length"].summary
+    assert renamed["max_seq_length"].span is not None
+    assert renamed["max_seq_length"].span.line == 45
+    assert imported.data["data"]["max_seq_len"] == 2048
+
+
+def test_dataset_kwargs_trl_no_longer_reads_are_said_to_change_nothing() -> None:
+    """TRL 0.15+ reads only skip_prepare_dataset from dataset_kwargs (the installed one too)."""
+    import inspect
+
+    source = inspect.getsource(trl.SFTTrainer)
+    assert "append_concat_token" not in source and "skip_prepare_dataset" in source
+    imported = import_trl(CORPUS / "handbook-2025-zephyr-7b-gemma-sft-full.yaml")
+    (w,) = [w for w in imported.warnings if w.path == ("dataset_kwargs",)]
+    assert "add_special_tokens, append_concat_token" in w.summary
+    assert "change nothing" in w.summary
+    assert w.span is not None and w.span.line == 29
+
+
+@pytest.mark.parametrize(("rows", "same"), [("chat_template: '{{ x }}'\n", True), ("", False)])
+def test_eos_token_says_whether_the_rows_train_alike(tmp_path: Path, rows: str,
+                                                     same: bool) -> None:
+    """TRL appends eos_token to text / completion rows only (open-r1's recipes set it for
+    chat rows, where it changes no trained token)."""
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: a/b\n"
+                   f"eos_token: <|im_end|>\n{rows}")
+    (w,) = [w for w in import_trl(cfg).warnings if w.path == ("eos_token",)]
+    assert ("the same tokens train" in w.summary) is same
+    assert ("trains differently" in w.summary) is not same
+    assert w.span is not None and w.span.line == 3

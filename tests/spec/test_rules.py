@@ -171,6 +171,15 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
      {"distributed": {"strategy": "fsdp", "fsdp": {"transformer_layer_cls": "LlamaDecoderLayer"}}},
      {"distributed": {"strategy": "fsdp", "fsdp": {"transformer_layer_cls": "Qwen2DecoderLayer"}}},
      "rule.fsdp-layer-class", "distributed.fsdp.transformer_layer_cls"),
+    # axolotl's Mixtral example wraps the MoE blocks: a module of the model, so accelerate
+    # finds it (the classes are read from the installed transformers' modeling_mixtral.py)
+    ("fsdp-layer-moe-block", combos.fsdp_layer_class,
+     {"model.family": "mixtral-8x7b", "distributed": {
+         "strategy": "fsdp", "fsdp": {"transformer_layer_cls": "MixtralSparseMoeBlock"}}},
+     {"model.family": "mixtral-8x7b", "distributed": {
+         "strategy": "fsdp", "fsdp": {"transformer_layer_cls": "MixtralSparseMoeBlock,"
+                                      "MixtralNoSuchBlock"}}},
+     "rule.fsdp-layer-class", "distributed.fsdp.transformer_layer_cls"),
     ("all-linear-alone", method.settings_match_method,
      {"method": {"kind": "lora", "lora": {"target_modules": ["all-linear"]}}},
      {"method": {"kind": "lora", "lora": {"target_modules": ["all-linear", "q_proj"]}}},
@@ -193,6 +202,10 @@ CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] = [
     ("loader-unknown", data.loader_known,
      {"data.train": {"uri": "s3://bucket/train.dat", "loader": "csv"}},
      {"data.train": {"uri": "s3://bucket/train.dat"}}, "rule.loader-unknown", "data.train.uri"),
+    # a hub repository's id may hold a dot (HuggingFaceH4/airoboros-3.2); a file inside is a file
+    ("loader-unknown-hub", data.loader_known,
+     {"data.train": {"uri": "hf://HuggingFaceH4/airoboros-3.2"}},
+     {"data.train": {"uri": "hf://org/repo/train.dat"}}, "rule.loader-unknown", "data.train.uri"),
     ("data-missing", data.train_or_mixture, {}, {"data": {"max_seq_len": 512}},
      "rule.data-missing", "data"),
     ("data-both", data.train_or_mixture, {"data": {"mixture": MIX}},
