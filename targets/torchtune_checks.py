@@ -193,7 +193,8 @@ def _lora(job: Job, attn: dict[str, str], mlp: frozenset[str]) -> Iterator[Diagn
     unknown = [m for m in job.lora_modules if m not in attn and m not in mlp]
     if unknown:
         yield _err(path, f"torchtune cannot adapt {', '.join(unknown)}", "lora-modules",
-                   hint="use q_proj, k_proj, v_proj, o_proj and the MLP projections")
+                   hint="set method.lora.target_modules to names torchtune adapts: "
+                   f"{', '.join(sorted(attn))} (attention), {', '.join(sorted(mlp))} (MLP)")
     chosen = [m for m in job.lora_modules if m in mlp]
     if chosen and len(chosen) != len(mlp):
         yield _err(path, f"torchtune adapts all MLP projections or none, not only "
