@@ -26,7 +26,16 @@ CORPUS = Path(__file__).parent / "corpus"
 TOOL_OF = {"trl": "trl", "fms": "trl", "axolotl": "axolotl", "llamafactory": "llamafactory",
            "oumi": "oumi", "trainjob": "trainjob"}
 """Corpus folder -> the ``ftspec import`` tool that reads it."""
-CONFIGS = sorted(p for p in CORPUS.glob("*/*") if p.suffix in (".yaml", ".yml", ".json"))
+LAUNCHER_FILES = ("accelerate", "deepspeed", "jobs")
+"""Corpus sub-folders of files a config names (accelerate and DeepSpeed configs, Oumi job
+configs), not configs to import themselves."""
+CONFIGS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml", ".json")
+                 and p.parent.name not in LAUNCHER_FILES)
+
+
+def _folder(config: Path) -> str:
+    """The corpus folder a config belongs to (LLaMA-Factory's keep its examples/ layout)."""
+    return config.relative_to(CORPUS).parts[0]
 TARGETS = (("kubeflow",), ("torchtune",), ("torchtune", "kubeflow"))
 """``--target`` values of one import (compiled for the last): kubeflow alone, torchtune alone,
 and torchtune's recipe on Kubeflow (the runtime Kubeflow Trainer ships for the model)."""
@@ -54,10 +63,10 @@ class Outcome:
 
 @cache
 def _outcome(config: Path, aims: tuple[str, ...], out: Path) -> Outcome:
-    imported = IMPORTERS[TOOL_OF[config.parent.name]](config, (), ImportOptions())
+    imported = IMPORTERS[TOOL_OF[_folder(config)]](config, (), ImportOptions())
     aimed = aim(imported, aims)
     target = aims[-1]
-    spec = out / "-".join(aims) / config.parent.name / f"{config.stem}.yaml"
+    spec = out / "-".join(aims) / _folder(config) / f"{config.stem}.yaml"
     spec.parent.mkdir(parents=True, exist_ok=True)
     spec.write_text(aimed.text)
     compiled = compile_spec(SpecInput(spec), "artifacts", CompileOptions(target=target))
@@ -74,7 +83,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_corpus_folder_has_a_tool() -> None:
-    assert {p.parent.name for p in CONFIGS} <= set(TOOL_OF), "map the new corpus folder"
+    assert {_folder(p) for p in CONFIGS} <= set(TOOL_OF), "map the new corpus folder"
     assert len(CONFIGS) >= 40
 
 
@@ -98,7 +107,7 @@ def _check_compiled(o: Outcome) -> None:
             if path is None:
                 continue
             wrong = validation_errors(doc, crd(path), "v1alpha1")
-            if wrong and doc["kind"] == "TrainJob" and o.config.parent.name == "trainjob":
+            if wrong and doc["kind"] == "TrainJob" and _folder(o.config) == "trainjob":
                 # the source TrainJob's own violations, carried by its overrides.trainjob
                 sources = [d for d in yaml.safe_load_all(o.config.read_text())
                            if isinstance(d, dict) and d.get("kind") == "TrainJob"]
@@ -121,7 +130,7 @@ def _check_compiled(o: Outcome) -> None:
 
 
 @pytest.mark.parametrize("aims", TARGETS, ids=["-".join(a) for a in TARGETS])
-@pytest.mark.parametrize("config", CONFIGS, ids=[f"{p.parent.name}/{p.name}" for p in CONFIGS])
+@pytest.mark.parametrize("config", CONFIGS, ids=[str(p.relative_to(CORPUS)) for p in CONFIGS])
 def test_aimed_import_compiles_or_lists_each_addition(config: Path, aims: tuple[str, ...],
                                                       out: Path) -> None:
     o = _outcome(config, aims, out)
@@ -231,12 +240,12 @@ def test_figures(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
             listed = all(e.span is not None and e.hint and ADDITION.search(e.hint)
                          for e in o.compiled.errors)
             kind = "compiled" if not o.compiled.errors else "listed" if listed else "unlisted"
-            rows[(config.parent.name, target, kind)] += 1
+            rows[(_folder(config), target, kind)] += 1
             left.update((target, e.code) for e in o.compiled.errors)
     with capsys.disabled():
         print()
         for target in (" --target ".join(a) for a in TARGETS):
-            for tool in sorted({p.parent.name for p in CONFIGS}):
+            for tool in sorted({_folder(p) for p in CONFIGS}):
                 n = sum(rows[(tool, target, k)] for k in ("compiled", "listed", "unlisted"))
                 print(f"import {tool} --target {target}: {n} configs, "
                       f"{rows[(tool, target, 'compiled')]} compiled, "
