@@ -190,7 +190,7 @@ def _schedule(s: Scheduler) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     if s.name in ("cosine", "cosine_with_restarts") and s.num_cycles != 0.5:
         kwargs["num_cycles"] = s.num_cycles
-    name = s.name
+    name: str = s.name
     if s.name == "cosine" and s.min_lr_ratio > 0:
         name, kwargs["min_lr_rate"] = "cosine_with_min_lr", s.min_lr_ratio
     return {"lr_scheduler_type": name, **({"lr_scheduler_kwargs": kwargs} if kwargs else {})}

@@ -130,9 +130,10 @@ def _command(draft: SpecDraft, config: Path, launch: Path | None) -> Command | N
         return named[0] if named else None
     candidates: list[Command] = []
     for script in scripts_beside(config):
-        text, _why = read_found(Path(script.name), config.parent, "launch script")
-        if text is not None:
-            candidates += [c for c in commands(text, _shown(script)) if names_config(c, config)]
+        script_text, _why = read_found(Path(script.name), config.parent, "launch script")
+        if script_text is not None:
+            candidates += [c for c in commands(script_text, _shown(script))
+                           if names_config(c, config)]
     if len({c.file for c in candidates}) > 1:
         _warn(draft, Span(candidates[0].file, candidates[0].line, 1), "several scripts beside "
               f"{config.name} launch it ({', '.join(sorted({c.file for c in candidates}))}): "
@@ -159,13 +160,13 @@ def _accelerate(draft: SpecDraft, config: Path, cmd: Command,
     word = cmd.options.get("config_file")
     if word is None:
         return put_accelerate(draft, cmd, Path("-"), "{}", cmd.file)
-    text, shown, why = _find_config(config, Path(cmd.file), word.text)
-    if text is None:
+    found, shown, why = _find_config(config, Path(cmd.file), word.text)
+    if found is None:
         _warn(draft, Span(cmd.file, word.line, 1), f"--config_file {word.text} ({cmd.at(word)})"
               f": {why}; its distributed settings are not imported: the run is imported "
               "without them", hint="pass --accelerate-config FILE")
         return put_accelerate(draft, cmd, Path("-"), "{}", cmd.file)
-    return put_accelerate(draft, cmd, Path(word.text), text, shown)
+    return put_accelerate(draft, cmd, Path(word.text), found, shown)
 
 
 def _find_config(config: Path, script: Path, given: str) -> tuple[str | None, str, str]:
