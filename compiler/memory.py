@@ -86,7 +86,7 @@ from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import LORA_FAMILY, QUANTIZED_LORA
+from ftspec.spec.model.method import LORA_FAMILY, PEFT_ADAPTERS, QUANTIZED_LORA
 from ftspec.spec.platforms import LAUNCHER_FACTS
 
 GIB = float(1 << 30)
@@ -112,8 +112,6 @@ _STATE_BYTES_8BIT = {"adamw_8bit": 2.0, "paged_adamw_8bit": 2.0}
 """bitsandbytes' 8-bit Adam: two 1-byte moments per parameter, whatever the parameter's dtype."""
 _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 """bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
-_ADAPTERS = LORA_FAMILY | {"prompt_tuning", "ia3"}
-"""Methods that train adapters over a frozen base model."""
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
@@ -211,14 +209,14 @@ def autocast_copy(spec: FineTuneSpec, model: ModelFacts, place: Placement) -> fl
 def adapter_weights(spec: FineTuneSpec, trainable: float, train_bytes: float,
                     place: Placement) -> float:
     """Adapter methods: the adapters' own tensors, trainable x ``trainable_bytes``."""
-    if spec.method.kind not in _ADAPTERS or place.params_offloaded:
+    if spec.method.kind not in PEFT_ADAPTERS or place.params_offloaded:
         return 0.0
     return trainable * train_bytes
 
 
 def _casts_frozen(spec: FineTuneSpec, place: Placement) -> bool:
     kind = spec.method.kind
-    return (spec.model.precision_mode == "mixed" and kind in _ADAPTERS
+    return (spec.model.precision_mode == "mixed" and kind in PEFT_ADAPTERS
             and kind not in QUANTIZED_LORA and not place.params_offloaded)
 
 
@@ -326,7 +324,7 @@ def estimate_memory(
     optimizer = optimizer_bytes(spec, trainable, train_bytes, place)
     persist = gradients_persist(strategy, accumulation)
     peak = step_peak(spec, model, lora_modules, micro_batch=micro_batch_size,
-                     adapter_bytes=train_bytes if spec.method.kind in _ADAPTERS else 0.0,
+                     adapter_bytes=train_bytes if spec.method.kind in PEFT_ADAPTERS else 0.0,
                      gradients=gradients, gradients_persist=persist,
                      tied_gradient=tied_gradient_bytes(spec, model, train_bytes, place))
     return MemoryEstimate(
@@ -351,7 +349,7 @@ def _layer_linear_params(model: ModelFacts) -> float:
 def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> float:
     """Bytes per trainable parameter: what its tensor, gradient and state dtype is."""
     kind = spec.method.kind
-    if kind not in _ADAPTERS:
+    if kind not in PEFT_ADAPTERS:
         return load_bytes  # the loaded weights train
     if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         return DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)

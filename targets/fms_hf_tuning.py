@@ -58,7 +58,7 @@ def trainer_args(job: Job, paths: RunPaths | None = None) -> dict[str, Any]:
     p = paths or default_paths(job)
     train = spec.data.train
     assert train is not None and job.row_format.only in ROW_FIELDS, "run check() first"
-    mixed = spec.model.autocasts  # bf16 over fp32 weights (mixed) or bf16 ones (autocast)
+    mixed = spec.model.autocasts  # over fp32 weights (mixed) or ones in dtype (autocast)
     a: dict[str, Any] = {
         "model_name_or_path": p.model_id,
         "torch_dtype": "float32" if spec.model.precision_mode == "mixed"
@@ -107,7 +107,7 @@ def _rest(job: Job) -> dict[str, Any]:
     spec = job.spec
     t = spec.training
     out: dict[str, Any] = {}
-    if spec.model.precision_mode == "mixed" and spec.model.dtype == "fp16":
+    if spec.model.autocasts and spec.model.dtype == "fp16":  # over fp32 or fp16 weights
         out["fp16"] = True
     if spec.model.autocasts and job.device == "cpu":
         out["use_cpu"] = True

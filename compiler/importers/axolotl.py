@@ -114,9 +114,14 @@ def _model(r: Reader) -> None:
     bf16, fp16 = r.value("bf16", r.sft), r.value("fp16") is True
     if fp16:
         d.put(("model", "dtype"), "fp16", r.origin("fp16"))
-        d.warn(("fp16",), "axolotl loads fp16 weights under fp16 autocast, which "
-               "transformers' GradScaler refuses for trained fp16 weights; imported as mixed "
-               "fp16 (fp32 weights under fp16 autocast)", hint="use bf16 where the GPU has it")
+        if r.value("adapter") is not None and not r.value("lora_modules_to_save"):
+            d.put(("model", "precision"), "autocast", r.origin("fp16") + " (axolotl loads "
+                  "the weights in fp16 and trains PEFT's fp32 adapters under fp16 autocast)")
+        else:
+            d.warn(("fp16",), "axolotl loads fp16 weights under fp16 autocast, which "
+                   "transformers' GradScaler refuses for trained fp16 weights (no adapter, "
+                   "or lora_modules_to_save); imported as mixed fp16 (fp32 weights under "
+                   "fp16 autocast)", hint="use bf16 where the GPU has it")
     elif bf16 is False:
         d.put(("model", "dtype"), "fp32", r.origin("bf16"))
     else:

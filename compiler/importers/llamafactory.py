@@ -124,6 +124,7 @@ def _model(r: Reader) -> None:
         d.warn(("flash_attn",), f"flash_attn {attn} has no spec attention implementation")
     if r.value("fp16") is True:
         d.put(("model", "dtype"), "fp16", r.origin("fp16"))
+        _fp16_mode(r)
     elif r.value("bf16") is True or r.value("pure_bf16") is True:
         d.put(("model", "dtype"), "bf16", r.origin("bf16" if r.has("bf16") else "pure_bf16"))
         # the weights load in compute_dtype (bf16), trainable ones upcast to fp32 unless
@@ -187,6 +188,23 @@ def _data(r: Reader) -> None:
     if r.has("eval_dataset"):
         d.warn(("eval_dataset",), "eval_dataset names dataset_info.json entries: set "
                "data.validation by hand")
+
+
+def _fp16_mode(r: Reader) -> None:
+    """fp16: the weights load in fp16, trainable ones upcast to fp32, under fp16 autocast. A
+    full fine-tune is mixed (fp16's default); LoRA is an fp16 base with fp32 adapters
+    (autocast), unless additional_target also trains base modules, which the spec's
+    autocast would train in fp16 (the GradScaler refuses them): mixed, warned."""
+    if str(r.value("finetuning_type", r.model)) != "lora":
+        return
+    if r.value("additional_target"):
+        r.draft.warn(("fp16",), "fp16 LoRA with additional_target: LLaMA-Factory trains the "
+                     "extra modules in fp32 over fp16 weights, which the spec cannot say "
+                     "(its fp16 autocast trains modules_to_save in fp16); imported as mixed "
+                     "fp16 (fp32 base weights: more memory)")
+        return
+    r.draft.put(("model", "precision"), "autocast",
+                f"{TOOL}: fp16 base weights, fp32 adapters, fp16 autocast")
 
 
 def _method(r: Reader) -> None:

@@ -26,7 +26,7 @@ from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8
 from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, NO_EFFECT, TOOL
-from ftspec.compiler.importers.trl_precision import import_precision
+from ftspec.compiler.importers.trl_precision import import_precision, peft_on
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
@@ -127,7 +127,7 @@ def _method(r: Reader) -> None:
         method = r.value("peft_method")
         if method not in (None, "none", "lora"):
             d.warn(("peft_method",), f"peft_method {method} is not imported (lora only)")
-    peft = r.value("peft_method") == "lora" if r.fms else r.value("use_peft", r.model) is True
+    peft = peft_on(r)
     peft_key = "peft_method" if r.fms else "use_peft"
     if not peft:
         d.put(("method", "kind"), "full", r.origin(peft_key))

@@ -8,9 +8,11 @@ transformers' and so fms's is False). The spec says what is stored and what is c
 - no autocast: pure precision in the load dtype;
 - bf16 weights under bf16 autocast: autocast precision (weights, gradients and optimizer
   state in bf16, autocast's fp32 ops in fp32);
-- fp16 weights under fp16 autocast cannot train a full model (transformers' GradScaler
-  refuses fp16 gradients), and the spec has one dtype for weights and autocast: the
-  remaining combinations are imported as the nearest mode with a warning at ``dtype``.
+- fp16 weights under fp16 autocast: autocast precision with PEFT's LoRA (the adapters train
+  in fp32, which transformers' GradScaler unscales); a full model, or LoRA with
+  ``lora_modules_to_save`` (fp16 copies of base modules train), cannot train so
+  (the GradScaler refuses fp16 gradients). The spec has one dtype for weights and autocast:
+  the remaining combinations are imported as the nearest mode with a warning at ``dtype``.
 """
 
 from __future__ import annotations
@@ -48,11 +50,25 @@ def import_precision(r: Reader) -> None:
         if loaded != "bf16":
             r.draft.warn(key, f"weights load in {raw} but autocast computes in bf16; the "
                          "spec has one dtype: imported as bf16 weights under bf16 autocast")
+    elif loaded == "fp16" and _fp32_adapters_only(r):
+        dtype, mode = "fp16", "autocast"
     else:
         dtype, mode = "fp16", "mixed"
         r.draft.warn(key, "fp16 autocast over " + ("fp16 weights: transformers' GradScaler "
-                     "refuses fp16 gradients of trained weights" if loaded == "fp16" else
-                     f"{raw} weights") + "; imported as mixed fp16 (fp32 weights)")
+                     "refuses fp16 gradients of trained fp16 weights (a full fine-tune, or "
+                     "lora_modules_to_save)" if loaded == "fp16" else f"{raw} weights")
+                     + "; imported as mixed fp16 (fp32 weights)")
     r.draft.put(("model", "dtype"), dtype, at if autocast is None else flag)
     if dtype != "fp16" or mode != "mixed":  # fp16's default is mixed
         r.draft.put(("model", "precision"), mode, f"{at}; {flag}")
+
+
+def _fp32_adapters_only(r: Reader) -> bool:
+    """Only PEFT's LoRA adapters train (PEFT keeps them in fp32 over an fp16 base): PEFT on,
+    and no ``lora_modules_to_save`` (trained copies of base modules, in fp16)."""
+    return peft_on(r) and not r.value("lora_modules_to_save")
+
+
+def peft_on(r: Reader) -> bool:
+    """PEFT's LoRA trains: fms-hf-tuning's ``peft_method: lora``, TRL's ``use_peft``."""
+    return bool(r.value("peft_method") == "lora" if r.fms else r.value("use_peft", r.model) is True)

@@ -12,6 +12,9 @@ LORA_FAMILY: frozenset[str] = frozenset({"lora", "qlora", "dora", "gptq_lora"})
 """The methods that train LoRA adapters (``method.lora`` applies): spelled here only."""
 QUANTIZED_LORA: frozenset[str] = frozenset({"qlora", "gptq_lora"})
 """The LoRA methods over a quantized base model (``method.quantization`` required)."""
+PEFT_ADAPTERS: frozenset[str] = LORA_FAMILY | {"ia3", "prompt_tuning"}
+"""The methods that train adapters over a frozen base model. On the Hugging Face launchers
+PEFT builds them and keeps them in fp32 over a 16-bit base (``autocast_adapter_dtype``)."""
 ALL_LINEAR = "all-linear"
 """PEFT's word for every linear layer of the model but the output head (``target_modules:
 [all-linear]``): PEFT finds them itself, whatever the architecture calls them."""

@@ -194,8 +194,9 @@ class ModelSpec(SpecModel):
         "compute under autocast in `dtype`, so the ops on torch's autocast fp32 list "
         "(softmax, log_softmax, layer_norm, the losses) run in fp32 (HF Trainer `bf16: true` "
         "over bf16-loaded weights, as axolotl and LLaMA-Factory LoRA train; accelerate/TRL "
-        "and fms-hf-tuning only; bf16 only: the fp16 loss scaler cannot unscale fp16 "
-        "gradients). Default: mixed for fp16 (pure fp16 has no loss scaling), pure otherwise.",
+        "and fms-hf-tuning only; fp16 only for the PEFT adapter methods without lora.bias or "
+        "modules_to_save: the fp16 loss scaler unscales the fp32 adapters PEFT keeps, not "
+        "fp16 weights). Default: mixed for fp16 (pure fp16 has no loss scaling), pure otherwise.",
     )
     revision: str | None = Field(default=None, description="Hub revision, tag or commit.")
     auto_class: Literal[

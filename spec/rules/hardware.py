@@ -8,6 +8,7 @@ from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.model.method import LORA_FAMILY, PEFT_ADAPTERS
 from ftspec.spec.rules._diag import error
 
 
@@ -56,19 +57,22 @@ def bf16_supported(spec: FineTuneSpec) -> Iterator[Diagnostic]:
 
 
 def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
-    """mixed needs a 16-bit compute dtype; pure fp16 cannot train stably; autocast is bf16.
+    """mixed needs a 16-bit compute dtype; pure fp16 cannot train stably; fp16 autocast
+    trains PEFT adapters only.
 
     Pure fp16 keeps weights and Adam's moments in fp16: updates below fp16's resolution
     (~1e-3 relative) vanish and the second moment under- and overflows (range 6e-5..65504),
     and a loss scaler cannot help because there are no fp32 weights to unscale into (PyTorch's
     GradScaler refuses fp16 gradients). bf16 has fp32's range, so pure bf16 is usable.
 
-    autocast over fp16 weights fails the same way at run time: transformers' Trainer turns
-    ``fp16`` into accelerate's GradScaler, whose ``unscale_`` (at gradient clipping, or in
-    ``step``) raises "Attempting to unscale FP16 gradients." for an fp16 trainable weight.
-    Over fp32 weights there is no lower dtype to autocast to. (LoRA adapters that PEFT keeps
-    in fp32 over an fp16 base would pass the scaler; the spec keeps one rule for every method
-    and says mixed fp16 instead.)
+    autocast over fp16 weights fails the same way at run time when an fp16 weight trains:
+    transformers' Trainer turns ``fp16`` into accelerate's GradScaler, whose ``unscale_`` (at
+    gradient clipping, or in ``step``) raises "Attempting to unscale FP16 gradients." for an
+    fp16 trainable weight. The PEFT methods train adapters that PEFT keeps in fp32 over an
+    fp16 base (``autocast_adapter_dtype``), so the scaler sees fp32 gradients and the run
+    trains (axolotl's and LLaMA-Factory's ``fp16: true`` LoRA on GPUs without bf16), unless
+    the adapter config also trains base tensors, which stay fp16 (``fp16_trained``).
+    Over fp32 weights there is no lower dtype to autocast to.
     """
     m = spec.model
     if m.precision == "mixed" and m.dtype == "fp32":
@@ -80,18 +84,36 @@ def precision_coherent(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                     "fp16: small updates vanish and there is no fp32 copy to unscale "
                     "gradients into", "precision-pure-fp16",
                     hint="use precision: mixed with fp16, or dtype: bf16 for pure 16-bit")
-    if m.precision == "autocast" and m.dtype == "fp16":
-        yield error(("model", "precision"), "autocast over fp16 weights: transformers' "
-                    "Trainer scales fp16 losses with torch's GradScaler, which refuses the fp16 "
-                    "gradients of trained fp16 weights (\"Attempting to unscale FP16 "
-                    "gradients.\") at the first optimizer step", "precision-autocast-fp16",
-                    hint="use precision: mixed (fp32 weights, fp16 autocast), or dtype: bf16 "
-                    "with precision: autocast")
+    trained = fp16_trained(spec) if m.precision == "autocast" and m.dtype == "fp16" else None
+    if trained is not None:
+        yield error(("model", "precision"), f"autocast over fp16 weights trains {trained} in "
+                    "fp16: transformers' Trainer scales fp16 losses with torch's GradScaler, "
+                    "which refuses their fp16 gradients (\"Attempting to unscale FP16 "
+                    "gradients.\") at the first optimizer step; only the adapters PEFT keeps "
+                    "in fp32 train under fp16 autocast", "precision-autocast-fp16",
+                    hint="train adapters only (lora, qlora, dora, gptq_lora, ia3, "
+                    "prompt_tuning; lora.bias none, no modules_to_save), use precision: mixed "
+                    "(fp32 weights, fp16 autocast), or dtype: bf16 with precision: autocast")
     if m.precision == "autocast" and m.dtype == "fp32":
         yield error(("model", "precision"), "autocast computes in a 16-bit dtype over weights "
                     "stored in it; model.dtype is fp32, so there is nothing to autocast to",
                     "precision-autocast-fp32",
                     hint="use dtype: bf16 with precision: autocast, or drop precision")
+
+
+def fp16_trained(spec: FineTuneSpec) -> str | None:
+    """What trains as fp16 tensors when the weights are stored in fp16 (None: only the
+    adapters PEFT upcasts to fp32): a full fine-tune's weights; LoRA's ``bias`` (the base
+    layers' own biases) and ``modules_to_save`` (PEFT's trained copies of base modules)."""
+    method = spec.method
+    if method.kind not in PEFT_ADAPTERS:
+        return f"every weight (method.kind {method.kind})"
+    lora = method.lora if method.kind in LORA_FAMILY else None
+    if lora is not None and lora.bias != "none":
+        return f"the base model's biases (method.lora.bias {lora.bias})"
+    if lora is not None and lora.modules_to_save:
+        return "copies of the base modules in method.lora.modules_to_save"
+    return None
 
 
 def expert_parallel(spec: FineTuneSpec) -> Iterator[Diagnostic]:

@@ -106,3 +106,29 @@ def test_every_precision_mode_is_honoured_or_refused(target: str) -> None:
     refused = ("diagnosed", "error target.torchtune.precision-autocast@model.precision")
     assert (result, detail) == (refused if tune else ("changed", ""))
 
+
+
+@pytest.mark.parametrize("target", list(TARGET_BASES))
+def test_fp16_autocast_is_honoured_for_lora_and_refused_for_a_full_fine_tune(
+        target: str) -> None:
+    """fp16 LoRA (the base's method) moved from mixed (fp16's default) to autocast: the
+    accelerate-based targets change their artifacts (fp16 weights instead of fp32 ones),
+    torchtune's refuse fp16 at model.dtype whatever the mode; a full fine-tune's autocast
+    over fp16 weights is refused at model.precision on every target (the GradScaler)."""
+    from helpers.contract import base_doc
+    from helpers.jobs import merge
+
+    leaf = ("model", "precision")
+    fp16 = merge(base_doc(target, leaf), {"model": {"dtype": "fp16"}})
+    mixed, autocast = run(fp16, target), run(merge(fp16, {"model": {"precision": "autocast"}}),
+                                             target)
+    if target in ("torchtune", "kubeflow", "kuberay", "ray"):  # the base's launcher
+        refused = ("error", "target.torchtune.fp16", ("model", "dtype"))
+        assert not mixed.ok and refused in mixed.diagnostics
+        assert not autocast.ok and refused in autocast.diagnostics
+    else:
+        assert mixed.ok and autocast.ok and mixed.artifacts != autocast.artifacts
+    full = run(merge(fp16, {"model": {"precision": "autocast"},
+                            "method": {"kind": "full", "lora": None}}), target)
+    assert not full.ok
+    assert ("error", "rule.precision-autocast-fp16", leaf) in full.diagnostics

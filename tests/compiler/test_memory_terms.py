@@ -172,6 +172,26 @@ def test_autocast_stores_what_pure_stores() -> None:
     assert frozen_casts(lora, facts(lora), Placement()) == 0.0
 
 
+def test_fp16_autocast_lora_stores_fp16_weights_and_fp32_adapters() -> None:
+    """fp16 LoRA under fp16 autocast (TRL ``fp16: true`` over ``dtype: float16``): the base
+    loads in fp16 (2 bytes, not mixed's fp32 master copy), PEFT's adapters, their gradients
+    and AdamW's two moments in fp32; nothing cast per call or cached (the base is fp16)."""
+    from ftspec.compiler.memory import trainable_bytes
+
+    auto = spec(model__dtype="fp16", model__precision="autocast", method=LORA)
+    mixed = spec(model__dtype="fp16", method=LORA)
+    m, place = facts(auto), Placement()
+    assert (load_bytes(auto), load_bytes(mixed)) == (2.0, 4.0)
+    assert base_weights(auto, m, place) == pytest.approx(PARAMS * 2)
+    train = trainable_bytes(auto, load_bytes(auto), "none")
+    assert train == 4.0
+    assert adapter_weights(auto, LORA_QV, train, place) == LORA_QV * 4
+    assert gradient_bytes(auto, LORA_QV, train, place) == LORA_QV * 4
+    assert optimizer_bytes(auto, LORA_QV, train, place) == LORA_QV * 2 * 4
+    assert frozen_casts(auto, m, place) == autocast_copy(auto, m, place) == 0.0
+    assert frozen_casts(mixed, m, place) > 0.0  # mixed casts the fp32 base at every call
+
+
 def test_adapter_weights() -> None:
     lora = spec(method=LORA)
     assert adapter_weights(lora, LORA_QV, 4.0, Placement()) == LORA_QV * 4

@@ -87,14 +87,14 @@ def read_accelerate(files: dict[str, str]) -> dict[str, Any]:
     assert world == cfg["num_processes"], "command and config disagree on processes"
     # mixed: TRL's bf16/fp16 autocast over fp32 weights (a quantized base loads in bnb's
     # compute dtype); pure: the weights load in the dtype and nothing autocasts; autocast:
-    # bf16 weights under bf16 autocast (over a quantized base, where it trains as mixed
-    # does, the two read alike; fp16 autocast is mixed only: GPTQ's fp16 kernels load fp16)
+    # 16-bit weights under autocast of their dtype (bf16, or fp16 under PEFT's fp32
+    # adapters); over a bitsandbytes base, where it trains as mixed does, the two read alike
     autocast = "bf16" if sft.get("bf16") else "fp16" if sft.get("fp16") else None
     assert (autocast or "no") == cfg["mixed_precision"], "TRL and accelerate disagree"
     loaded = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[sft["dtype"]]
     if autocast is None:
         precision = f"{loaded} pure"
-    elif loaded == "fp32" or sft.get("load_in_4bit") or autocast == "fp16":
+    elif loaded == "fp32" or sft.get("load_in_4bit") or sft.get("load_in_8bit"):
         precision = f"{autocast} mixed"
     else:
         assert loaded == autocast, "autocast over weights of another dtype"

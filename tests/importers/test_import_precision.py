@@ -25,7 +25,13 @@ def _precision(data: dict[str, Any]) -> tuple[str, str | None]:
     ("dtype: bfloat16\nbf16: true\n", ("bf16", "autocast"), False),
     ("dtype: bfloat16\nbf16: false\n", ("bf16", "pure"), False),
     ("bf16: true\n", ("bf16", "mixed"), False),  # ModelConfig's float32 weights
-    ("dtype: float16\nbf16: false\nfp16: true\n", ("fp16", "mixed"), True),
+    ("dtype: float16\nbf16: false\nfp16: true\n", ("fp16", "mixed"), True),  # full
+    ("dtype: float16\nbf16: false\nfp16: true\nuse_peft: true\n", ("fp16", "autocast"),
+     False),  # PEFT's fp32 adapters pass the GradScaler
+    ("dtype: float16\nfp16: true\nuse_peft: true\nload_in_4bit: true\n",
+     ("fp16", "autocast"), False),
+    ("dtype: float16\nfp16: true\nuse_peft: true\nlora_modules_to_save: [lm_head]\n",
+     ("fp16", "mixed"), True),
     ("dtype: float16\nbf16: true\n", ("bf16", "autocast"), True),
 ])
 def test_trl_precision(tmp_path: Path, keys: str, expected: tuple[str, str],
@@ -40,13 +46,18 @@ def test_trl_precision(tmp_path: Path, keys: str, expected: tuple[str, str],
     assert not [w for w in imported.warnings if "without autocast" in w.summary]
 
 
-def test_fms_bf16_flag_over_its_bfloat16_default_is_autocast(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("flags", "expected"), [
+    ('"bf16": true, "peft_method": "lora"', ("bf16", "autocast")),
+    ('"fp16": true, "torch_dtype": "float16", "peft_method": "lora"', ("fp16", "autocast")),
+])
+def test_fms_autocast_flag_over_weights_of_its_dtype_is_autocast(
+        tmp_path: Path, flags: str, expected: tuple[str, str]) -> None:
     cfg = tmp_path / "fms.json"
     cfg.write_text('{"model_name_or_path": "Qwen/Qwen2.5-0.5B", "training_data_path": '
-                   '"/data/rows.jsonl", "learning_rate": 1e-5, "bf16": true, '
-                   '"peft_method": "lora"}')
+                   '"/data/rows.jsonl", "learning_rate": 1e-5, ' + flags + '}')
     imported = import_trl(cfg)
-    assert _precision(imported.data) == ("bf16", "autocast")
+    assert _precision(imported.data) == expected
+    assert not [w for w in imported.warnings if w.path in (("dtype",), ("torch_dtype",))]
 
 
 AXOLOTL = ("base_model: Qwen/Qwen2.5-0.5B\nlearning_rate: 1e-5\ndatasets:\n"
@@ -67,6 +78,19 @@ def test_axolotl_bf16_loads_bf16_weights_under_bf16_autocast(
     assert not [w for w in imported.warnings if w.path in (("bf16",), ("fp16",))]
 
 
+@pytest.mark.parametrize("adapter", ["lora", "qlora"])
+def test_axolotl_fp16_adapter_is_fp16_autocast(tmp_path: Path, adapter: str) -> None:
+    """axolotl's fp16 LoRA / QLoRA (GPUs without bf16): fp16 weights, PEFT's fp32 adapters
+    under fp16 autocast, which the spec says as it is; no warning."""
+    cfg = tmp_path / "ax.yml"
+    cfg.write_text(AXOLOTL + f"bf16: false\nfp16: true\nadapter: {adapter}\nlora_r: 8\n"
+                   "lora_alpha: 16\nlora_target_linear: true\n")
+    imported = import_axolotl(cfg)
+    assert _precision(imported.data) == ("fp16", "autocast")
+    assert imported.data["method"]["kind"] == adapter
+    assert not [w for w in imported.warnings if w.path in (("bf16",), ("fp16",))]
+
+
 def test_axolotl_fp16_is_mixed_with_the_reason(tmp_path: Path) -> None:
     cfg = tmp_path / "ax.yml"
     cfg.write_text(AXOLOTL + "bf16: false\nfp16: true\n")
@@ -84,9 +108,16 @@ LLAMAFACTORY = ("model_name_or_path: Qwen/Qwen2.5-0.5B\nstage: sft\ndo_train: tr
     ("finetuning_type: lora\nbf16: true\n", ("bf16", "autocast")),
     ("finetuning_type: full\nbf16: true\n", ("bf16", "mixed")),
     ("finetuning_type: full\npure_bf16: true\n", ("bf16", "pure")),
+    ("finetuning_type: lora\nfp16: true\n", ("fp16", "autocast")),
+    ("fp16: true\n", ("fp16", "autocast")),  # finetuning_type's default: lora
+    ("finetuning_type: full\nfp16: true\n", ("fp16", None)),  # fp16's default: mixed
+    ("finetuning_type: lora\nfp16: true\nadditional_target: lm_head\n", ("fp16", None)),
 ])
 def test_llamafactory_precision(tmp_path: Path, keys: str,
                                 expected: tuple[str, str | None]) -> None:
     cfg = tmp_path / "lf.yaml"
     cfg.write_text(LLAMAFACTORY + keys)
-    assert _precision(import_llamafactory(cfg).data) == expected
+    imported = import_llamafactory(cfg)
+    assert _precision(imported.data) == expected
+    warned = [w for w in imported.warnings if w.path == ("fp16",)]
+    assert bool(warned) == ("additional_target" in keys), [w.summary for w in warned]

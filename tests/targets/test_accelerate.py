@@ -108,14 +108,16 @@ def test_chat_artifacts_follow_the_template(template: str | None, layout: str | 
         assert tt["tokenizer"]["prompt_template"] == "torchtune.data.ChatMLTemplate"
 
 
-@pytest.mark.parametrize(("precision", "loaded", "autocast"),
-                         [("pure", "bfloat16", "no"), ("mixed", "float32", "bf16"),
-                          ("autocast", "bfloat16", "bf16")])
-def test_precision_as_trl_and_accelerate_read_it(precision: str, loaded: str,
+@pytest.mark.parametrize(("dtype", "precision", "loaded", "autocast"),
+                         [("bf16", "pure", "bfloat16", "no"), ("bf16", "mixed", "float32", "bf16"),
+                          ("bf16", "autocast", "bfloat16", "bf16"),
+                          ("fp16", "mixed", "float32", "fp16"),
+                          ("fp16", "autocast", "float16", "fp16")])
+def test_precision_as_trl_and_accelerate_read_it(dtype: str, precision: str, loaded: str,
                                                  autocast: str) -> None:
     """pure bf16: TRL loads bf16 weights and nothing autocasts; mixed: fp32 weights under
-    bf16 autocast; autocast: bf16 weights under bf16 autocast; the same flag in TRL's config
-    and accelerate's (read by their parsers)."""
+    bf16 (fp16) autocast; autocast: bf16 (fp16: LoRA's) weights under bf16 (fp16) autocast;
+    the same flag in TRL's config and accelerate's (read by their parsers)."""
     from helpers.trl_parse import accelerate_reads
 
     trl = pytest.importorskip("trl")
@@ -123,12 +125,13 @@ def test_precision_as_trl_and_accelerate_read_it(precision: str, loaded: str,
     from transformers import HfArgumentParser
 
     spec = variant("single")
-    spec["model"] = {**BASE["model"], "precision": precision}
+    spec["model"] = {**BASE["model"], "dtype": dtype, "precision": precision}
     files = {a.path: a.content for a in get_target("accelerate").compile(
         build_job(spec_from_data(spec)))}
     raw = yaml.safe_load(files["sft.yaml"])
     raw["use_cpu"] = True  # TrainingArguments checks bf16 against this machine's GPU
     sft, model = HfArgumentParser((trl.SFTConfig, trl.ModelConfig)).parse_dict(
         raw, allow_extra_keys=True)
-    assert (model.dtype, sft.bf16, sft.fp16) == (loaded, autocast == "bf16", False)
+    assert spec_from_data(spec).method.kind == "lora"  # fp16 autocast: fp32 adapters
+    assert (model.dtype, sft.bf16, sft.fp16) == (loaded, autocast == "bf16", autocast == "fp16")
     assert accelerate_reads(files["accelerate.yaml"])["mixed_precision"] == autocast

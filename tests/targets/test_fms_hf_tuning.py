@@ -154,21 +154,26 @@ def test_fms_hf_tuning_parses_the_command_line_into_the_typed_arguments(case: st
         assert got == value or str(got) == str(value), (key, got, value)
 
 
-@pytest.mark.parametrize(("precision", "loaded", "bf16"), [
-    ("pure", "bfloat16", False), ("mixed", "float32", True), ("autocast", "bfloat16", True)])
-def test_precision_as_fms_hf_tuning_parses_it(precision: str, loaded: str, bf16: bool) -> None:
+@pytest.mark.parametrize(("dtype", "precision", "loaded", "autocast"), [
+    ("bf16", "pure", "bfloat16", "no"), ("bf16", "mixed", "float32", "bf16"),
+    ("bf16", "autocast", "bfloat16", "bf16"), ("fp16", "mixed", "float32", "fp16"),
+    ("fp16", "autocast", "float16", "fp16")])
+def test_precision_as_fms_hf_tuning_parses_it(dtype: str, precision: str, loaded: str,
+                                              autocast: str) -> None:
     """``model.precision`` through fms-hf-tuning's own parser: the dtype the weights load in
-    (``--torch_dtype``) and transformers' autocast flag (``--bf16``), with accelerate's
-    ``mixed_precision`` (its own loader) agreeing."""
+    (``--torch_dtype``) and transformers' autocast flags (``--bf16`` / ``--fp16``), with
+    accelerate's ``mixed_precision`` (its own loader) agreeing. fp16 autocast: LoRA (the
+    base case's method), whose adapters PEFT keeps in fp32."""
     from helpers.trl_parse import accelerate_reads
 
-    job = make_job(**LOCAL, data=FILE_DATA, model={"precision": precision})
+    job = make_job(**LOCAL, data=FILE_DATA, model={"dtype": dtype, "precision": precision})
+    assert job.spec.method.kind == "lora"
     # TrainingArguments checks bf16 against this machine's GPU unless told it is a CPU run
     parsed = _parsed(_wheel_tree(), [*_sft_argv(job), "--use_cpu", "true"])
-    assert (str(parsed["torch_dtype"]).removeprefix("torch."), parsed["bf16"]) == (loaded, bf16)
+    assert (str(parsed["torch_dtype"]).removeprefix("torch."), parsed["bf16"],
+            parsed["fp16"]) == (loaded, autocast == "bf16", autocast == "fp16")
     files = {a.path: a.content for a in get_launcher("fms_hf_tuning").compile(job)}
-    assert accelerate_reads(files["accelerate.yaml"])["mixed_precision"] == \
-        ("bf16" if bf16 else "no")
+    assert accelerate_reads(files["accelerate.yaml"])["mixed_precision"] == autocast
 
 
 def test_no_flag_belongs_to_the_unparsed_plugin_dataclasses() -> None:
