@@ -76,7 +76,7 @@ def param_count(f: ModelFamily) -> float:
     attention = len(f.mamba.attention_layers)
     mixers = attention * attention_params(h, f.num_heads, f.num_kv_heads, hd) \
         + (f.num_layers - attention) * mamba_layer_params(h, f.mamba)
-    return mixers + f.num_layers * mlp + embeddings + extra
+    return float(mixers + f.num_layers * mlp + embeddings + extra)
 
 
 def make(key: str, display: str, params_b: float, layers: int, hidden: int, heads: int, kv: int,

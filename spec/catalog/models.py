@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import math
 
-from ftspec.spec.catalog.family import ModelFamily as ModelFamily
+from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.family import make as _m
-from ftspec.spec.catalog.family import param_count as param_count
 from ftspec.spec.catalog.models_actuator import ACTUATOR_FAMILIES
 from ftspec.spec.catalog.models_recent import RECENT_FAMILIES
 
