@@ -14,96 +14,11 @@ rejects the family and names the nearest one it ships (``nearest_torchtune``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from ftspec.spec.catalog.blocks import (
-    MambaFacts,
-    VisionFacts,
-    attention_params,
-    mamba_layer_params,
-    vision_tower_params,
-)
-
-
-@dataclass(frozen=True)
-class ModelFamily:
-    key: str
-    display: str
-    params_b: float
-    """Total parameters, billions (published)."""
-    num_layers: int
-    hidden_size: int
-    num_heads: int
-    num_kv_heads: int
-    intermediate_size: int
-    """MLP inner size (per expert for mixtures of experts)."""
-    vocab_size: int
-    max_seq_len: int
-    hf_layer_cls: str
-    """Decoder layer class, for FSDP ``transformer_layer_cls_to_wrap``."""
-    torchtune: tuple[str, str] | None = None
-    """(config folder, size prefix) of torchtune's shipped configs."""
-    torchtune_builder: str | None = None
-    """Module holding torchtune's builders for custom (tiny) dimensions."""
-    num_experts: int = 0
-    """Mixture-of-experts: experts per MoE layer (0 for dense models)."""
-    experts_per_token: int = 0
-    """Mixture-of-experts: experts each token is routed to."""
-    head_dim: int | None = None
-    """Attention head size when it is not hidden_size / num_heads (Gemma, Qwen3)."""
-    tied_embeddings: bool = False
-    """The output projection shares the input embedding's weights."""
-    gated_mlp: bool = True
-    """Gated MLP (gate/up/down, SwiGLU/GeGLU: 3 matrices) or plain (up/down: 2)."""
-    arch: str = "llama"
-    """Hugging Face ``model_type``."""
-    shared_intermediate_size: int = 0
-    """Mixture-of-experts: a shared expert's MLP size beside the routed ones (Granite 4.0)."""
-    mamba: MambaFacts | None = None
-    """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
-    vision: VisionFacts | None = None
-    """Vision-language models: the image encoder and projector."""
-    source: str = ""
-    """Where the numbers come from (a Hugging Face repo's config.json, a paper)."""
-
-    @property
-    def attn_head_dim(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_heads
-
-
-def param_count(f: ModelFamily) -> float:
-    """Parameters implied by the architecture numbers (biases and norms left out)."""
-    h, hd = f.hidden_size, f.attn_head_dim
-    attn = 2 * h * f.num_heads * hd + 2 * h * f.num_kv_heads * hd
-    mlp = (3 if f.gated_mlp else 2) * h * f.intermediate_size
-    if f.num_experts:
-        mlp = mlp * f.num_experts + h * f.num_experts  # experts + router
-    mlp += 3 * h * f.shared_intermediate_size
-    embeddings = f.vocab_size * h * (1 if f.tied_embeddings else 2)
-    extra = vision_tower_params(f.vision, h) if f.vision else 0.0
-    if f.mamba is None:
-        return float(f.num_layers * (attn + mlp) + embeddings) + extra
-    attention = len(f.mamba.attention_layers)
-    mixers = attention * attention_params(h, f.num_heads, f.num_kv_heads, hd) \
-        + (f.num_layers - attention) * mamba_layer_params(h, f.mamba)
-    return mixers + f.num_layers * mlp + embeddings + extra
-
-
-def _m(key: str, display: str, params_b: float, layers: int, hidden: int, heads: int, kv: int,
-       inter: int, vocab: int, ctx: int, layer_cls: str, *, tt: str | None = None,
-       arch: str = "llama", head_dim: int | None = None, tied: bool = False,
-       plain: bool = False, experts: tuple[int, int] = (0, 0), shared: int = 0,
-       mamba: MambaFacts | None = None, vision: VisionFacts | None = None,
-       source: str = "") -> ModelFamily:
-    folder, _, size = (tt or "").partition("/")
-    return ModelFamily(
-        key, display, params_b, layers, hidden, heads, kv, inter, vocab, ctx, layer_cls,
-        torchtune=(folder, size) if tt else None,
-        torchtune_builder=f"torchtune.models.{folder}" if tt else None,
-        num_experts=experts[0], experts_per_token=experts[1], head_dim=head_dim,
-        tied_embeddings=tied, gated_mlp=not plain, arch=arch, shared_intermediate_size=shared,
-        mamba=mamba, vision=vision, source=source)
-
+from ftspec.spec.catalog.family import ModelFamily
+from ftspec.spec.catalog.family import make as _m
+from ftspec.spec.catalog.models_actuator import ACTUATOR_FAMILIES
+from ftspec.spec.catalog.models_recent import RECENT_FAMILIES
 
 _LLAMA = "LlamaDecoderLayer"
 _QWEN2 = "Qwen2DecoderLayer"
@@ -112,13 +27,7 @@ _GEMMA, _GEMMA2, _GEMMA3 = "GemmaDecoderLayer", "Gemma2DecoderLayer", "Gemma3Dec
 _PHI3 = "Phi3DecoderLayer"
 _GRANITE, _GRANITE_MOE = "GraniteDecoderLayer", "GraniteMoeDecoderLayer"
 _SC2 = "Starcoder2DecoderLayer"
-_BIGCODE, _HYBRID = "GPTBigCodeBlock", "GraniteMoeHybridDecoderLayer"
 
-
-def _mamba(heads: int, head_dim: int) -> MambaFacts:
-    """Granite 4.0-H's Mamba-2 settings: attention at layers 5, 15, 25 and 35 of 40, state
-    128, kernel 4, one group, chunks of 256 (their config.json); heads and head size vary."""
-    return MambaFacts((5, 15, 25, 35), 128, 4, 1, heads, head_dim, 256)
 
 _FAMILIES: tuple[ModelFamily, ...] = (
     # Llama 2 / Code Llama
@@ -267,63 +176,7 @@ _FAMILIES: tuple[ModelFamily, ...] = (
         arch="starcoder2", tied=True, plain=True),
     _m("starcoder2-15b", "StarCoder2 15B", 15.96, 40, 6144, 48, 4, 24576, 49152, 16384, _SC2,
         arch="starcoder2", plain=True),
-    # The SFTTrainer actuator's models (fms-hf-tuning; ../shared/seeds): `source` names the
-    # Hugging Face repo each entry describes; catalog/verified.py says which were compared
-    # with a copy of its config.json, the others are cross-checked by parameter count only.
-    # Granite 4.0-H layer_types: 4 attention layers, the rest Mamba-2.
-    _m("granite-3b-code-base-128k", "Granite 3B Code Base 128K", 3.48, 32, 2560, 32, 32, 10240,
-        49152, 131072, _LLAMA, tied=True, source="hf:ibm-granite/granite-3b-code-base-128k"),
-    _m("granite-8b-code-base", "Granite 8B Code Base 4K", 8.05, 36, 4096, 32, 8, 14336, 49152,
-        4096, _LLAMA, tied=True, source="hf:ibm-granite/granite-8b-code-base-4k"),
-    _m("granite-8b-code-base-128k", "Granite 8B Code Base 128K", 8.05, 36, 4096, 32, 8, 14336,
-        49152, 131072, _LLAMA, tied=True, source="hf:ibm-granite/granite-8b-code-base-128k"),
-    _m("granite-20b-code-base", "Granite 20B Code Base 8K", 20.07, 52, 6144, 48, 1, 24576, 49152,
-        8192, _BIGCODE, arch="gpt_bigcode", tied=True, plain=True,
-        source="hf:ibm-granite/granite-20b-code-base-8k"),
-    _m("granite-34b-code-base", "Granite 34B Code Base 8K", 33.7, 88, 6144, 48, 1, 24576, 49152,
-        8192, _BIGCODE, arch="gpt_bigcode", tied=True, plain=True,
-        source="hf:ibm-granite/granite-34b-code-base-8k"),
-    _m("granite-7b-base", "Granite 7B Base", 6.74, 32, 4096, 32, 32, 11008, 32008, 4096, _LLAMA,
-        source="hf:ibm-granite/granite-7b-base"),
-    _m("granite-3.0-8b", "Granite 3.0 8B", 8.17, 40, 4096, 32, 8, 12800, 49155, 4096, _GRANITE,
-        arch="granite", tied=True, source="hf:ibm-granite/granite-3.0-8b-base"),
-    _m("granite-3.3-8b", "Granite 3.3 8B", 8.17, 40, 4096, 32, 8, 12800, 49159, 131072,
-        _GRANITE, arch="granite", tied=True, source="hf:ibm-granite/granite-3.3-8b-base"),
-    _m("granite-4.0-350m", "Granite 4.0 350M", 0.35, 28, 1024, 16, 4, 2048, 100352, 32768,
-        _HYBRID, arch="granitemoehybrid", tied=True, source="hf:ibm-granite/granite-4.0-350m"),
-    _m("granite-4.0-micro", "Granite 4.0 Micro (3B)", 3.4, 40, 2560, 40, 8, 8192, 100352, 131072,
-        _HYBRID, arch="granitemoehybrid", tied=True, source="hf:ibm-granite/granite-4.0-micro"),
-    _m("granite-4.0-h-1b", "Granite 4.0-H 1B (hybrid)", 1.46, 40, 1536, 12, 4, 4096, 100352,
-        131072, _HYBRID, arch="granitemoehybrid", tied=True, mamba=_mamba(48, 64),
-        source="hf:ibm-granite/granite-4.0-h-1b"),
-    _m("granite-4.0-h-micro", "Granite 4.0-H Micro (3B hybrid)", 3.19, 40, 2048, 32, 8, 8192,
-        100352, 131072, _HYBRID, arch="granitemoehybrid", tied=True, mamba=_mamba(64, 64),
-        source="hf:ibm-granite/granite-4.0-h-micro"),
-    _m("granite-4.0-h-tiny", "Granite 4.0-H Tiny (7B-A1B hybrid MoE)", 6.94, 40, 1536, 12, 4,
-        512, 100352, 131072, _HYBRID, arch="granitemoehybrid", tied=True, experts=(64, 6),
-        shared=1024, mamba=_mamba(48, 64), source="hf:ibm-granite/granite-4.0-h-tiny"),
-    _m("granite-4.0-h-small", "Granite 4.0-H Small (32B-A9B hybrid MoE)", 32.2, 40, 4096, 32, 8,
-        768, 100352, 131072, _HYBRID, arch="granitemoehybrid", tied=True, experts=(72, 10),
-        shared=1536, mamba=_mamba(128, 64), source="hf:ibm-granite/granite-4.0-h-small"),
-    _m("mistral-large-2407", "Mistral Large 2 (123B)", 122.6, 88, 12288, 96, 8, 28672, 32768,
-        131072, "MistralDecoderLayer", arch="mistral", head_dim=128,
-        source="hf:mistralai/Mistral-Large-Instruct-2407"),
-    _m("llama-7b", "LLaMA 7B", 6.74, 32, 4096, 32, 32, 11008, 32000, 2048, _LLAMA,
-        source="hf:huggyllama/llama-7b"),
-    _m("llama-13b", "LLaMA 13B", 13.0, 40, 5120, 40, 40, 13824, 32000, 2048, _LLAMA,
-        source="hf:huggyllama/llama-13b"),
-    _m("tiny-random-bloom", "tiny random BLOOM (test model)", 0.0000964, 5, 32, 4, 4, 128, 1024,
-        512, "BloomBlock", arch="bloom", tied=True, plain=True,
-        source="hf:hf-tiny-model-private/tiny-random-BloomForCausalLM"),
-    _m("granite-vision-3.2-2b", "Granite Vision 3.2 2B", 2.98, 40, 2048, 32, 8, 8192, 49156,
-        131072, _GRANITE, arch="llava_next", tied=True,
-        vision=VisionFacts(1152, 27, 4304, 16, 14, 384, feature_layers=4, anyres=True),
-        source="hf:ibm-granite/granite-vision-3.2-2b"),
-    _m("llava-v1.6-mistral-7b", "LLaVA-NeXT 1.6 Mistral 7B", 7.57, 32, 4096, 32, 8, 14336, 32064,
-        32768, "MistralDecoderLayer", arch="llava_next",
-        vision=VisionFacts(1024, 24, 4096, 16, 14, 336, anyres=True, class_embedding=True),
-        source="hf:llava-hf/llava-v1.6-mistral-7b-hf"),
-)
+) + ACTUATOR_FAMILIES + RECENT_FAMILIES
 
 MODEL_FAMILIES: dict[str, ModelFamily] = {m.key: m for m in _FAMILIES}
 

@@ -106,6 +106,17 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
     "qwen3-8b": _aic("Qwen/Qwen3-8B"),
     "qwen3-32b": _aic("Qwen/Qwen3-32B"),
     "qwen3-30b-a3b": _aic("Qwen/Qwen3-30B-A3B"),
+    "gpt-oss-20b": _aic("openai/gpt-oss-20b"),
+    "smollm3-3b": ConfigCopy(
+        "fetchwiki/HuggingFaceTB-SmolLM3-3B", "config.json",
+        "24f7882f92998ee0e691d105ade637afc3e5171f", "HuggingFaceTB/SmolLM3-3B",
+        "a mirror of the Hub repo (its commit says so; card and tokenizer beside it); the "
+        "instruct model's config, the -Base model's shape (the SmolLM3 blog post)"),
+    "devstral-small": ConfigCopy(
+        "fetchwiki/mistralai-Devstral-Small-2507", "config.json",
+        "bc3721c07bf4218d98ed05ea1cff91918ef2b17f", "mistralai/Devstral-Small-2507",
+        "a mirror of the Hub repo (its commit says so; params.json, card and tokenizer "
+        "beside it)"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 

@@ -6,12 +6,8 @@ from dataclasses import replace
 from typing import Literal
 
 from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
-from ftspec.spec.catalog.models import (
-    FAMILY_NAMES_WRITTEN,
-    ModelFamily,
-    param_count,
-    resolve_family,
-)
+from ftspec.spec.catalog.family import ModelFamily, param_count
+from ftspec.spec.catalog.models import FAMILY_NAMES_WRITTEN, resolve_family
 from ftspec.spec.model.base import URI_PATTERN, SpecModel
 from pydantic import Field, field_validator
 

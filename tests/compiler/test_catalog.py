@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 from ftspec.compiler.build import model_facts
-from ftspec.compiler.pipeline import compile_spec
 from ftspec.compiler.memory import lora_trainable_params
-from ftspec.spec.catalog.models import MODEL_FAMILIES, nearest_torchtune, param_count
+from ftspec.compiler.pipeline import compile_spec
+from ftspec.spec.catalog.family import param_count
+from ftspec.spec.catalog.models import MODEL_FAMILIES, nearest_torchtune
 from ftspec.spec.loader import SourceDoc
-from ftspec.spec.validate import spec_from_data, validate_doc
+from ftspec.spec.validate import spec_from_data
 
 
 @pytest.mark.parametrize("key", sorted(MODEL_FAMILIES))

@@ -28,7 +28,7 @@ from ftspec.spec.catalog.blocks import (
     mamba_layer_params,
     vision_tower_params,
 )
-from ftspec.spec.catalog.models import ModelFamily, param_count
+from ftspec.spec.catalog.family import ModelFamily, param_count
 from ftspec.spec.model import FineTuneSpec
 
 MAMBA = MambaFacts((1,), 16, 4, 1, 4, 32, 64)

@@ -100,6 +100,8 @@ def _axolotl_schedule(s: dict[str, Any]) -> str | list[float]:
 
     name = src("lr_scheduler")(s)
     ratio = s.get("cosine_min_lr_ratio") or 0.0
+    if name == "constant_with_warmup":  # transformers' own, by name: linear warm-up, then 1
+        return [round(min(1.0, step / WARMUP), 6) for step in range(STEPS)]
     if name != "cosine" or s.get("cosine_constant_lr_ratio") or s.get("lr_quadratic_warmup"):
         return str(name)
     return [round(step / WARMUP if step < WARMUP else (1 - ratio) * 0.5 * (1 + math.cos(
@@ -127,10 +129,16 @@ def _compiled_schedule(r: Read) -> str | list[float]:
 
 
 def _train(r: Read) -> dict[str, Any]:
+    """The training rows: prepare.json's entry, else the Hub dataset TRL loads by name; with
+    ``assistant_only_loss`` TRL reads its rows as conversations, whose turns it keys by
+    role/content (no key mapping exists in TRL): the openai style."""
     if "train" in r.prepare:
         (train,) = r.prepare["train"]
         return dict(train)
-    return {"source": "hf://" + r.script.dataset_name}
+    direct = {"source": "hf://" + r.script.dataset_name}
+    if r.sft.assistant_only_loss:
+        direct.update(format="chat", conversation_style="openai")
+    return direct
 
 
 PROBE = [f"{wrap}{name}" for wrap in ("", "base_model.model.") for name in (
@@ -239,8 +247,7 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 
 CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS,
                  outside_catalog=frozenset({
-                     "2026-olmo3-olmo3-7b-qlora.yaml", "2026-devstral-small-qlora.yml",
-                     "2026-gpt-oss-20b-sft-lora-singlegpu.yaml",
+                     "2026-olmo3-olmo3-7b-qlora.yaml",
                      "2026-granite4-granite-4.0-tiny-fft.yaml",
                      "2026-liquidai-lfm2-350m-fft.yaml", "2026-qwen3.5-27b-qlora-fsdp.yaml"}))
 

@@ -62,8 +62,12 @@ def test_local_model_and_data_run_on_the_cpu(tmp_path: Path, row: dict[str, obje
     ("hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", ("llama3_1-405b", False)),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", ("qwen2_5-7b", False)),
     ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", ("llama3_1-8b", False)),
-    ("HuggingFaceTB/SmolLM3-3B", None),
-    ("HuggingFaceTB/SmolLM3-3B-checkpoints", None),
+    ("HuggingFaceTB/SmolLM3-3B", ("smollm3-3b", True)),
+    ("HuggingFaceTB/SmolLM3-3B-checkpoints", ("smollm3-3b", False)),
+    ("openai/gpt-oss-20b", ("gpt-oss-20b", True)),
+    ("mistralai/Devstral-Small-2507", ("devstral-small", True)),
+    ("allenai/Olmo-3-7B-Instruct-SFT", None),
+    ("LiquidAI/LFM2-350M", None),
     # Qwen2.5's code and math lines, and words after the size (a derivative's)
     ("Qwen/Qwen2.5-Coder-7B-Instruct", ("qwen2_5-7b", False)),
     ("Qwen/Qwen2.5-Coder-32B-Instruct", ("qwen2_5-32b", False)),
@@ -83,7 +87,7 @@ def test_assumed_family_and_out_of_catalog_say_so(tmp_path: Path) -> None:
     assert "(catalog family assumed from the name)" in imported.text
     assert [w for w in imported.warnings if "assumed the catalog family llama3-70b" in
             w.summary]
-    cfg.write_text("model_name_or_path: HuggingFaceTB/SmolLM3-3B\n"
+    cfg.write_text("model_name_or_path: LiquidAI/LFM2-350M\n"
                    "dataset_name: trl-lib/Capybara\n")
     (why,) = [w for w in import_trl(cfg).warnings if w.path == ("model_name_or_path",)]
     assert "validate needs model.architecture" in why.summary

@@ -52,10 +52,7 @@ MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_
 """Hyper-parameters compared as TRL reads them from the source and from the compiled config."""
 
 
-NOT_VALIDATED: dict[str, str] = {
-    "handbook-2025-smollm3-sft.yaml": "HuggingFaceTB/SmolLM3-3B-checkpoints",
-    "handbook-2025-smollm3-mid.yaml": "HuggingFaceTB/SmolLM3-3B-Base",
-}
+NOT_VALIDATED: dict[str, str] = {}
 """Configs whose model is outside ftspec's catalog: the import says what to add
 (model.architecture) and validate refuses until it is there."""
 MAY_WARN = {"lr_scheduler_type", "save_strategy", "save_steps", "eval_strategy",

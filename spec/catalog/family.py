@@ -1,0 +1,95 @@
+"""The catalog's record of one model family, its parameter count from the numbers, and the
+one constructor the family lists use (``models.py``, ``models_actuator.py``,
+``models_recent.py``); ``models.py`` keeps the one list of them all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ftspec.spec.catalog.blocks import (
+    MambaFacts,
+    VisionFacts,
+    attention_params,
+    mamba_layer_params,
+    vision_tower_params,
+)
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    key: str
+    display: str
+    params_b: float
+    """Total parameters, billions (published)."""
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    intermediate_size: int
+    """MLP inner size (per expert for mixtures of experts)."""
+    vocab_size: int
+    max_seq_len: int
+    hf_layer_cls: str
+    """Decoder layer class, for FSDP ``transformer_layer_cls_to_wrap``."""
+    torchtune: tuple[str, str] | None = None
+    """(config folder, size prefix) of torchtune's shipped configs."""
+    torchtune_builder: str | None = None
+    """Module holding torchtune's builders for custom (tiny) dimensions."""
+    num_experts: int = 0
+    """Mixture-of-experts: experts per MoE layer (0 for dense models)."""
+    experts_per_token: int = 0
+    """Mixture-of-experts: experts each token is routed to."""
+    head_dim: int | None = None
+    """Attention head size when it is not hidden_size / num_heads (Gemma, Qwen3)."""
+    tied_embeddings: bool = False
+    """The output projection shares the input embedding's weights."""
+    gated_mlp: bool = True
+    """Gated MLP (gate/up/down, SwiGLU/GeGLU: 3 matrices) or plain (up/down: 2)."""
+    arch: str = "llama"
+    """Hugging Face ``model_type``."""
+    shared_intermediate_size: int = 0
+    """Mixture-of-experts: a shared expert's MLP size beside the routed ones (Granite 4.0)."""
+    mamba: MambaFacts | None = None
+    """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
+    vision: VisionFacts | None = None
+    """Vision-language models: the image encoder and projector."""
+    source: str = ""
+    """Where the numbers come from (a Hugging Face repo's config.json, a paper)."""
+
+    @property
+    def attn_head_dim(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+
+def param_count(f: ModelFamily) -> float:
+    """Parameters implied by the architecture numbers (biases and norms left out)."""
+    h, hd = f.hidden_size, f.attn_head_dim
+    attn = 2 * h * f.num_heads * hd + 2 * h * f.num_kv_heads * hd
+    mlp = (3 if f.gated_mlp else 2) * h * f.intermediate_size
+    if f.num_experts:
+        mlp = mlp * f.num_experts + h * f.num_experts  # experts + router
+    mlp += 3 * h * f.shared_intermediate_size
+    embeddings = f.vocab_size * h * (1 if f.tied_embeddings else 2)
+    extra = vision_tower_params(f.vision, h) if f.vision else 0.0
+    if f.mamba is None:
+        return float(f.num_layers * (attn + mlp) + embeddings) + extra
+    attention = len(f.mamba.attention_layers)
+    mixers = attention * attention_params(h, f.num_heads, f.num_kv_heads, hd) \
+        + (f.num_layers - attention) * mamba_layer_params(h, f.mamba)
+    return float(mixers + f.num_layers * mlp + embeddings + extra)
+
+
+def make(key: str, display: str, params_b: float, layers: int, hidden: int, heads: int, kv: int,
+       inter: int, vocab: int, ctx: int, layer_cls: str, *, tt: str | None = None,
+       arch: str = "llama", head_dim: int | None = None, tied: bool = False,
+       plain: bool = False, experts: tuple[int, int] = (0, 0), shared: int = 0,
+       mamba: MambaFacts | None = None, vision: VisionFacts | None = None,
+       source: str = "") -> ModelFamily:
+    folder, _, size = (tt or "").partition("/")
+    return ModelFamily(
+        key, display, params_b, layers, hidden, heads, kv, inter, vocab, ctx, layer_cls,
+        torchtune=(folder, size) if tt else None,
+        torchtune_builder=f"torchtune.models.{folder}" if tt else None,
+        num_experts=experts[0], experts_per_token=experts[1], head_dim=head_dim,
+        tied_embeddings=tied, gated_mlp=not plain, arch=arch, shared_intermediate_size=shared,
+        mamba=mamba, vision=vision, source=source)

@@ -1,0 +1,42 @@
+"""Recent models the importers' corpora train (alignment-handbook, axolotl recipes), each
+taken from the model's own published numbers (``source`` names the Hugging Face repo;
+``verified.py`` names the public copy of its ``config.json`` compared number by number).
+
+What the memory estimate prices for them, beyond a dense decoder's terms:
+
+- SmolLM3 leaves rotary embeddings out of every fourth layer (``no_rope_layers``): a
+  position encoding computed on the fly, no parameter and no saved activation, so its
+  layers are priced as Llama's.
+- gpt-oss alternates 128-token sliding-window and full attention (``layer_types``); a
+  flash / memory-efficient kernel saves q, k, v, its output and the log-sum-exp whatever
+  the window (Dao 2023, "FlashAttention-2", sec. 3.1: the backward recomputes the
+  attention matrix from them), so the window changes no training-memory term. Its
+  attention sinks are one learned logit per head and layer (``GptOssAttention.sinks``:
+  64 x 24 = 1,536 parameters, under 1e-7 of the model, no per-token tensor beyond the
+  kernel's log-sum-exp), left out like biases. The experts are published in MXFP4
+  (``quantization_config``) and fine-tuned dequantized to bf16 (transformers'
+  ``Mxfp4Config(dequantize=True)``, as axolotl's gpt-oss recipes load it), which is what
+  the estimate prices at ``model.dtype: bf16``; each expert is a gated MLP (``gate_up_proj``
+  of 2 x I by h, ``down_proj`` of h by I: 3hI) beside a router of h x experts.
+- Devstral Small is Mistral Small 3.1's text decoder (its vision encoder removed, the
+  model card says): a Mistral decoder with 128-wide heads.
+"""
+
+from __future__ import annotations
+
+from ftspec.spec.catalog.family import ModelFamily
+from ftspec.spec.catalog.family import make as _m
+
+RECENT_FAMILIES: tuple[ModelFamily, ...] = (
+    _m("smollm3-3b", "SmolLM3 3B", 3.08, 36, 2048, 16, 4, 11008, 128256, 65536,
+       "SmolLM3DecoderLayer", arch="smollm3", tied=True, source="hf:HuggingFaceTB/SmolLM3-3B"),
+    _m("gpt-oss-20b", "gpt-oss-20b (MoE)", 20.9, 24, 2880, 64, 8, 2880, 201088, 131072,
+       "GptOssDecoderLayer", arch="gpt_oss", head_dim=64, experts=(32, 4),
+       source="hf:openai/gpt-oss-20b"),
+    _m("devstral-small", "Devstral Small 1.1 (24B)", 24.0, 40, 5120, 32, 8, 32768, 131072,
+       131072, "MistralDecoderLayer", arch="mistral", head_dim=128,
+       source="hf:mistralai/Devstral-Small-2507"),
+)
+"""Each compared with its config.json (``verified.py``); Devstral Small 2507's numbers also
+agree with its ``params.json`` (Mistral's own format) and its card (128k context,
+text-only, 24B parameters) beside it."""
