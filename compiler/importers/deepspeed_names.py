@@ -35,8 +35,9 @@ def put_deepspeed(draft: SpecDraft, src: KeyPath, value: Any, shipped: Shipped,
         return
     name = PurePosixPath(value).name
     if name not in shipped:
-        draft.warn(src, f"deepspeed {value}: the file is not readable here and not one of "
-                   f"{tool}'s shipped files ({', '.join(sorted(shipped))}); set "
+        ships = (f"not one of {tool}'s shipped files ({', '.join(sorted(shipped))})"
+                 if shipped else f"{tool} ships none")
+        draft.warn(src, f"deepspeed {value}: the file is not readable here and {ships}; set "
                    "distributed.deepspeed by hand (or import beside the file)")
         return
     stage, opt, params = shipped[name]

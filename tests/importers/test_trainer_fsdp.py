@@ -279,3 +279,17 @@ def test_fsdp_config_from_a_json_file(tmp_path: Path, env: None) -> None:
     cfg.write_text(TRL + "fsdp: full_shard\nfsdp_config: missing.json\n")
     (warning,) = [w for w in import_trl(cfg, nproc=2).warnings if w.path == ("fsdp_config",)]
     assert "not a JSON file readable here" in warning.summary
+
+
+def test_trl_deepspeed_key_reads_the_json(tmp_path: Path) -> None:
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 3, "offload_param": '
+                                      '{"device": "cpu"}}, "bf16": {"enabled": "auto"}}')
+    cfg = tmp_path / "trl.yaml"
+    cfg.write_text(TRL + "deepspeed: ds.json\n")
+    imported = import_trl(cfg, nproc=2)
+    assert imported.data["distributed"]["strategy"] == "deepspeed"
+    assert imported.data["distributed"]["deepspeed"] == {"stage": 3, "offload_params": "cpu"}
+    assert not [w for w in imported.warnings if w.path == ("deepspeed",)]
+    cfg.write_text(TRL + "deepspeed: elsewhere/ds.json\n")
+    (warning,) = [w for w in import_trl(cfg, nproc=2).warnings if w.path == ("deepspeed",)]
+    assert "not readable here and TRL ships none" in warning.summary
