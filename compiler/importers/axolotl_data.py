@@ -11,7 +11,7 @@ from ftspec.compiler.importers.axolotl_defaults import (
     FSDP_STATE,
     FSDP_WRAP,
 )
-from ftspec.compiler.importers.axolotl_fsdp import DROPPED, _dropped, _run_defaults
+from ftspec.compiler.importers.axolotl_fsdp import DROPPED, put_dropped, put_run_defaults
 from ftspec.compiler.importers.base import layer_class_names
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.flat import put_data
@@ -154,7 +154,7 @@ def distributed(r: Reader) -> None:
             _fsdp_checkpointing(r, where, value)
             continue
         if key.removeprefix("fsdp_") in DROPPED:
-            _dropped(r, where, key.removeprefix("fsdp_"), value, version)
+            put_dropped(r, where, key.removeprefix("fsdp_"), value, version)
             continue
         if not spec_key or value is None:
             d.warn(where, f"fsdp_config.{key} has no spec field: not imported")
@@ -164,7 +164,7 @@ def distributed(r: Reader) -> None:
                   "class name: accelerate matches names, not import paths)")
             continue
         d.put(f + (spec_key,), value, d.origin_of(where))
-    _run_defaults(r, version)
+    put_run_defaults(r, version)
     if "full_shard" not in modes and modes:
         d.warn(("fsdp",), f"fsdp {modes}: imported as full_shard (the spec's sharding comes "
                "from fsdp_config.fsdp_sharding_strategy)")

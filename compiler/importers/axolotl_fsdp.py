@@ -30,7 +30,7 @@ F = ("distributed", "fsdp")
 WHY = "axolotl's FSDP schema has no such field and drops it"
 
 
-def _dropped(r: Reader, where: tuple[str, ...], key: str, value: Any, version: int) -> None:
+def put_dropped(r: Reader, where: tuple[str, ...], key: str, value: Any, version: int) -> None:
     d, run = r.draft, RUN[key]
     same = str(value).upper() == str(run).upper()
     if version == 2 and key != "sharding_strategy":
@@ -59,7 +59,7 @@ def _dropped(r: Reader, where: tuple[str, ...], key: str, value: Any, version: i
                hint=f"set distributed.fsdp.{key} to train as the key says")
 
 
-def _run_defaults(r: Reader, version: int) -> None:
+def put_run_defaults(r: Reader, version: int) -> None:
     """transformers' FSDP defaults for what the config leaves out (the spec's differ)."""
     d = r.draft
     default = "transformers' default, which axolotl leaves in place"
