@@ -58,8 +58,14 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
         entry["split"] = ds["split"]
     if isinstance(ds.get("name"), str):
         entry["subset"] = ds["name"]
-    for key in ds:
-        if key not in ENTRY_KEYS:
+    for key, value in ds.items():
+        if key == "drop_system_message" and kind == "chat_template":
+            if value is True:
+                d.warn(at + (key,), f"datasets[{i}].drop_system_message true: axolotl drops "
+                       "each conversation's leading system message; the import keeps it in "
+                       "the (untrained) context, so the prompts differ and a chat template "
+                       "without a system role (Gemma's) refuses those rows (no spec field)")
+        elif key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry
 

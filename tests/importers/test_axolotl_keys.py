@@ -168,3 +168,21 @@ def test_fsdp_keys_axolotl_drops_import_as_its_run(tmp_path: Path, sharding: str
     assert (plugin["backward_prefetch"], plugin["forward_prefetch"], plugin["state_dict_type"],
             plugin["cpu_ram_efficient_loading"], "limit_all_gathers" in plugin) == (
         "NO_PREFETCH", False, "FULL_STATE_DICT", False, False)
+
+
+def test_leftover_keys_say_what_trains_differently(tmp_path: Path) -> None:
+    cfg = tmp_path / "a.yml"
+    cfg.write_text(BASE + "    drop_system_message: true\neot_tokens:\n  - <|im_end|>\n"
+                   "special_tokens:\n  eos_token: <|im_end|>\n  pad_token: <|endoftext|>\n")
+    imported = import_axolotl(cfg)
+    warned = {w.path: (w.span.line if w.span else 0, w.summary) for w in imported.warnings}
+    line, text = warned[("datasets", 0, "drop_system_message")]
+    assert line == 8 and "drops each conversation's leading system message" in text
+    line, text = warned[("eot_tokens",)]
+    assert line == 9 and "another turn-end token stays untrained" in text
+    line, text = warned[("special_tokens", "eos_token")]
+    assert line == 12 and "rows end with that token instead" in text
+    assert imported.data["model"]["tokenizer"]["pad_token"] == "<|endoftext|>"
+    cfg.write_text(BASE.replace("chat_template", "alpaca") + "eot_tokens: [</s>]\n")
+    (w,) = [w for w in import_axolotl(cfg).warnings if w.path == ("eot_tokens",)]
+    assert "nothing trains differently" in w.summary
