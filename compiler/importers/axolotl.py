@@ -140,8 +140,24 @@ def _model(r: Reader) -> None:
         if key == "pad_token":
             d.put(("model", "tokenizer", "pad_token"), value,
                   d.origin_of(("special_tokens", key)))
+        elif key == "eos_token":
+            d.warn(("special_tokens", key), f"special_tokens.eos_token {value!r}: axolotl "
+                   "makes it the tokenizer's end-of-sequence token (added to the vocabulary, "
+                   "embeddings resized, if it is new), so its rows end with it and it is "
+                   "trained there; the import keeps the model tokenizer's own EOS: rows end "
+                   "with that token instead (no spec field)")
         else:
             d.warn(("special_tokens", key), f"special_tokens.{key} has no spec field")
+    eot = r.value("eot_tokens")
+    if eot is not None:
+        chat = any(isinstance(ds, dict) and ds.get("type") == "chat_template"
+                   for ds in r.data.get("datasets") or [])
+        d.warn(("eot_tokens",), f"eot_tokens {eot!r}: " + (
+            "axolotl trains these tokens where they end a trained turn (train_on_eot, by "
+            "default train_on_eos: turn); the spec's chat rows train each assistant turn "
+            "with the tokenizer's EOS after it (and, under chatml, its <|im_end|> tag): "
+            "another turn-end token stays untrained (no spec field)" if chat else "used by axolotl's chat_template datasets only, "
+            "and this config has none: nothing trains differently"))
 
 
 def _method(r: Reader) -> None:

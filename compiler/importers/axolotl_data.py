@@ -8,10 +8,10 @@ from typing import Any
 from ftspec.compiler.importers import rows
 from ftspec.compiler.importers.axolotl_defaults import (
     DEEPSPEED,
-    FSDP_SHARDING,
     FSDP_STATE,
     FSDP_WRAP,
 )
+from ftspec.compiler.importers.axolotl_fsdp import DROPPED, put_dropped, put_run_defaults
 from ftspec.compiler.importers.base import layer_class_names
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.flat import put_data
@@ -58,8 +58,14 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
         entry["split"] = ds["split"]
     if isinstance(ds.get("name"), str):
         entry["subset"] = ds["name"]
-    for key in ds:
-        if key not in ENTRY_KEYS:
+    for key, value in ds.items():
+        if key == "drop_system_message" and kind == "chat_template":
+            if value is True:
+                d.warn(at + (key,), f"datasets[{i}].drop_system_message true: axolotl drops "
+                       "each conversation's leading system message; the import keeps it in "
+                       "the (untrained) context, so the prompts differ and a chat template "
+                       "without a system role (Gemma's) refuses those rows (no spec field)")
+        elif key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry
 
@@ -133,7 +139,6 @@ def distributed(r: Reader) -> None:
     d.put(f + ("version",), version, r.origin("fsdp_version") if top is not None else
           at + " (fsdp_version; axolotl's default 1)")
     mapped: dict[str, tuple[str, dict[str, Any] | None]] = {
-        "sharding_strategy": ("sharding", FSDP_SHARDING),
         "auto_wrap_policy": ("auto_wrap", FSDP_WRAP),
         "state_dict_type": ("state_dict_type", FSDP_STATE),
         "offload_params": ("cpu_offload", None),
@@ -154,6 +159,9 @@ def distributed(r: Reader) -> None:
         if key.removeprefix("fsdp_") == "activation_checkpointing":
             _fsdp_checkpointing(r, where, value)
             continue
+        if key.removeprefix("fsdp_") in DROPPED:
+            put_dropped(r, where, key.removeprefix("fsdp_"), value, version)
+            continue
         if not spec_key or value is None:
             d.warn(where, f"fsdp_config.{key} has no spec field: not imported")
             continue
@@ -162,6 +170,7 @@ def distributed(r: Reader) -> None:
                   "class name: accelerate matches names, not import paths)")
             continue
         d.put(f + (spec_key,), value, d.origin_of(where))
+    put_run_defaults(r, version)
     if "full_shard" not in modes and modes:
         d.warn(("fsdp",), f"fsdp {modes}: imported as full_shard (the spec's sharding comes "
                "from fsdp_config.fsdp_sharding_strategy)")

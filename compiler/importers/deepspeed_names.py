@@ -25,7 +25,7 @@ Shipped = dict[str, tuple[int, str, str]]
 
 def put_deepspeed(draft: SpecDraft, src: KeyPath, value: Any, shipped: Shipped,
                   tool: str) -> None:
-    settings = value if isinstance(value, dict) else _read(draft, value)
+    settings = value if isinstance(value, dict) else read_json(draft, value)
     if settings is not None:
         _from_json(draft, src, settings, "inline" if isinstance(value, dict) else str(value))
         return
@@ -35,8 +35,9 @@ def put_deepspeed(draft: SpecDraft, src: KeyPath, value: Any, shipped: Shipped,
         return
     name = PurePosixPath(value).name
     if name not in shipped:
-        draft.warn(src, f"deepspeed {value}: the file is not readable here and not one of "
-                   f"{tool}'s shipped files ({', '.join(sorted(shipped))}); set "
+        ships = (f"not one of {tool}'s shipped files ({', '.join(sorted(shipped))})"
+                 if shipped else f"{tool} ships none")
+        draft.warn(src, f"deepspeed {value}: the file is not readable here and {ships}; set "
                    "distributed.deepspeed by hand (or import beside the file)")
         return
     stage, opt, params = shipped[name]
@@ -53,8 +54,10 @@ _OFFLOAD = {"cpu": "cpu", "nvme": "nvme", "none": "none"}
 _ZERO_READ = {"stage", "offload_optimizer", "offload_param"}
 
 
-def _read(draft: SpecDraft, value: Any) -> dict[str, Any] | None:
-    """The DeepSpeed JSON at ``value``: a relative path is looked up from the config's
+def read_json(draft: SpecDraft, value: Any, what: str = "DeepSpeed config"
+              ) -> dict[str, Any] | None:
+    """The JSON mapping at ``value`` (``what``: a DeepSpeed or FSDP config, for messages):
+    a relative path is looked up from the config's
     folder upwards (a tool run from its repository root names ``examples/deepspeed/…``),
     then from the working folder; read as untrusted input (``launch_script.read_found``:
     no symbolic link followed, size-limited)."""
@@ -70,7 +73,7 @@ def _read(draft: SpecDraft, value: Any) -> dict[str, Any] | None:
     roots = [Path("/")] if given.is_absolute() else [here, *list(here.parents)[:8], Path.cwd()]
     for root in roots:
         if given.is_absolute() or (root / given).exists():
-            text, _why = read_found(given, root, "DeepSpeed config")
+            text, _why = read_found(given, root, what)
             try:
                 data = json.loads(text) if text is not None else None
             except ValueError:

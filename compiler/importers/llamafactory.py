@@ -41,6 +41,7 @@ from ftspec.compiler.importers.trainable import (
     put_int8,
     put_loraplus,
 )
+from ftspec.compiler.importers.trainer_fsdp import TRANSFORMERS_4, put_trainer_fsdp
 from ftspec.compiler.importers.trl import _header, _output, _training
 from ftspec.compiler.importers.trl_reader import Reader
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
@@ -83,6 +84,7 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
     _training(r, world)
     for key, (value, origin) in topo.training.items():
         draft.put(key, value, origin)
+    put_trainer_fsdp(r, TRANSFORMERS_4)
     _output(r)
     if r.has("deepspeed"):
         put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")

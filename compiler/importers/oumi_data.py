@@ -95,7 +95,15 @@ def _split_keys(r: OumiReader, base: KeyPath, split: dict[str, Any]) -> None:
     for key, value in split.items():
         if key in ("datasets", "pack", "mixture_strategy"):
             continue
-        if key == "target_col":
+        if key == "stream":
+            if value is True:
+                r.draft.warn(base + (key,), "stream true: Oumi reads the split as a stream "
+                             "(an iterable dataset, which transformers' Trainer does not "
+                             "shuffle" + ("; pack: true streams it too" if split.get("pack")
+                                          is True else "") + "); the import loads the split "
+                             "and the Trainer shuffles it each epoch: the same rows in "
+                             "another order (no spec field)")
+        elif key == "target_col":
             r.draft.warn(base + (key,), "target_col is deprecated in Oumi 0.9 and not read "
                          "by its SFT datasets: not imported")
         else:

@@ -20,10 +20,12 @@ from ftspec.compiler.importers.base import (
     SpecDraft,
     not_this_tool,
 )
+from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
 from ftspec.compiler.importers.schedule import schedule
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8
+from ftspec.compiler.importers.trainer_fsdp import TRANSFORMERS_5, put_trainer_fsdp
 from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, NO_EFFECT, TOOL
 from ftspec.compiler.importers.trl_precision import import_precision, peft_on
@@ -57,6 +59,9 @@ def import_trl(path: Path, nproc: int | None = None, nnodes: int | None = None,
     _method(r)
     world = _resources(draft, nproc, nnodes, accelerator)
     _training(r, world)
+    put_trainer_fsdp(r, TRANSFORMERS_5)
+    if r.has("deepspeed"):
+        put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), {}, "TRL")
     _output(r)
     if not r.fms:  # fms-hf-tuning's own arguments keep these names
         _legacy_names(r)

@@ -167,6 +167,32 @@ def _axolotl_selects(s: dict[str, Any]) -> list[str] | None:
     return [n for n in PROBE if any(rx.match(n) for rx in regexes)]
 
 
+def _fsdp_run(s: dict[str, Any]) -> dict[str, Any] | None:
+    """axolotl's FSDPConfig schema has no sharding_strategy / backward_prefetch /
+    forward_prefetch field (dropped), and passes its fsdp_config to transformers, whose
+    defaults are FULL_STATE_DICT and no CPU-RAM-efficient loading; FSDP1 (axolotl's default
+    version) then shards FULL_SHARD (accelerate) with NO_PREFETCH (transformers)."""
+    cfg = {k.removeprefix("fsdp_"): v for k, v in (s.get("fsdp_config") or {}).items()}
+    if not (s.get("fsdp") or cfg):
+        return None
+    out = {"state_dict_type": cfg.get("state_dict_type", "FULL_STATE_DICT"),
+           "cpu_ram_efficient_loading": bool(cfg.get("cpu_ram_efficient_loading", False))}
+    if int(s.get("fsdp_version") or cfg.get("version") or 1) == 1:
+        out |= {"sharding_strategy": "FULL_SHARD", "backward_prefetch": "NO_PREFETCH",
+                "forward_prefetch": False}
+    return out
+
+
+def _fsdp_compiled(r: Read) -> dict[str, Any] | None:
+    cfg = r.accelerate.get("fsdp_config")
+    if not cfg:
+        return None
+    keys = ["state_dict_type", "cpu_ram_efficient_loading"]
+    if int(cfg["fsdp_version"]) == 1:
+        keys += ["sharding_strategy", "backward_prefetch", "forward_prefetch"]
+    return {k: cfg[f"fsdp_{k}"] for k in keys}
+
+
 FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "per_device_train_batch_size": ("micro_batch_size", src("micro_batch_size"),
                                     trl("per_device_train_batch_size")),
@@ -233,6 +259,8 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "distributed_type": ("(sharding)", lambda s: "FSDP" if s.get("fsdp") or s.get("fsdp_config")
                          else "DEEPSPEED" if s.get("deepspeed") else "NO",
                          lambda r: r.accelerate["distributed_type"]),
+    # what axolotl's FSDP run does with the keys its schema drops or leaves to transformers
+    "fsdp_run": ("(fsdp run)", _fsdp_run, _fsdp_compiled),
     "output_dir": ("output_dir", lambda s: Path(s["output_dir"]),
                    lambda r: Path(r.sft.output_dir)),
     "loraplus_lr_ratio": ("loraplus_lr_ratio", lambda s: loraplus(s, "loraplus_lr_ratio"),

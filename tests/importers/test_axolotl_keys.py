@@ -132,3 +132,57 @@ def test_switches_set_off_are_not_warned_as_training_differently(tmp_path: Path)
     cfg.write_text(BASE + "load_in_8bit: true\n")
     (w,) = [w for w in import_axolotl(cfg).warnings if w.path == ("load_in_8bit",)]
     assert "without an adapter" in w.summary
+
+
+FSDP1 = ("fsdp:\n  - full_shard\n  - auto_wrap\nfsdp_config:\n  fsdp_limit_all_gathers: true\n"
+         "  fsdp_sharding_strategy: {sharding}\n  fsdp_backward_prefetch: BACKWARD_PRE\n"
+         "  fsdp_forward_prefetch: false\n  fsdp_use_orig_params: false\n")
+
+
+@pytest.mark.parametrize("sharding", ["FULL_SHARD", "SHARD_GRAD_OP"])
+def test_fsdp_keys_axolotl_drops_import_as_its_run(tmp_path: Path, sharding: str) -> None:
+    """axolotl's FSDPConfig schema has no sharding / prefetch / limit_all_gathers fields:
+    the run takes transformers' FSDP1 defaults (NO_PREFETCH, FULL_SHARD from accelerate),
+    and so does the import, warning where the key said otherwise."""
+    from transformers import TrainingArguments
+
+    cfg = tmp_path / "fsdp1.yml"
+    cfg.write_text(BASE + FSDP1.format(sharding=sharding))
+    imported = import_axolotl(cfg, nproc=2)
+    fsdp = imported.data["distributed"]["fsdp"]
+    assert (fsdp["version"], fsdp["sharding"], fsdp["backward_prefetch"],
+            fsdp["forward_prefetch"], fsdp["use_orig_params"], fsdp["state_dict_type"],
+            fsdp["cpu_ram_efficient_loading"]) == (1, "full_shard", "none", False, False,
+                                                   "full", False)
+    warned = {w.path[-1]: w.summary for w in imported.warnings
+              if w.path[:1] == ("fsdp_config",)}
+    assert "drops it; the run uses transformers' default NO_PREFETCH" in \
+        warned["fsdp_backward_prefetch"]
+    assert "nothing trains differently" in warned["fsdp_limit_all_gathers"]
+    assert "fsdp_forward_prefetch" not in warned
+    assert ("fsdp_sharding_strategy" in warned) == (sharding != "FULL_SHARD")
+    # transformers' own defaults for what axolotl hands it without those keys
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, fsdp="full_shard auto_wrap",
+                             fsdp_config={"fsdp_version": 1, "use_orig_params": False})
+    plugin = args.fsdp_plugin_args
+    assert (plugin["backward_prefetch"], plugin["forward_prefetch"], plugin["state_dict_type"],
+            plugin["cpu_ram_efficient_loading"], "limit_all_gathers" in plugin) == (
+        "NO_PREFETCH", False, "FULL_STATE_DICT", False, False)
+
+
+def test_leftover_keys_say_what_trains_differently(tmp_path: Path) -> None:
+    cfg = tmp_path / "a.yml"
+    cfg.write_text(BASE + "    drop_system_message: true\neot_tokens:\n  - <|im_end|>\n"
+                   "special_tokens:\n  eos_token: <|im_end|>\n  pad_token: <|endoftext|>\n")
+    imported = import_axolotl(cfg)
+    warned = {w.path: (w.span.line if w.span else 0, w.summary) for w in imported.warnings}
+    line, text = warned[("datasets", 0, "drop_system_message")]
+    assert line == 8 and "drops each conversation's leading system message" in text
+    line, text = warned[("eot_tokens",)]
+    assert line == 9 and "another turn-end token stays untrained" in text
+    line, text = warned[("special_tokens", "eos_token")]
+    assert line == 12 and "rows end with that token instead" in text
+    assert imported.data["model"]["tokenizer"]["pad_token"] == "<|endoftext|>"
+    cfg.write_text(BASE.replace("chat_template", "alpaca") + "eot_tokens: [</s>]\n")
+    (w,) = [w for w in import_axolotl(cfg).warnings if w.path == ("eot_tokens",)]
+    assert "nothing trains differently" in w.summary

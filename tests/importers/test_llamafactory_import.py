@@ -203,7 +203,8 @@ their accelerate settings are compared in ``test_llamafactory_launch``."""
 CHECKED = Corpus("llamafactory", CORPUS, import_llamafactory, FIELDS,
                  outside_catalog=frozenset({"2026-train_lora-nanbeige42_lora_sft.yaml",
                                             "examples/ascend/qwen3_5_full_sft_fsdp2.yaml"}),
-                 nested=(*LAUNCHED, "examples/extras/fp8/llama3_fp8_deepspeed_sft.yaml"))
+                 nested=(*LAUNCHED, "examples/extras/fp8/llama3_fp8_deepspeed_sft.yaml",
+                         "examples/extras/fp8/llama3_fp8_fsdp_sft.yaml"))
 
 
 def test_corpus_is_there() -> None:

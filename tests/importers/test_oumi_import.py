@@ -320,3 +320,10 @@ def test_torchtune_launcher_where_it_fits() -> None:
         files = {n: {a.path: a.content for a in c.artifacts} for n, c in (("tt", tt),
                                                                           ("acc", acc))}
         assert read_torchtune(files["tt"]) == read_accelerate(files["acc"]), name
+
+
+def test_stream_says_the_row_order_differs() -> None:
+    imported = import_oumi(CORPUS / "2026-llama3_1-8b_full-longctx_train.yaml")
+    (w,) = [w for w in imported.warnings if w.path == ("data", "train", "stream")]
+    assert w.span is not None and w.span.line == 52
+    assert "the same rows in another order" in w.summary and "pack: true" in w.summary
