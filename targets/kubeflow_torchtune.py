@@ -190,7 +190,7 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
             yield _error(("resources", "gpus_per_node"),
                          "the torchtune runtime runs QLoRA on a single device "
                          f"({job.procs_per_node} processes per node)", "qlora-devices",
-                         hint="use gpus_per_node: 1")
+                         hint="set resources.gpus_per_node: 1")
     if job.gpus_per_node and job.procs_per_node != job.gpus_per_node:
         yield _error(("resources", "processes_per_node"),
                      f"the torchtune runtime launches one process per GPU: "

@@ -58,21 +58,20 @@ RULES: tuple[Rule, ...] = (
 
 
 PREREQUISITES = frozenset(f"rule.{code}" for code in (
-    "model-family", "model-both",             # the model's facts (layers, sizes, configs)
+    "model-family", "model-both",             # the model's facts: none, or two to pick from
     "gpus-both", "gpus-divisible",            # the topology: GPUs and processes per node
-    "accelerator-required",                   # the memory to fit and the resources to ask
     "ep-dense", "ep-experts", "ep-divisible",  # how the experts split over the processes
-    "data-missing", "data-both",              # the training data every target reads
-    "proportion-missing",                     # a mixture's weights
-    "completion-prompt",                      # a completion dataset's prompt
-    "packed-length",                          # the length packing fills
-    "duration",                               # epochs or steps: the schedule
-    "quantization-required",                  # the quantized base of QLoRA / GPTQ-LoRA
+    "data-both",                              # which data trains: data.train or the mixture
+    "packed-length",                          # the length packing fills (memory, tokens)
+    "duration",                               # the schedule: total steps, warm-up from a ratio
 ))
-"""Codes of rule errors that leave the spec without something ``compiler.build.build_job``
-or every target reads (the rules guarantee it to them): with one of these, ``compile`` stops
-at validation. With any other error the Job is still derived, so the launcher's and the
-deploy target's checks run and their errors are listed with the rules' in one run."""
+"""Codes of rule errors that leave ``compiler.build.build_job`` nothing, or two things to pick
+from, to derive a Job value from (the model's numbers, the world size, the experts' split, the
+training data, the packed length, the schedule): with one of these, ``compile`` stops at validation, since a
+target's check of that Job would crash or speak of values the user never gave. With any other
+error the Job is still derived, and the launcher's and the deploy target's checks run and
+list their errors beside the rules' (they take nothing the other rules guarantee for granted:
+``tests/compiler/test_all_errors.py`` compiles specs with such errors for every target)."""
 
 
 def run_rules(spec: FineTuneSpec) -> list[Diagnostic]:
