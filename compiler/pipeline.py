@@ -237,7 +237,6 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
 
 
 SAME_MEANING: dict[str, frozenset[str]] = {
-    "kubeflow.uri-scheme": frozenset({"rule.remote-file-uri"}),
     "kubeflow.initializer-uri": frozenset({"rule.remote-file-uri"}),
     "kuberay.uri-scheme": frozenset({"rule.remote-file-uri"}),
     "kuberay.name-length": frozenset({"rule.name-length"}),

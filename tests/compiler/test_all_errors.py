@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 import yaml
 from ftspec.cli.main import main
-from ftspec.compiler.pipeline import SAME_MEANING, CompileOptions, SpecInput, compile_spec, merged
+from ftspec.compiler.pipeline import (
+    SAME_MEANING,
+    CompileOptions,
+    SpecInput,
+    Stage,
+    compile_spec,
+    merged,
+)
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.rules import PREREQUISITES
 from ftspec.targets import TARGET_NAMES
@@ -46,14 +53,14 @@ def _spec(tmp_path: Path, changes: dict[str, Any], drop: tuple[tuple[str, ...], 
         for key in parents:
             node = node.setdefault(key, {})
         node[leaf] = value
-    for path in drop:
+    for keys in drop:
         node = data
-        for key in path[:-1]:
+        for key in keys[:-1]:
             node = node[key]
-        del node[path[-1]]
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+        del node[keys[-1]]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    return spec
 
 
 def _line(spec: Path, start: str) -> int:
@@ -232,3 +239,35 @@ def test_a_target_finding_replaces_the_rule_finding_it_says_more_exactly() -> No
     exclusive = _diag("rule.prompt-exclusive", ("data", "train", "prompt_func"))
     assert merged([exclusive], [moot]) == [exclusive, moot]
     assert all(code.startswith("rule.") for codes in SAME_MEANING.values() for code in codes)
+
+
+SAID_MORE_EXACTLY: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
+    "kubeflow.initializer-uri": ("rule.remote-file-uri", ("data", "train", "uri"), {
+        "deploy.target": "kubeflow", "data.train.uri": "file://data/train.jsonl"}),
+    "kuberay.uri-scheme": ("rule.remote-file-uri", ("data", "train", "uri"), {
+        "deploy.target": "kuberay", "data.train.uri": "file://data/train.jsonl"}),
+    "kuberay.name-length": ("rule.name-length", ("metadata", "name"), {
+        "deploy.target": "kuberay", "metadata.name": "a" * 64}),
+    "target.torchtune.strategy": ("rule.strategy-none", ("distributed", "strategy"), {
+        "distributed.strategy": "none", "resources.gpus_per_node": 2}),
+}
+"""Each entry of SAME_MEANING: (the rule's code, the path, BASE's changes that raise both)."""
+
+
+def test_every_same_meaning_entry_has_a_case() -> None:
+    assert set(SAID_MORE_EXACTLY) == set(SAME_MEANING)
+    assert all(rule in SAME_MEANING[code] for code, (rule, _, _) in SAID_MORE_EXACTLY.items())
+
+
+@pytest.mark.parametrize("code", sorted(SAID_MORE_EXACTLY))
+def test_the_target_finding_is_listed_instead_of_the_rule_finding(code: str,
+                                                                   tmp_path: Path) -> None:
+    rule, path, changes = SAID_MORE_EXACTLY[code]
+    spec = _spec(tmp_path, changes)
+    alone = compile_spec(SpecInput(spec), "identity")
+    assert (rule, path) in {(d.code, d.path) for d in alone.errors}
+    stages: tuple[Stage, ...] = ("checks", "artifacts")
+    for stage in stages:
+        result = compile_spec(SpecInput(spec), stage)
+        at = [d.code for d in result.errors if d.path == path]
+        assert at == [code], (stage, at)
