@@ -9,6 +9,12 @@ Every command that reads a spec goes through ``compile_spec``; none repeats a st
 * ``artifacts`` (compile, plan, apply): the chosen target's checks, the environment probes
   compiling needs (``environment``: is torchtune installed), then the artifacts.
 
+One run lists every error it can find: the spec's validation errors and, whenever the Job
+can still be derived (the typed model was built and no rule it rests on failed:
+``ftspec.spec.rules.PREREQUISITES``), the target's too, so a user fixes both batches at
+once. A target finding that says a rule's more exactly at the same key path
+(``SAME_MEANING``) is listed instead of it; findings are sorted by position, stably.
+
 Every diagnostic leaves here placed: key paths resolve through the loaded document's
 source map, so positions from overlays (``overlay.yaml:L:C``) and flags (``--set[N]:1:C``)
 survive to the CLI and to errors found later (an API server's 422 is located through
@@ -22,6 +28,7 @@ passes that as ``CompileOptions.trainer_version``; ``compile_spec`` accepts an e
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -69,6 +76,8 @@ class Compiled:
     doc: SourceDoc | None
     """The loaded document with its source map (None when it could not be loaded)."""
     job: Job | None
+    """The IR; also built for a spec with errors when it can be derived (``ok`` says
+    whether the spec is valid), None when it cannot."""
     target: str | None = None
     artifacts: tuple[Artifact, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = field(default_factory=tuple)
@@ -193,11 +202,13 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
         else:
             source, validated = spec, load(spec, opts.schema)
         doc, found = validated.doc, list(validated.diagnostics.items)
-        if not validated.ok or validated.spec is None:
+        model = validated.spec if validated.ok else \
+            validated.model if validated.derivable else None
+        if model is None:
             return Compiled(source, doc, None, diagnostics=_sorted(found, doc))
         from ftspec.compiler.build import build_job
 
-        job = build_job(validated.spec, None if source.in_memory else source.path,
+        job = build_job(model, None if source.in_memory else source.path,
                         opts.trainer_version, source.point)
     validation = tuple(found)
     if stage == "identity":
@@ -215,7 +226,7 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
             found.append(Diagnostic(Severity.ERROR, f"target {each} is not available in this "
                                     "installation", path=path, code="compile.target-missing"))
             continue
-        found.extend(d for d in check_job(job, each) if d not in found)
+        found = merged(found, check_job(job, each))
     if stage == "artifacts" and not any(d.is_error for d in found):
         found.extend(environment(job))
     if stage == "checks" or any(d.is_error for d in found):
@@ -223,6 +234,37 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
                         validation=validation)
     artifacts = tuple(compile_job(job, name))
     return Compiled(source, doc, job, name, artifacts, _sorted(found, doc), validation)
+
+
+SAME_MEANING: dict[str, frozenset[str]] = {
+    "kubeflow.initializer-uri": frozenset({"rule.remote-file-uri"}),
+    "kuberay.uri-scheme": frozenset({"rule.remote-file-uri"}),
+    "kuberay.name-length": frozenset({"rule.name-length"}),
+    "target.torchtune.strategy": frozenset({"rule.strategy-none"}),
+}
+"""A target's finding -> the rule findings it says more exactly at the same key path (a
+location the target's container cannot read, with the schemes that it can; a name over the
+RayJob's 47 characters, not only over 63; a strategy torchtune's recipes cannot run, with the
+one they can): one of them is listed, the target's."""
+
+
+def merged(found: list[Diagnostic], more: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """``found`` with each of ``more`` that says something new: a finding already there is
+    dropped, and one that says a rule's finding more exactly (``SAME_MEANING``) takes its
+    place in the list."""
+    out = list(found)
+    for d in more:
+        if d in out:
+            continue
+        general = SAME_MEANING.get(d.code or "", frozenset())
+        same = [i for i, e in enumerate(out) if e.path == d.path and e.code in general
+                and e.severity == d.severity]
+        if same:
+            out[same[0]] = d
+            out = [e for i, e in enumerate(out) if i not in same[1:]]
+        else:
+            out.append(d)
+    return out
 
 
 def environment(job: Job) -> list[Diagnostic]:

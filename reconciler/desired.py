@@ -5,7 +5,8 @@ The live commands (plan, apply, destroy, status, logs) all start here:
 1. every spec goes through ``compile_spec`` to its Job (``identity``); a spec with a
    ``sweep`` becomes one Job per point (``compiler/sweep.py``), each an ordinary job here;
    two jobs with one identity (``reconciler.identity``) are refused at the second one's
-   ``metadata.name``;
+   ``metadata.name``; a spec that fails lists its deploy target's errors with its
+   validation errors (plan and apply; destroy, status and logs need only the identity);
 2. the specs' deploy targets pick one backend;
 3. unless only the job's identity is needed (destroy, status, logs), the backend says what
    to compile for (``compile_options``: the Trainer API the cluster serves) and the same
@@ -53,7 +54,8 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
     base = CompileOptions(schema="on-error")
     first = [point for src in inputs  # a sweep: one spec per point
              for point in expand(compile_spec(src, "identity", base), "identity", base)]
-    failed = [d for c in first if not c.ok for d in c.diagnostics]
+    failed = [d for c in first if not c.ok
+              for d in (c.diagnostics if identity_only else _failed(c, base))]
     if failed:
         return Prepared(None, (), tuple(failed))
     jobs = [c.job for c in first if c.job is not None]
@@ -90,6 +92,15 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
             early.drop_prefetched()
         return Prepared(backend, (), errors)
     return Prepared(backend, tuple(ready for _, ready in done if ready is not None))
+
+
+def _failed(compiled: Compiled, options: CompileOptions) -> tuple[Diagnostic, ...]:
+    """What a spec that fails lists: its validation errors and, where its Job could still
+    be derived, its deploy target's errors too (what ``compile`` lists for it). A sweep
+    point keeps its own findings, named after it (``compiler/sweep.py``)."""
+    if compiled.job is None or compiled.source.point is not None:
+        return compiled.diagnostics
+    return compile_spec(compiled, "artifacts", options).diagnostics
 
 
 def _desired(compiled: Compiled) -> Desired:

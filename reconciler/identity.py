@@ -102,7 +102,7 @@ def declares(path: Path, job: Job) -> bool:
         other = compile_spec(SpecInput(path, (), ()), "identity")
     except OSError:
         return False
-    return other.job is not None and _key(other.job) == _key(job)
+    return other.ok and other.job is not None and _key(other.job) == _key(job)
 
 
 def file_move(job: Job, spec_file: str, recorded_file: str, root: Path) -> str | None:

@@ -44,10 +44,23 @@ class Validated:
     doc: SourceDoc | None
     spec: FineTuneSpec | None
     diagnostics: Diagnostics
+    model: FineTuneSpec | None = None
+    """The typed model whenever the schema and pydantic accepted the document, whatever the
+    rules found (``spec`` is it only when nothing is wrong)."""
 
     @property
     def ok(self) -> bool:
         return self.spec is not None and not self.diagnostics.has_errors
+
+    @property
+    def derivable(self) -> bool:
+        """A Job can be derived from ``model``: none of the rules it rests on failed
+        (``ftspec.spec.rules.PREREQUISITES``), so the targets can check it too."""
+        if self.model is None:
+            return False
+        from ftspec.spec.rules import PREREQUISITES
+
+        return not any(d.code in PREREQUISITES for d in self.diagnostics.errors)
 
 
 def validate_file(path: Path) -> Validated:
@@ -96,7 +109,7 @@ def _with_rules(doc: SourceDoc, spec: FineTuneSpec, diags: Diagnostics) -> Valid
     from ftspec.spec.rules import run_rules
 
     diags.extend(_place(d, doc) for d in run_rules(spec))
-    return Validated(doc, spec if not diags.has_errors else None, diags)
+    return Validated(doc, spec if not diags.has_errors else None, diags, spec)
 
 
 def _as_json(data: Any) -> str | None:

@@ -190,7 +190,7 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
             yield _error(("resources", "gpus_per_node"),
                          "the torchtune runtime runs QLoRA on a single device "
                          f"({job.procs_per_node} processes per node)", "qlora-devices",
-                         hint="use gpus_per_node: 1")
+                         hint="set resources.gpus_per_node: 1")
     if job.gpus_per_node and job.procs_per_node != job.gpus_per_node:
         yield _error(("resources", "processes_per_node"),
                      f"the torchtune runtime launches one process per GPU: "
@@ -231,11 +231,12 @@ def _spec_text_values(job: Job) -> Iterator[tuple[str, Any]]:
 def _command_line(job: Job) -> Iterator[Diagnostic]:
     """Values the TrainJob's ``key=value`` args cannot carry (the runtime owns the config
     file, so there is no other way in)."""
-    from ftspec.targets.torchtune import base_config
+    from ftspec.targets.torchtune import DATASETS, base_config
     from ftspec.targets.torchtune_configs import cli_problem
 
-    if base_config(job) is None or job.spec.data.train is None:
-        return  # the torchtune and data checks report these
+    train = job.spec.data.train
+    if base_config(job) is None or train is None or train.format not in DATASETS:
+        return  # the torchtune and data checks report these (no dataset component to build)
     for key, value in _spec_text_values(job):
         problem = cli_problem(value)
         if problem is None:

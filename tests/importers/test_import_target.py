@@ -231,12 +231,20 @@ def test_shipped_runtime_is_named_when_torchtune_runs_on_kubeflow(tmp_path: Path
 def test_figures(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """compiled for the target / compiled once the listed additions are made, per tool and
     target, printed as the README quotes them (``-k figures -s``)."""
+    from ftspec.spec.rules import PREREQUISITES
+
     rows: Counter[tuple[str, str, str]] = Counter()
     left: Counter[tuple[str, str | None]] = Counter()
+    together: Counter[str] = Counter()
     for aims in TARGETS:
         target = " --target ".join(aims)
         for config in CONFIGS:
             o = _outcome(config, aims, out)
+            codes = {e.code or "" for e in o.compiled.errors}
+            rules = {c for c in codes if c.startswith("rule.")}
+            if rules and not rules & PREREQUISITES:  # the target's checks ran beside the rules
+                assert o.compiled.job is not None and o.compiled.target == aims[-1], o.spec
+                together[target] += bool(codes - rules)
             listed = all(e.span is not None and e.hint and ADDITION.search(e.hint)
                          for e in o.compiled.errors)
             kind = "compiled" if not o.compiled.errors else "listed" if listed else "unlisted"
@@ -253,7 +261,11 @@ def test_figures(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
                       f"{rows[(tool, target, 'unlisted')]} unlisted")
             print(f"  {target} additions left: " + ", ".join(
                 f"{code} {n}" for (t, code), n in left.most_common() if t == target))
+            print(f"  {target}: {together[target]} configs list rule and target errors "
+                  "together")
     assert sum(n for (_, _, kind), n in rows.items() if kind == "unlisted") == 0
+    # file:// locations on torchtune's runtime are a rule's errors; the target's are listed too
+    assert together["torchtune --target kubeflow"] > 0
 
 
 def test_zero3_becomes_fsdp_full_shard_at_the_deepspeed_line(out: Path) -> None:
