@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from ftspec.compiler.memory import estimate_memory
 from ftspec.compiler.summary import ml_summary
-from ftspec.spec.catalog.models import MODEL_FAMILIES, ModelFamily
+from ftspec.spec.catalog.family import ModelFamily
+from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import Job, ModelFacts, RowFormat
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY

@@ -108,7 +108,7 @@ def put_trainer_fsdp(r: Reader, release: str) -> None:
     d = r.draft
     fsdp = r.value("fsdp")
     cfg = _Config(r, release)
-    legacy = [k for k in ("fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params")
+    legacy: list[str] = [k for k in ("fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params")
               if k in r.data]
     for key in legacy:
         r.used.add(key)
