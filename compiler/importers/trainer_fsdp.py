@@ -109,7 +109,7 @@ def put_trainer_fsdp(r: Reader, release: str) -> None:
     fsdp = r.value("fsdp")
     cfg = _Config(r, release)
     legacy: list[str] = [k for k in ("fsdp_transformer_layer_cls_to_wrap", "fsdp_min_num_params")
-              if k in r.data]
+                         if k in r.data]
     for key in legacy:
         r.used.add(key)
     if fsdp in (None, False, "", []):
