@@ -106,8 +106,10 @@ set -um  # job control: a background job keeps SIGINT (else bash ignores it ther
 ftspec apply {spec} --auto-approve --wait --set training.max_steps=null \
   --set training.epochs=100 --set training.max_steps_per_epoch=32 2> apply.err &
 pid=$!
-for _ in $(seq 600); do grep -qE "step [0-9]+/" apply.err 2>/dev/null && break; sleep 0.2; done
-kill -INT $pid
+seen=no
+for _ in $(seq 600); do grep -qE "step [0-9]+/" apply.err 2>/dev/null && seen=yes && break; sleep 0.2; done
+echo "saw a step before Ctrl-C: $seen at $(date +%s.%N)"
+kill -INT $pid || echo "apply had already ended when Ctrl-C came"
 wait $pid
 echo "rc=$?"
 ftspec status {spec} --json --set training.max_steps=null --set training.epochs=100 \
