@@ -80,6 +80,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ftspec.compiler.memory_lora import lora_trainable_params, reached_modules
 from ftspec.compiler.memory_peak import Peak, step_peak
 from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.compiler.memory_units import DTYPE_BYTES
@@ -114,38 +115,6 @@ _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 """bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
 
 
-def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
-    """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer.
-
-    Shapes come from the architecture numbers: query/output width heads x head size (not
-    always the hidden size: Gemma, Qwen3), key/value width KV heads x head size, and MLP
-    projections once per expert in mixtures of experts. In a hybrid stack only the
-    attention layers have q/k/v/o projections.
-    """
-    h = model.hidden_size
-    q = model.num_heads * model.attn_head_dim
-    kv = model.num_kv_heads * model.attn_head_dim
-    inter = model.intermediate_size
-    experts = max(1, model.num_experts)
-    shapes = {
-        "q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-        "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
-    }
-    attention = mlp = 0
-    for name, (i, o) in shapes.items():
-        if name in modules and (model.gated_mlp or name != "gate_proj"):
-            if name.endswith(("gate_proj", "up_proj", "down_proj")):
-                mlp += rank * (i + o) * experts
-            else:
-                attention += rank * (i + o)
-    return float(attention * _attention_layers(model) + mlp * model.num_layers)
-
-
-def _attention_layers(model: ModelFacts) -> int:
-    """Layers with attention projections: all of them, or a hybrid stack's attention ones."""
-    return model.num_layers if model.mamba is None else len(model.mamba.attention_layers)
-
-
 def trainable_params(spec: FineTuneSpec, model: ModelFacts,
                      lora_modules: tuple[str, ...]) -> float:
     """Parameters that train: every one (full); LoRA's r x (in + out) per adapted
@@ -156,7 +125,8 @@ def trainable_params(spec: FineTuneSpec, model: ModelFacts,
     if kind in LORA_FAMILY:
         trainable = lora_trainable_params(model, lora_modules, spec.method.lora_settings.rank)
         if kind == "dora":
-            trainable += model.num_layers * model.hidden_size * len(lora_modules)
+            trainable += model.num_layers * model.hidden_size * len(
+                reached_modules(model, lora_modules))
         return trainable
     if kind == "prompt_tuning":
         pt = spec.method.prompt_tuning
