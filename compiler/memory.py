@@ -323,8 +323,11 @@ def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> flo
         return load_bytes  # the loaded weights train
     if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         return DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)
-    if kind in QUANTIZED_LORA:
-        return 2.0  # SFTTrainer casts adapters over a quantized base to bf16
+    if kind == "qlora":
+        # SFTTrainer.__init__ casts adapters to bf16 only when the model is
+        # is_loaded_in_4bit / is_loaded_in_8bit, which only bitsandbytes' quantizers set
+        # (TRL 1.16); adapters over a GPTQ base stay as PEFT makes them (below).
+        return 2.0
     ds = spec.distributed.deepspeed
     zero3 = strategy == "deepspeed" and ds is not None and ds.stage == 3
     return load_bytes if zero3 else 4.0  # PEFT autocast_adapter_dtype (not under ZeRO-3)
