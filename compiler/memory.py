@@ -87,7 +87,7 @@ from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import LORA_FAMILY, PEFT_ADAPTERS, QUANTIZED_LORA
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, PEFT_ADAPTERS, QUANTIZED_LORA
 from ftspec.spec.platforms import LAUNCHER_FACTS
 
 GIB = float(1 << 30)
@@ -123,7 +123,10 @@ def trainable_params(spec: FineTuneSpec, model: ModelFacts,
     (k and v: h each, the MLP's: I)."""
     kind = spec.method.kind
     if kind in LORA_FAMILY:
-        trainable = lora_trainable_params(model, lora_modules, spec.method.lora_settings.rank)
+        lora = spec.method.lora_settings
+        peft_all_linear = (lora.target_modules == [ALL_LINEAR]
+                           and LAUNCHER_FACTS[spec.launcher].memory_profile != "torchtune")
+        trainable = lora_trainable_params(model, lora_modules, lora.rank, peft_all_linear)
         if kind == "dora":
             trainable += model.num_layers * model.hidden_size * len(
                 reached_modules(model, lora_modules))

@@ -12,7 +12,8 @@ from ftspec.spec.ir import ModelFacts
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
 
-def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
+def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int,
+                          all_linear: bool = False) -> float:
     """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer.
 
     Shapes come from the architecture numbers: query/output width heads x head size (not
@@ -25,9 +26,9 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     fused 3-D parameters (``experts.gate_up_proj`` / ``experts.down_proj``), not
     ``nn.Linear`` layers, so PEFT's LoRA reaches none of them, neither by ``all-linear``
     nor by ``gate_proj`` / ``up_proj`` / ``down_proj``; the router is no ``nn.Linear``
-    either. Not priced: the adapters ``all-linear`` also puts on a Granite MoE-hybrid's
-    Mamba projections and shared-expert MLP (``in_proj``, ``out_proj``, ``input_linear``,
-    ``output_linear``). tests/compiler/test_memory_moe_lora.py compares with PEFT.
+    either. ``all_linear`` (PEFT's ``all-linear``, not torchtune's) also adapts a hybrid
+    stack's Mamba-2 projections and a shared expert's MLP (``_all_linear_extra``).
+    tests/compiler/test_memory_moe_lora.py compares with PEFT.
     """
     h = model.hidden_size
     q = model.num_heads * model.attn_head_dim
@@ -44,7 +45,26 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
                 mlp += rank * (i + o)
             else:
                 attention += rank * (i + o)
-    return float(attention * _attention_layers(model) + mlp * model.num_layers)
+    extra = _all_linear_extra(model, rank) if all_linear else 0.0
+    return float(attention * _attention_layers(model) + mlp * model.num_layers) + extra
+
+
+def _all_linear_extra(model: ModelFacts, rank: int) -> float:
+    """What PEFT's ``all-linear`` adapts beyond the q/k/v/o and gate/up/down names: each
+    Mamba-2 layer's ``in_proj`` (h -> 2 x inner + 2 x groups x N + heads) and ``out_proj``
+    (inner -> h), and a MoE's shared-expert MLP in every layer (``input_linear``
+    h -> 2 x S, ``output_linear`` S -> h; transformers' GraniteMoeHybrid)."""
+    h = model.hidden_size
+    extra = 0.0
+    if model.mamba is not None:
+        m = model.mamba
+        in_out = 2 * m.inner + 2 * m.n_groups * m.state_size + m.num_heads
+        mamba_layers = model.num_layers - len(m.attention_layers)
+        extra += mamba_layers * rank * ((h + in_out) + (m.inner + h))
+    shared = model.shared_intermediate_size
+    if shared and model.num_experts:
+        extra += model.num_layers * rank * ((h + 2 * shared) + (shared + h))
+    return extra
 
 
 def reached_modules(model: ModelFacts, modules: tuple[str, ...]) -> tuple[str, ...]:

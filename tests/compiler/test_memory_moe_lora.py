@@ -48,9 +48,12 @@ def _family_key(arch: str) -> str:
 def _tiny_facts(arch: str) -> ModelFacts:
     """The catalog family's facts at the tiny model's sizes."""
     facts = _facts_of(MODEL_FAMILIES[_family_key(arch)], None)
-    mamba = facts.mamba and replace(facts.mamba, attention_layers=(1,))
+    mamba = facts.mamba and replace(facts.mamba, attention_layers=(1,), state_size=16,
+                                    n_groups=1, num_heads=8, head_dim=16)
+    shared = 48 if facts.shared_intermediate_size else 0
     return replace(facts, num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2,
-                   head_dim=16, intermediate_size=32, num_experts=4, mamba=mamba)
+                   head_dim=16, intermediate_size=32, num_experts=4, mamba=mamba,
+                   shared_intermediate_size=shared)
 
 
 def _peft_trainable(arch: str, targets: str | list[str]) -> int:
@@ -71,14 +74,34 @@ def test_named_targets_match_peft(arch: str) -> None:
         arch, list(_NAMED))
 
 
-@pytest.mark.parametrize("arch", [a for a in _MOE_ARCHS if a != "granitemoehybrid"])
+@pytest.mark.parametrize("arch", _MOE_ARCHS)
 def test_all_linear_matches_peft(arch: str) -> None:
-    assert lora_trainable_params(_tiny_facts(arch), _NAMED, 8) == _peft_trainable(
-        arch, "all-linear")
+    """A Granite MoE-hybrid's all-linear also adapts its Mamba-2 and shared-expert projections."""
+    assert lora_trainable_params(_tiny_facts(arch), _NAMED, 8, all_linear=True) == (
+        _peft_trainable(arch, "all-linear"))
 
 
-@pytest.mark.xfail(strict=True, reason="all-linear also adapts the Mamba and shared-expert "
-                   "projections of a Granite MoE-hybrid; the estimate does not price them")
-def test_all_linear_on_a_granite_moe_hybrid() -> None:
-    assert lora_trainable_params(_tiny_facts("granitemoehybrid"), _NAMED, 8) == _peft_trainable(
-        "granitemoehybrid", "all-linear")
+def test_a_spec_with_all_linear_prices_the_hybrid_projections() -> None:
+    """The spec's ``[all-linear]`` reaches the count (PEFT's, on the accelerate launcher)."""
+    from ftspec.compiler.build import build_job
+    from ftspec.spec.validate import spec_from_data
+
+    def trainable(targets: list[str]) -> float:
+        data: dict[str, Any] = {
+            "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune", "metadata": {"name": "m"},
+            "model": {"uri": "hf://ibm-granite/granite-4.0-h-tiny",
+                      "family": "granite-4.0-h-tiny"},
+            "data": {"train": {"uri": "hf://tatsu-lab/alpaca", "num_examples": 52002},
+                     "max_seq_len": 2048},
+            "method": {"kind": "lora", "lora": {"rank": 8, "target_modules": targets}},
+            "training": {"global_batch_size": 8, "micro_batch_size": 1, "learning_rate": 2e-4},
+            "resources": {"gpus_per_node": 1, "accelerator": "nvidia-h100-80gb"},
+            "launcher": "accelerate"}
+        return build_job(spec_from_data(data)).memory.trainable_params_b
+
+    named = trainable(list(_NAMED))
+    facts = _facts_of(MODEL_FAMILIES["granite-4.0-h-tiny"], None)
+    assert named == pytest.approx(lora_trainable_params(facts, _NAMED, 8) / 1e9, rel=1e-3)
+    assert trainable(["all-linear"]) == pytest.approx(
+        lora_trainable_params(facts, _NAMED, 8, all_linear=True) / 1e9, rel=1e-3)
+    assert trainable(["all-linear"]) > 2 * named
