@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ftspec.compiler.memory import estimate_memory
+from ftspec.compiler.memory_lora import MLP_MODULES
 from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.models import MODEL_FAMILIES
@@ -20,8 +21,6 @@ from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER
 from ftspec.spec.sweep import Point, with_point
-
-MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
 
 def _digest(data: Any) -> str:

@@ -80,13 +80,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ftspec.compiler.memory_lora import lora_trainable_params, reached_modules
 from ftspec.compiler.memory_peak import Peak, step_peak
 from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.compiler.memory_units import DTYPE_BYTES
 from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import MemoryEstimate, ModelFacts
 from ftspec.spec.model import FineTuneSpec
-from ftspec.spec.model.method import LORA_FAMILY, PEFT_ADAPTERS, QUANTIZED_LORA
+from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, PEFT_ADAPTERS, QUANTIZED_LORA
 from ftspec.spec.platforms import LAUNCHER_FACTS
 
 GIB = float(1 << 30)
@@ -114,38 +115,6 @@ _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 """bitsandbytes' 32-bit optimizers: fp32 state whatever the parameter's dtype."""
 
 
-def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int) -> float:
-    """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer.
-
-    Shapes come from the architecture numbers: query/output width heads x head size (not
-    always the hidden size: Gemma, Qwen3), key/value width KV heads x head size, and MLP
-    projections once per expert in mixtures of experts. In a hybrid stack only the
-    attention layers have q/k/v/o projections.
-    """
-    h = model.hidden_size
-    q = model.num_heads * model.attn_head_dim
-    kv = model.num_kv_heads * model.attn_head_dim
-    inter = model.intermediate_size
-    experts = max(1, model.num_experts)
-    shapes = {
-        "q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-        "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
-    }
-    attention = mlp = 0
-    for name, (i, o) in shapes.items():
-        if name in modules and (model.gated_mlp or name != "gate_proj"):
-            if name.endswith(("gate_proj", "up_proj", "down_proj")):
-                mlp += rank * (i + o) * experts
-            else:
-                attention += rank * (i + o)
-    return float(attention * _attention_layers(model) + mlp * model.num_layers)
-
-
-def _attention_layers(model: ModelFacts) -> int:
-    """Layers with attention projections: all of them, or a hybrid stack's attention ones."""
-    return model.num_layers if model.mamba is None else len(model.mamba.attention_layers)
-
-
 def trainable_params(spec: FineTuneSpec, model: ModelFacts,
                      lora_modules: tuple[str, ...]) -> float:
     """Parameters that train: every one (full); LoRA's r x (in + out) per adapted
@@ -154,9 +123,13 @@ def trainable_params(spec: FineTuneSpec, model: ModelFacts,
     (k and v: h each, the MLP's: I)."""
     kind = spec.method.kind
     if kind in LORA_FAMILY:
-        trainable = lora_trainable_params(model, lora_modules, spec.method.lora_settings.rank)
+        lora = spec.method.lora_settings
+        peft_all_linear = (lora.target_modules == [ALL_LINEAR]
+                           and LAUNCHER_FACTS[spec.launcher].memory_profile != "torchtune")
+        trainable = lora_trainable_params(model, lora_modules, lora.rank, peft_all_linear)
         if kind == "dora":
-            trainable += model.num_layers * model.hidden_size * len(lora_modules)
+            trainable += model.num_layers * model.hidden_size * len(
+                reached_modules(model, lora_modules))
         return trainable
     if kind == "prompt_tuning":
         pt = spec.method.prompt_tuning
@@ -353,8 +326,11 @@ def trainable_bytes(spec: FineTuneSpec, load_bytes: float, strategy: str) -> flo
         return load_bytes  # the loaded weights train
     if LAUNCHER_FACTS[spec.launcher].memory_profile == "torchtune":
         return DTYPE_BYTES[spec.model.dtype]  # adapters built under set_default_dtype(dtype)
-    if kind in QUANTIZED_LORA:
-        return 2.0  # SFTTrainer casts adapters over a quantized base to bf16
+    if kind == "qlora":
+        # SFTTrainer.__init__ casts adapters to bf16 only when the model is
+        # is_loaded_in_4bit / is_loaded_in_8bit, which only bitsandbytes' quantizers set
+        # (TRL 1.16); adapters over a GPTQ base stay as PEFT makes them (below).
+        return 2.0
     ds = spec.distributed.deepspeed
     zero3 = strategy == "deepspeed" and ds is not None and ds.stage == 3
     return load_bytes if zero3 else 4.0  # PEFT autocast_adapter_dtype (not under ZeRO-3)

@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     hardware.expert_parallel,
     hardware.flash_attention_supported,
     method.settings_match_method,
+    method.lora_targets_reachable,
     data.train_or_mixture,
     data.mixture_proportions,
     data.templates_exclusive,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, QUANTIZED_LORA, Method
-from ftspec.spec.rules._diag import error
+from ftspec.spec.rules._diag import error, warning
+
+_MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
 
 
 def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
@@ -95,3 +98,24 @@ def _trainable(m: Method) -> Iterator[Diagnostic]:
                         f"{e}", "unfrozen-pattern",
                         hint="a Python regular expression matched at the start of a "
                         "parameter's name, e.g. ^model\\.layers\\.(2[4-9]|3[01])\\.")
+
+
+def lora_targets_reachable(spec: FineTuneSpec) -> Iterator[Diagnostic]:
+    """A mixture of experts' MLP projections are fused 3-D expert parameters in
+    transformers 5, not linear layers: LoRA's gate/up/down_proj adapt nothing there."""
+    lora = spec.method.lora
+    if lora is None or spec.method.kind not in LORA_FAMILY:
+        return
+    arch = spec.model.architecture
+    family = MODEL_FAMILIES.get(spec.model.family or "") or (
+        arch.as_family() if arch is not None else None)
+    if family is None or not family.num_experts:
+        return
+    named = [n for n in lora.target_modules if n in _MLP_NAMES]
+    if not named and not lora.mlp:
+        return
+    path = ("method", "lora", "mlp" if lora.mlp and not named else "target_modules")
+    yield warning(path, f"{family.display} keeps its experts as fused parameters, not linear "
+                  f"layers: LoRA adapts no {'/'.join(named or _MLP_NAMES)} there (PEFT "
+                  "skips them, or fails when nothing else is targeted)", "lora-moe-experts",
+                  hint="target the attention projections (q_proj, k_proj, v_proj, o_proj)")

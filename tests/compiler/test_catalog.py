@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ftspec.compiler.build import model_facts
-from ftspec.compiler.memory import lora_trainable_params
+from ftspec.compiler.memory_lora import lora_trainable_params
 from ftspec.compiler.pipeline import compile_spec
 from ftspec.spec.catalog.family import param_count
 from ftspec.spec.catalog.models import MODEL_FAMILIES, nearest_torchtune
@@ -61,10 +61,13 @@ def test_lora_shapes_follow_the_head_size() -> None:
     assert lora_trainable_params(facts, ("q_proj",), 16) == per_layer * 28
 
 
-def test_moe_adapters_count_every_expert() -> None:
+def test_moe_experts_get_no_adapters() -> None:
+    """transformers 5 fuses Mixtral's experts into 3-D parameters PEFT's LoRA does not reach."""
     facts = model_facts(spec_from_data(_spec("mixtral-8x7b", "accelerate")))
-    dense = 8 * (4096 + 14336) * 32
-    assert lora_trainable_params(facts, ("up_proj",), 8) == dense * 8
+    assert lora_trainable_params(facts, ("up_proj",), 8) == 0
+    q_only = lora_trainable_params(facts, ("q_proj",), 8)
+    assert q_only == 8 * (4096 + 4096) * 32
+    assert lora_trainable_params(facts, ("q_proj", "up_proj"), 8) == q_only
 
 
 QWEN3_8B_NUMBERS = {"num_layers": 36, "num_heads": 32, "num_kv_heads": 8, "embed_dim": 4096,

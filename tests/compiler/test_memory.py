@@ -196,6 +196,20 @@ def test_qlora_8b_fits_a_24gb_card_with_checkpointing() -> None:
     assert m.fits is True
 
 
+def test_gptq_adapters_stay_fp32_where_bitsandbytes_ones_go_bf16() -> None:
+    # TRL's SFTTrainer casts adapters to bf16 only over a bitsandbytes-quantized base
+    # (is_loaded_in_4bit / 8bit); over GPTQ they stay as PEFT made them: fp32
+    lora = {"rank": 256, "target_modules": ["q_proj", "v_proj"]}  # large: GiB round to 0.01
+    qlora = job(method={"kind": "qlora", "lora": lora, "quantization": {"bits": 4}}).memory
+    gptq = job(method={"kind": "gptq_lora", "lora": lora,
+                       "quantization": {"bits": 4, "quant_type": "gptq"}}).memory
+    adapters = 32 * 256 * (8192 + 5120)
+    assert qlora.trainable_params_b == gptq.trainable_params_b == pytest.approx(adapters / 1e9, rel=1e-3)
+    assert qlora.gradients_gib * GIB == pytest.approx(adapters * 2, abs=0.005 * GIB)
+    assert gptq.gradients_gib * GIB == pytest.approx(adapters * 4, abs=0.005 * GIB)
+    assert gptq.optimizer_gib * GIB == pytest.approx(adapters * 2 * 4, abs=0.005 * GIB)
+
+
 def test_lora_trainable_params_hand_computed() -> None:
     # Llama-3.1-8B, r=8 on q and v: per layer 8*(4096+4096) + 8*(4096+1024), 32 layers
     j = job(method={"kind": "lora", "lora": {"rank": 8, "target_modules": ["q_proj", "v_proj"]}})

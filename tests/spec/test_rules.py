@@ -325,6 +325,18 @@ WARNING_CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] 
     ("inert-checkpoint-steps", inert.inert_settings,
      {"training.checkpointing": {"strategy": "steps", "steps": 5}},
      {"training.checkpointing": {"steps": 5}}, "rule.inert", "training.checkpointing.steps"),
+    # transformers 5 fuses Mixtral's experts into 3-D parameters LoRA does not reach
+    ("lora-moe-experts", method.lora_targets_reachable,
+     {"model.family": "mixtral-8x7b",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj", "v_proj"]}}},
+     {"model.family": "mixtral-8x7b",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj", "up_proj"]}}},
+     "rule.lora-moe-experts", "method.lora.target_modules"),
+    ("lora-moe-experts-mlp", method.lora_targets_reachable,
+     {"method": {"kind": "lora", "lora": {"target_modules": ["q_proj"], "mlp": True}}},
+     {"model.family": "gpt-oss-20b",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj"], "mlp": True}}},
+     "rule.lora-moe-experts", "method.lora.mlp"),
 ]
 
 
