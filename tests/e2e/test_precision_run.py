@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from ftspec.compiler.build import build_job
@@ -22,11 +22,12 @@ from helpers.trainer_log import train_records
 pytestmark = pytest.mark.e2e
 
 
-def spec(assets: TinyAssets, out: Path, precision: str, method: str = "full") -> dict[str, Any]:
+def spec(assets: TinyAssets, out: Path, precision: str, method: str = "full",
+         dtype: str = "bf16") -> dict[str, Any]:
     return {
         "apiVersion": "ftspec.dev/v1alpha1", "kind": "FineTune",
         "metadata": {"name": f"tiny-{precision}"},
-        "model": {"uri": f"file://{assets.model_dir}", "dtype": "bf16", "precision": precision,
+        "model": {"uri": f"file://{assets.model_dir}", "dtype": dtype, "precision": precision,
                   "architecture": {"base": "llama2", **assets.dims}},
         "data": {"train": {"uri": f"file://{assets.dataset_path}", "format": "completion",
                            "prompt_template": "{instruction}\n{input}\n",
@@ -113,23 +114,49 @@ def _record(module, args, output):
                    str(module.weight.dtype)))
 
 
+_scales = []
+_unscale = torch.amp.GradScaler.unscale_
+
+
+def _unscale_recorded(self, optimizer):
+    _scales.append(self.get_scale())
+    return _unscale(self, optimizer)
+
+
 def _write():
     if _seen:
         with open(os.path.join(os.environ["FTSPEC_PROBE_DIR"], str(os.getpid())), "w") as f:
             json.dump(sorted(_seen), f)
+    if _scales:
+        with open(os.path.join(os.environ["FTSPEC_PROBE_DIR"], f"{os.getpid()}.scales"),
+                  "w") as f:
+            json.dump(_scales, f)
 
 
+torch.amp.GradScaler.unscale_ = _unscale_recorded
 torch.nn.modules.module.register_module_forward_hook(_record)
 atexit.register(_write)
 """
 """A ``sitecustomize`` for the training processes: each records, for every training forward
-of a linear layer, whether autocast was on, its dtype and the weight's dtype."""
+of a linear layer, whether autocast was on, its dtype and the weight's dtype, and the scale
+of every GradScaler unscale (one an optimizer step where a scaler runs)."""
+
+
+class Probed(NamedTuple):
+    sft: str
+    accel: str
+    losses: list[float]
+    seen: list[list[Any]]
+    """Per training process, its sorted (autocast on, autocast dtype, weight dtype)."""
+    scales: list[list[float]]
+    """Per training process that ran a GradScaler, the scale at each unscale."""
 
 
 def probed_run(tmp_path: Path, env: dict[str, str], assets: TinyAssets,
-               precision: str) -> tuple[str, str, list[float], list[list[Any]]]:
-    """Sixteen logged steps (64 rows, 4 a step) of a tiny full fine-tune, and what the
-    probe saw in the training process."""
+               precision: str, method: str = "full", dtype: str = "bf16",
+               learning_rate: float = 1e-3) -> Probed:
+    """Sixteen logged steps (64 rows, 4 a step) of a tiny fine-tune, and what the probe saw
+    in the training process."""
     probe = tmp_path / "probe"
     (probe / "site").mkdir(parents=True)
     (probe / "site" / "sitecustomize.py").write_text(PROBE)
@@ -137,11 +164,14 @@ def probed_run(tmp_path: Path, env: dict[str, str], assets: TinyAssets,
     env = {**env, "FTSPEC_PROBE_DIR": str(probe / "seen"),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(probe / "site"),
                                                        env.get("PYTHONPATH")]))}
-    job_spec = spec(assets, tmp_path / "out", precision)
-    job_spec["training"].update(max_steps=16, checkpointing={"strategy": "no"})
+    job_spec = spec(assets, tmp_path / "out", precision, method=method, dtype=dtype)
+    job_spec["training"].update(max_steps=16, checkpointing={"strategy": "no"},
+                                learning_rate=learning_rate)
     sft, accel, out = run_compiled(tmp_path, env, job_spec)
-    seen = [json.loads(p.read_text()) for p in (probe / "seen").iterdir()]
-    return sft, accel, [r.loss or 0.0 for r in train_records(out)], seen
+    files = sorted((probe / "seen").iterdir())
+    return Probed(sft, accel, [r.loss or 0.0 for r in train_records(out)],
+                  [json.loads(p.read_text()) for p in files if not p.suffix],
+                  [json.loads(p.read_text()) for p in files if p.suffix == ".scales"])
 
 
 def test_autocast_over_bf16_weights_trains_on_the_accelerate_launcher(
@@ -150,12 +180,41 @@ def test_autocast_over_bf16_weights_trains_on_the_accelerate_launcher(
     """bf16 weights under accelerate's and TRL's bf16 autocast (torch's CPU autocast): the
     training process computes every linear layer over bf16 weights inside autocast, and the
     loss falls. The same probe over pure bf16 sees no autocast, so it can tell the two."""
-    sft, accel, losses, seen = probed_run(tmp_path / "autocast", e2e_env, tiny_assets,
-                                          "autocast")
+    sft, accel, losses, seen, scales = probed_run(tmp_path / "autocast", e2e_env, tiny_assets,
+                                                  "autocast")
     assert "bf16: true" in sft and "dtype: bfloat16" in sft and "use_cpu: true" in sft
     assert "mixed_precision: bf16" in accel
     assert seen == [[[True, "torch.bfloat16", "torch.bfloat16"]]], seen
+    assert scales == [], scales
     assert len(losses) == 16, losses
     assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5, losses
-    *_, pure = probed_run(tmp_path / "pure", e2e_env, tiny_assets, "pure")
+    pure = probed_run(tmp_path / "pure", e2e_env, tiny_assets, "pure").seen
     assert pure == [[[False, "torch.bfloat16", "torch.bfloat16"]]], pure
+
+
+def test_fp16_lora_under_fp16_autocast_on_cpu_gets_no_autocast_from_accelerate(
+    tmp_path: Path, tiny_assets: TinyAssets, e2e_env: dict[str, str],
+) -> None:
+    """fp16 LoRA under ``precision: autocast``, run from the compiled ``accelerate launch``
+    command on CPU. ftspec compiles what the rule allows (TRL ``fp16: true`` over
+    ``dtype: float16``, accelerate ``mixed_precision: fp16``) and the run trains: the base
+    linear layers keep fp16 weights, PEFT's adapters are fp32 and saved fp32, the loss falls.
+    But accelerate (1.15) turns native AMP on for fp16 only off CPU (``Accelerator.__init__``
+    sets ``native_amp`` and builds the GradScaler only where the device is not ``cpu``), and
+    transformers' Trainer leaves autocast to accelerate, so on CPU the training forward runs
+    without autocast and no GradScaler ever steps, although torch's CPU fp16 autocast exists.
+    The test pins that: should accelerate start autocasting fp16 on CPU, the probe sees it and
+    this test is to be turned into the positive one."""
+    run = probed_run(tmp_path, e2e_env, tiny_assets, "autocast", method="lora", dtype="fp16",
+                     learning_rate=1e-2)
+    assert "fp16: true" in run.sft and "dtype: float16" in run.sft
+    assert "use_cpu: true" in run.sft and "use_peft: true" in run.sft
+    assert "mixed_precision: fp16" in run.accel
+    assert run.seen == [[[False, "torch.bfloat16", "torch.float16"],
+                         [False, "torch.bfloat16", "torch.float32"]]], run.seen
+    assert run.scales == [], run.scales
+    assert dtypes(tmp_path / "out" / "adapter_model.safetensors") == {"F32"}
+    assert len(run.losses) == 16, run.losses
+    # rank-8 adapters on q_proj/v_proj only (B starts at zero): a smaller fall than a full
+    # fine-tune's over 16 steps (about 5.74 to 5.60 with seed 42)
+    assert sum(run.losses[-4:]) / 4 < sum(run.losses[:4]) / 4 - 0.08, run.losses
