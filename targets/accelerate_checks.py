@@ -57,11 +57,29 @@ def _resume(job: Job) -> Iterator[Diagnostic]:
                    "the launcher")
 
 
+def fp16_on_cpu(job: Job, findings: Findings) -> Iterator[Diagnostic]:
+    """fp16 autocast (mixed, or autocast over fp16 weights) asked of a CPU run. accelerate
+    enables native AMP and builds the GradScaler only off CPU (``Accelerator.__init__``:
+    ``mixed_precision == "fp16" and self.device.type != "cpu"``), and transformers' Trainer
+    leaves autocast to accelerate, so the run computes every op in the weights' dtype,
+    without a word. bf16 autocast does run on CPU (``use_cpu`` is compiled for it)."""
+    m = job.spec.model
+    if job.device == "cpu" and m.dtype == "fp16" and m.autocasts:
+        computes = "fp32" if m.precision_mode == "mixed" else "fp16"
+        yield findings.warning(("model", "dtype"), "on CPU, accelerate runs no fp16 autocast "
+                               "(it enables autocast and the GradScaler for fp16 only on an "
+                               f"accelerator): this run computes every op in {computes}, "
+                               "unscaled", "fp16-cpu",
+                               hint="use dtype: bf16 (CPU autocast runs in bf16), or run on "
+                               "GPUs (resources.gpus_per_node)")
+
+
 def _check(job: Job) -> Iterator[Diagnostic]:
     from ftspec.targets import accelerate_ep, accelerate_tokens
     from ftspec.targets.chat_format import check_system_prompt
 
     yield from _loaders(job)
+    yield from fp16_on_cpu(job, _FINDINGS)
     yield from _resume(job)
     yield from accelerate_tokens.check(job)
     yield from check_system_prompt(job, _FINDINGS)

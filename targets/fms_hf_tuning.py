@@ -216,13 +216,16 @@ def command_text(job: Job) -> str:
                         env=_env(job))
 
 
-_error = Findings("fms_hf_tuning").error
+_FINDINGS = Findings("fms_hf_tuning")
+_error = _FINDINGS.error
 
 
 def check(job: Job) -> list[Diagnostic]:
     """What ``tuning.sft_trainer``'s command line cannot say, located."""
+    from ftspec.targets.accelerate_checks import fp16_on_cpu
+
     spec = job.spec
-    found: list[Diagnostic] = []
+    found: list[Diagnostic] = list(fp16_on_cpu(job, _FINDINGS))
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \
             and fsdp.sharding not in ("full_shard", "shard_grad_op"):

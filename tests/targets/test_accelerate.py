@@ -135,3 +135,28 @@ def test_precision_as_trl_and_accelerate_read_it(dtype: str, precision: str, loa
     assert spec_from_data(spec).method.kind == "lora"  # fp16 autocast: fp32 adapters
     assert (model.dtype, sft.bf16, sft.fp16) == (loaded, autocast == "bf16", autocast == "fp16")
     assert accelerate_reads(files["accelerate.yaml"])["mixed_precision"] == autocast
+
+
+@pytest.mark.parametrize(("dtype", "precision", "computes"),
+                         [("fp16", "mixed", "fp32"), ("fp16", "autocast", "fp16"),
+                          ("bf16", "autocast", None), ("bf16", "mixed", None),
+                          ("fp16", None, "fp32")])
+@pytest.mark.parametrize("target", ["accelerate", "fms_hf_tuning"])
+def test_fp16_autocast_on_cpu_is_warned(target: str, dtype: str, precision: str | None,
+                                        computes: str | None) -> None:
+    """accelerate enables fp16 autocast and the GradScaler only off CPU, so a CPU run asked
+    for fp16 autocast computes in the weights' dtype: a warning at model.dtype says which
+    (the e2e precision run shows no autocast and no scaler on CPU); bf16 autocast runs."""
+    from ftspec.targets import get_target
+
+    spec = variant("cpu")
+    spec["model"] = {**BASE["model"], "dtype": dtype,
+                     **({"precision": precision} if precision else {})}
+    job = build_job(spec_from_data(spec))
+    found = [d for d in get_target(target).check(job) if d.code.endswith(".fp16-cpu")]
+    if computes is None:
+        assert found == []
+    else:
+        [d] = found
+        assert d.path == ("model", "dtype") and d.severity.value == "warning"
+        assert f"computes every op in {computes}" in d.summary
