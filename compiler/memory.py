@@ -80,7 +80,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftspec.compiler.memory_lora import lora_trainable_params, reached_modules
+from ftspec.compiler.memory_lora import lora_trainable_params
 from ftspec.compiler.memory_peak import Peak, step_peak
 from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.compiler.memory_units import DTYPE_BYTES
@@ -118,7 +118,7 @@ _STATE_FP32 = frozenset({"paged_adamw_32bit"})
 def trainable_params(spec: FineTuneSpec, model: ModelFacts,
                      lora_modules: tuple[str, ...]) -> float:
     """Parameters that train: every one (full); LoRA's r x (in + out) per adapted
-    projection (+ DoRA's magnitude vector, h per adapted module and layer); prompt tuning's
+    projection (+ DoRA's magnitude vector, one per output feature of each adapted projection); prompt tuning's
     virtual tokens x h (20 by default, PEFT's example); IA3's three scaling vectors per layer
     (k and v: h each, the MLP's: I)."""
     kind = spec.method.kind
@@ -126,11 +126,8 @@ def trainable_params(spec: FineTuneSpec, model: ModelFacts,
         lora = spec.method.lora_settings
         peft_all_linear = (lora.target_modules == [ALL_LINEAR]
                            and LAUNCHER_FACTS[spec.launcher].memory_profile != "torchtune")
-        trainable = lora_trainable_params(model, lora_modules, lora.rank, peft_all_linear)
-        if kind == "dora":
-            trainable += model.num_layers * model.hidden_size * len(
-                reached_modules(model, lora_modules))
-        return trainable
+        return lora_trainable_params(model, lora_modules, lora.rank, peft_all_linear,
+                                     dora=kind == "dora")
     if kind == "prompt_tuning":
         pt = spec.method.prompt_tuning
         return float((pt.num_virtual_tokens if pt else 20) * model.hidden_size)

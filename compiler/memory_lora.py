@@ -2,19 +2,23 @@
 
 Counted from the architecture numbers rather than by building the model: ``validate`` and
 ``plan`` must stay fast and load no torch; tests/compiler/test_memory_moe_lora.py checks the
-count against PEFT on tiny models of the catalog's mixture-of-experts architectures.
+count against PEFT on tiny models of the catalog's mixture-of-experts and Granite 4.0
+architectures, with and without DoRA.
 """
 
 from __future__ import annotations
 
+from ftspec.spec.catalog.family import FUSED_MLP_LAYERS
 from ftspec.spec.ir import ModelFacts
 
 MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int,
-                          all_linear: bool = False) -> float:
-    """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer.
+                          all_linear: bool = False, dora: bool = False) -> float:
+    """Parameters of LoRA adapters: r x (in + out) for every adapted linear layer, plus
+    DoRA's magnitude vector (one per output feature of each adapted layer, PEFT's
+    ``lora_magnitude_vector``) when ``dora``.
 
     Shapes come from the architecture numbers: query/output width heads x head size (not
     always the hidden size: Gemma, Qwen3), key/value width KV heads x head size, and MLP
@@ -26,8 +30,10 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     fused 3-D parameters (``experts.gate_up_proj`` / ``experts.down_proj``), not
     ``nn.Linear`` layers, so PEFT's LoRA reaches none of them, neither by ``all-linear``
     nor by ``gate_proj`` / ``up_proj`` / ``down_proj``; the router is no ``nn.Linear``
-    either. ``all_linear`` (PEFT's ``all-linear``, not torchtune's) also adapts a hybrid
-    stack's Mamba-2 projections and a shared expert's MLP (``_all_linear_extra``).
+    either. Granite 4.0's MLP (dense models too) is ``shared_mlp.input_linear`` /
+    ``output_linear``, which the gate/up/down names do not reach either
+    (``FUSED_MLP_LAYERS``). ``all_linear`` (PEFT's ``all-linear``, not torchtune's) also
+    adapts a hybrid stack's Mamba-2 projections and that shared MLP (``_all_linear_extra``).
     tests/compiler/test_memory_moe_lora.py compares with PEFT.
     """
     h = model.hidden_size
@@ -39,38 +45,49 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
         "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
     }
     attention = mlp = 0
+    reached = reached_modules(model, modules)
     for name, (i, o) in shapes.items():
-        if name in reached_modules(model, modules) and (model.gated_mlp or name != "gate_proj"):
+        if name in reached and (model.gated_mlp or name != "gate_proj"):
             if name in MLP_MODULES:
-                mlp += rank * (i + o)
+                mlp += _adapter(rank, i, o, dora)
             else:
-                attention += rank * (i + o)
-    extra = _all_linear_extra(model, rank) if all_linear else 0.0
+                attention += _adapter(rank, i, o, dora)
+    extra = _all_linear_extra(model, rank, dora) if all_linear else 0.0
     return float(attention * _attention_layers(model) + mlp * model.num_layers) + extra
 
 
-def _all_linear_extra(model: ModelFacts, rank: int) -> float:
+def _adapter(rank: int, fan_in: int, fan_out: int, dora: bool) -> int:
+    """One adapted linear layer: A (r x in) and B (out x r), and DoRA's magnitude (out)."""
+    return rank * (fan_in + fan_out) + (fan_out if dora else 0)
+
+
+def _all_linear_extra(model: ModelFacts, rank: int, dora: bool) -> float:
     """What PEFT's ``all-linear`` adapts beyond the q/k/v/o and gate/up/down names: each
     Mamba-2 layer's ``in_proj`` (h -> 2 x inner + 2 x groups x N + heads) and ``out_proj``
-    (inner -> h), and a MoE's shared-expert MLP in every layer (``input_linear``
-    h -> 2 x S, ``output_linear`` S -> h; transformers' GraniteMoeHybrid)."""
+    (inner -> h), and a fused shared MLP in every layer (``input_linear`` h -> 2 x S,
+    ``output_linear`` S -> h; transformers' GraniteMoeHybrid: beside the experts, or the
+    whole MLP of a dense Granite 4.0, S its intermediate size)."""
     h = model.hidden_size
     extra = 0.0
     if model.mamba is not None:
         m = model.mamba
         in_out = 2 * m.inner + 2 * m.n_groups * m.state_size + m.num_heads
         mamba_layers = model.num_layers - len(m.attention_layers)
-        extra += mamba_layers * rank * ((h + in_out) + (m.inner + h))
-    shared = model.shared_intermediate_size
-    if shared and model.num_experts:
-        extra += model.num_layers * rank * ((h + 2 * shared) + (shared + h))
+        extra += mamba_layers * (_adapter(rank, h, in_out, dora)
+                                 + _adapter(rank, m.inner, h, dora))
+    shared = model.shared_intermediate_size if model.num_experts else (
+        model.intermediate_size if model.hf_layer_cls in FUSED_MLP_LAYERS else 0)
+    if shared:
+        extra += model.num_layers * (_adapter(rank, h, 2 * shared, dora)
+                                     + _adapter(rank, shared, h, dora))
     return extra
 
 
 def reached_modules(model: ModelFacts, modules: tuple[str, ...]) -> tuple[str, ...]:
     """The LoRA target modules PEFT finds on the model: a mixture of experts' MLP
-    projections are fused 3-D expert parameters that LoRA does not reach."""
-    if not model.num_experts:
+    projections are fused 3-D expert parameters that LoRA does not reach, and a Granite
+    4.0 MLP has no gate/up/down projections."""
+    if not model.num_experts and model.hf_layer_cls not in FUSED_MLP_LAYERS:
         return modules
     return tuple(m for m in modules if m not in MLP_MODULES)
 

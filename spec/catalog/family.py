@@ -14,6 +14,11 @@ from ftspec.spec.catalog.blocks import (
     vision_tower_params,
 )
 
+FUSED_MLP_LAYERS = ("GraniteMoeHybridDecoderLayer",)
+"""Decoder layers whose MLP is one fused ``input_linear`` (h -> 2 x I, gate and up together)
+and ``output_linear``, not ``gate_proj`` / ``up_proj`` / ``down_proj`` (transformers'
+GraniteMoeHybrid ``shared_mlp``, dense Granite 4.0 included)."""
+
 
 @dataclass(frozen=True)
 class ModelFamily:

@@ -1,8 +1,9 @@
-"""The LoRA trainable-parameter count on mixtures of experts against PEFT itself.
+"""The LoRA (and DoRA) trainable-parameter count against PEFT itself.
 
-Tiny random models of every mixture-of-experts architecture in the catalog, built on the CPU
-from their transformers config classes; PEFT's ``get_peft_model`` counts the trainable
-parameters, ``lora_trainable_params`` must give the same number for the same shapes.
+Tiny random models of every mixture-of-experts architecture in the catalog and of the dense
+Granite 4.0 shapes (GraniteMoeHybrid without experts, with and without Mamba-2 layers), built
+on the CPU from their transformers config classes; PEFT's ``get_peft_model`` counts the
+trainable parameters, ``lora_trainable_params`` must give the same number for the same shapes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ _ARCH: dict[str, dict[str, Any]] = {
     "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2,
                 "layer_types": ["sliding_attention", "full_attention"]},
 }
+_DENSE_GRANITE4: dict[str, dict[str, Any]] = {
+    "granite-4.0-350m": {"num_local_experts": 0, "shared_intermediate_size": 32,
+                         "layer_types": ["attention", "attention"]},
+    "granite-4.0-h-1b": {"num_local_experts": 0, "shared_intermediate_size": 32,
+                         **{k: v for k, v in _ARCH["granitemoehybrid"].items()
+                            if k.startswith(("mamba", "layer"))}},
+}
+"""Dense Granite 4.0: one family of each shape (attention only; Mamba-2 hybrid)."""
 _MOE_ARCHS = sorted({f.arch for f in MODEL_FAMILIES.values() if f.num_experts})
 _NAMED = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """Every module name a spec's ``target_modules`` can give, and what ``all-linear`` prices."""
@@ -45,22 +54,25 @@ def _family_key(arch: str) -> str:
     return next(k for k, f in MODEL_FAMILIES.items() if f.arch == arch and f.num_experts)
 
 
-def _tiny_facts(arch: str) -> ModelFacts:
+def _tiny_facts(arch: str, family: str | None = None) -> ModelFacts:
     """The catalog family's facts at the tiny model's sizes."""
-    facts = _facts_of(MODEL_FAMILIES[_family_key(arch)], None)
+    facts = _facts_of(MODEL_FAMILIES[family or _family_key(arch)], None)
     mamba = facts.mamba and replace(facts.mamba, attention_layers=(1,), state_size=16,
                                     n_groups=1, num_heads=8, head_dim=16)
     shared = 48 if facts.shared_intermediate_size else 0
     return replace(facts, num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2,
-                   head_dim=16, intermediate_size=32, num_experts=4, mamba=mamba,
+                   head_dim=16, intermediate_size=32, num_experts=0 if family else 4, mamba=mamba,
                    shared_intermediate_size=shared)
 
 
-def _peft_trainable(arch: str, targets: str | list[str]) -> int:
-    config = transformers.AutoConfig.for_model(arch, **_TINY, **_ARCH[arch])
+def _peft_trainable(arch: str, targets: str | list[str], dora: bool = False,
+                    family: str | None = None) -> int:
+    shape = _DENSE_GRANITE4[family] if family else _ARCH[arch]
+    config = transformers.AutoConfig.for_model(arch, **_TINY, **shape)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(config)
-    lora = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=targets))
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=targets,
+                                                      use_dora=dora))
     return int(lora.get_nb_trainable_parameters()[0])
 
 
@@ -79,6 +91,42 @@ def test_all_linear_matches_peft(arch: str) -> None:
     """A Granite MoE-hybrid's all-linear also adapts its Mamba-2 and shared-expert projections."""
     assert lora_trainable_params(_tiny_facts(arch), _NAMED, 8, all_linear=True) == (
         _peft_trainable(arch, "all-linear"))
+
+
+def test_every_dense_granite4_shape_is_covered() -> None:
+    dense = [f for f in MODEL_FAMILIES.values()
+             if f.arch == "granitemoehybrid" and not f.num_experts]
+    assert {f.mamba is None for f in dense} == {True, False}
+    assert {MODEL_FAMILIES[k].mamba is None for k in _DENSE_GRANITE4} == {True, False}
+
+
+@pytest.mark.parametrize("family", sorted(_DENSE_GRANITE4))
+@pytest.mark.parametrize("all_linear", [False, True])
+def test_dense_granite4_matches_peft(family: str, all_linear: bool) -> None:
+    """Its MLP is ``shared_mlp.input_linear`` / ``output_linear``: gate/up/down reach nothing,
+    all-linear reaches the fused MLP (and the Mamba-2 projections)."""
+    facts = _tiny_facts("granitemoehybrid", family)
+    assert lora_trainable_params(facts, _NAMED, 8, all_linear=all_linear) == _peft_trainable(
+        "granitemoehybrid", "all-linear" if all_linear else list(_NAMED), family=family)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3_moe", "granitemoehybrid"])
+@pytest.mark.parametrize("all_linear", [False, True])
+def test_dora_matches_peft(arch: str, all_linear: bool) -> None:
+    """DoRA's magnitude vector: one per output feature of every adapted layer."""
+    if arch == "llama":
+        facts = replace(_facts_of(MODEL_FAMILIES["llama3_1-8b"], None), num_layers=2,
+                        hidden_size=64, num_heads=4, num_kv_heads=2, head_dim=16,
+                        intermediate_size=32)
+        config = transformers.AutoConfig.for_model("llama", **_TINY)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        lora = peft.get_peft_model(model, peft.LoraConfig(
+            r=8, use_dora=True, target_modules="all-linear" if all_linear else list(_NAMED)))
+        expected = int(lora.get_nb_trainable_parameters()[0])
+    else:
+        facts = _tiny_facts(arch)
+        expected = _peft_trainable(arch, "all-linear" if all_linear else list(_NAMED), True)
+    assert lora_trainable_params(facts, _NAMED, 8, all_linear=all_linear, dora=True) == expected
 
 
 def test_a_spec_with_all_linear_prices_the_hybrid_projections() -> None:

@@ -82,7 +82,8 @@ def test_small_model_parameter_count() -> None:
 @pytest.mark.parametrize(("method", "modules", "expected"), [
     ({"kind": "full"}, (), PARAMS),
     (LORA, ("q_proj", "v_proj"), LORA_QV),
-    ({**LORA, "kind": "dora"}, ("q_proj", "v_proj"), LORA_QV + 2 * 64 * 2),  # + magnitudes
+    # + magnitudes: one per output feature, q_proj 64 and v_proj 32 (KV width), 2 layers
+    ({**LORA, "kind": "dora"}, ("q_proj", "v_proj"), LORA_QV + 2 * (64 + 32)),
     ({"kind": "prompt_tuning"}, (), 20 * 64),
     ({"kind": "prompt_tuning", "prompt_tuning": {"num_virtual_tokens": 5}}, (), 5 * 64),
     ({"kind": "ia3"}, (), 2 * (2 * 64 + 128)),
