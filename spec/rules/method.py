@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ftspec.spec.catalog.family import FUSED_MLP_LAYERS
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
@@ -102,20 +103,30 @@ def _trainable(m: Method) -> Iterator[Diagnostic]:
 
 def lora_targets_reachable(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     """A mixture of experts' MLP projections are fused 3-D expert parameters in
-    transformers 5, not linear layers: LoRA's gate/up/down_proj adapt nothing there."""
+    transformers 5, not linear layers: LoRA's gate/up/down_proj adapt nothing there; nor on
+    a Granite 4.0 (dense too), whose MLP is a fused ``input_linear`` / ``output_linear``."""
     lora = spec.method.lora
     if lora is None or spec.method.kind not in LORA_FAMILY:
         return
     arch = spec.model.architecture
     family = MODEL_FAMILIES.get(spec.model.family or "") or (
         arch.as_family() if arch is not None else None)
-    if family is None or not family.num_experts:
+    fused_mlp = family is not None and family.hf_layer_cls in FUSED_MLP_LAYERS
+    if family is None or not (family.num_experts or fused_mlp):
         return
     named = [n for n in lora.target_modules if n in _MLP_NAMES]
     if not named and not lora.mlp:
         return
     path = ("method", "lora", "mlp" if lora.mlp and not named else "target_modules")
+    missed = "/".join(named or _MLP_NAMES)
+    if not family.num_experts:
+        yield warning(path, f"{family.display}'s MLP is one fused shared_mlp.input_linear / "
+                      f"output_linear, not gate/up/down projections: LoRA adapts no {missed} "
+                      "there (PEFT skips them, or fails when nothing else is targeted)",
+                      "lora-fused-mlp", hint="target [all-linear] to adapt the MLP too, or "
+                      "the attention projections only")
+        return
     yield warning(path, f"{family.display} keeps its experts as fused parameters, not linear "
-                  f"layers: LoRA adapts no {'/'.join(named or _MLP_NAMES)} there (PEFT "
+                  f"layers: LoRA adapts no {missed} there (PEFT "
                   "skips them, or fails when nothing else is targeted)", "lora-moe-experts",
                   hint="target the attention projections (q_proj, k_proj, v_proj, o_proj)")

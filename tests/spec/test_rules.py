@@ -337,6 +337,19 @@ WARNING_CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] 
      {"model.family": "gpt-oss-20b",
       "method": {"kind": "lora", "lora": {"target_modules": ["q_proj"], "mlp": True}}},
      "rule.lora-moe-experts", "method.lora.mlp"),
+    # a dense Granite 4.0's MLP is shared_mlp.input_linear / output_linear
+    ("lora-fused-mlp", method.lora_targets_reachable,
+     {"model.family": "granite-4.0-micro",
+      "method": {"kind": "lora", "lora": {"target_modules": ["all-linear"]}}},
+     {"model.family": "granite-4.0-micro",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj", "down_proj"]}}},
+     "rule.lora-fused-mlp", "method.lora.target_modules"),
+    ("lora-fused-mlp-mlp", method.lora_targets_reachable,
+     {"model.family": "granite-3.3-8b",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj"], "mlp": True}}},
+     {"model.family": "granite-4.0-h-1b",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj"], "mlp": True}}},
+     "rule.lora-fused-mlp", "method.lora.mlp"),
 ]
 
 
