@@ -1,5 +1,8 @@
 """`ftspec import axolotl|llamafactory FILE [-o SPEC]`: the spec with origins, warnings at
-their source lines on stderr, exit 1 with FILE:LINE:COL for another tool's file."""
+their source lines on stderr, exit 1 with FILE:LINE:COL for another tool's file. With
+`--target T`, then `ftspec compile SPEC`: the aimed spec's changes are warnings at their source
+lines, and compile lists every addition still missing in one run, each at its line with the
+key to add."""
 
 from __future__ import annotations
 
@@ -59,3 +62,50 @@ def test_overrides_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "import", "axolotl", "lora.yml", "lora_r=8")
     assert code == 1
     assert "takes no KEY=VALUE arguments" in err
+
+
+def test_axolotl_aimed_at_torchtune_compiles(capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(CORPUS / "axolotl" / "llama-3-lora-1b.yml", "lora.yml")
+    code, _, err = run(capsys, "import", "axolotl", "lora.yml", "--target", "torchtune",
+                       "-o", "spec.yaml")
+    assert code == 0, err
+    assert "lora.yml:1:1: warning: launcher: aimed at torchtune: launcher: 'torchtune' " \
+        "instead of 'accelerate'" in err
+    assert "launcher: torchtune # --target torchtune; was 'accelerate'" in \
+        Path("spec.yaml").read_text()
+    code, out, err = run(capsys, "compile", "spec.yaml", "-o", "out")
+    assert code == 0, out + err
+    assert Path("out/config.yaml").is_file() and Path("out/command.sh").is_file()
+
+
+def test_trl_aimed_at_kubeflow_lists_every_addition(capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(CORPUS / "trl" / "handbook-2025-smollm2-sft.yaml", "sft.yaml")
+    code, _, err = run(capsys, "import", "trl", "sft.yaml", "--target", "kubeflow",
+                       "-o", "spec.yaml")
+    assert code == 0, err
+    assert "aimed at kubeflow: deploy.kubeflow.generate_runtime: True" in err
+    assert "warning: aimed at kubeflow, the spec still needs 3 additions" in err
+    code, _, err = run(capsys, "compile", "spec.yaml", "--target", "kubeflow")
+    assert code == 1
+    lines = Path("spec.yaml").read_text().splitlines()
+    errors = [e for e in err.splitlines() if ": error: " in e]
+    assert len(errors) == 3, err
+    for e in errors:  # each at the line of its key in the spec
+        line = int(e.split(":")[1])
+        assert 1 <= line <= len(lines)
+    assert "hint: add deploy.scheduling.image: an image with accelerate, transformers, TRL" in err
+    assert "hint: set output.uri: pvc://CLAIM/PATH" in err
+    assert "hint: add secrets: {wandb_api_key: {secretRef: {name: SECRET, key: KEY}}}" in err
+
+
+def test_unknown_target_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(CORPUS / "axolotl" / "llama-3-lora-1b.yml", "lora.yml")
+    code, _, err = run(capsys, "import", "axolotl", "lora.yml", "--target", "slurm")
+    assert code != 0 and "slurm" in err
+
+
+def test_target_with_live_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "import", "trainjob", "--live", "ml/job", "--target",
+                       "torchtune", "-o", "spec.yaml")
+    assert code != 0 and "--target aims a FILE import" in err
+    assert not Path("spec.yaml").exists()
