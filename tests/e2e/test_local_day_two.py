@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -118,12 +119,21 @@ ftspec destroy {spec} --auto-approve > /dev/null
 """
 
 
+def _default_sigint() -> None:
+    """Ctrl-C at its default disposition in the test's shell, whatever the test runner
+    inherited: a runner started in the background of a shell without job control ignores
+    SIGINT, every process it starts inherits that (bash cannot undo a signal ignored on
+    entry), and Python then raises no KeyboardInterrupt: the run went on untouched."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_following_says_the_run_goes_on(workdir: Path,
                                                      e2e_env: dict[str, str]) -> None:
     # in a private PID namespace: every process it starts ends with it
     done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c",
                            CTRL_C.format(spec=SPEC)], cwd=workdir, env=e2e_env,
-                          capture_output=True, text=True, timeout=600, check=False)
+                          capture_output=True, text=True, timeout=600, check=False,
+                          preexec_fn=_default_sigint)
     assert "rc=130" in done.stdout, done.stdout + done.stderr
     err = (workdir / "apply.err").read_text()
     assert ("Stopped following. The run goes on; watch it with `ftspec status --watch "
