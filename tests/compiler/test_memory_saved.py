@@ -29,7 +29,7 @@ def _saved_per_token(build: Any, layer_of: Any, autocast: bool) -> float:
         skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
         seen: dict[int, int] = {}
 
-        def pack(t: Any) -> Any:
+        def pack(t: Any, skip: set[int] = skip, seen: dict[int, int] = seen) -> Any:
             ptr = t.untyped_storage().data_ptr()
             if ptr not in skip:
                 seen.setdefault(ptr, t.untyped_storage().nbytes())
@@ -37,8 +37,8 @@ def _saved_per_token(build: Any, layer_of: Any, autocast: bool) -> float:
 
         hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
         layer = layer_of(model)
-        layer.register_forward_pre_hook(lambda *_: hooks.__enter__())
-        layer.register_forward_hook(lambda *_: hooks.__exit__(None, None, None))
+        layer.register_forward_pre_hook(lambda *_, h=hooks: h.__enter__())
+        layer.register_forward_hook(lambda *_, h=hooks: h.__exit__(None, None, None))
         ids = torch.randint(0, DIMS["vocab_size"], (2, seq))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             model(ids)

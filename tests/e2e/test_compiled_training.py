@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from ftspec.reconciler.progress import parse_line, split_lines
 from helpers.measure import run_measured
-from helpers.trainer_log import summary, train_records
 from helpers.tinyspec import compile_to, tiny_job
+from helpers.trainer_log import summary, train_records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

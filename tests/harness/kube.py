@@ -40,7 +40,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -238,7 +238,7 @@ class KubeCluster:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> KubeCluster:
+    def start(self) -> Self:
         """Start etcd + kube-apiserver and install the upstream CRDs/runtimes (no-op if running).
 
         If only the API server is down (``kill_apiserver``), it is restarted on the same etcd."""
@@ -318,7 +318,7 @@ class KubeCluster:
         self._launch_apiserver()
         self._wait_crds_served()
 
-    def __enter__(self) -> KubeCluster:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(

@@ -232,7 +232,7 @@ def _run_cleanups() -> None:
     for _key, fn in reversed(pending):
         try:
             fn()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one failed cleanup must not skip the rest
             log(f"cleanup failed: {exc!r}")
 
 

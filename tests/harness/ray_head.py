@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from harness import procs
 
@@ -114,7 +114,7 @@ class RayHead:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> RayHead:
+    def start(self) -> Self:
         if self.running:
             return self
         if self._proc is not None:  # died on its own: clean leftovers of that group first
@@ -152,7 +152,7 @@ class RayHead:
             shutil.rmtree(self._tmp, ignore_errors=True)
         self._tmp = None
 
-    def __enter__(self) -> RayHead:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(

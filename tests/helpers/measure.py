@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Self
 
 import psutil
 
@@ -68,7 +69,7 @@ class TreeSampler:
             self.m.max_processes = max(self.m.max_processes, len(procs))
             self._stop.wait(0.1)
 
-    def __enter__(self) -> TreeSampler:
+    def __enter__(self) -> Self:
         self._start = time.monotonic()
         self._thread.start()
         return self

@@ -29,7 +29,7 @@ _YAML = YAML(typ="safe", pure=True)
 def _base_config(name: str) -> dict[str, Any]:
     spec = importlib.util.find_spec("recipes")
     assert spec is not None and spec.submodule_search_locations, "torchtune is not installed"
-    path = Path(list(spec.submodule_search_locations)[0]) / "configs" / f"{name}.yaml"
+    path = Path(next(iter(spec.submodule_search_locations))) / "configs" / f"{name}.yaml"
     data: dict[str, Any] = _YAML.load(path.read_text(encoding="utf-8"))
     return data
 

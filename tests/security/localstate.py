@@ -7,9 +7,9 @@ import contextlib
 import io
 import json
 import os
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any

@@ -29,10 +29,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+    def do_GET(self) -> None:
         self._answer(b"")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._answer(self.rfile.read(int(self.headers["Content-Length"])))
 
     def _answer(self, received: bytes) -> None:

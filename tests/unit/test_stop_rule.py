@@ -10,8 +10,8 @@ import pytest
 from ftspec.reconciler.measured import measure
 from ftspec.reconciler.progress import track_text
 from ftspec.reconciler.stopped import stopped
-from ftspec.spec.model.training import Stop
 from ftspec.runtime.hf_sft.stop import STOP_LINE, Mark, StopWatch
+from ftspec.spec.model.training import Stop
 
 
 def _run(watch: StopWatch, seconds_per_step: float, first_step_s: float,
