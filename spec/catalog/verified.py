@@ -139,6 +139,19 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "07ed0f40ea27c0efa7ebce7631d8234c4e70fc96", "mistralai/Mistral-7B-Instruct-v0.3",
         "transformers 4.38's full to_dict() dump of the instruct model's config (its "
         "_name_or_path): the base model's shape"),
+    "gpt2": ConfigCopy(
+        "jackyluo-learning/forcing-audit-artifact", "models/gpt2/config.json",
+        "3fb6c2ed817f229a9ec891780de995c3cf916a8b", "openai-community/gpt2",
+        "folder gpt2, no _name_or_path; saved again by transformers 5.16.1 (dtype, "
+        "tie_word_embeddings spelled out)"),
+    "gpt2-large": ConfigCopy(
+        "crurp/quantumbench-llm", "models/gpt2-large/config.json",
+        "a35be958dd19974240a4be0a2f850679668464f8", "openai-community/gpt2-large",
+        "folder gpt2-large, no _name_or_path; saved again by transformers 4.57.3"),
+    "gpt2-xl": ConfigCopy(
+        "qizhou000/DAFNet", "models/gpt2-xl/config.json",
+        "4fb2bf56ee11cfe53a65e3465be5c64a602e191d", "openai-community/gpt2-xl",
+        "folder gpt2-xl, no _name_or_path; the Hub file's keys and values"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 
