@@ -152,6 +152,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "qizhou000/DAFNet", "models/gpt2-xl/config.json",
         "4fb2bf56ee11cfe53a65e3465be5c64a602e191d", "openai-community/gpt2-xl",
         "folder gpt2-xl, no _name_or_path; the Hub file's keys and values"),
+    "smollm-360m": ConfigCopy(
+        "saucam/SmolLM-360M-Instruct", "config.json",
+        "cfb4159d5fb9b3f9556197ea190233b7b9f5da4e", "HuggingFaceTB/SmolLM-360M-Instruct",
+        "a mirror of the Hub repo (card and weights beside it); the instruct model's config, "
+        "_name_or_path the base model"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 
