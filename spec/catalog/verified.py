@@ -99,7 +99,8 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "models/Qwen2.5-1.5B-Instruct/config.json", "82a39dd22509eabb74e90dd6698dad78fd3db332",
         "Qwen/Qwen2.5-1.5B-Instruct",
         "the instruct model's config saved again by transformers 5.1 (layer_types, "
-        "rope_parameters): the base model's shape"),
+        "rope_parameters): the base model's shape; its 32768 positions are the instruct "
+        "model's (the base model's config says 131072, as torchtune's base builder does)"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
@@ -130,7 +131,8 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         _TT, f"{_TT_PARAMS}/Qwen2.5-7B-Instruct/config.json",
         "22fdaba443d71b4a91bbd5da6afac77332f45e80", "Qwen/Qwen2.5-7B-Instruct",
         "the instruct model's config (folder name, no _name_or_path), re-indented: the "
-        "base model's shape"),
+        "base model's shape; its 32768 positions are the instruct model's (the base "
+        "model's config says 131072, as torchtune's base builder does)"),
     "phi4-14b": ConfigCopy(
         _TT, f"{_TT_PARAMS}/phi-4/config.json", "b3bd2f8f4602e3f58eff92c861a6df58ab9d4547",
         "microsoft/phi-4", "folder phi-4, no _name_or_path; re-indented, CRLF line ends"),
