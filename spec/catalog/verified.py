@@ -159,6 +159,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "cfb4159d5fb9b3f9556197ea190233b7b9f5da4e", "HuggingFaceTB/SmolLM-360M-Instruct",
         "a mirror of the Hub repo (card and weights beside it); the instruct model's config, "
         "_name_or_path the base model"),
+    "qwen2-7b": ConfigCopy(
+        "n1ck-n4m3/MLX", "models/qwen2-7b-instruct/config.json",
+        "2e23a460e9a92b3c622a5c1bba138256c2006e89", "Qwen/Qwen2-7B-Instruct",
+        "the instruct model's config (folder name, no _name_or_path), re-indented: the "
+        "base model's shape"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 
