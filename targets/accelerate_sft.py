@@ -12,6 +12,7 @@ and hands the prepared datasets to ``SFTTrainer``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ftspec.spec.ir import Job
@@ -261,6 +262,21 @@ def _save(job: Job) -> dict[str, Any]:
     return out
 
 
+ONE_MODULE = r"(.*\.)?{}"
+"""One module name as the regular expression PEFT's name rule amounts to (the module itself
+or any module whose path ends in ``.name``)."""
+
+
+def trl_target_modules(modules: list[str]) -> list[str]:
+    """``lora_target_modules`` as TRL's ``ModelConfig`` hands it to PEFT: TRL turns a
+    one-item list into its item, a string, which PEFT full-matches as a regular expression
+    against each module's whole path (``all-linear`` aside), so a lone name would match no
+    module; it is written as the pattern that matches what the name means."""
+    if len(modules) == 1 and modules[0] != ALL_LINEAR:
+        return [ONE_MODULE.format(re.escape(modules[0]))]
+    return modules
+
+
 def _peft(job: Job) -> dict[str, Any]:
     m = job.spec.method
     if m.kind in ("full", "ia3", "prompt_tuning"):
@@ -270,7 +286,7 @@ def _peft(job: Job) -> dict[str, Any]:
                else list(job.lora_modules) + (["lm_head"] if lora.output else []))
     out: dict[str, Any] = {"use_peft": True, "lora_r": lora.rank, "lora_alpha": lora.alpha,
                            "lora_dropout": float(lora.dropout),
-                           "lora_target_modules": modules}
+                           "lora_target_modules": trl_target_modules(modules)}
     if m.kind == "dora":
         out["use_dora"] = True
     if lora.modules_to_save:

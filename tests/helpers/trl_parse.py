@@ -6,11 +6,13 @@ Shared by the importer tests that compare a source config with the compiled ``sf
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS
 from ftspec.compiler.pipeline import CompileOptions, compile_spec
 from ftspec.spec.loader import parse_yaml
+from ftspec.targets.accelerate_sft import ONE_MODULE
 
 
 def compiled_files(spec_text: str, name: str, target: str = "accelerate") -> dict[str, Any]:
@@ -55,10 +57,14 @@ def stored_and_computed(sft: Any, model: Any) -> tuple[str, str | None]:
 
 def target_modules(value: str | list[str] | None) -> set[str] | None:
     """``ModelConfig.lora_target_modules`` as a set of names: TRL turns a one-item list into
-    the string (``all-linear``, which PEFT reads as a keyword)."""
+    the string (``all-linear``, which PEFT reads as a keyword, or the one-name pattern the
+    accelerate target writes for a lone module)."""
     if value is None:
         return None
-    return {value} if isinstance(value, str) else set(value)
+    if isinstance(value, str):
+        one = re.fullmatch(re.escape(ONE_MODULE.format("")) + r"(\w+)", value)
+        return {one.group(1) if one else value}
+    return set(value)
 
 
 def accelerate_reads(text: str) -> dict[str, Any]:
