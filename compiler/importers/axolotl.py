@@ -23,7 +23,12 @@ from ftspec.compiler.importers.axolotl_defaults import (
 )
 from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
 from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
-from ftspec.compiler.importers.trainable import put_int8, put_loraplus, put_unfrozen
+from ftspec.compiler.importers.trainable import (
+    put_int8,
+    put_loraplus,
+    put_target_modules,
+    put_unfrozen,
+)
 from ftspec.compiler.importers.trl import _header, schedule_name, training_head
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
@@ -196,13 +201,12 @@ def _method(r: Reader) -> None:
         d.warn(("adapter",), "lora_r and lora_alpha have no axolotl default: the spec's are "
                "used")
     r.put(lora + ("dropout",), "lora_dropout", r.model)
-    modules = r.value("lora_target_modules")
     if r.value("lora_target_linear") is True:
         d.put(lora + ("target_modules",), [ALL_LINEAR], f"{r.origin('lora_target_linear')} "
               "(PEFT's all-linear: every linear layer but the output head)")
-    elif modules:
-        d.put(lora + ("target_modules",), [modules] if isinstance(modules, str) else
-              list(modules), r.origin("lora_target_modules"))
+        r.value("lora_target_modules")
+    elif r.value("lora_target_modules"):
+        put_target_modules(r, "lora_target_modules")
     r.put(lora + ("modules_to_save",), "lora_modules_to_save")
 
 

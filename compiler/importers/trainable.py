@@ -1,4 +1,4 @@
-"""What trains, read from the flat configs of the HF-based tools: LoRA+ (``loraplus_lr_ratio``,
+"""What trains, read from the flat configs of the HF-based tools: LoRA's target modules, LoRA+ (``loraplus_lr_ratio``,
 ``loraplus_lr_embedding``: axolotl, LLaMA-Factory), axolotl's layer freezing
 (``unfrozen_parameters``), LLaMA-Factory's ``finetuning_type: freeze``, and 8-bit bases
 (``load_in_8bit``, ``quantization_bit: 8``), as the spec's fields."""
@@ -9,6 +9,7 @@ import re
 
 from ftspec.compiler.importers.base import SpecDraft
 from ftspec.compiler.importers.trl_reader import Reader
+from ftspec.spec.model.method import ALL_LINEAR
 
 INT8 = {"bits": 8, "quant_type": "int8"}
 
@@ -17,6 +18,38 @@ def put_int8(d: SpecDraft, at: str) -> None:
     """An 8-bit bitsandbytes base (LLM.int8): ``qlora`` with ``bits: 8``."""
     d.put(("method", "quantization", "bits"), 8, at)
     d.put(("method", "quantization", "quant_type"), "int8", f"{at} (bitsandbytes' LLM.int8)")
+
+
+def put_target_modules(r: Reader, name: str, one_item_is_string: bool = False) -> bool:
+    """PEFT's ``target_modules`` as TRL, fms-hf-tuning and axolotl pass it on (False when the
+    source names none). A list names modules by their last parts, as the spec does. A string is
+    PEFT's ``all-linear`` or else a regular expression that PEFT full-matches against each
+    module's whole path (peft ``check_target_module_exists``): a bare name as a string matches
+    no module there, and a pattern has no spec field. ``one_item_is_string``: TRL's
+    ``ModelConfig`` turns a one-item list into its item before PEFT sees it."""
+    value = r.value(name)
+    if value is None:
+        return False
+    if one_item_is_string and isinstance(value, list) and len(value) == 1:
+        value = str(value[0])
+    d, at, key = r.draft, r.origin(name), (r.key(name) or name,)
+    dst = ("method", "lora", "target_modules")
+    if not isinstance(value, str):
+        d.put(dst, [str(m) for m in value], at)
+    elif value == ALL_LINEAR:
+        d.put(dst, [ALL_LINEAR], f"{at} (PEFT's all-linear: every linear layer but the output "
+              "head)")
+    elif re.fullmatch(r"[A-Za-z0-9_]+", value):
+        d.put(dst, [value], at)
+        d.warn(key, f"{value!r} reaches PEFT as a string, which it reads as a regular "
+               "expression over a module's whole path: it matches no module there and the "
+               f"source's run stops with no module to adapt; imported as the module name "
+               f"[{value}], which adapts every {value}")
+    else:
+        d.warn(key, f"{value!r} is a regular expression PEFT matches against each module's "
+               "whole path, which the spec cannot express: not imported, the spec's default "
+               "target_modules train instead (list the module names it matches)")
+    return True
 
 
 def put_loraplus(r: Reader, weight_decay_applies: bool = True) -> None:

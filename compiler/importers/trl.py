@@ -24,7 +24,7 @@ from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
 from ftspec.compiler.importers.schedule import schedule
 from ftspec.compiler.importers.topology import resources_from_flags
-from ftspec.compiler.importers.trainable import put_int8
+from ftspec.compiler.importers.trainable import put_int8, put_target_modules
 from ftspec.compiler.importers.trainer_fsdp import TRANSFORMERS_5, put_trainer_fsdp
 from ftspec.compiler.importers.trl_data import import_data
 from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, NO_EFFECT, TOOL
@@ -160,7 +160,7 @@ def _method(r: Reader) -> None:
     r.put(lora + ("rank",), "lora_r", r.model)
     r.put(lora + ("alpha",), "lora_alpha", r.model)
     r.put(lora + ("dropout",), "lora_dropout", r.model)
-    if r.put(lora + ("target_modules",), "lora_target_modules") is None:
+    if not put_target_modules(r, "lora_target_modules", one_item_is_string=not r.fms):
         d.warn((peft_key,), "no lora_target_modules: PEFT picks the modules per "
                "architecture; the spec's default target_modules are used instead")
     r.put(lora + ("modules_to_save",), "lora_modules_to_save")

@@ -390,3 +390,24 @@ def test_fsdp_layer_class_path_becomes_the_class_name(tmp_path: Path) -> None:
     found = validate_doc(parse_yaml(import_axolotl(cfg).text, "spec.yaml"))
     (err,) = [d for d in found.diagnostics.items if d.is_error]
     assert err.code == "rule.fsdp-layer-class" and "Qwen2DecoderLayer" in err.summary
+
+
+@pytest.mark.parametrize(("written", "modules", "warned"), [
+    ("[q_proj]", ["q_proj"], None),  # axolotl hands PEFT the list as it is
+    ("q_proj", ["q_proj"], "matches no module there"),
+    ("all-linear", ["all-linear"], None),
+    ("'.*\\.(q|v)_proj'", None, "cannot express"),
+])
+def test_lora_target_modules_as_axolotl_hands_them_to_peft(
+        tmp_path: Path, written: str, modules: list[str] | None, warned: str | None) -> None:
+    """Without lora_target_linear axolotl passes lora_target_modules to PEFT unchanged: a
+    string is PEFT's all-linear or a regular expression over each module's whole path."""
+    cfg = tmp_path / "lora.yml"
+    cfg.write_text("base_model: Qwen/Qwen2.5-0.5B\nlearning_rate: 1e-5\nadapter: lora\n"
+                   "lora_r: 8\nlora_alpha: 16\ndatasets:\n  - path: a/b\n    type: alpaca\n"
+                   f"lora_target_modules: {written}\n")
+    imported = import_axolotl(cfg)
+    assert imported.data["method"]["lora"].get("target_modules") == modules
+    said = [w for w in imported.warnings if w.path == ("lora_target_modules",)]
+    assert [warned in w.summary for w in said] == ([True] if warned else [])
+    assert all(w.span is not None and w.span.line == 9 for w in said)

@@ -360,3 +360,35 @@ def test_eos_token_says_whether_the_rows_train_alike(tmp_path: Path, rows: str,
     assert ("the same tokens train" in w.summary) is same
     assert ("trains differently" in w.summary) is not same
     assert w.span is not None and w.span.line == 3
+
+
+@pytest.mark.parametrize(("written", "modules", "warned"), [
+    ("all-linear", ["all-linear"], None),
+    ("[all-linear]", ["all-linear"], None),
+    ("[q_proj, v_proj]", ["q_proj", "v_proj"], None),
+    ("[q_proj]", ["q_proj"], "matches no module there"),
+    ("q_proj", ["q_proj"], "matches no module there"),
+    ("'.*\\.(q|v)_proj'", None, "cannot express"),
+])
+def test_lora_target_modules_as_peft_reads_them(tmp_path: Path, written: str,
+                                                modules: list[str] | None,
+                                                warned: str | None) -> None:
+    """TRL's ModelConfig turns a one-item list into a string, and PEFT full-matches a string
+    (but all-linear) against each module's whole path: what imports as names, what is said."""
+    from peft import LoraConfig
+    from peft.tuners.tuners_utils import check_target_module_exists
+
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: a/b\nuse_peft: true\n"
+                   f"lora_target_modules: {written}\n")
+    imported = import_trl(cfg)
+    assert imported.data["method"]["lora"].get("target_modules") == modules
+    said = [w for w in imported.warnings if w.path == ("lora_target_modules",)]
+    assert [warned in w.summary for w in said] == ([True] if warned else [])
+    assert all(w.span is not None and w.span.line == 4 for w in said)
+    if warned == "matches no module there":  # the source's own run adapts nothing
+        source = trl.ModelConfig(use_peft=True, lora_target_modules=modules)
+        key = "model.layers.0.self_attn.q_proj"
+        assert not check_target_module_exists(LoraConfig(
+            target_modules=source.lora_target_modules), key)
+        assert check_target_module_exists(LoraConfig(target_modules=["q_proj"]), key)
