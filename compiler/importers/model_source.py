@@ -120,9 +120,9 @@ def put_model_facts(draft: SpecDraft, name: str, origin: str, warn_at: KeyPath) 
                    "distill of it, by name); set model.architecture if its numbers differ")
 
 
-def sniff_rows(path: Path) -> str | None:
-    """The spec format of a local JSON Lines / JSON dataset, from its first row's columns:
-    ``messages`` -> chat, ``prompt`` + ``completion`` -> prompt_completion, ``text`` -> text."""
+def first_row_columns(path: Path) -> list[str] | None:
+    """The columns of a local JSON Lines / JSON dataset's first row (None: not such a file,
+    or unreadable)."""
     if not path.is_file() or path.suffix not in (".jsonl", ".json"):
         return None
     try:
@@ -136,8 +136,13 @@ def sniff_rows(path: Path) -> str | None:
             row = json.loads(text.split("\n", 1)[0])
     except (OSError, ValueError):
         return None
-    if not isinstance(row, dict):
-        return None
+    return [str(k) for k in row] if isinstance(row, dict) else None
+
+
+def sniff_rows(path: Path) -> str | None:
+    """The spec format of a local JSON Lines / JSON dataset, from its first row's columns:
+    ``messages`` -> chat, ``prompt`` + ``completion`` -> prompt_completion, ``text`` -> text."""
+    row = first_row_columns(path) or []
     if "messages" in row:
         return "chat"
     if "prompt" in row and "completion" in row:

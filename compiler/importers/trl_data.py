@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.compiler.importers.base import not_this_tool
-from ftspec.compiler.importers.model_source import local_path, sniff_rows, source_uri
+from ftspec.compiler.importers.model_source import (
+    first_row_columns,
+    local_path,
+    sniff_rows,
+    source_uri,
+)
 from ftspec.compiler.importers.trl_defaults import SCRIPT_DEFAULTS
 from ftspec.compiler.importers.trl_mixture import (
     CHAT_COLUMN,
@@ -125,8 +130,13 @@ def import_data(r: Reader) -> None:
         extra_columns(d, sources)
         mixture_seed(r)
     if _format(r) == "text" and not r.has("dataset_text_field") and not sniffed:
+        columns = first_row_columns(local) if local is not None else None
         d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
-               "when it loads the data; imported as format text")
+               "when it loads the data; imported as format text" if columns is None else
+               f"{local}'s first row has the columns {', '.join(columns) or '(none)'}, none of "
+               "which TRL trains on (messages, prompt/completion, text): its run stops there; "
+               "imported as format text (set data.train.format and its fields to the rows' "
+               "shape)")
     evaluates = str(r.value("eval_strategy", r.sft)) != "no" or r.value("do_eval") is True
     if key == MIXTURE:
         if not mixture_validation(r, evaluates) and evaluates:

@@ -55,6 +55,21 @@ def test_local_model_and_data_run_on_the_cpu(tmp_path: Path, row: dict[str, obje
         assert sft.assistant_only_loss is False
 
 
+def test_local_rows_trl_cannot_read_are_named(tmp_path: Path) -> None:
+    """Alpaca columns in a local file: TRL finds no column it trains on, and the import says
+    which columns the file has instead of a generic guess; without a file, the guess."""
+    (tmp_path / "rows.jsonl").write_text(json.dumps(
+        {"instruction": "Say hi.", "input": "", "output": "hi"}) + "\n")
+    cfg = tmp_path / "sft.yaml"
+    for dataset, said in (("rows.jsonl", ("first row has the columns instruction, input, "
+                           "output, none of which TRL trains on")),
+                          ("org/hub-rows", "TRL picks the columns")):
+        cfg.write_text(f"model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: {dataset}\n")
+        (w,) = [w for w in import_trl(cfg).warnings if w.path == ("dataset_name",)]
+        assert said in w.summary
+        assert w.span is not None and w.span.line == 2
+
+
 @pytest.mark.parametrize(("name", "found"), [
     ("Qwen/Qwen2.5-0.5B-Instruct", ("qwen2_5-0.5b", True)),
     ("casperhansen/llama-3-70b-fp16", ("llama3-70b", False)),
