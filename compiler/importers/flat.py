@@ -31,6 +31,8 @@ TRAINS_DIFFERENTLY: dict[str, str] = {
     "same update)",
     "mask_history": "only the last assistant turn of each conversation trains; imported "
     "with every assistant turn trained",
+    "use_llama_pro": "LoRA adapts only LLaMA Pro's expanded layers (every (layer count / "
+    "freeze_trainable_layers)-th); imported with the target modules of every layer adapted",
 }
 """Keys whose loss of meaning changes what trains: the warning says how."""
 

@@ -266,13 +266,26 @@ def _freeze(r: Reader, at: str) -> None:
     trainable, as ``method.unfrozen_parameters``."""
     d = r.draft
     d.put(("method", "kind"), "full", at + " (freeze: full fine-tuning of some layers)")
-    patterns = llamafactory_freeze(r, num_layers(d))
+    layers = num_layers(d)
+    patterns = llamafactory_freeze(r, layers)
+    pro = r.value("use_llama_pro") is True
     if patterns is None:
+        why = (f"freeze_trainable_layers does not divide the model's {layers} layers, which "
+               "use_llama_pro needs (LLaMA-Factory refuses the run)" if layers is not None
+               else "the model's layer count is unknown (no catalog family)")
         d.warn(("finetuning_type",), "finetuning_type freeze: the trainable layers are "
-               "counted from the model's last layer, and the model's layer count is unknown "
-               "(no catalog family): imported as full fine-tuning of every layer; set "
-               "method.unfrozen_parameters")
+               f"counted in the model's layers, and {why}: imported as full fine-tuning of "
+               "every layer; set method.unfrozen_parameters")
         return
+    which = ("every (layer count / freeze_trainable_layers)-th layer, the last of each stride "
+             "(use_llama_pro: the blocks LLaMA Pro's expansion inserted)" if pro else
+             "the freeze_trainable_layers last layers (default 2)")
     d.put(("method", "unfrozen_parameters"), patterns, f"{at}: LLaMA-Factory trains the "
-          "parameters whose name contains .LAYER. for the freeze_trainable_layers last "
-          "layers (default 2) and freeze_trainable_modules (default all)")
+          f"parameters whose name contains .LAYER. for {which} and freeze_trainable_modules "
+          "(default all)")
+    if pro:
+        d.warn(("use_llama_pro",), "the trainable layers are spaced by the "
+               f"model's layer count, here {layers} from model.family; a checkpoint that "
+               "LLaMA-Factory's llama_pro.py expanded has its base's layers plus the inserted "
+               "ones: if its config.json says otherwise, set model.architecture.num_layers "
+               "and method.unfrozen_parameters from it")

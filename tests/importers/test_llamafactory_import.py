@@ -98,12 +98,15 @@ PROBE = [f"model.layers.{i}.{m}" for i in range(32) for m in (
 def _freeze_selects(s: dict[str, Any]) -> list[str] | None:
     """LLaMA-Factory's freeze tuning (adapter.py): a name trains when it contains
     ``.{layer}.{module}`` for the last freeze_trainable_layers layers (default 2; negative:
-    the first ones) and freeze_trainable_modules (default all: ``.{layer}.``), or one of
+    the first ones; with use_llama_pro every (layers / n)-th layer, the last of each stride)
+    and freeze_trainable_modules (default all: ``.{layer}.``), or one of
     freeze_extra_modules."""
     if s.get("finetuning_type") != "freeze":
         return None
     n, layers = int(s.get("freeze_trainable_layers", 2)), 32
     ids = range(layers - n, layers) if n > 0 else range(-n)
+    if s.get("use_llama_pro") is True:
+        ids = range(layers // n - 1, layers, layers // n)
     modules = [m.strip() for m in str(s.get("freeze_trainable_modules", "all")).split(",")]
     keys = [f".{i}.{'' if m == 'all' else m}" for m in modules for i in ids]
     keys += [m.strip() for m in str(s.get("freeze_extra_modules") or "").split(",") if m.strip()]
@@ -247,3 +250,15 @@ def test_not_a_llamafactory_config(tmp_path: Path) -> None:
         import_llamafactory(other)
     (diag,) = info.value.diagnostics
     assert diag.span is not None and (diag.span.line, diag.span.col) == (1, 1)
+
+
+def test_llama_pro_trains_evenly_spaced_layers() -> None:
+    """use_llama_pro: the last layer of each (layers / n) stride, as adapter.py picks them;
+    a count n does not divide is refused by LLaMA-Factory (None here: warned, not guessed)."""
+    from ftspec.compiler.importers.trainable import freeze_layer_ids
+
+    assert list(freeze_layer_ids(32, 8, True) or []) == [3, 7, 11, 15, 19, 23, 27, 31]
+    assert list(freeze_layer_ids(40, 8, True) or []) == [4, 9, 14, 19, 24, 29, 34, 39]
+    assert freeze_layer_ids(32, 5, True) is None
+    assert list(freeze_layer_ids(32, 2, False)) == [30, 31]
+    assert list(freeze_layer_ids(32, -3, False)) == [0, 1, 2]
