@@ -82,6 +82,13 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
         draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
                    "integration (report_to all); imported as none")
     _training(r, world)
+    _warmup_steps_4x(r)
+    if "evaluation_strategy" in r.used:
+        draft.warn(("evaluation_strategy",), "evaluation_strategy is the name transformers "
+                   "before 4.46 read for eval_strategy; LLaMA-Factory 0.9.5's transformers "
+                   "4.57.1 has no such field, and its parser refuses the config (unless "
+                   f"ALLOW_EXTRA_ARGS): read as eval_strategy "
+                   f"{r.data['evaluation_strategy']!r}, as those releases did")
     for key, (value, origin) in topo.training.items():
         draft.put(key, value, origin)
     put_trainer_fsdp(r, TRANSFORMERS_4)
@@ -90,6 +97,28 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
         put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")
     return finish("llamafactory", r, path, "LLaMA-Factory trains with transformers' Trainer "
                   "under accelerate/torchrun; TRL's SFTTrainer is the nearest", NO_EFFECT)
+
+
+def _warmup_steps_4x(r: Reader) -> None:
+    """A ``warmup_steps`` below 1 under transformers 4.57.1, which LLaMA-Factory runs: that
+    fraction of one step (``get_warmup_steps`` uses it when above 0), not the ratio
+    transformers 5 reads it as. The learning rate is 0 at the first step and follows the
+    schedule after it: the spec's ``warmup_steps: 1``, warned."""
+    steps = r.data.get("warmup_steps")
+    if not (isinstance(steps, float) and 0 < steps < 1):
+        return
+    d, sched = r.draft, ("training", "scheduler")
+    node = d.get(sched)
+    if isinstance(node, dict):
+        node.pop("warmup_ratio", None)
+        d.origins.pop(sched + ("warmup_ratio",), None)
+    d.put(sched + ("warmup_steps",), 1, f"{d.origin_of(('warmup_steps',))} ({steps} of a "
+          "step in transformers 4: learning rate 0 at the first step)")
+    d.warn(("warmup_steps",), f"warmup_steps {steps}: transformers 4.57.1 (LLaMA-Factory's) "
+           f"warms up over {steps} of one step, not over that ratio of the run as transformers "
+           "5 reads a value below 1: the learning rate is 0 at the first step, then follows "
+           "the schedule; imported as warmup_steps 1 (the schedule counts from step 1, not "
+           f"{steps}); write warmup_ratio: {steps} if a ratio was meant")
 
 
 def check_is_llamafactory(doc: SourceDoc) -> None:

@@ -113,27 +113,46 @@ def _freeze_selects(s: dict[str, Any]) -> list[str] | None:
     return [name for name in PROBE if any(k in name for k in keys)]
 
 
-def _warmup(value: float, max_steps: int) -> float:
-    """Warmup as steps where the run's length is a step count (transformers: a value below 1
-    is a ratio of the steps, rounded up), else as given."""
-    return math.ceil(max_steps * value) if max_steps > 0 and 0 < value < 1 else value
+def _warmup_kind(value: float, max_steps: int, below_one_is_ratio: bool) -> tuple[str, float]:
+    """Warmup as ("steps", n) or ("ratio", r): a ratio becomes steps (rounded up) where the
+    run's length is a step count."""
+    if below_one_is_ratio and 0 < value < 1:
+        return ("steps", math.ceil(max_steps * value)) if max_steps > 0 else ("ratio", value)
+    return ("steps", value)
+
+
+def _warmup_4x(s: dict[str, Any]) -> tuple[str, float]:
+    """transformers 4.57.1's ``get_warmup_steps``: warmup_steps (steps, even below 1) when
+    above 0, else warmup_ratio."""
+    steps, max_steps = s.get("warmup_steps", 0), s.get("max_steps", -1)
+    if steps > 0:
+        return _warmup_kind(steps, max_steps, below_one_is_ratio=False)
+    ratio = s.get("warmup_ratio", 0.0)
+    return _warmup_kind(ratio, max_steps, below_one_is_ratio=True) if ratio else ("steps", 0)
+
+
+def _eval_strategy(s: dict[str, Any]) -> str:
+    """eval_strategy, or evaluation_strategy as transformers before 4.46 read it (the
+    importer reads it so and warns that 4.57.1 refuses it)."""
+    return str(s.get("eval_strategy", s.get("evaluation_strategy", "no")))
 
 
 def _evaluating(s: dict[str, Any]) -> bool:
-    return str(s.get("eval_strategy", "no")) != "no"
+    return _eval_strategy(s) != "no"
 
 
 FIELDS: dict[str, tuple[str, Expect, Got]] = {
     name: (name, src(name), trl(name)) for name in (
         "per_device_train_batch_size", "gradient_accumulation_steps", "lr_scheduler_type",
         "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "seed",
-        "logging_steps", "save_steps", "eval_strategy")
+        "logging_steps", "save_steps")
 } | {
+    "eval_strategy": ("eval_strategy", _eval_strategy, trl("eval_strategy")),
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "num_train_epochs": ("num_train_epochs", src("num_train_epochs", float),
                          trl("num_train_epochs")),
-    "warmup": ("warmup_ratio", lambda s: _warmup(src("warmup_ratio")(s), s.get("max_steps", -1)),
-               lambda r: _warmup(r.sft.warmup_steps, r.sft.max_steps)),
+    "warmup": ("warmup_steps", _warmup_4x,
+               lambda r: _warmup_kind(r.sft.warmup_steps, r.sft.max_steps, True)),
     # activation checkpointing: the model's, or FSDP's own under accelerate's FSDP
     "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
                                lambda r: r.checkpointing),
@@ -220,7 +239,7 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    CHECKED.assert_figures(may_warn={"report_to"})
+    CHECKED.assert_figures(may_warn={"report_to", "warmup"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:
@@ -262,3 +281,17 @@ def test_llama_pro_trains_evenly_spaced_layers() -> None:
     assert freeze_layer_ids(32, 5, True) is None
     assert list(freeze_layer_ids(32, 2, False)) == [30, 31]
     assert list(freeze_layer_ids(32, -3, False)) == [0, 1, 2]
+
+
+def test_fractional_warmup_steps_are_a_fraction_of_a_step(tmp_path: Path) -> None:
+    """transformers 4.57.1 (LLaMA-Factory's) reads warmup_steps 0.1 as 0.1 of a step, not as
+    transformers 5's ratio: imported as one warmup step, warned at the key."""
+    cfg = tmp_path / "warm.yaml"
+    cfg.write_text("model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nstage: sft\n"
+                   "do_train: true\nfinetuning_type: full\ndataset: alpaca_en_demo\n"
+                   "report_to: none\nwarmup_steps: 0.1\n")
+    imported = import_llamafactory(cfg)
+    scheduler = imported.data["training"]["scheduler"]
+    assert scheduler["warmup_steps"] == 1 and "warmup_ratio" not in scheduler
+    [warning] = [w for w in imported.warnings if w.path == ("warmup_steps",)]
+    assert warning.span.line == 7 and "0.1 of one step" in warning.summary
