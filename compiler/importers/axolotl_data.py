@@ -65,6 +65,11 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
                        "each conversation's leading system message; the import keeps it in "
                        "the (untrained) context, so the prompts differ and a chat template "
                        "without a system role (Gemma's) refuses those rows (no spec field)")
+        elif key == "data_files" and value:
+            d.warn(at + (key,), f"datasets[{i}].data_files: axolotl reads only these files "
+                   f"of {ds.get('path')}; the spec has no field for them, so the run reads "
+                   "the repository's whole split: other rows, likely many more (point "
+                   "data.train.uri at the files instead)")
         elif key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry

@@ -51,7 +51,7 @@ from ftspec.spec.model.method import ALL_LINEAR
 ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
 MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
 NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeout",
-             "preprocessing_num_workers", "save_only_model")
+             "preprocessing_num_workers", "save_only_model", "pissa_convert")
 """Keys that change no hyper-parameter; still warned (the spec has no field for them)."""
 
 
@@ -287,7 +287,26 @@ def _method(r: Reader) -> None:
     if isinstance(extra, str):
         d.put(lora + ("modules_to_save",), [m.strip() for m in extra.split(",")],
               r.origin("additional_target"))
+    _pissa(r)
     put_loraplus(r)
+
+
+def _pissa(r: Reader) -> None:
+    """``pissa_init``: PEFT's PiSSA initialization of the adapters (``init_weights: pissa``).
+    LLaMA-Factory asks PEFT for ``pissa_niter_{pissa_iter}`` (a fast randomized SVD; default
+    16 iterations), or the exact SVD (``pissa``) when ``pissa_iter`` is -1."""
+    d = r.draft
+    if r.value("pissa_init") is not True:
+        return
+    iters = r.value("pissa_iter")
+    iters = 16 if iters is None else int(iters)
+    d.put(("method", "lora", "init_weights"), "pissa", r.origin("pissa_init"))
+    if iters != -1:
+        d.warn(("pissa_iter",) if r.has("pissa_iter") else ("pissa_init",),
+               f"pissa_iter {iters}: LLaMA-Factory initializes the adapters with PEFT's "
+               f"pissa_niter_{iters}, a randomized SVD of {iters} iterations; the spec's pissa "
+               "is the exact SVD: the adapters start from a close, not identical, "
+               "decomposition (pissa_iter: -1 is the exact one)")
 
 
 def _freeze(r: Reader, at: str) -> None:

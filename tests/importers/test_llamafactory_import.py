@@ -213,8 +213,18 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
         s, "loraplus_lr_embedding"), compiled_loraplus("loraplus_lr_embedding")),
     "unfrozen_parameters": ("finetuning_type", _freeze_selects, lambda r: selected(
         trainable("unfrozen_parameters")(r), PROBE)),
+    # pissa_init: PEFT's PiSSA (pissa_niter_{pissa_iter}, default 16; -1: the exact SVD)
+    "init_weights": ("pissa_iter", lambda s: (
+        ("pissa" if s.get("pissa_iter", 16) == -1 else f"pissa_niter_{s.get('pissa_iter', 16)}")
+        if s.get("pissa_init") is True else "default") if _lora(s) else None,
+        lambda r: r.prepare.get("peft", {}).get("init_weights", "default")
+        if r.model.use_peft else None),
 }
-"""Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads)."""
+FIELDS |= {key: (key, lambda s, key=key: s.get(key) is True, lambda r: False) for key in (
+    "use_galore", "use_apollo", "use_badam", "use_adam_mini", "use_muon")}
+"""Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads). The
+optimizers LLaMA-Factory puts in AdamW's place are never what the compiled config trains
+with: a config that turns one on differs there (warned at the key)."""
 
 
 LAUNCHED = ("examples/extras/fsdp_qlora/llama3_lora_sft.yaml",
@@ -239,7 +249,8 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    CHECKED.assert_figures(may_warn={"report_to", "warmup"})
+    CHECKED.assert_figures(may_warn={"report_to", "warmup", "init_weights", "use_galore",
+                                     "use_muon"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:
