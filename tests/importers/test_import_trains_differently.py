@@ -49,3 +49,13 @@ def test_sequence_parallelism_warns_of_the_global_batch(tmp_path: Path) -> None:
                    "    type: completion\n")
     assert not [w for w in import_axolotl(cfg).warnings
                 if w.path == ("sequence_parallel_degree",)]
+
+
+def test_a_handbook_mixer_without_chat_template_names_its_row_assumption() -> None:
+    """dataset_mixer rows are imported as chat; a recipe run by the handbook's run_cpt.py
+    trains packed text rows instead, which the warning says how to write."""
+    cpt = import_trl(CORPUS / "trl" / "handbook-2024-gpt2-nl-cpt.yaml")
+    assert cpt.data["data"]["train"]["format"] == "chat"
+    assert "run_cpt.py" in _at(cpt, "dataset_mixer")
+    templated = import_trl(CORPUS / "trl" / "handbook-2024-gemma-7b-sft-full-neftune.yaml")
+    assert not [w for w in templated.warnings if w.path == ("dataset_mixer",)]
