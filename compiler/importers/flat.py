@@ -33,6 +33,9 @@ TRAINS_DIFFERENTLY: dict[str, str] = {
     "with every assistant turn trained",
     "use_llama_pro": "LoRA adapts only LLaMA Pro's expanded layers (every (layer count / "
     "freeze_trainable_layers)-th); imported with the target modules of every layer adapted",
+    "reinit_weights": "the tool re-initializes every weight at random (training from "
+    "scratch, the architecture only taken from the model); imported as training from the "
+    "pretrained weights",
     "use_galore": "LLaMA-Factory trains with GaLore's optimizer (the galore_target layers' "
     "gradients projected to rank galore_rank); imported with the optim's plain AdamW",
     "use_apollo": "LLaMA-Factory trains with the APOLLO optimizer (scaled by a low-rank "

@@ -79,7 +79,7 @@ def _save(s: dict[str, Any]) -> tuple[str, int | None]:
 
 def _turn_keys(s: dict[str, Any]) -> list[str | None]:
     out: list[str | None] = []
-    for ds in s["datasets"]:
+    for ds in _sets(s):
         if ds.get("type") != "chat_template":
             out.append(None)
             continue
@@ -143,10 +143,23 @@ def _trains(r: Read) -> list[dict[str, Any]]:
     return [direct]
 
 
+def _sets(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The datasets axolotl trains on: ``datasets``, else the first ``pretraining_dataset``
+    entry (the only one it streams)."""
+    return s["datasets"] if "datasets" in s else s["pretraining_dataset"][:1]
+
+
 def _text_fields(s: dict[str, Any]) -> list[str | None]:
-    """Each dataset's text column: a completion dataset's ``field`` (default text)."""
-    return [ds.get("field", "text") if ds.get("type") == "completion" else None
-            for ds in s["datasets"]]
+    """Each dataset's text column: a completion dataset's ``field``, a pretraining one's
+    ``text_column`` (default text)."""
+    return [ds.get("field", "text") if ds.get("type") == "completion" else
+            ds.get("text_column") or "text" if "datasets" not in s else None
+            for ds in _sets(s)]
+
+
+def _train_on_input(s: dict[str, Any]) -> list[bool]:
+    """train_on_inputs per dataset; a pretraining stream's documents train every token."""
+    return [s.get("train_on_inputs") is True or "datasets" not in s] * len(_sets(s))
 
 
 PROBE = [f"{wrap}{name}" for wrap in ("", "base_model.model.") for name in (
@@ -207,7 +220,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "gradient_accumulation_steps": ("gradient_accumulation_steps",
                                     src("gradient_accumulation_steps"),
                                     trl("gradient_accumulation_steps")),
-    "num_train_epochs": ("num_epochs", src("num_epochs", float), trl("num_train_epochs")),
+    # max_steps above 0 overrides the epochs (transformers ignores num_train_epochs)
+    "num_train_epochs": ("num_epochs", lambda s: None if (s.get("max_steps") or 0) > 0 else
+                         src("num_epochs", float)(s), lambda r: None if r.sft.max_steps > 0
+                         else r.sft.num_train_epochs),
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "optim": ("optimizer", src("optimizer", _optim), trl("optim", _optim)),
     "lr_scheduler_type": ("lr_scheduler", _axolotl_schedule, _compiled_schedule),
@@ -255,21 +271,24 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "save_total_limit": ("save_total_limit", src("save_total_limit"), trl("save_total_limit")),
     "validation_split_ratio": ("val_set_size", lambda s: s.get("val_set_size") or None,
                                lambda r: r.prepare.get("validation_split_ratio")),
-    "train_on_input": ("train_on_inputs", lambda s: [s.get("train_on_inputs") is True] * len(
-        s["datasets"]), lambda r: [t.get("train_on_input", False) for t in _trains(r)]),
+    "train_on_input": ("train_on_inputs", _train_on_input,
+                       lambda r: [t.get("train_on_input", False) for t in _trains(r)]),
     # the keys of each chat turn: axolotl's default role/content, or ShareGPT's from/value
     "turn_keys": ("datasets[].message_property_mappings", _turn_keys,
                   lambda r: [t.get("conversation_style") if t.get("format") == "chat" else None
                              for t in _trains(r)]),
-    "dataset": ("datasets[].path", lambda s: ["hf://" + ds["path"] for ds in s["datasets"]],
+    "dataset": ("datasets[].path", lambda s: ["hf://" + ds["path"] for ds in _sets(s)],
                 lambda r: [t["source"] for t in _trains(r)]),
     "text_field": ("datasets[].field", _text_fields,
                    lambda r: [t.get("text_field") for t in _trains(r)]),
+    # random initial weights (the compiled run always loads the pretrained ones)
+    "reinit_weights": ("reinit_weights", lambda s: s.get("reinit_weights") is True,
+                       lambda r: False),
     # sequences split over this many processes (the compiled run never splits one: 1)
     "sequence_parallel": ("sequence_parallel_degree", lambda s: s.get(
         "sequence_parallel_degree", s.get("context_parallel_size", 1)), lambda r: 1),
     # several datasets: axolotl concatenates (and shuffles) them
-    "mixture": ("datasets[] (several)", lambda s: "concatenate" if len(s["datasets"]) > 1 else None,
+    "mixture": ("datasets[] (several)", lambda s: "concatenate" if len(_sets(s)) > 1 else None,
                 lambda r: r.prepare.get("mixture_strategy") if len(_trains(r)) > 1 else None),
     # the sharding the source asks for reaches accelerate.yaml (a node of GPUs is assumed)
     "distributed_type": ("(sharding)", lambda s: "FSDP" if s.get("fsdp") or s.get("fsdp_config")
@@ -310,7 +329,7 @@ def test_corpus_figures() -> None:
     # depends on the dataset's size
     CHECKED.assert_figures(may_warn={"eval_strategy", "save", "unfrozen_parameters", "optim",
                                       "gradient_checkpointing", "logging_steps",
-                                      "sequence_parallel"})
+                                      "sequence_parallel", "reinit_weights"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:

@@ -59,3 +59,22 @@ def test_a_handbook_mixer_without_chat_template_names_its_row_assumption() -> No
     assert "run_cpt.py" in _at(cpt, "dataset_mixer")
     templated = import_trl(CORPUS / "trl" / "handbook-2024-gemma-7b-sft-full-neftune.yaml")
     assert not [w for w in templated.warnings if w.path == ("dataset_mixer",)]
+
+
+def test_axolotl_pretraining_stream_imports_its_first_entry(tmp_path: Path) -> None:
+    """pretraining_dataset: axolotl streams the first entry's text_column; the others are
+    unread (warned), as is the stream's buffer order; reinit_weights says what trains."""
+    muon = import_axolotl(CORPUS / "axolotl" / "2026-compare-muon-pretrain.yml")
+    train = muon.data["data"]["train"]
+    assert (train["uri"], train["format"], train["text_field"], train["subset"]) == (
+        "hf://allenai/c4", "text", "text", "en")
+    assert "shuffle buffer" in _at(muon, "pretraining_dataset")
+    assert "at random" in _at(muon, "reinit_weights")
+    assert not [w for w in muon.warnings if w.path == ("num_epochs",)]  # max_steps wins
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("base_model: Qwen/Qwen2.5-0.5B\nlearning_rate: 1e-4\nmax_steps: 10\n"
+                   "pretraining_dataset:\n  - path: a/b\n    text_column: body\n"
+                   "  - path: c/d\n")
+    two = import_axolotl(cfg)
+    assert two.data["data"]["train"]["text_field"] == "body"
+    assert "first entry only" in _at(two, "pretraining_dataset", 1)
