@@ -104,10 +104,22 @@ def _warmup_steps_4x(r: Reader) -> None:
     fraction of one step (``get_warmup_steps`` uses it when above 0), not the ratio
     transformers 5 reads it as. The learning rate is 0 at the first step and follows the
     schedule after it: the spec's ``warmup_steps: 1``, warned."""
-    steps = r.data.get("warmup_steps")
+    steps, ratio = r.data.get("warmup_steps"), r.data.get("warmup_ratio")
+    d, sched = r.draft, ("training", "scheduler")
+    if isinstance(steps, (int, float)) and isinstance(ratio, (int, float)):
+        r.used.add("warmup_ratio")
+        if steps > 0:
+            d.warn(("warmup_ratio",), "warmup_ratio is ignored: warmup_steps is set and above "
+                   "0 (transformers 4.57.1 uses it); not imported")
+        elif ratio > 0:  # warmup_steps 0: transformers 4 warms up by the ratio
+            node = d.get(sched)
+            if isinstance(node, dict):
+                node.pop("warmup_steps", None)
+                d.origins.pop(sched + ("warmup_steps",), None)
+            d.put(sched + ("warmup_ratio",), float(ratio), f"{d.origin_of(('warmup_ratio',))}"
+                  " (warmup_steps 0: transformers 4.57.1 warms up by the ratio)")
     if not (isinstance(steps, float) and 0 < steps < 1):
         return
-    d, sched = r.draft, ("training", "scheduler")
     node = d.get(sched)
     if isinstance(node, dict):
         node.pop("warmup_ratio", None)

@@ -306,3 +306,20 @@ def test_fractional_warmup_steps_are_a_fraction_of_a_step(tmp_path: Path) -> Non
     assert scheduler["warmup_steps"] == 1 and "warmup_ratio" not in scheduler
     [warning] = [w for w in imported.warnings if w.path == ("warmup_steps",)]
     assert warning.span.line == 7 and "0.1 of one step" in warning.summary
+
+
+def test_warmup_steps_and_ratio_together(tmp_path: Path) -> None:
+    """transformers 4.57.1 warms up by warmup_steps when above 0, else by warmup_ratio: the
+    other key is warned as ignored, or read."""
+    head = ("model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nstage: sft\n"
+            "do_train: true\nfinetuning_type: full\ndataset: alpaca_en_demo\nreport_to: none\n")
+    cfg = tmp_path / "both.yaml"
+    cfg.write_text(head + "warmup_steps: 20\nwarmup_ratio: 0.1\n")
+    both = import_llamafactory(cfg)
+    assert both.data["training"]["scheduler"]["warmup_steps"] == 20
+    assert "warmup_ratio" not in both.data["training"]["scheduler"]
+    [ignored] = [w for w in both.warnings if w.path == ("warmup_ratio",)]
+    assert "ignored" in ignored.summary
+    cfg.write_text(head + "warmup_steps: 0\nwarmup_ratio: 0.1\n")
+    ratio = import_llamafactory(cfg).data["training"]["scheduler"]
+    assert ratio["warmup_ratio"] == 0.1 and "warmup_steps" not in ratio
