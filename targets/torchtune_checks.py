@@ -154,7 +154,7 @@ def _numerics(job: Job) -> Iterator[Diagnostic]:
                    "launcher: accelerate for autocast")
     if model.dtype == "fp16":
         yield _err(("model", "dtype"), "torchtune's recipes do not train in fp16", "fp16",
-                   hint="use bf16 (Ampere or newer) or fp32")
+                   hint="set model.dtype: bf16 (Ampere or newer) or fp32")
 
 
 def _schedule(job: Job) -> Iterator[Diagnostic]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ftspec.compiler.importers.axolotl_data import data, distributed
+from ftspec.compiler.importers.axolotl_data import PRETRAINING, data, distributed
 from ftspec.compiler.importers.axolotl_defaults import (
     ALIASES,
     MODEL_DEFAULTS,
@@ -86,9 +86,11 @@ def check_is_axolotl(doc: SourceDoc) -> None:
         raise not_this_tool(doc, (), "not an axolotl config: the document is not a mapping",
                             "give the YAML file `axolotl train` reads")
     first = next(iter(doc.data), None)
-    if "base_model" not in doc.data or not isinstance(doc.data.get("datasets"), list):
+    if "base_model" not in doc.data or not (isinstance(doc.data.get("datasets"), list)
+                                            or isinstance(doc.data.get(PRETRAINING), list)):
         raise not_this_tool(doc, (first,) if first is not None else (),
-                            "not an axolotl config: no base_model with a datasets list",
+                            "not an axolotl config: no base_model with a datasets (or "
+                            f"{PRETRAINING}) list",
                             "axolotl's config names base_model and datasets: [{path, type}]")
     for key in NOT_SFT:
         if doc.data.get(key):

@@ -65,6 +65,11 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
                        "each conversation's leading system message; the import keeps it in "
                        "the (untrained) context, so the prompts differ and a chat template "
                        "without a system role (Gemma's) refuses those rows (no spec field)")
+        elif key == "data_files" and value:
+            d.warn(at + (key,), f"datasets[{i}].data_files: axolotl reads only these files "
+                   f"of {ds.get('path')}; the spec has no field for them, so the run reads "
+                   "the repository's whole split: other rows, likely many more (point "
+                   "data.train.uri at the files instead)")
         elif key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry
@@ -113,7 +118,48 @@ def _chat_mask(r: Reader, at: tuple[str | int, ...], ds: dict[str, Any]) -> None
                "turn's end-of-turn token (axolotl's \"turn\"); imported as that")
 
 
+PRETRAINING = "pretraining_dataset"
+
+
+def _pretraining(r: Reader) -> None:
+    """``pretraining_dataset`` (used when ``datasets`` is absent): axolotl streams the first
+    entry's ``text_column`` (default text; ``utils/data``: ``cfg.pretraining_dataset[0]``,
+    the others unread), every token trained, packed to ``sequence_len``, for ``max_steps``.
+    The spec reads the dataset whole: the rows a run sees, and their order, differ
+    (warned)."""
+    d, sets = r.draft, r.value(PRETRAINING)
+    entries = []
+    for i, ds in enumerate(sets):
+        at = (PRETRAINING, i)
+        if i > 0:
+            d.warn(at, f"{PRETRAINING}[{i}]: axolotl streams the first entry only; not "
+                   "imported")
+            continue
+        if not isinstance(ds, dict) or not isinstance(ds.get("path"), str):
+            d.warn(at, f"{PRETRAINING}[{i}] without a path: not imported")
+            continue
+        entry = rows.text(_uri(ds["path"]), str(ds.get("text_column") or "text"))
+        if isinstance(ds.get("split"), str) and ds["split"] != "train":
+            entry["split"] = ds["split"]
+        if isinstance(ds.get("name"), str):
+            entry["subset"] = ds["name"]
+        entry["train_on_input"] = True  # documents: every token trains
+        entries.append(entry)
+        for key in ds:
+            if key not in ("path", "name", "split", "text_column", "type"):
+                d.warn(at + (key,), f"{PRETRAINING}[{i}].{key} has no spec field: not imported")
+    d.warn((PRETRAINING,), f"{PRETRAINING}: axolotl streams the rows through a shuffle "
+           "buffer for max_steps; the spec loads the dataset whole and shuffles all of it: "
+           "the rows trained and their order differ (the loss and the update rule are the "
+           "same)")
+    r.value("train_on_inputs")  # text rows train every token either way
+    put_data(r, entries, PRETRAINING, "", "val_set_size")
+
+
 def data(r: Reader) -> None:
+    if not r.has("datasets") and isinstance(r.value(PRETRAINING), list):
+        _pretraining(r)
+        return
     sets = r.value("datasets")
     entries = [e for i, ds in enumerate(sets) if isinstance(ds, dict)
                for e in [_entry(r, i, ds)] if e is not None]

@@ -31,8 +31,37 @@ TRAINS_DIFFERENTLY: dict[str, str] = {
     "same update)",
     "mask_history": "only the last assistant turn of each conversation trains; imported "
     "with every assistant turn trained",
+    "use_llama_pro": "LoRA adapts only LLaMA Pro's expanded layers (every (layer count / "
+    "freeze_trainable_layers)-th); imported with the target modules of every layer adapted",
+    "reinit_weights": "the tool re-initializes every weight at random (training from "
+    "scratch, the architecture only taken from the model); imported as training from the "
+    "pretrained weights",
+    "use_galore": "LLaMA-Factory trains with GaLore's optimizer (the galore_target layers' "
+    "gradients projected to rank galore_rank); imported with the optim's plain AdamW",
+    "use_apollo": "LLaMA-Factory trains with the APOLLO optimizer (scaled by a low-rank "
+    "projection of the apollo_target layers' gradients); imported with the optim's plain AdamW",
+    "use_badam": "LLaMA-Factory trains with BAdam (one block of layers updated at a time); "
+    "imported with the optim's plain AdamW updating every parameter each step",
+    "use_adam_mini": "LLaMA-Factory trains with Adam-mini (one second-moment value per "
+    "parameter block); imported with the optim's plain AdamW",
+    "use_muon": "LLaMA-Factory trains the 2-D weights with Muon (orthogonalized momentum) "
+    "and the rest with AdamW; imported with the optim's plain AdamW for every parameter",
+    "neftune_noise_alpha": "transformers adds NEFTune noise (uniform, scaled by alpha / "
+    "sqrt(sequence length x hidden size)) to the input embeddings while training; imported "
+    "without the noise",
+    "sequence_parallel_degree": "each sequence is split over that many processes, so the "
+    "data-parallel world, and with it the global batch, is that many times smaller; imported "
+    "as data parallelism over every process (each holding whole sequences): the spec's "
+    "global batch is that many times the tool's",
+    "context_parallel_size": "each sequence is split over that many processes, so the "
+    "data-parallel world, and with it the global batch, is that many times smaller; imported "
+    "as data parallelism over every process (each holding whole sequences): the spec's "
+    "global batch is that many times the tool's",
 }
 """Keys whose loss of meaning changes what trains: the warning says how."""
+OFF: dict[str, tuple[Any, ...]] = {"sequence_parallel_degree": (1,),
+                                   "context_parallel_size": (1,)}
+"""Values of :data:`TRAINS_DIFFERENTLY` keys that switch them off, besides false."""
 
 
 def model_source(r: Reader) -> None:
@@ -90,7 +119,8 @@ def finish(command: str, r: Reader, path: Path, launcher: str,
     draft.put(("launcher",), "accelerate", launcher)
     for key in draft.source.data:
         if key not in r.used and key in r.data and key not in draft.consumed:
-            if key in TRAINS_DIFFERENTLY and r.data[key] is False:
+            if key in TRAINS_DIFFERENTLY and (r.data[key] is False
+                                              or r.data[key] in OFF.get(key, ())):
                 continue  # switched off: nothing trains differently
             if key in TRAINS_DIFFERENTLY:
                 draft.warn((key,), f"{key} {r.data[key]!r}: "

@@ -51,7 +51,7 @@ from ftspec.spec.model.method import ALL_LINEAR
 ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
 MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
 NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeout",
-             "preprocessing_num_workers", "save_only_model")
+             "preprocessing_num_workers", "save_only_model", "pissa_convert")
 """Keys that change no hyper-parameter; still warned (the spec has no field for them)."""
 
 
@@ -82,6 +82,13 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
         draft.warn(("report_to",), "no report_to: transformers 4 reports to every installed "
                    "integration (report_to all); imported as none")
     _training(r, world)
+    _warmup_steps_4x(r)
+    if "evaluation_strategy" in r.used:
+        draft.warn(("evaluation_strategy",), "evaluation_strategy is the name transformers "
+                   "before 4.46 read for eval_strategy; LLaMA-Factory 0.9.5's transformers "
+                   "4.57.1 has no such field, and its parser refuses the config (unless "
+                   f"ALLOW_EXTRA_ARGS): read as eval_strategy "
+                   f"{r.data['evaluation_strategy']!r}, as those releases did")
     for key, (value, origin) in topo.training.items():
         draft.put(key, value, origin)
     put_trainer_fsdp(r, TRANSFORMERS_4)
@@ -90,6 +97,40 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
         put_deepspeed(draft, ("deepspeed",), r.value("deepspeed"), DEEPSPEED, "LLaMA-Factory")
     return finish("llamafactory", r, path, "LLaMA-Factory trains with transformers' Trainer "
                   "under accelerate/torchrun; TRL's SFTTrainer is the nearest", NO_EFFECT)
+
+
+def _warmup_steps_4x(r: Reader) -> None:
+    """A ``warmup_steps`` below 1 under transformers 4.57.1, which LLaMA-Factory runs: that
+    fraction of one step (``get_warmup_steps`` uses it when above 0), not the ratio
+    transformers 5 reads it as. The learning rate is 0 at the first step and follows the
+    schedule after it: the spec's ``warmup_steps: 1``, warned."""
+    steps, ratio = r.data.get("warmup_steps"), r.data.get("warmup_ratio")
+    d, sched = r.draft, ("training", "scheduler")
+    if isinstance(steps, (int, float)) and isinstance(ratio, (int, float)):
+        r.used.add("warmup_ratio")
+        if steps > 0:
+            d.warn(("warmup_ratio",), "warmup_ratio is ignored: warmup_steps is set and above "
+                   "0 (transformers 4.57.1 uses it); not imported")
+        elif ratio > 0:  # warmup_steps 0: transformers 4 warms up by the ratio
+            node = d.get(sched)
+            if isinstance(node, dict):
+                node.pop("warmup_steps", None)
+                d.origins.pop(sched + ("warmup_steps",), None)
+            d.put(sched + ("warmup_ratio",), float(ratio), f"{d.origin_of(('warmup_ratio',))}"
+                  " (warmup_steps 0: transformers 4.57.1 warms up by the ratio)")
+    if not (isinstance(steps, float) and 0 < steps < 1):
+        return
+    node = d.get(sched)
+    if isinstance(node, dict):
+        node.pop("warmup_ratio", None)
+        d.origins.pop(sched + ("warmup_ratio",), None)
+    d.put(sched + ("warmup_steps",), 1, f"{d.origin_of(('warmup_steps',))} ({steps} of a "
+          "step in transformers 4: learning rate 0 at the first step)")
+    d.warn(("warmup_steps",), f"warmup_steps {steps}: transformers 4.57.1 (LLaMA-Factory's) "
+           f"warms up over {steps} of one step, not over that ratio of the run as transformers "
+           "5 reads a value below 1: the learning rate is 0 at the first step, then follows "
+           "the schedule; imported as warmup_steps 1 (the schedule counts from step 1, not "
+           f"{steps}); write warmup_ratio: {steps} if a ratio was meant")
 
 
 def check_is_llamafactory(doc: SourceDoc) -> None:
@@ -258,7 +299,26 @@ def _method(r: Reader) -> None:
     if isinstance(extra, str):
         d.put(lora + ("modules_to_save",), [m.strip() for m in extra.split(",")],
               r.origin("additional_target"))
+    _pissa(r)
     put_loraplus(r)
+
+
+def _pissa(r: Reader) -> None:
+    """``pissa_init``: PEFT's PiSSA initialization of the adapters (``init_weights: pissa``).
+    LLaMA-Factory asks PEFT for ``pissa_niter_{pissa_iter}`` (a fast randomized SVD; default
+    16 iterations), or the exact SVD (``pissa``) when ``pissa_iter`` is -1."""
+    d = r.draft
+    if r.value("pissa_init") is not True:
+        return
+    iters = r.value("pissa_iter")
+    iters = 16 if iters is None else int(iters)
+    d.put(("method", "lora", "init_weights"), "pissa", r.origin("pissa_init"))
+    if iters != -1:
+        d.warn(("pissa_iter",) if r.has("pissa_iter") else ("pissa_init",),
+               f"pissa_iter {iters}: LLaMA-Factory initializes the adapters with PEFT's "
+               f"pissa_niter_{iters}, a randomized SVD of {iters} iterations; the spec's pissa "
+               "is the exact SVD: the adapters start from a close, not identical, "
+               "decomposition (pissa_iter: -1 is the exact one)")
 
 
 def _freeze(r: Reader, at: str) -> None:
@@ -266,13 +326,26 @@ def _freeze(r: Reader, at: str) -> None:
     trainable, as ``method.unfrozen_parameters``."""
     d = r.draft
     d.put(("method", "kind"), "full", at + " (freeze: full fine-tuning of some layers)")
-    patterns = llamafactory_freeze(r, num_layers(d))
+    layers = num_layers(d)
+    patterns = llamafactory_freeze(r, layers)
+    pro = r.value("use_llama_pro") is True
     if patterns is None:
+        why = (f"freeze_trainable_layers does not divide the model's {layers} layers, which "
+               "use_llama_pro needs (LLaMA-Factory refuses the run)" if layers is not None
+               else "the model's layer count is unknown (no catalog family)")
         d.warn(("finetuning_type",), "finetuning_type freeze: the trainable layers are "
-               "counted from the model's last layer, and the model's layer count is unknown "
-               "(no catalog family): imported as full fine-tuning of every layer; set "
-               "method.unfrozen_parameters")
+               f"counted in the model's layers, and {why}: imported as full fine-tuning of "
+               "every layer; set method.unfrozen_parameters")
         return
+    which = ("every (layer count / freeze_trainable_layers)-th layer, the last of each stride "
+             "(use_llama_pro: the blocks LLaMA Pro's expansion inserted)" if pro else
+             "the freeze_trainable_layers last layers (default 2)")
     d.put(("method", "unfrozen_parameters"), patterns, f"{at}: LLaMA-Factory trains the "
-          "parameters whose name contains .LAYER. for the freeze_trainable_layers last "
-          "layers (default 2) and freeze_trainable_modules (default all)")
+          f"parameters whose name contains .LAYER. for {which} and freeze_trainable_modules "
+          "(default all)")
+    if pro:
+        d.warn(("use_llama_pro",), "the trainable layers are spaced by the "
+               f"model's layer count, here {layers} from model.family; a checkpoint that "
+               "LLaMA-Factory's llama_pro.py expanded has its base's layers plus the inserted "
+               "ones: if its config.json says otherwise, set model.architecture.num_layers "
+               "and method.unfrozen_parameters from it")

@@ -128,17 +128,35 @@ def llamafactory_freeze(r: Reader, num_layers: int | None) -> list[str] | None:
     """``finetuning_type: freeze`` as ``unfrozen_parameters``: LLaMA-Factory trains the
     parameters whose name contains ``.{layer}.{module}`` for the last
     ``freeze_trainable_layers`` layers (the first ones if negative; default 2), modules
-    ``freeze_trainable_modules`` (default all), plus ``freeze_extra_modules``. None: the
-    layer count is unknown (no catalog family, no architecture)."""
+    ``freeze_trainable_modules`` (default all), plus ``freeze_extra_modules``; with
+    ``use_llama_pro``, evenly spaced layers instead (``freeze_layer_ids``). None: the layer
+    count is unknown (no catalog family, no architecture), or LLaMA Pro's stride does not
+    divide it."""
     if num_layers is None:
         return None
     n = int(r.value("freeze_trainable_layers") or 2)
     modules = [m.strip() for m in str(r.value("freeze_trainable_modules") or "all").split(",")]
     extra = r.value("freeze_extra_modules")
-    ids = range(max(0, num_layers - n), num_layers) if n > 0 else range(min(-n, num_layers))
+    ids = freeze_layer_ids(num_layers, n, r.value("use_llama_pro") is True)
+    if ids is None:
+        return None
     layers = "|".join(str(i) for i in ids)
     mods = "" if modules == ["all"] else "(" + "|".join(re.escape(m) for m in modules) + ")"
     out = [rf".*\.({layers})\.{mods}"]
     if isinstance(extra, str):
         out += [rf".*{re.escape(m.strip())}" for m in extra.split(",") if m.strip()]
     return out
+
+
+def freeze_layer_ids(num_layers: int, n: int, llama_pro: bool) -> range | None:
+    """The layers LLaMA-Factory's freeze tuning trains (``model/adapter.py``,
+    ``_setup_freeze_tuning``): with ``use_llama_pro``, every ``num_layers // n``-th layer
+    counted from the stride's end (the blocks LLaMA Pro's expansion inserted; None when ``n``
+    does not divide the layer count, which LLaMA-Factory refuses); else the last ``n`` layers,
+    or the first ``-n`` when negative."""
+    if llama_pro:
+        if n <= 0 or num_layers % n:
+            return None
+        stride = num_layers // n
+        return range(stride - 1, num_layers + stride - 1, stride)
+    return range(max(0, num_layers - n), num_layers) if n > 0 else range(min(-n, num_layers))

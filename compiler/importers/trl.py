@@ -230,6 +230,7 @@ def _length_and_batch(r: Reader, world: int) -> None:
     if isinstance(steps, int) and steps > 0:
         d.put(t + ("max_steps",), steps, r.origin("max_steps"))
         d.put(t + ("epochs",), None, f"{r.origin('max_steps')}: max_steps overrides epochs")
+        r.value("num_train_epochs")  # read, and overridden: transformers ignores it
     else:
         epochs = r.value("num_train_epochs", r.sft)
         whole = int(epochs) if float(epochs) == int(epochs) else int(epochs) + 1

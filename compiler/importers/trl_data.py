@@ -129,6 +129,14 @@ def import_data(r: Reader) -> None:
     if key == MIXTURE:
         extra_columns(d, sources)
         mixture_seed(r)
+    if key == MIXER and not sniffed and not r.has("chat_template") \
+            and r.value("assistant_only_loss") is not True:
+        d.warn((MIXER,), "dataset_mixer without a chat_template: imported as chat rows (a "
+               "messages column rendered by the tokenizer's chat template), as the handbook's "
+               "run_sft.py reads them; its continued-pretraining script run_cpt.py trains the "
+               "text column (text_column) of the same recipes' datasets, always packed: for "
+               "such a recipe set data.train.format: text, text_field: text and "
+               "data.packed: true")
     if _format(r) == "text" and not r.has("dataset_text_field") and not sniffed:
         columns = first_row_columns(local) if local is not None else None
         d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "

@@ -77,14 +77,17 @@ def _save(s: dict[str, Any]) -> tuple[str, int | None]:
     return "epoch", None
 
 
-def _turn_keys(s: dict[str, Any]) -> str | None:
-    ds = s["datasets"][0]
-    if ds.get("type") != "chat_template":
-        return None
-    mapping = ds.get("message_property_mappings") or {
-        "role": ds.get("message_field_role", "role"),
-        "content": ds.get("message_field_content", "content")}
-    return "sharegpt" if mapping == {"role": "from", "content": "value"} else "openai"
+def _turn_keys(s: dict[str, Any]) -> list[str | None]:
+    out: list[str | None] = []
+    for ds in _sets(s):
+        if ds.get("type") != "chat_template":
+            out.append(None)
+            continue
+        mapping = ds.get("message_property_mappings") or {
+            "role": ds.get("message_field_role", "role"),
+            "content": ds.get("message_field_content", "content")}
+        out.append("sharegpt" if mapping == {"role": "from", "content": "value"} else "openai")
+    return out
 
 
 STEPS, WARMUP = 100, 10
@@ -128,17 +131,35 @@ def _compiled_schedule(r: Read) -> str | list[float]:
     return out
 
 
-def _train(r: Read) -> dict[str, Any]:
-    """The training rows: prepare.json's entry, else the Hub dataset TRL loads by name; with
-    ``assistant_only_loss`` TRL reads its rows as conversations, whose turns it keys by
-    role/content (no key mapping exists in TRL): the openai style."""
+def _trains(r: Read) -> list[dict[str, Any]]:
+    """The training datasets: prepare.json's entries, else the Hub dataset TRL loads by
+    name; with ``assistant_only_loss`` TRL reads its rows as conversations, whose turns it
+    keys by role/content (no key mapping exists in TRL): the openai style."""
     if "train" in r.prepare:
-        (train,) = r.prepare["train"]
-        return dict(train)
+        return [dict(train) for train in r.prepare["train"]]
     direct = {"source": "hf://" + r.script.dataset_name}
     if r.sft.assistant_only_loss:
         direct.update(format="chat", conversation_style="openai")
-    return direct
+    return [direct]
+
+
+def _sets(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The datasets axolotl trains on: ``datasets``, else the first ``pretraining_dataset``
+    entry (the only one it streams)."""
+    return s["datasets"] if "datasets" in s else s["pretraining_dataset"][:1]
+
+
+def _text_fields(s: dict[str, Any]) -> list[str | None]:
+    """Each dataset's text column: a completion dataset's ``field``, a pretraining one's
+    ``text_column`` (default text)."""
+    return [ds.get("field", "text") if ds.get("type") == "completion" else
+            ds.get("text_column") or "text" if "datasets" not in s else None
+            for ds in _sets(s)]
+
+
+def _train_on_input(s: dict[str, Any]) -> list[bool]:
+    """train_on_inputs per dataset; a pretraining stream's documents train every token."""
+    return [s.get("train_on_inputs") is True or "datasets" not in s] * len(_sets(s))
 
 
 PROBE = [f"{wrap}{name}" for wrap in ("", "base_model.model.") for name in (
@@ -199,7 +220,10 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "gradient_accumulation_steps": ("gradient_accumulation_steps",
                                     src("gradient_accumulation_steps"),
                                     trl("gradient_accumulation_steps")),
-    "num_train_epochs": ("num_epochs", src("num_epochs", float), trl("num_train_epochs")),
+    # max_steps above 0 overrides the epochs (transformers ignores num_train_epochs)
+    "num_train_epochs": ("num_epochs", lambda s: None if (s.get("max_steps") or 0) > 0 else
+                         src("num_epochs", float)(s), lambda r: None if r.sft.max_steps > 0
+                         else r.sft.num_train_epochs),
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "optim": ("optimizer", src("optimizer", _optim), trl("optim", _optim)),
     "lr_scheduler_type": ("lr_scheduler", _axolotl_schedule, _compiled_schedule),
@@ -247,14 +271,25 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
     "save_total_limit": ("save_total_limit", src("save_total_limit"), trl("save_total_limit")),
     "validation_split_ratio": ("val_set_size", lambda s: s.get("val_set_size") or None,
                                lambda r: r.prepare.get("validation_split_ratio")),
-    "train_on_input": ("train_on_inputs", lambda s: s.get("train_on_inputs") is True,
-                       lambda r: _train(r).get("train_on_input", False)),
+    "train_on_input": ("train_on_inputs", _train_on_input,
+                       lambda r: [t.get("train_on_input", False) for t in _trains(r)]),
     # the keys of each chat turn: axolotl's default role/content, or ShareGPT's from/value
     "turn_keys": ("datasets[].message_property_mappings", _turn_keys,
-                  lambda r: _train(r).get("conversation_style") if _train(r).get("format")
-                  == "chat" else None),
-    "dataset": ("datasets[].path", lambda s: "hf://" + s["datasets"][0]["path"],
-                lambda r: _train(r)["source"]),
+                  lambda r: [t.get("conversation_style") if t.get("format") == "chat" else None
+                             for t in _trains(r)]),
+    "dataset": ("datasets[].path", lambda s: ["hf://" + ds["path"] for ds in _sets(s)],
+                lambda r: [t["source"] for t in _trains(r)]),
+    "text_field": ("datasets[].field", _text_fields,
+                   lambda r: [t.get("text_field") for t in _trains(r)]),
+    # random initial weights (the compiled run always loads the pretrained ones)
+    "reinit_weights": ("reinit_weights", lambda s: s.get("reinit_weights") is True,
+                       lambda r: False),
+    # sequences split over this many processes (the compiled run never splits one: 1)
+    "sequence_parallel": ("sequence_parallel_degree", lambda s: s.get(
+        "sequence_parallel_degree", s.get("context_parallel_size", 1)), lambda r: 1),
+    # several datasets: axolotl concatenates (and shuffles) them
+    "mixture": ("datasets[] (several)", lambda s: "concatenate" if len(_sets(s)) > 1 else None,
+                lambda r: r.prepare.get("mixture_strategy") if len(_trains(r)) > 1 else None),
     # the sharding the source asks for reaches accelerate.yaml (a node of GPUs is assumed)
     "distributed_type": ("(sharding)", lambda s: "FSDP" if s.get("fsdp") or s.get("fsdp_config")
                          else "DEEPSPEED" if s.get("deepspeed") else "NO",
@@ -277,7 +312,8 @@ CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS,
                  outside_catalog=frozenset({
                      "2026-olmo3-olmo3-7b-qlora.yaml",
                      "2026-granite4-granite-4.0-tiny-fft.yaml",
-                     "2026-liquidai-lfm2-350m-fft.yaml", "2026-qwen3.5-27b-qlora-fsdp.yaml"}))
+                     "2026-liquidai-lfm2-350m-fft.yaml", "2026-qwen3.5-27b-qlora-fsdp.yaml",
+                     "2026-cohere-command-r-7b-qlora.yml"}))
 
 
 def test_corpus_is_there() -> None:
@@ -293,7 +329,8 @@ def test_corpus_figures() -> None:
     # logging_steps: without it axolotl logs every 0.5% of the run's steps (1 to 10), which
     # depends on the dataset's size
     CHECKED.assert_figures(may_warn={"eval_strategy", "save", "unfrozen_parameters", "optim",
-                                      "gradient_checkpointing", "logging_steps"})
+                                      "gradient_checkpointing", "logging_steps",
+                                      "sequence_parallel", "reinit_weights"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:

@@ -98,39 +98,61 @@ PROBE = [f"model.layers.{i}.{m}" for i in range(32) for m in (
 def _freeze_selects(s: dict[str, Any]) -> list[str] | None:
     """LLaMA-Factory's freeze tuning (adapter.py): a name trains when it contains
     ``.{layer}.{module}`` for the last freeze_trainable_layers layers (default 2; negative:
-    the first ones) and freeze_trainable_modules (default all: ``.{layer}.``), or one of
+    the first ones; with use_llama_pro every (layers / n)-th layer, the last of each stride)
+    and freeze_trainable_modules (default all: ``.{layer}.``), or one of
     freeze_extra_modules."""
     if s.get("finetuning_type") != "freeze":
         return None
     n, layers = int(s.get("freeze_trainable_layers", 2)), 32
     ids = range(layers - n, layers) if n > 0 else range(-n)
+    if s.get("use_llama_pro") is True:
+        ids = range(layers // n - 1, layers, layers // n)
     modules = [m.strip() for m in str(s.get("freeze_trainable_modules", "all")).split(",")]
     keys = [f".{i}.{'' if m == 'all' else m}" for m in modules for i in ids]
     keys += [m.strip() for m in str(s.get("freeze_extra_modules") or "").split(",") if m.strip()]
     return [name for name in PROBE if any(k in name for k in keys)]
 
 
-def _warmup(value: float, max_steps: int) -> float:
-    """Warmup as steps where the run's length is a step count (transformers: a value below 1
-    is a ratio of the steps, rounded up), else as given."""
-    return math.ceil(max_steps * value) if max_steps > 0 and 0 < value < 1 else value
+def _warmup_kind(value: float, max_steps: int, below_one_is_ratio: bool) -> tuple[str, float]:
+    """Warmup as ("steps", n) or ("ratio", r): a ratio becomes steps (rounded up) where the
+    run's length is a step count."""
+    if below_one_is_ratio and 0 < value < 1:
+        return ("steps", math.ceil(max_steps * value)) if max_steps > 0 else ("ratio", value)
+    return ("steps", value)
+
+
+def _warmup_4x(s: dict[str, Any]) -> tuple[str, float]:
+    """transformers 4.57.1's ``get_warmup_steps``: warmup_steps (steps, even below 1) when
+    above 0, else warmup_ratio."""
+    steps, max_steps = s.get("warmup_steps", 0), s.get("max_steps", -1)
+    if steps > 0:
+        return _warmup_kind(steps, max_steps, below_one_is_ratio=False)
+    ratio = s.get("warmup_ratio", 0.0)
+    return _warmup_kind(ratio, max_steps, below_one_is_ratio=True) if ratio else ("steps", 0)
+
+
+def _eval_strategy(s: dict[str, Any]) -> str:
+    """eval_strategy, or evaluation_strategy as transformers before 4.46 read it (the
+    importer reads it so and warns that 4.57.1 refuses it)."""
+    return str(s.get("eval_strategy", s.get("evaluation_strategy", "no")))
 
 
 def _evaluating(s: dict[str, Any]) -> bool:
-    return str(s.get("eval_strategy", "no")) != "no"
+    return _eval_strategy(s) != "no"
 
 
 FIELDS: dict[str, tuple[str, Expect, Got]] = {
     name: (name, src(name), trl(name)) for name in (
         "per_device_train_batch_size", "gradient_accumulation_steps", "lr_scheduler_type",
         "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm", "seed",
-        "logging_steps", "save_steps", "eval_strategy")
+        "logging_steps", "save_steps")
 } | {
+    "eval_strategy": ("eval_strategy", _eval_strategy, trl("eval_strategy")),
     "learning_rate": ("learning_rate", src("learning_rate", float), trl("learning_rate")),
     "num_train_epochs": ("num_train_epochs", src("num_train_epochs", float),
                          trl("num_train_epochs")),
-    "warmup": ("warmup_ratio", lambda s: _warmup(src("warmup_ratio")(s), s.get("max_steps", -1)),
-               lambda r: _warmup(r.sft.warmup_steps, r.sft.max_steps)),
+    "warmup": ("warmup_steps", _warmup_4x,
+               lambda r: _warmup_kind(r.sft.warmup_steps, r.sft.max_steps, True)),
     # activation checkpointing: the model's, or FSDP's own under accelerate's FSDP
     "gradient_checkpointing": ("gradient_checkpointing", src("gradient_checkpointing"),
                                lambda r: r.checkpointing),
@@ -191,8 +213,18 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
         s, "loraplus_lr_embedding"), compiled_loraplus("loraplus_lr_embedding")),
     "unfrozen_parameters": ("finetuning_type", _freeze_selects, lambda r: selected(
         trainable("unfrozen_parameters")(r), PROBE)),
+    # pissa_init: PEFT's PiSSA (pissa_niter_{pissa_iter}, default 16; -1: the exact SVD)
+    "init_weights": ("pissa_iter", lambda s: (
+        ("pissa" if s.get("pissa_iter", 16) == -1 else f"pissa_niter_{s.get('pissa_iter', 16)}")
+        if s.get("pissa_init") is True else "default") if _lora(s) else None,
+        lambda r: r.prepare.get("peft", {}).get("init_weights", "default")
+        if r.model.use_peft else None),
 }
-"""Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads)."""
+FIELDS |= {key: (key, lambda s, key=key: s.get(key) is True, lambda r: False) for key in (
+    "use_galore", "use_apollo", "use_badam", "use_adam_mini", "use_muon")}
+"""Hyper-parameter -> (LLaMA-Factory key, expected from the source, value TRL reads). The
+optimizers LLaMA-Factory puts in AdamW's place are never what the compiled config trains
+with: a config that turns one on differs there (warned at the key)."""
 
 
 LAUNCHED = ("examples/extras/fsdp_qlora/llama3_lora_sft.yaml",
@@ -217,7 +249,8 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 
 def test_corpus_figures() -> None:
-    CHECKED.assert_figures(may_warn={"report_to"})
+    CHECKED.assert_figures(may_warn={"report_to", "warmup", "init_weights", "use_galore",
+                                     "use_muon"})
 
 
 def test_unexpressed_keys_are_located_warnings() -> None:
@@ -247,3 +280,46 @@ def test_not_a_llamafactory_config(tmp_path: Path) -> None:
         import_llamafactory(other)
     (diag,) = info.value.diagnostics
     assert diag.span is not None and (diag.span.line, diag.span.col) == (1, 1)
+
+
+def test_llama_pro_trains_evenly_spaced_layers() -> None:
+    """use_llama_pro: the last layer of each (layers / n) stride, as adapter.py picks them;
+    a count n does not divide is refused by LLaMA-Factory (None here: warned, not guessed)."""
+    from ftspec.compiler.importers.trainable import freeze_layer_ids
+
+    assert list(freeze_layer_ids(32, 8, True) or []) == [3, 7, 11, 15, 19, 23, 27, 31]
+    assert list(freeze_layer_ids(40, 8, True) or []) == [4, 9, 14, 19, 24, 29, 34, 39]
+    assert freeze_layer_ids(32, 5, True) is None
+    assert list(freeze_layer_ids(32, 2, False)) == [30, 31]
+    assert list(freeze_layer_ids(32, -3, False)) == [0, 1, 2]
+
+
+def test_fractional_warmup_steps_are_a_fraction_of_a_step(tmp_path: Path) -> None:
+    """transformers 4.57.1 (LLaMA-Factory's) reads warmup_steps 0.1 as 0.1 of a step, not as
+    transformers 5's ratio: imported as one warmup step, warned at the key."""
+    cfg = tmp_path / "warm.yaml"
+    cfg.write_text("model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nstage: sft\n"
+                   "do_train: true\nfinetuning_type: full\ndataset: alpaca_en_demo\n"
+                   "report_to: none\nwarmup_steps: 0.1\n")
+    imported = import_llamafactory(cfg)
+    scheduler = imported.data["training"]["scheduler"]
+    assert scheduler["warmup_steps"] == 1 and "warmup_ratio" not in scheduler
+    [warning] = [w for w in imported.warnings if w.path == ("warmup_steps",)]
+    assert warning.span.line == 7 and "0.1 of one step" in warning.summary
+
+
+def test_warmup_steps_and_ratio_together(tmp_path: Path) -> None:
+    """transformers 4.57.1 warms up by warmup_steps when above 0, else by warmup_ratio: the
+    other key is warned as ignored, or read."""
+    head = ("model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nstage: sft\n"
+            "do_train: true\nfinetuning_type: full\ndataset: alpaca_en_demo\nreport_to: none\n")
+    cfg = tmp_path / "both.yaml"
+    cfg.write_text(head + "warmup_steps: 20\nwarmup_ratio: 0.1\n")
+    both = import_llamafactory(cfg)
+    assert both.data["training"]["scheduler"]["warmup_steps"] == 20
+    assert "warmup_ratio" not in both.data["training"]["scheduler"]
+    [ignored] = [w for w in both.warnings if w.path == ("warmup_ratio",)]
+    assert "ignored" in ignored.summary
+    cfg.write_text(head + "warmup_steps: 0\nwarmup_ratio: 0.1\n")
+    ratio = import_llamafactory(cfg).data["training"]["scheduler"]
+    assert ratio["warmup_ratio"] == 0.1 and "warmup_steps" not in ratio

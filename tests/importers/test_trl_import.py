@@ -45,7 +45,7 @@ SFT_FIELDS = ("learning_rate", "per_device_train_batch_size", "gradient_accumula
               "optim", "seed", "max_length", "packing",
               "gradient_checkpointing", "logging_steps", "logging_strategy", "eval_strategy",
               "per_device_eval_batch_size", "save_strategy", "save_total_limit",
-              "assistant_only_loss")
+              "assistant_only_loss", "neftune_noise_alpha")
 MODEL_FIELDS = ("model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_target_modules", "load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type",
                 "use_bnb_nested_quant", "use_dora")
@@ -56,9 +56,10 @@ NOT_VALIDATED: dict[str, str] = {}
 """Configs whose model is outside ftspec's catalog: the import says what to add
 (model.architecture) and validate refuses until it is there."""
 MAY_WARN = {"lr_scheduler_type", "save_strategy", "save_steps", "eval_strategy",
-            "per_device_eval_batch_size", "mixture"}
+            "per_device_eval_batch_size", "mixture", "neftune_noise_alpha"}
 """Fields that may differ with a warning at their source key (a schedule with no spec name,
-a save cadence given as a ratio, evaluation on a held-out row count)."""
+a save cadence given as a ratio, evaluation on a held-out row count, NEFTune's noise, which
+the spec has no field for)."""
 KEY_OF = {"save_strategy": "save_steps", "eval_strategy": "dataset_mixture",
           "mixture": "dataset_mixture",
           "per_device_eval_batch_size": "dataset_mixture"}
