@@ -26,7 +26,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "runtime": frozenset({"runtime"}),
 }
 RUNTIME_CONTRACTS = frozenset({"ftspec.runtime.ray_nodes.wire", "ftspec.runtime.unpack",
-                               "ftspec.runtime.stop_line"})
+                               "ftspec.runtime.stop_line", "ftspec.runtime.unfrozen"})
 """The runtime modules compile-time code may import."""
 
 

@@ -13,8 +13,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from ftspec.runtime.unfrozen import compile_patterns, unfrozen
 
 
 def after_init(trainer: Any, entry: dict[str, Any] | None) -> list[str]:
@@ -38,10 +39,10 @@ def after_init(trainer: Any, entry: dict[str, Any] | None) -> list[str]:
 def freeze(model: Any, patterns: list[str]) -> int:
     """Freeze every parameter whose name matches none of ``patterns``; the count of
     parameters left trainable (a spec freezing them all is refused: nothing would train)."""
-    compiled = [re.compile(p) for p in patterns]
+    compiled = compile_patterns(patterns)
     trainable = 0
     for name, param in model.named_parameters():
-        keep = any(c.match(name) for c in compiled)
+        keep = unfrozen(name, compiled)
         param.requires_grad_(keep and param.is_floating_point())  # no grad on int8/4-bit
         trainable += int(param.requires_grad)
     if trainable == 0:
