@@ -19,7 +19,29 @@ def job_warnings(job: Job) -> list[Diagnostic]:
     memory = _memory_fit(job)
     if memory is not None:
         found.append(memory)
-    return found
+    return found + _unmatched_patterns(job)
+
+
+def _unmatched_patterns(job: Job) -> list[Diagnostic]:
+    """An ``unfrozen_parameters`` pattern that matches no parameter of the model the job
+    trains (known for Llama-named decoders: ``memory_names``) freezes nothing into training:
+    most likely a name written otherwise (PEFT's ``base_model.model.`` prefix with an
+    adapter; ``re.match`` anchors at the start)."""
+    if not job.spec.method.unfrozen_parameters:
+        return []
+    from ftspec.compiler.memory_frozen import unmatched_patterns
+
+    patterns = job.spec.method.unfrozen_parameters
+    lora = job.spec.method.kind != "full"
+    return [Diagnostic(
+        Severity.WARNING, f"pattern {patterns[i]!r} matches no parameter of "
+        f"{job.model.display} (matched at the start of each name, re.match)",
+        path=("method", "unfrozen_parameters", i),
+        hint="names look like base_model.model.model.layers.3.mlp.up_proj.base_layer.weight "
+        "with an adapter" if lora else "names look like model.layers.3.mlp.up_proj.weight; "
+        "prefix .* to match inside a name",
+        code="rule.unfrozen-unmatched")
+        for i in unmatched_patterns(job.spec, job.model, job.lora_modules)]
 
 
 def _memory_fit(job: Job) -> Diagnostic | None:

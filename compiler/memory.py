@@ -26,6 +26,8 @@ taken from a library: none prices a training step per launcher (accelerate's
   adapters are in ``dtype`` on torchtune (its recipes check it), in fp32 on TRL (PEFT's
   ``autocast_adapter_dtype``; ZeRO-3 keeps the base dtype) and in bf16 on TRL over a
   quantized base (SFTTrainer casts them, as the QLoRA paper does);
+- with ``method.unfrozen_parameters`` the trainable parameters are those its patterns match
+  (``memory_frozen.py``, the runtime's rule); the weights stay whole;
 - gradients: trainable parameters x their bytes, sharded by FSDP or ZeRO >= 2;
 - optimizer: trainable parameters x state tensors x their bytes: torch optimizers keep
   state like the parameter (pure bf16 AdamW: 2 x 2 bytes; mixed: 2 x 4), 8-bit optimizers
@@ -80,6 +82,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ftspec.compiler.memory_frozen import (
+    Unfrozen,
+    unfrozen_base,
+    unfrozen_base_bytes,
+    unfrozen_params,
+)
 from ftspec.compiler.memory_lora import lora_trainable_params
 from ftspec.compiler.memory_peak import Peak, step_peak
 from ftspec.compiler.memory_placement import Placement, placement
@@ -120,8 +128,13 @@ def trainable_params(spec: FineTuneSpec, model: ModelFacts,
     """Parameters that train: every one (full); LoRA's r x (in + out) per adapted
     projection (+ DoRA's magnitude vector, one per output feature of each adapted projection); prompt tuning's
     virtual tokens x h (20 by default, PEFT's example); IA3's three scaling vectors per layer
-    (k and v: h each, the MLP's: I)."""
+    (k and v: h each, the MLP's: I). With ``method.unfrozen_parameters``, what the patterns
+    leave (``memory_frozen``): a full fine-tune's matched parameters, LoRA's matched adapters
+    (the matched base parameters: ``memory_frozen.unfrozen_base_bytes``)."""
     kind = spec.method.kind
+    frozen = unfrozen_params(spec, model, lora_modules)
+    if frozen is not None:
+        return frozen.base if kind == "full" else frozen.adapters
     if kind in LORA_FAMILY:
         lora = spec.method.lora_settings
         peft_all_linear = (lora.target_modules == [ALL_LINEAR]
@@ -170,10 +183,13 @@ def _autocast_keeps_copy(spec: FineTuneSpec) -> bool:
 
 def autocast_copy(spec: FineTuneSpec, model: ModelFacts, place: Placement) -> float:
     """A full fine-tune under mixed precision: autocast's cast cache keeps a ``dtype`` copy
-    of every trainable (fp32 master) weight for the forward."""
+    of every trainable (fp32 master) weight for the forward (those the patterns of
+    ``unfrozen_parameters`` match, when they are given)."""
     if not _autocast_keeps_copy(spec) or place.params_offloaded:
         return 0.0
-    return place.per_device(model.params_b * 1e9, place.params) * DTYPE_BYTES[spec.model.dtype]
+    frozen = unfrozen_params(spec, model)
+    params = frozen.base if frozen is not None else model.params_b * 1e9
+    return place.per_device(params, place.params) * DTYPE_BYTES[spec.model.dtype]
 
 
 def adapter_weights(spec: FineTuneSpec, trainable: float, train_bytes: float,
@@ -184,18 +200,21 @@ def adapter_weights(spec: FineTuneSpec, trainable: float, train_bytes: float,
     return trainable * train_bytes
 
 
-def _casts_frozen(spec: FineTuneSpec, place: Placement) -> bool:
+def _casts_frozen(spec: FineTuneSpec, model: ModelFacts, place: Placement) -> bool:
     kind = spec.method.kind
-    return (spec.model.precision_mode == "mixed" and kind in PEFT_ADAPTERS
+    frozen = unfrozen_params(spec, model) if kind == "full" else None
+    partial = frozen is not None and frozen.trained_tensors < frozen.total_tensors
+    return (spec.model.precision_mode == "mixed" and (kind in PEFT_ADAPTERS or partial)
             and kind not in QUANTIZED_LORA and not place.params_offloaded)
 
 
 def frozen_casts(spec: FineTuneSpec, model: ModelFacts, place: Placement) -> float:
-    """Adapters under mixed precision: autocast casts the frozen fp32 projections at every
-    call (its cache keeps trainable leaves only) and each projection saves its 16-bit copy
-    for the input's gradient: one layer's parameters x c per layer (every layer under a
-    plain backward, one layer when checkpointed), sharded like the parameters."""
-    if not _casts_frozen(spec, place):
+    """Adapters (or a full fine-tune freezing by pattern) under mixed precision: autocast
+    casts the frozen fp32 projections at every call (its cache keeps trainable leaves only)
+    and each projection saves its 16-bit copy for the input's gradient: one layer's
+    parameters x c per layer (every layer under a plain backward, one layer when
+    checkpointed), sharded like the parameters."""
+    if not _casts_frozen(spec, model, place):
         return 0.0
     copies = 1 if spec.training.gradient_checkpointing else model.num_layers
     return _layer_linear_params(model) * copies * DTYPE_BYTES[spec.model.dtype] / place.params
@@ -238,6 +257,9 @@ def tied_gradient_bytes(spec: FineTuneSpec, model: ModelFacts, train_bytes: floa
     if (spec.method.kind != "full" or not model.tied_embeddings or place.grads != 1
             or place.params_offloaded):
         return 0.0
+    frozen = unfrozen_params(spec, model)
+    if frozen is not None and not frozen.embedding:
+        return 0.0
     return model.vocab_size * model.hidden_size * train_bytes
 
 
@@ -256,15 +278,21 @@ def capacity_gib(spec: FineTuneSpec) -> float | None:
     return ACCELERATORS[spec.resources.accelerator].memory_gib
 
 
-def _notes(spec: FineTuneSpec, place: Placement, peak: Peak, persist: bool,
-           gradients: float) -> tuple[str, ...]:
+def _notes(spec: FineTuneSpec, model: ModelFacts, place: Placement, peak: Peak,
+           persist: bool, gradients: float, frozen: Unfrozen | None) -> tuple[str, ...]:
     notes: list[str] = []
+    if frozen is not None:
+        notes.append(f"unfrozen_parameters: {frozen.trained_tensors} of "
+                     f"{frozen.total_tensors} parameter tensors train")
+    elif spec.method.unfrozen_parameters:
+        notes.append("unfrozen_parameters not counted for this architecture or method: "
+                     "priced as if the method trained all it trains without them")
     if spec.method.kind in QUANTIZED_LORA:
         notes.append(f"base weights in {_quant_bits(spec)}-bit")
     notes += place.notes
     if _autocast_keeps_copy(spec):
         notes.append(f"fp32 master weights with a {spec.model.dtype} autocast copy")
-    if _casts_frozen(spec, place):
+    if _casts_frozen(spec, model, place):
         notes.append(f"autocast's {spec.model.dtype} copies of the frozen projections")
     if peak.phase == "loss" and not persist and gradients:
         notes.append("peak at the loss, before this step's gradients exist")
@@ -284,14 +312,18 @@ def estimate_memory(
 ) -> MemoryEstimate:
     """Peak memory per device: the terms above, added."""
     trainable = trainable_params(spec, model, lora_modules)
+    frozen = unfrozen_params(spec, model, lora_modules)
     train_bytes = trainable_bytes(spec, load_bytes(spec), strategy)
     place = placement(spec, model, strategy=strategy, world_size=world_size,
                       procs_per_node=procs_per_node)
     weights = (base_weights(spec, model, place) + autocast_copy(spec, model, place)
                + adapter_weights(spec, trainable, train_bytes, place)
                + frozen_casts(spec, model, place))
-    gradients = gradient_bytes(spec, trainable, train_bytes, place)
-    optimizer = optimizer_bytes(spec, trainable, train_bytes, place)
+    base_grads, base_optim = unfrozen_base_bytes(
+        spec, frozen, load_bytes(spec),
+        _optimizer_state_bytes(spec, load_bytes(spec)), place)
+    gradients = gradient_bytes(spec, trainable, train_bytes, place) + base_grads
+    optimizer = optimizer_bytes(spec, trainable, train_bytes, place) + base_optim
     persist = gradients_persist(strategy, accumulation)
     peak = step_peak(spec, model, lora_modules, micro_batch=micro_batch_size,
                      adapter_bytes=train_bytes if spec.method.kind in PEFT_ADAPTERS else 0.0,
@@ -304,9 +336,9 @@ def estimate_memory(
         activations_gib=round(peak.activations / GIB, 2),
         logits_gib=round(peak.logits / GIB, 2),
         overhead_gib=round(overhead_bytes(world_size, peak.largest) / GIB, 2),
-        trainable_params_b=round(trainable / 1e9, 6),
+        trainable_params_b=round((trainable + unfrozen_base(spec, frozen)) / 1e9, 6),
         capacity_gib=capacity_gib(spec),
-        notes=_notes(spec, place, peak, persist, gradients),
+        notes=_notes(spec, model, place, peak, persist, gradients, frozen),
     )
 
 
