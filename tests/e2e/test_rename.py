@@ -195,7 +195,10 @@ def test_a_ray_job_of_the_previous_release_under_its_file_name_plans_a_move(
                 "to 'tiny-local' by the ftspec upgrade" in one_line(plan.stdout)), plan.stdout
         status = run(FTSPEC, workdir, e2e_env, "status", "examples/my-run.yaml", "--json",
                      *sets)
-        assert json.loads(status.stdout)[0]["phase"] in ("Pending", "Running", "Succeeded")
+        phase = json.loads(status.stdout)[0]["phase"]
+        if phase not in ("Pending", "Running", "Succeeded"):
+            logs = run(FTSPEC, workdir, e2e_env, "logs", "examples/my-run.yaml", *sets)
+            raise AssertionError(f"{phase}: {status.stdout}\n{logs.stdout[-3000:]}")
     finally:
         gone = run(FTSPEC, workdir, e2e_env, "destroy", "examples/my-run.yaml",
                    "--auto-approve", *sets)

@@ -8,7 +8,9 @@ virtualenv whose site-packages also sees this environment's packages (a ``.pth``
 them: torch, torchtune, ray… are not installed twice), the way the worktrees' virtualenvs
 overlay the main one. The result is cached under ``$FTSPEC_CACHE_DIR/previous/<commit>``
 (default ``~/.cache/ftspec``) and shared by every test and session; it is rebuilt only when
-missing or broken.
+missing or broken. The ``.pth`` is written anew for the environment that uses the cache (the
+one that built it may be gone: a deleted clone's virtualenv), and a cached virtualenv counts
+only if its command line's imports load.
 """
 
 from __future__ import annotations
@@ -57,12 +59,25 @@ def _site_dirs() -> list[str]:
 
 
 def _works(python: Path, venv: Path) -> bool:
-    """The virtualenv imports its own ftspec (not this checkout's)."""
+    """The virtualenv imports its own ftspec (not this checkout's) and its command line's
+    dependencies (click, rich, … from the overlaid environment)."""
     if not python.exists():
         return False
-    done = subprocess.run([str(python), "-c", "import ftspec.spec as s; print(s.__path__[0])"],
+    done = subprocess.run([str(python), "-c", ("import ftspec.cli.main, ftspec.spec as s; "
+                           "print(s.__path__[0])")],
                           capture_output=True, text=True, check=False, cwd="/")
     return done.returncode == 0 and done.stdout.startswith(str(venv))
+
+
+def _overlay(python: Path) -> None:
+    """Point the virtualenv's ``.pth`` at this environment's package folders."""
+    purelib = Path(subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip())
+    pth = purelib / "zz_current_env.pth"
+    text = "\n".join(_site_dirs()) + "\n"
+    if not pth.exists() or pth.read_text() != text:
+        pth.write_text(text)
 
 
 def previous_ftspec(revision: str = PREVIOUS) -> Path:
@@ -72,6 +87,8 @@ def previous_ftspec(revision: str = PREVIOUS) -> Path:
     root = _cache_root() / commit[:12]
     venv, src = root / "venv", root / "src"
     python, command = venv / "bin" / "python", venv / "bin" / "ftspec"
+    if python.exists():
+        _overlay(python)
     if _works(python, venv) and command.exists():
         return command
     shutil.rmtree(root, ignore_errors=True)
@@ -82,10 +99,7 @@ def previous_ftspec(revision: str = PREVIOUS) -> Path:
         raise PreviousUnavailable(archive.stderr.decode(errors="replace")[-600:])
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
     _run(sys.executable, "-m", "venv", "--without-pip", str(venv))
-    purelib = Path(subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True).stdout.strip())
-    (purelib / "zz_current_env.pth").write_text("\n".join(_site_dirs()) + "\n")
+    _overlay(python)
     pip_env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
                            str(src)],
