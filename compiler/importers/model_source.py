@@ -140,9 +140,14 @@ def first_row_columns(path: Path) -> list[str] | None:
 
 
 def sniff_rows(path: Path) -> str | None:
-    """The spec format of a local JSON Lines / JSON dataset, from its first row's columns:
-    ``messages`` -> chat, ``prompt`` + ``completion`` -> prompt_completion, ``text`` -> text."""
-    row = first_row_columns(path) or []
+    """The spec format of a local JSON Lines / JSON dataset (``format_of_columns``)."""
+    return format_of_columns(first_row_columns(path))
+
+
+def format_of_columns(columns: list[str] | None) -> str | None:
+    """The spec format a first row's columns give: ``messages`` -> chat, ``prompt`` +
+    ``completion`` -> prompt_completion, ``text`` -> text."""
+    row = columns or []
     if "messages" in row:
         return "chat"
     if "prompt" in row and "completion" in row:

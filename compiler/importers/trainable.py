@@ -1,5 +1,6 @@
-"""What trains, read from the flat configs of the HF-based tools: LoRA's target modules, LoRA+ (``loraplus_lr_ratio``,
-``loraplus_lr_embedding``: axolotl, LLaMA-Factory), axolotl's layer freezing
+"""What trains, read from the flat configs of the HF-based tools: LoRA's target modules,
+LoRA+ (``loraplus_lr_ratio``, ``loraplus_lr_embedding``: axolotl, LLaMA-Factory), axolotl's
+layer freezing
 (``unfrozen_parameters``), LLaMA-Factory's ``finetuning_type: freeze``, and 8-bit bases
 (``load_in_8bit``, ``quantization_bit: 8``), as the spec's fields."""
 

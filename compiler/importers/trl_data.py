@@ -9,6 +9,7 @@ from typing import Any
 from ftspec.compiler.importers.base import not_this_tool
 from ftspec.compiler.importers.model_source import (
     first_row_columns,
+    format_of_columns,
     local_path,
     sniff_rows,
     source_uri,
@@ -92,7 +93,8 @@ def import_data(r: Reader) -> None:
     split_at = r.origin("dataset_splits" if splits else "dataset_train_split")
     sources, key = _sources(r, train_split, subset)
     local = local_path(sources[0].name, d)
-    sniffed = sniff_rows(local) if local is not None else None
+    columns = first_row_columns(local) if local is not None else None
+    sniffed = format_of_columns(columns)
     fmt_at = (f"the columns of {local}'s first row (TRL picks the format by them)" if sniffed
               else "chat: the config sets a chat template / chat data"
               if _format(r) == "chat" else
@@ -138,7 +140,6 @@ def import_data(r: Reader) -> None:
                "such a recipe set data.train.format: text, text_field: text and "
                "data.packed: true")
     if _format(r) == "text" and not r.has("dataset_text_field") and not sniffed:
-        columns = first_row_columns(local) if local is not None else None
         d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
                "when it loads the data; imported as format text" if columns is None else
                f"{local}'s first row has the columns {', '.join(columns) or '(none)'}, none of "
