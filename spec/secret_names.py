@@ -4,7 +4,8 @@ A name is split into its words (``_``, ``-``, ``.``, camelCase and digits separa
 
 * a credential: a word ``pass`` / ``passwd`` / ``password`` / ``passphrase`` (``*pass*``),
   ``secret``, ``token``, ``credential(s)``, ``bearer``, ``authorization`` anywhere; or the
-  last word ``key`` after another word (``*_key``: ``MY_SERVICE_KEY``, ``azureKey``); or
+  last word ``key`` after another word (``*_key``: ``MY_SERVICE_KEY``, ``azureKey``), or
+  ``pwd`` after another word (``MYSQL_PWD``; not the shell's ``PWD`` / ``OLDPWD``); or
   ``api…key`` (``apikey``, ``api_access_key``);
 * not one, although it looks alike: a reference to a credential, whose last word says what
   it holds instead (``secret_name``, ``secretRef``, ``token_path``, ``password_file``,
@@ -74,5 +75,7 @@ def secret_named(name: str) -> bool:
         return True
     if len(words) > 1 and words[-1] == "key":
         return True
+    if len(words) > 1 and words[-1] == "pwd" and words[-2] != "old":
+        return True  # MYSQL_PWD, DB_PWD; not the shell's PWD / OLDPWD (folders)
     api = squashed.find("api")
     return api >= 0 and "key" in squashed[api + 3:]

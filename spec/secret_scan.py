@@ -70,6 +70,15 @@ FORMATS: tuple[tuple[str, str, re.Pattern[str], Check | None], ...] = (
     ("a Google API key", FORMAT, re.compile(
         rf"AIza(?<![{_URLSAFE}]AIza)[{_URLSAFE}]{{35}}"), None),
     ("an npm token", FORMAT, re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{30,}"), None),
+    ("a SendGrid key", FORMAT, re.compile(
+        rf"SG\.(?<![.{_URLSAFE}]SG\.)[{_URLSAFE}]{{22}}\.[{_URLSAFE}]{{43}}(?![{_URLSAFE}])"),
+     None),
+    ("a Databricks token", FORMAT, re.compile(
+        r"dapi(?<![A-Za-z0-9_]dapi)[0-9a-f]{32}(?:-[0-9]{1,3})?(?![A-Za-z0-9])"), None),
+    ("a Twilio key", FORMAT, re.compile(
+        r"(?<![A-Za-z0-9])(?:SK|AC)[0-9a-fA-F]{32}(?![A-Za-z0-9])"), None),
+    ("a DigitalOcean token", FORMAT, re.compile(
+        r"do[opr]_v1_(?<![A-Za-z0-9_].......)[0-9a-f]{64}(?![A-Za-z0-9])"), None),
     ("a Kubernetes bootstrap token", FORMAT, re.compile(
         r"(?<![A-Za-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}(?![A-Za-z0-9])"), None),
     # exactly 40 base64 characters with upper case, lower case and a digit
@@ -93,6 +102,9 @@ URL_PASSWORD = "a password in a URL"
 _URL_USERINFO = re.compile(r"://([^/\s:@?#]*:[^/\s@?#]+)@")
 """``scheme://user:password@``: the user and password (no ``/`` inside, so each attempt
 stops at the next ``/`` and the next ``://`` starts after it)."""
+
+_BEARER = re.compile(r"(?<![A-Za-z0-9_])(?:Bearer|bearer|BEARER) +")
+"""``Authorization: Bearer <token>``: the token follows the scheme's name and a space."""
 
 _NAME = re.compile(r"(?<![A-Za-z0-9_.-])-*(?P<name>[A-Za-z][A-Za-z0-9_.-]*)"
                    r"[\"']?\s*[=:]\s*[\"']?")
@@ -137,6 +149,7 @@ def scan(text: str) -> list[Hit]:
     hits += (Hit(m.start(1), m.end(1), URL_PASSWORD, FORMAT)
              for m in _URL_USERINFO.finditer(text))
     hits += named_values(text)
+    hits += _bearer(text)
     hits.sort(key=lambda h: (h.start, h.kind != FORMAT))
     return hits
 
@@ -162,6 +175,16 @@ def _pem(text: str) -> list[Hit]:
         stop = len(text) if end is None else end.end()
         hits.append(Hit(begin.start(), stop, PEM, FORMAT))
         at = stop
+    return hits
+
+
+def _bearer(text: str) -> list[Hit]:
+    hits: list[Hit] = []
+    for m in _BEARER.finditer(text):
+        value = _VALUE.match(text, m.end())
+        if value is not None and value.end() - value.start() >= MIN_NAMED_VALUE \
+                and any(c.isdigit() for c in value.group()):  # not "Bearer authentication"
+            hits.append(Hit(value.start(), value.end(), "a bearer token", FORMAT))
     return hits
 
 

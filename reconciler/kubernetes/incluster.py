@@ -22,6 +22,7 @@ def in_cluster(materialize: Callable[..., str | None]) -> Any:
         MAX_TOKEN_FILE_BYTES,
         Connection,
         _read,
+        header_value,
     )
     from ftspec.reconciler.kubernetes.proxy import proxy_for
 
@@ -35,7 +36,8 @@ def in_cluster(materialize: Callable[..., str | None]) -> Any:
         raise BackendError(f"running in a pod (KUBERNETES_SERVICE_HOST is set) but no "
                            f"service-account token at {token_file}",
                            hint="mount the service account token, or pass --kubeconfig")
-    token = _read(token_file, MAX_TOKEN_FILE_BYTES, "service-account token").strip()
+    token = header_value(_read(token_file, MAX_TOKEN_FILE_BYTES, "service-account token"),
+                         f"service-account token {token_file}")
     namespace_file = mount / "namespace"
     namespace = _read(namespace_file, 4096, "namespace file").strip() \
         if namespace_file.is_file() else None

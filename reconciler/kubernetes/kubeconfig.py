@@ -245,11 +245,14 @@ def load_connection(kubeconfig: str | None = None, context: str | None = None) -
     user_base: Path = user.get(ORIGIN, existing[0].parent)
     base: Path = cluster.get(ORIGIN, existing[0].parent)
     token = user.get("token")
+    who = f"kubeconfig user {str(ctx.get('user'))!r} of context {name!r} ({where})"
     if token is not None and not isinstance(token, str):
-        raise BackendError(f"kubeconfig user of context {name!r}: token must be a string")
+        raise BackendError(f"{who}: token must be a string")
     if not token and user.get("tokenFile"):
         token = _read(user_base / Path(str(user["tokenFile"])).expanduser(),
-                      MAX_TOKEN_FILE_BYTES, "token file").strip()
+                      MAX_TOKEN_FILE_BYTES, "token file")
+        who += f", tokenFile {str(user['tokenFile'])!r}"
+    token = header_value(token, f"{who}: token") if token else token
     server = str(cluster.get("server") or "").rstrip("/")
     problem = url_problem(server) if server else "it is missing"
     if problem is not None:
@@ -291,5 +294,20 @@ def _impersonating(conn: Connection, user: dict[str, Any]) -> Connection:
     if groups and not as_user:
         raise BackendError("impersonating groups needs a user to impersonate (--as)",
                            hint="add --as USER (kubectl refuses --as-group alone too)")
-    return replace(conn, impersonate_user=str(as_user) if as_user else None,
-                   impersonate_groups=tuple(groups))
+    return replace(conn, impersonate_user=header_value(str(as_user), "impersonated user (--as)")
+                   if as_user else None,
+                   impersonate_groups=tuple(header_value(g, "impersonated group (--as-group)")
+                                            for g in groups))
+
+
+def header_value(value: str, what: str) -> str:
+    """A credential or name sent as an HTTP header: outer whitespace trimmed (a ``token: |``
+    block scalar ends in a newline; client-go trims token files alike); whitespace or control
+    characters inside, or characters a header cannot carry, refused with where it was read,
+    never with the value (an ``http.client`` error would quote the whole header)."""
+    trimmed = value.strip()
+    if any(c <= " " or c == "\x7f" for c in trimmed) or not trimmed.isascii():
+        raise BackendError(f"{what} holds whitespace, control or non-ASCII characters inside "
+                           "(the value is not shown)",
+                           hint="write it on one line without spaces, as the server issued it")
+    return trimmed

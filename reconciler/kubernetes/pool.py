@@ -6,7 +6,8 @@ tenth of a whole 50-spec ``ftspec plan`` (``bench/plan.py``). What it would have
 is kept: one TLS context for the run, idle connections reused across threads (at most
 ``MAX_IDLE`` per server), a connection the server closed while idle is noticed before use
 and replaced, and a separate connect timeout. No redirects are followed and nothing is
-retried here; ``Transport`` decides about retries.
+retried here; ``Transport`` decides about retries. Answers are read within the bounds of
+``reconciler/answers.py`` (size, a deadline for the whole request).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ import ssl
 import threading
 from urllib.parse import urlsplit
 
+from ftspec.reconciler.answers import Deadline, read_body
+
 CONNECT_TIMEOUT_S = 5.0
+DEADLINE_FACTOR = 4.0
+"""A request's whole deadline, in per-operation timeouts (a server that drips its answer
+keeps each read under the timeout; the deadline still ends the request)."""
 MAX_IDLE = 16
 """Idle connections kept per server (the plan's reads run on up to 8 threads)."""
 
@@ -65,12 +71,15 @@ class ConnectionPool:
         self._lock = threading.Lock()
 
     def request(self, method: str, url: str, body: bytes | None, headers: dict[str, str],
-                timeout: float, repeated: list[tuple[str, str]] | None = None
-                ) -> tuple[int, bytes, str | None]:
+                timeout: float, repeated: list[tuple[str, str]] | None = None,
+                deadline_s: float | None = None) -> tuple[int, bytes, str | None]:
         """Send one request; the status, the whole body and the ``Retry-After`` header (a
         429 or 503 says when to come back). ``repeated``: headers that may
-        appear more than once (``Impersonate-Group``). Socket, TLS and HTTP errors
-        propagate (``OSError``, ``http.client.HTTPException``)."""
+        appear more than once (``Impersonate-Group``). ``timeout`` bounds each socket
+        operation, ``deadline_s`` (default ``DEADLINE_FACTOR`` × ``timeout``) the whole
+        request; the body is read within ``answers.MAX_ANSWER_BYTES``
+        (``answers.AnswerRefused`` past either). Socket, TLS and HTTP errors propagate
+        (``OSError``, ``http.client.HTTPException``)."""
         parts = urlsplit(url)
         scheme = parts.scheme
         host = parts.hostname or ""
@@ -79,12 +88,14 @@ class ConnectionPool:
         target = parts.path or "/"
         if parts.query:
             target += "?" + parts.query
+        deadline = Deadline(deadline_s if deadline_s is not None else timeout * DEADLINE_FACTOR)
         conn = self._take(key)
         if conn is None:
             conn = self._connect(key)
         try:
             assert conn.sock is not None
             conn.sock.settimeout(timeout)
+            deadline.arm(conn.sock)
             if repeated:
                 conn.putrequest(method, target, skip_accept_encoding=True)
                 for name, value in [*headers.items(), *repeated]:
@@ -94,13 +105,20 @@ class ConnectionPool:
                 conn.endheaders(body)
             else:
                 conn.request(method, target, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
+            what = f"{method} {parts.path or '/'}"
+            try:
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException):
+                deadline.check(what)
+                raise
+            data = read_body(resp, what, deadline)
             retry_after = resp.getheader("Retry-After")
         except BaseException:
             conn.close()
             raise
-        if resp.will_close:
+        finally:
+            deadline.disarm()
+        if resp.will_close or deadline.expired:
             conn.close()
         else:
             self._give(key, conn)

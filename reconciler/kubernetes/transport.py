@@ -16,9 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from ftspec.reconciler.answers import AnswerRefused, error_body, parse_json
 from ftspec.reconciler.backend import BackendError
-from ftspec.reconciler.kubernetes.errors import ApiError, api_error, parse_body, unreachable
+from ftspec.reconciler.kubernetes.errors import ApiError, api_error, unreachable
 from ftspec.reconciler.kubernetes.kubeconfig import Connection
+from ftspec.spec.secrets import redact
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
@@ -155,7 +157,14 @@ class Transport:
                         verb=verb, ok_404=ok_404)
         if data is None:
             return None
-        return parse_body(data) if data else {}
+        answer = parse_json(data, f"the API server's answer to {method} {path}")
+        if answer is None:
+            return {}
+        if not isinstance(answer, dict):
+            raise AnswerRefused(f"the API server's answer to {method} {path} is not a JSON "
+                                "object", hint="check --kubeconfig / --context (is it the "
+                                "API server you meant?)")
+        return answer
 
     def request_text(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
                      what: str = "") -> str:
@@ -185,6 +194,8 @@ class Transport:
                 with self._window:
                     status, data, retry_after = self._send(method, url, raw, headers,
                                                            self.timeout)
+            except AnswerRefused:
+                raise  # over the bounds: the same answer would come again
             except Exception as exc:  # noqa: BLE001 - http/ssl/socket errors alike
                 err: BackendError = unreachable(self.conn.server, _reason(exc))
             else:
@@ -193,7 +204,7 @@ class Transport:
                     return data
                 if status == 404 and ok_404:
                     return None
-                err = api_error(status, parse_body(data), verb=verb or method,
+                err = api_error(status, error_body(data), verb=verb or method,
                                 what=what or path, server=self.conn.server,
                                 context=self.conn.context)
                 wait = _seconds(retry_after) if status in (429, 503) else None
@@ -239,9 +250,11 @@ def _seconds(retry_after: str | None) -> float | None:
 
 
 def _reason(exc: Exception) -> str:
+    """The words of a request's failure, credentials redacted before the text is cut (a
+    header ``http.client`` refuses comes back quoted whole in its message)."""
     text = str(exc)
     if "Connection refused" in text or "NewConnectionError" in text:
         return "connection refused"
     if "timed out" in text.lower() or "Timeout" in type(exc).__name__:
         return "timed out"
-    return f"{type(exc).__name__}: {text[:200]}"
+    return f"{type(exc).__name__}: {redact(text)[:200]}"

@@ -1,23 +1,30 @@
 """A small client for the Ray Jobs REST API (the dashboard's ``/api/jobs/``).
 
-Plain HTTP (urllib): ``import ray`` costs seconds and is only needed when a submission must
-upload a local ``working_dir`` / ``py_modules`` package, where Ray's own
-``JobSubmissionClient`` does the upload. Connection failures become ``BackendError``s that
-say a retry can help; nothing is changed on the cluster by a failed call.
+Plain HTTP on the standard library, through the same keep-alive pool and bounds as the
+Kubernetes transport (``kubernetes/pool.py``: answers within ``reconciler/answers.py``'s size,
+deadline, depth and number limits; the proxy chosen as client-go chooses it): ``import ray``
+costs seconds and is only needed when a submission must upload a local ``working_dir`` /
+``py_modules`` package, where Ray's own ``JobSubmissionClient`` does the upload. Connection
+failures become ``BackendError``s that say a retry can help; nothing is changed on the
+cluster by a failed call.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ftspec.reconciler.answers import AnswerRefused, parse_json
 from ftspec.reconciler.backend import BackendError
+from ftspec.spec.secrets import redact
 from ftspec.spec.urls import is_uri, scheme, url_problem
+
+if TYPE_CHECKING:
+    from ftspec.reconciler.kubernetes.pool import ConnectionPool
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 SUBMIT_KEYS = ("entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_num_cpus",
@@ -50,38 +57,51 @@ class JobsApi:
     def __init__(self, address: str, timeout_s: float = 10.0) -> None:
         self.address = address
         self.timeout_s = timeout_s
+        """Each socket operation; the whole request has ``pool.DEADLINE_FACTOR`` times it."""
+        self._pool: ConnectionPool | None = None
+
+    def _connections(self) -> ConnectionPool:
+        if self._pool is None:
+            from ftspec.reconciler.kubernetes.pool import ConnectionPool, tls_context
+            from ftspec.reconciler.kubernetes.proxy import proxy_for
+
+            self._pool = ConnectionPool(tls_context(None, None, None, False),
+                                        proxy_url=proxy_for(self.address))
+        return self._pool
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
               ok_404: bool = False) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
         last: Exception | None = None
         for attempt in range(_RETRIES if method == "GET" else 1):
-            request = urllib.request.Request(self.address + path, data=data, method=method,
-                                             headers=headers)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
-                    text = resp.read().decode("utf-8", errors="replace")
-                return json.loads(text) if text.strip() else None
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode("utf-8", errors="replace").strip()
-                if exc.code == 404 and ok_404:
-                    return None
-                raise BackendError(
-                    f"Ray Jobs API {method} {path} failed: HTTP {exc.code}: {detail[:500]}",
-                    retryable=exc.code >= 500) from None
-            except (urllib.error.URLError, OSError) as exc:
+                status, raw, _ = self._connections().request(
+                    method, self.address + path, data, headers, self.timeout_s)
+            except AnswerRefused:
+                raise  # over the bounds: the same answer would come again
+            except (OSError, http.client.HTTPException) as exc:
                 last = exc
                 time.sleep(0.5 * (attempt + 1))
-        reason = getattr(last, "reason", last)
+                continue
+            if status == 404 and ok_404:
+                return None
+            if status >= 400:
+                detail = raw[:2000].decode("utf-8", errors="replace").strip()
+                raise BackendError(
+                    f"Ray Jobs API {method} {path} failed: HTTP {status}: {detail[:500]}",
+                    retryable=status >= 500)
+            return parse_json(raw, f"the Ray Jobs API's answer to {method} {path}")
+        reason = str(last) or type(last).__name__
         raise BackendError(
-            f"cannot reach the Ray Jobs API at {self.address}: {reason}",
+            f"cannot reach the Ray Jobs API at {self.address}: {redact(reason)[:300]}",
             hint="is the Ray head up? check deploy.ray.address / RAY_ADDRESS; nothing was "
             "changed, run the command again once it answers", retryable=True)
 
     def version(self) -> dict[str, Any]:
-        out: dict[str, Any] = self._call("GET", "/api/version")
-        return out
+        return _obj(self._call("GET", "/api/version"))
 
     def nodes(self) -> Any:
         """The cluster's nodes with their total resources (state API, Ray >= 2.4)."""
@@ -93,12 +113,12 @@ class JobsApi:
 
     def list_jobs(self) -> list[dict[str, Any]]:
         jobs = self._call("GET", "/api/jobs/")
-        return [j for j in (jobs or []) if isinstance(j, dict)]
+        return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
 
     def get_job(self, submission_id: str) -> dict[str, Any] | None:
         quoted = urllib.parse.quote(submission_id, safe="")
-        job: dict[str, Any] | None = self._call("GET", f"/api/jobs/{quoted}", ok_404=True)
-        return job
+        job = self._call("GET", f"/api/jobs/{quoted}", ok_404=True)
+        return job if isinstance(job, dict) else None
 
     def submit(self, payload: dict[str, Any]) -> str:
         body = {k: payload[k] for k in SUBMIT_KEYS if payload.get(k) is not None}
@@ -106,7 +126,7 @@ class JobsApi:
         if _needs_upload(runtime_env):
             return self._submit_with_ray(body)
         out = self._call("POST", "/api/jobs/", body)
-        return str(out.get("submission_id") or body.get("submission_id"))
+        return str(_obj(out).get("submission_id") or body.get("submission_id"))
 
     def _submit_with_ray(self, body: dict[str, Any]) -> str:
         from ray.job_submission import JobSubmissionClient
@@ -121,17 +141,22 @@ class JobsApi:
     def stop(self, submission_id: str) -> bool:
         quoted = urllib.parse.quote(submission_id, safe="")
         out = self._call("POST", f"/api/jobs/{quoted}/stop", ok_404=True)
-        return bool(out and out.get("stopped"))
+        return bool(_obj(out).get("stopped"))
 
     def delete(self, submission_id: str) -> bool:
         quoted = urllib.parse.quote(submission_id, safe="")
         out = self._call("DELETE", f"/api/jobs/{quoted}", ok_404=True)
-        return bool(out and out.get("deleted"))
+        return bool(_obj(out).get("deleted"))
 
     def logs(self, submission_id: str) -> str:
         quoted = urllib.parse.quote(submission_id, safe="")
         out = self._call("GET", f"/api/jobs/{quoted}/logs", ok_404=True)
-        return str(out.get("logs", "")) if out else ""
+        return str(_obj(out).get("logs") or "")
+
+
+def _obj(answer: Any) -> dict[str, Any]:
+    """An answer that should be a JSON object; any other shape reads as an empty one."""
+    return answer if isinstance(answer, dict) else {}
 
 
 def _needs_upload(runtime_env: dict[str, Any]) -> bool:

@@ -26,24 +26,38 @@ NEW_FORMATS = {
 }
 """Fake credentials of the formats the first scanner let through."""
 
-NAMED = ["DB_PASS", "db_password", "MY_SERVICE_KEY", "azureKey", "apiKey", "api_access_key",
+LATER_FORMATS = {
+    "sendgrid": ("SG." + "FakeKey0123456789_abcd" + "." + "FakeSecret-0123456789abcdefghijklmnopqrstuv",
+                 "a SendGrid key"),
+    "databricks": ("dapi" + "0123456789abcdef" * 2, "a Databricks token"),
+    "databricks-suffixed": ("dapi" + "fedcba9876543210" * 2 + "-2", "a Databricks token"),
+    "twilio-api-key": ("SK" + "0123456789abcdef" * 2, "a Twilio key"),
+    "twilio-account": ("AC" + "fedcba9876543210" * 2, "a Twilio key"),
+    "digitalocean-pat": ("dop_v1_" + "0123456789abcdef" * 4, "a DigitalOcean token"),
+    "digitalocean-oauth": ("doo_v1_" + "fedcba9876543210" * 4, "a DigitalOcean token"),
+    "digitalocean-refresh": ("dor_v1_" + "0a1b2c3d4e5f6789" * 4, "a DigitalOcean token"),
+}
+"""Fake credentials of the formats issue 34 found accepted in clear."""
+
+NAMED = ["MYSQL_PWD", "db_pwd", "DB_PASS", "db_password", "MY_SERVICE_KEY", "azureKey", "apiKey", "api_access_key",
          "client_secret", "AUTH_TOKEN", "passphrase", "dbpass", "ssh-key", "hub_token"]
 NOT_NAMED = ["pad_token", "eos_token", "bos_token_id", "add_eos_token", "max_tokens",
              "max_new_tokens", "tokenizer", "tokenizer_path", "num_virtual_tokens",
              "special_tokens_uri", "secret_name", "secretRef", "secretKeyRef", "token_path",
              "password_file", "hf_token_env", "image_pull_secrets", "key", "secrets",
-             "bypass", "compass", "num_passes", "passthrough", "tokens_per_step", "monkey"]
+             "PWD", "OLDPWD", "bypass", "compass", "num_passes", "passthrough", "tokens_per_step", "monkey"]
 
 
 def test_the_formats_are_at_least_as_long_as_shown() -> None:
     assert len(NEW_FORMATS["google"][0]) == 39
     assert len(NEW_FORMATS["azure-storage"][0]) == 88
+    assert len(LATER_FORMATS["sendgrid"][0]) == 69
 
 
-@pytest.mark.parametrize("name", sorted(NEW_FORMATS))
+@pytest.mark.parametrize("name", sorted({**NEW_FORMATS, **LATER_FORMATS}))
 def test_each_new_format_is_found_in_a_value_a_key_and_under_a_credential_name(
         name: str) -> None:
-    secret, what = NEW_FORMATS[name]
+    secret, what = {**NEW_FORMATS, **LATER_FORMATS}[name]
     assert (find_secret(secret, ("metadata", "annotations", "note")) or "").startswith(what)
     assert find_secret(secret, ("deploy", "local", "env", "DB_PASS")) is not None
     assert find_secret(f"--key={secret}", ("entrypoint", "args", 0)) is not None
