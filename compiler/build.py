@@ -21,6 +21,7 @@ from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER
 from ftspec.spec.sweep import Point, with_point
+from ftspec.targets.kube_names import MAX_LABEL, name_limit
 
 
 def _digest(data: Any) -> str:
@@ -78,8 +79,9 @@ def file_id(source: Path | str) -> str:
 def point_id(ident: str, spec: FineTuneSpec, point: Point | None) -> tuple[str, str]:
     """A sweep point's (identity, job name): ``spec_id`` and ``metadata.name`` with the
     point's label (``ftspec.spec.sweep.with_point``); outside a sweep, both unchanged."""
-    name_limit = 47 if spec.deploy.target == "kuberay" else 63  # a RayJob name: 47
-    return with_point(ident, point), with_point(spec.metadata.name, point, name_limit)
+    limit = name_limit(spec)  # the runtime's: JobSet / KubeRay derive longer names
+    return with_point(ident, point), with_point(spec.metadata.name, point,
+                                                limit.limit if limit else MAX_LABEL)
 
 
 def model_facts(spec: FineTuneSpec) -> ModelFacts:

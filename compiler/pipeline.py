@@ -240,12 +240,14 @@ SAME_MEANING: dict[str, frozenset[str]] = {
     "kubeflow.initializer-uri": frozenset({"rule.remote-file-uri"}),
     "kuberay.uri-scheme": frozenset({"rule.remote-file-uri"}),
     "kuberay.name-length": frozenset({"rule.name-length"}),
+    "kubeflow.name-length": frozenset({"rule.name-length"}),
     "target.torchtune.strategy": frozenset({"rule.strategy-none"}),
 }
 """A target's finding -> the rule findings it says more exactly at the same key path (a
 location the target's container cannot read, with the schemes that it can; a name over the
-RayJob's 47 characters, not only over 63; a strategy torchtune's recipes cannot run, with the
-one they can): one of them is listed, the target's."""
+RayJob's 47 characters or the TrainJob runtime's limit, not only over 63; a strategy
+torchtune's recipes cannot run, with the one they can): one of them is listed, the
+target's."""
 
 
 def merged(found: list[Diagnostic], more: Iterable[Diagnostic]) -> list[Diagnostic]:

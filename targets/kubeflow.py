@@ -46,6 +46,7 @@ from ftspec.targets.kube import (
     wandb_env,
     wandb_needs_key,
 )
+from ftspec.targets.kube_names import name_diagnostic, name_limit
 from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.render import to_yaml
 
@@ -131,6 +132,10 @@ def check_for_version(job: Job, version: str | None = None) -> list[Diagnostic]:
                             hint="set deploy.kubeflow.trainer_version: v2.2 or newer (or auto), "
                             "or remove active_deadline_seconds"))
     found += _failure_policy_rules(job)
+    limit = name_limit(job.spec, "kubeflow")
+    too_long = limit and name_diagnostic(job.name, limit, "kubeflow.name-length")
+    if too_long:
+        found.append(too_long)
     ref = runtime_ref(job)
     if own_command(job):
         found.append(Diagnostic(

@@ -38,6 +38,7 @@ from ftspec.targets.kube import (
     secrets_need_refs,
     wandb_needs_key,
 )
+from ftspec.targets.kube_names import name_diagnostic, name_limit
 from ftspec.targets.merge_patch import check_patch, merge_patch
 from ftspec.targets.ray_nodes import check as ray_nodes_check
 from ftspec.targets.ray_nodes import custom_resources
@@ -45,8 +46,6 @@ from ftspec.targets.ray_payload import launch_for, metadata, ray_job
 from ftspec.targets.render import to_yaml
 
 API = "ray.io/v1"
-MAX_NAME = 47
-"""KubeRay derives cluster and submitter names from the RayJob's; longer names fail."""
 ROCE_DEVICE = "nvidia.com/roce_gdr"
 """RDMA device resource of RoCE-capable NICs (NVIDIA network operator), as in the seed."""
 HEAD_PORTS = ({"containerPort": 6379, "name": "gcs-server"},
@@ -159,11 +158,10 @@ def check(job: Job) -> list[Diagnostic]:
     downloads = bool(get_launcher(job.launcher).download_step(job))
     found += [d for d in fetched_in_container(job, "kuberay")
               if not (downloads and d.path == ("model", "uri"))]
-    if len(job.name) > MAX_NAME:
-        found.append(Diagnostic(
-            Severity.ERROR, f"a RayJob name may have at most {MAX_NAME} characters "
-            f"(this one has {len(job.name)}); KubeRay would fail it as ValidationFailed",
-            path=("metadata", "name"), code="kuberay.name-length"))
+    limit = name_limit(job.spec, "kuberay")
+    too_long = limit and name_diagnostic(job.name, limit, "kuberay.name-length", "RayJob")
+    if too_long:
+        found.append(too_long)
     kr = job.spec.deploy.kuberay
     shared = job.spec.deploy.scheduling.image
     if kr.image and shared and shared != kr.image:

@@ -248,6 +248,8 @@ SAID_MORE_EXACTLY: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
         "deploy.target": "kuberay", "data.train.uri": "file://data/train.jsonl"}),
     "kuberay.name-length": ("rule.name-length", ("metadata", "name"), {
         "deploy.target": "kuberay", "metadata.name": "a" * 64}),
+    "kubeflow.name-length": ("rule.name-length", ("metadata", "name"), {
+        "deploy.target": "kubeflow", "metadata.name": "a" * 64}),
     "target.torchtune.strategy": ("rule.strategy-none", ("distributed", "strategy"), {
         "distributed.strategy": "none", "resources.gpus_per_node": 2}),
 }
