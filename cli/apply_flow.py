@@ -18,21 +18,33 @@ from ftspec.reconciler.backend import BackendError, Desired, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan
 
 
-def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
-          kubeconfig: str | None, context: str | None, namespace: str | None,
-          force_conflicts: bool, destroy: bool) -> tuple[Any, Plan, list[Desired], bool]:
-    from ftspec.reconciler.backends import BackendOptions, get_backend
+def _load(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path, ...],
+          sets: tuple[str, ...], kubeconfig: str | None, context: str | None,
+          namespace: str | None, force_conflicts: bool, destroy: bool
+          ) -> tuple[Any, Plan, list[Desired], bool]:
+    from ftspec.reconciler.backends import BackendOptions
     from ftspec.reconciler.saved import is_saved_plan, load_plan
 
-    if len(specs) == 1 and is_saved_plan(specs[0]):
-        if destroy:
-            raise BackendError("destroy takes spec files, not a saved plan")
-        plan = load_plan(specs[0])
-        options = BackendOptions(kubeconfig, context, force_conflicts)
-        return get_backend(plan.backend, options), plan, [], True
-    if any(is_saved_plan(p) for p in specs):
-        raise BackendError("a saved plan is applied on its own: `ftspec apply PLAN` with no "
-                           "spec files beside it")
+    options = BackendOptions(kubeconfig, context, force_conflicts)
+    if plan_file is not None:  # named as a plan: bound to its specs before anything runs
+        from ftspec.reconciler.bound import bind
+
+        if specs or overlays or sets or namespace:
+            raise BackendError("a saved plan is applied on its own: it names its spec files, "
+                               "overlays, --set values and namespace itself",
+                               hint=f"run `ftspec apply --plan {plan_file}` with no spec "
+                               "files, -f, --set or --namespace")
+        bound = bind(load_plan(plan_file), options)
+        return bound.backend, bound.plan, list(bound.desired), True
+    if not specs:
+        raise BackendError("nothing to apply", hint="name spec files, or a saved plan with "
+                           "`--plan FILE`")
+    for path in specs:  # a file that holds a plan is never taken for a spec
+        if is_saved_plan(path):
+            raise BackendError(
+                f"{path} holds a saved ftspec plan, not a spec: nothing was applied",
+                hint=f"to apply that plan, name it as one: `ftspec apply --plan {path}`"
+                + (" (destroy takes spec files only)" if destroy else ""))
     backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                      force_conflicts=force_conflicts, identity_only=destroy)
     plan = backend.plan_destroy(desired) if destroy else backend.plan(desired)
@@ -41,8 +53,8 @@ def _load(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, 
 
 @dataclass(frozen=True)
 class _Applied:
-    """What an apply went through: the backend, the plan, the specs (none for a saved
-    plan), whether the plan was a saved one, and what the backend did."""
+    """What an apply went through: the backend, the plan, the specs (a saved plan's: those
+    it was bound to), whether the plan was a saved one, and what the backend did."""
 
     backend: Any
     plan: Plan
@@ -52,10 +64,11 @@ class _Applied:
 
 
 def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...], *,
-              kubeconfig: str | None, context: str | None, namespace: str | None,
+              plan_file: Path | None = None, kubeconfig: str | None, context: str | None, namespace: str | None,
               auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
               as_json: bool, destroy: bool) -> int:
-    applied = _plan_and_apply(specs, overlays, sets, kubeconfig=kubeconfig, context=context,
+    applied = _plan_and_apply(specs, plan_file, overlays, sets, kubeconfig=kubeconfig,
+                              context=context,
                               namespace=namespace, auto_approve=auto_approve,
                               force_conflicts=force_conflicts, as_json=as_json, destroy=destroy)
     if isinstance(applied, int):
@@ -72,19 +85,19 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
     if not result.ok:
         return 1
     if wait and not destroy:
-        return _follow(applied, kubeconfig, context, timeout, as_json, ok_data)
+        return _follow(applied, timeout, as_json, ok_data)
     return 0
 
 
-def _plan_and_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...],
-                    sets: tuple[str, ...], *, kubeconfig: str | None, context: str | None,
+def _plan_and_apply(specs: tuple[Path, ...], plan_file: Path | None,
+                    overlays: tuple[Path, ...], sets: tuple[str, ...], *, kubeconfig: str | None, context: str | None,
                     namespace: str | None, auto_approve: bool, force_conflicts: bool,
                     as_json: bool, destroy: bool) -> _Applied | int:
     """Plan (or load the saved plan), show it, confirm, apply; the exit code where it stops
     (the error reported)."""
     try:
-        backend, plan, desired, saved = _load(specs, overlays, sets, kubeconfig, context,
-                                              namespace, force_conflicts, destroy)
+        backend, plan, desired, saved = _load(specs, plan_file, overlays, sets, kubeconfig,
+                                              context, namespace, force_conflicts, destroy)
         if not _shown_and_confirmed(plan, saved=saved, destroy=destroy, as_json=as_json,
                                     auto_approve=auto_approve):
             return 1
@@ -92,7 +105,7 @@ def _plan_and_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...],
     except CommandFailed as exc:
         return exc.code
     except StalePlanError as exc:
-        report_error(exc if saved else _not_saved(exc))
+        report_error(exc if plan_file is not None else _not_saved(exc))
         return 1
     except BackendError as exc:
         report_error(exc)
@@ -141,18 +154,18 @@ def _print_outcome(result: ApplyResult, destroy: bool) -> None:
                   "run the same command again once the cause is fixed.")
 
 
-def _follow(applied: _Applied, kubeconfig: str | None, context: str | None,
-            timeout: float | None, as_json: bool, ok_data: dict[str, Any]) -> int:
-    """--wait: follow the jobs applied (a saved plan's from the specs it names)."""
-    backend, desired = applied.backend, applied.desired
+def _follow(applied: _Applied, timeout: float | None, as_json: bool,
+            ok_data: dict[str, Any]) -> int:
+    """--wait: follow the jobs applied (a saved plan's: those it creates or changes, of the
+    specs it was bound to)."""
+    desired = applied.desired
     if applied.saved:
-        try:
-            backend, desired = _planned_jobs(applied.plan, kubeconfig, context)
-        except CommandFailed as exc:
-            return exc.code
+        kept = {Path(c.spec_file).resolve() for c in applied.plan.changes
+                if c.action is not Action.DELETE and c.spec_file}
+        desired = [d for d in desired if Path(d.spec_file).resolve() in kept]
         if not desired:
             return 0  # the plan only destroys: nothing left to follow
-    return _wait(backend, desired, timeout, as_json, ok_data)
+    return _wait(applied.backend, desired, timeout, as_json, ok_data)
 
 
 def _interrupted(desired: list[Desired]) -> None:
@@ -175,28 +188,6 @@ def _not_saved(exc: StalePlanError) -> BackendError:
                         f"(another apply ran meanwhile): {detail}. Nothing was changed",
                         hint="run `ftspec apply` again: it plans against the state as it is "
                         "now", retryable=True)
-
-
-def _planned_jobs(plan: Plan, kubeconfig: str | None, context: str | None
-                  ) -> tuple[Any, list[Desired]]:
-    """The jobs a saved plan created or changed, from the specs it was made from."""
-    inputs = plan.inputs
-    if not inputs.get("specs"):
-        raise _fail(BackendError("this saved plan does not name its spec files (made by an "
-                                 "older ftspec), so --wait cannot follow its jobs",
-                                 hint="use `ftspec status --watch SPEC`"))
-    backend, desired = prepare_specs(
-        [Path(p) for p in inputs["specs"]], tuple(Path(p) for p in inputs["overlays"]),
-        tuple(inputs["sets"]), inputs.get("namespace"), kubeconfig, context,
-        identity_only=True)
-    kept = {Path(c.spec_file).resolve() for c in plan.changes
-            if c.action is not Action.DELETE and c.spec_file}
-    return backend, [d for d in desired if Path(d.spec_file).resolve() in kept]
-
-
-def _fail(exc: BackendError) -> CommandFailed:
-    report_error(exc)
-    return CommandFailed(1)
 
 
 def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: bool,

@@ -223,7 +223,7 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
     if saved_to:
         out += ["", f"Saved the plan to: {_esc(saved_to)}", "",
                 "To perform exactly these actions, run the following command to apply:",
-                f"    ftspec apply {_esc(saved_to)}"]
+                f"    ftspec apply --plan {_esc(saved_to)}"]
     elif not destroy:
         out += ["", "─" * 77, "",
                 ("Note: You didn't use the --out option to save this plan, so ftspec can't "

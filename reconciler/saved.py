@@ -1,16 +1,21 @@
-"""Saved plans: ``plan --out FILE`` writes one; ``apply FILE`` and ``show FILE`` read it back.
+"""Saved plans: ``plan --out FILE`` writes one; ``apply --plan FILE`` and ``show FILE`` read it.
 
 A saved plan is JSON whose first key is its versioned header, ``"kind": "ftspec-plan"``
-followed by ``"format_version"``: ``apply`` recognises a plan by that content, under any
-file name (``tfplan``, ``lr.plan``, ``plan.json``). Besides ``Plan.to_json()`` it holds
-what ``apply PLAN --wait`` needs to follow the jobs (``Plan.inputs``: the spec files,
-overlays, ``--set`` values and namespace the plan was made from), the ftspec version that
-made it, and a checksum of its own content.
+followed by ``"format_version"``: ``show`` recognises a plan by that content, under any
+file name (``tfplan``, ``lr.plan``, ``plan.json``), and ``apply`` refuses such a file where
+a spec goes (a plan is applied only when named with ``--plan``). Besides
+``Plan.to_json()`` it holds the inputs it was made from (``Plan.inputs``: the spec files,
+overlays, ``--set`` values and namespace), the ftspec version that made it, and a checksum
+of its own content.
 
 Saved plans are untrusted input (a file anyone may have edited or truncated): read bounded,
-without following a link, and validated field by field before anything uses them; a plan
-changed after it was saved (the checksum no longer matches) is refused. The backend then
-refuses to apply a plan whose inputs changed since (``StalePlanError``, naming them).
+without following a link, parsed within limits (nesting depth, number size:
+``spec.jsonlimits``) and validated field by field before anything uses them, each error
+naming its field (``changes[3].after: expected an object or null``); one address twice is
+refused. The checksum is mandatory, and a plan changed after it was saved is refused; but
+it is a plain SHA-256 anyone can recompute, so it only catches accidents. The defence
+against an edited plan is ``reconciler.bound``: the plan's specs are compiled and planned
+again, and only a saved plan equal to that plan is applied (the plan just computed).
 
 Written private (0600) and atomically: a temporary file created next to the target with
 ``O_CREAT | O_EXCL | O_NOFOLLOW`` (a planted link or file is never written through), then
@@ -34,6 +39,8 @@ PLAN_KIND = "ftspec-plan"
 READABLE_VERSIONS = (1, PLAN_FORMAT_VERSION)
 BACKENDS = ("kubernetes", "ray", "local")
 MAX_PLAN_BYTES = 64 << 20
+MAX_DEPTH = 64
+"""Nesting a saved plan may have: its objects' own (a TrainJob's ~15 levels) and the plan's."""
 _HINT = ("make the plan again with `ftspec plan --out FILE`; a saved plan is not meant to "
          "be edited")
 
@@ -122,7 +129,8 @@ def is_saved_plan(path: Path) -> bool:
 
 
 class _Invalid(Exception):
-    pass
+    """A field that is not what a saved plan holds, named by its place in the document
+    (``changes[3].after``)."""
 
 
 def _need(ok: bool, where: str, what: str) -> None:
@@ -130,52 +138,67 @@ def _need(ok: bool, where: str, what: str) -> None:
         raise _Invalid(f"{where}: {what}")
 
 
+def _key(raw: dict[str, Any], key: str, where: str) -> Any:
+    _need(key in raw, where, f"missing key {key!r}")
+    return raw[key]
+
+
 def _str_map(value: Any, where: str) -> dict[str, str]:
-    _need(isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                          for k, v in value.items()), where,
-          "must map strings to strings")
+    _need(isinstance(value, dict), where, "expected an object")
+    for key, item in value.items():
+        _need(isinstance(item, str), f"{where}.{key}", "expected a string")
     return dict(value)
 
 
 def _str_list(value: Any, where: str) -> list[str]:
-    _need(isinstance(value, list) and all(isinstance(v, str) for v in value), where,
-          "must be a list of strings")
+    _need(isinstance(value, list), where, "expected a list")
+    for i, item in enumerate(value):
+        _need(isinstance(item, str), f"{where}[{i}]", "expected a string")
     return list(value)
 
 
 def _opt_str(value: Any, where: str) -> str | None:
-    _need(value is None or isinstance(value, str), where, "must be a string or null")
+    _need(value is None or isinstance(value, str), where, "expected a string or null")
     return value if isinstance(value, str) else None
 
 
+def _opt_object(value: Any, where: str) -> dict[str, Any] | None:
+    _need(value is None or isinstance(value, dict), where, "expected an object or null")
+    return value if isinstance(value, dict) else None
+
+
+def _bool(value: Any, where: str) -> bool:
+    _need(isinstance(value, bool), where, "expected true or false")
+    return bool(value)
+
+
+def _field(raw: Any, where: str) -> FieldChange:
+    _need(isinstance(raw, dict), where, "expected an object")
+    path = _key(raw, "path", where)
+    _need(isinstance(path, str), f"{where}.path", "expected a string")
+    return FieldChange(path, raw.get("before"), raw.get("after"),
+                       _bool(raw.get("forces_replace", False), f"{where}.forces_replace"))
+
+
 def _change(raw: Any, where: str) -> Change:
-    _need(isinstance(raw, dict), where, "must be an object")
-    address = raw.get("address")
+    _need(isinstance(raw, dict), where, "expected an object")
+    address = _key(raw, "address", where)
     _need(isinstance(address, str) and bool(address), f"{where}.address",
-          "must be a non-empty string")
+          "expected a non-empty string")
     actions = [a.value for a in Action]
-    _need(raw.get("action") in actions, f"{where}.action", f"must be one of {actions}")
-    for side in ("before", "after"):
-        _need(raw.get(side) is None or isinstance(raw.get(side), dict), f"{where}.{side}",
-              "must be an object or null")
+    action = _key(raw, "action", where)
+    _need(isinstance(action, str) and action in actions, f"{where}.action",
+          f"expected one of {', '.join(actions)}")
+    before = _opt_object(_key(raw, "before", where), f"{where}.before")
+    after = _opt_object(_key(raw, "after", where), f"{where}.after")
     fields_raw = raw.get("fields", [])
-    _need(isinstance(fields_raw, list), f"{where}.fields", "must be a list")
-    fields = []
-    for i, f in enumerate(fields_raw):
-        at = f"{where}.fields[{i}]"
-        _need(isinstance(f, dict) and isinstance(f.get("path"), str), at,
-              "must be an object with a string path")
-        _need(isinstance(f.get("forces_replace", False), bool), f"{at}.forces_replace",
-              "must be true or false")
-        fields.append(FieldChange(f["path"], f.get("before"), f.get("after"),
-                                  bool(f.get("forces_replace"))))
-    _need(isinstance(raw.get("drift", False), bool), f"{where}.drift", "must be true or false")
+    _need(isinstance(fields_raw, list), f"{where}.fields", "expected a list")
     return Change(
-        address=address, action=Action(raw["action"]), before=raw.get("before"),
-        after=raw.get("after"), reason=_opt_str(raw.get("reason"), f"{where}.reason"),
-        fields=tuple(fields),
+        address=address, action=Action(action), before=before, after=after,
+        reason=_opt_str(raw.get("reason"), f"{where}.reason"),
+        fields=tuple(_field(f, f"{where}.fields[{i}]") for i, f in enumerate(fields_raw)),
         ml_changes=tuple(_str_list(raw.get("ml_changes", []), f"{where}.ml_changes")),
-        drift=bool(raw.get("drift")),
+        drift=_bool(raw.get("drift", False), f"{where}.drift"),
         spec_file=_opt_str(raw.get("spec_file"), f"{where}.spec_file"),
         upgrade=_opt_str(raw.get("upgrade"), f"{where}.upgrade"),
         moved_from=_opt_str(raw.get("moved_from"), f"{where}.moved_from"),
@@ -183,8 +206,18 @@ def _change(raw: Any, where: str) -> Change:
     )
 
 
+def _unique(changes: tuple[Change, ...]) -> None:
+    """Each address once: a plan changes each object (runs each job) at most once."""
+    first: dict[str, int] = {}
+    for i, change in enumerate(changes):
+        if change.address in first:
+            raise _Invalid(f"changes[{i}].address: {change.address!r} is also the address of "
+                           f"changes[{first[change.address]}]; a plan changes each object once")
+        first[change.address] = i
+
+
 def _inputs(raw: Any) -> dict[str, Any]:
-    _need(isinstance(raw, dict), "inputs", "must be an object")
+    _need(isinstance(raw, dict), "inputs", "expected an object")
     if not raw:
         return {}
     out: dict[str, Any] = {}
@@ -195,42 +228,50 @@ def _inputs(raw: Any) -> dict[str, Any]:
 
 
 def plan_from_json(data: Any) -> Plan:
-    """The Plan in a saved document, every field checked (``BackendError`` says where)."""
+    """The Plan in a saved document, every field checked and the checksum verified
+    (``BackendError`` names the first field that is wrong: ``changes[3].after: expected
+    an object or null``)."""
     try:
         return _plan_from_json(data)
     except _Invalid as exc:
-        raise BackendError(f"not a valid saved ftspec plan: {exc}", hint=_HINT) from None
+        raise BackendError(str(exc), hint=_HINT) from None
 
 
 def _plan_from_json(data: Any) -> Plan:
-    _need(isinstance(data, dict), "the document", "must be a JSON object")
+    _need(isinstance(data, dict), "the document", "expected a JSON object")
     version = data.get("format_version")
-    if version not in READABLE_VERSIONS:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise BackendError(
             f"saved plan has format_version {version!r}; this ftspec reads "
             f"{', '.join(map(str, READABLE_VERSIONS))}",
             hint="re-run `ftspec plan --out` with this version of ftspec")
-    if "checksum" in data:
-        body = {k: v for k, v in data.items() if k != "checksum"}
-        _need(data["checksum"] == _checksum(body), "checksum",
-              "the plan was changed after it was saved")
-    _need(data.get("backend") in BACKENDS, "backend", f"must be one of {list(BACKENDS)}")
-    changes_raw = data.get("changes")
-    _need(isinstance(changes_raw, list), "changes", "must be a list")
+    backend = _key(data, "backend", "the document")
+    _need(isinstance(backend, str) and backend in BACKENDS, "backend",
+          f"expected one of {', '.join(BACKENDS)}")
+    changes_raw = _key(data, "changes", "the document")
+    _need(isinstance(changes_raw, list), "changes", "expected a list")
     changes = tuple(_change(raw, f"changes[{i}]") for i, raw in enumerate(changes_raw))
-    return Plan(
-        backend=data["backend"], changes=changes,
+    _unique(changes)
+    plan = Plan(
+        backend=backend, changes=changes,
         read_digests=_str_map(data.get("read_digests", {}), "read_digests"),
         specs=_str_map(data.get("specs", {}), "specs"),
         warnings=tuple(_str_list(data.get("warnings", []), "warnings")),
         inputs=_inputs(data.get("inputs", {})), format_version=PLAN_FORMAT_VERSION,
     )
+    checksum = _key(data, "checksum", "the document")
+    body = {k: v for k, v in data.items() if k != "checksum"}
+    _need(checksum == _checksum(body), "checksum", "the plan was changed after it was saved")
+    return plan
 
 
 def load_document(path: Path) -> dict[str, Any]:
-    """The saved plan's JSON document, checked (``BackendError`` for anything else)."""
+    """The saved plan's JSON document, checked (``BackendError`` for anything else, its
+    message starting with the file: ``plan.json: changes[3].after: expected an object``)."""
+    from ftspec.spec.jsonlimits import loads_limited
+
     try:
-        data = json.loads(_read(path))
+        data = loads_limited(_read(path), max_depth=MAX_DEPTH)
     except ValueError as exc:
         raise BackendError(f"cannot read saved plan {path}: {exc}", hint=_HINT) from None
     if not isinstance(data, dict) or data.get("kind", PLAN_KIND) != PLAN_KIND \

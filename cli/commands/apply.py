@@ -1,4 +1,9 @@
-"""`ftspec apply SPEC...|PLAN.json`: make the live objects match (after confirmation)."""
+"""`ftspec apply SPEC...` or `ftspec apply --plan FILE`: make the live objects match.
+
+Specs are planned and the plan confirmed (unless --auto-approve). A saved plan is applied
+only when named as one (`--plan FILE`): bound to its specs first (`reconciler.bound`), then
+applied without a prompt, as Terraform applies a reviewed plan. A spec argument that holds
+a saved plan is refused, never taken for a plan."""
 
 from __future__ import annotations
 
@@ -10,7 +15,10 @@ from ftspec.cli.specs import spec_options
 
 
 @click.command("apply")
-@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--plan", "plan_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="Apply exactly the saved plan FILE (from `ftspec plan --out "
+              "FILE`) once its specs still compile to it.")
 @spec_options
 @connection_options
 @click.option("--auto-approve", is_flag=True, help="Skip the confirmation prompt.")
@@ -20,14 +28,14 @@ from ftspec.cli.specs import spec_options
               help="Follow the job to its end; exit non-zero if it fails.")
 @click.option("--timeout", type=float, default=None, help="Give up waiting after SECONDS.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
-            kubeconfig: str | None, context: str | None, namespace: str | None,
-            auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
+def command(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path, ...],
+            sets: tuple[str, ...], kubeconfig: str | None, context: str | None,
+            namespace: str | None, auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
             as_json: bool) -> int:
-    """Apply SPECS (planning first), or exactly the saved plan PLAN.json."""
+    """Apply SPECS (planning first), or exactly the saved plan named by --plan."""
     from ftspec.cli.apply_flow import run_apply
 
-    return run_apply(specs, overlays, sets, kubeconfig=kubeconfig, context=context,
-                     namespace=namespace, auto_approve=auto_approve,
+    return run_apply(specs, overlays, sets, plan_file=plan_file, kubeconfig=kubeconfig,
+                     context=context, namespace=namespace, auto_approve=auto_approve,
                      force_conflicts=force_conflicts, wait=wait, timeout=timeout,
                      as_json=as_json, destroy=False)

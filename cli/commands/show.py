@@ -46,6 +46,6 @@ def command(plan_file: Path, as_json: bool) -> int:
     print_markup("\n".join(escape(line) for line in lines) + "\n"
                  + render_plan(plan.to_json(), destroy=True))
     if plan.has_changes:
-        print_markup(f"\nTo perform exactly these actions, run:\n    ftspec apply "
+        print_markup(f"\nTo perform exactly these actions, run:\n    ftspec apply --plan "
                      f"{escape(str(plan_file))}")
     return 0

@@ -32,7 +32,7 @@ def test_saved_plan_any_name_show_apply_wait_stale(workdir: Path, e2e_env: dict[
                                                    ) -> None:
     made = ftspec(workdir, e2e_env, "plan", str(SPEC), "--out", "tfplan")
     assert made.returncode == 0, made.stdout + made.stderr
-    assert "ftspec apply tfplan" in made.stdout
+    assert "ftspec apply --plan tfplan" in made.stdout
     mode = stat.S_IMODE((workdir / "tfplan").stat().st_mode)
     assert mode == 0o600, oct(mode)
 
@@ -40,20 +40,20 @@ def test_saved_plan_any_name_show_apply_wait_stale(workdir: Path, e2e_env: dict[
     assert shown.returncode == 0, shown.stderr
     assert "# local.run.tiny-local will be created" in shown.stdout
     assert "Plan: 1 to add, 0 to change, 0 to destroy." in shown.stdout
-    assert "ftspec apply tfplan" in shown.stdout
+    assert "ftspec apply --plan tfplan" in shown.stdout
     as_json = json.loads(ftspec(workdir, e2e_env, "show", "tfplan", "--json").stdout)
     assert as_json["kind"] == "ftspec-plan" and as_json["changes"][0]["action"] == "create"
 
-    applied = ftspec(workdir, e2e_env, "apply", "tfplan", "--wait")
+    applied = ftspec(workdir, e2e_env, "apply", "--plan", "tfplan", "--wait")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "Apply complete!" in applied.stdout and "Succeeded" in applied.stdout, \
         applied.stdout
     assert "step 16/16" in applied.stderr
 
     # the same plan again: the run it planned to create exists now
-    again = ftspec(workdir, e2e_env, "apply", "tfplan")
+    again = ftspec(workdir, e2e_env, "apply", "--plan", "tfplan")
     assert again.returncode == 1
-    assert "Saved plan is stale: the run of local.run.tiny-local was recorded" \
+    assert "Saved plan is stale: local.run.tiny-local was created since the plan was made" \
         in again.stderr, again.stderr
     assert "Traceback" not in again.stderr
 
@@ -61,7 +61,7 @@ def test_saved_plan_any_name_show_apply_wait_stale(workdir: Path, e2e_env: dict[
     doc = json.loads((workdir / "tfplan").read_text())
     doc["changes"][0]["after"]["argv"] = ["sh", "-c", "echo edited"]
     (workdir / "edited.plan").write_text(json.dumps(doc, indent=2))
-    edited = ftspec(workdir, e2e_env, "apply", "edited.plan")
+    edited = ftspec(workdir, e2e_env, "apply", "--plan", "edited.plan")
     assert edited.returncode == 1
     assert "the plan was changed after it was saved" in edited.stderr, edited.stderr
     corrupt = workdir / "corrupt.plan"

@@ -212,13 +212,13 @@ def test_saved_plan_applies_exactly_and_refuses_stale(env: dict[str, Any],
     data = json.loads(saved.read_text())
     assert data["kind"] == "ftspec-plan" and data["format_version"] == 2
     assert data["read_digests"] == {f"kubeflow.TrainJob.{ns}/{NAME}": "absent"}
-    assert run_cli(capsys, "apply", saved).code == 0
+    assert run_cli(capsys, "apply", "--plan", saved).code == 0
     assert len(_trainjobs(cluster, ns)) == 1
     res = run_cli(capsys, "plan", spec, "-n", ns, "--out", saved, "--set",
                   "metadata.labels.team=x")
     assert res.code == 0
     _merge_patch(cluster, ns, NAME, {"metadata": {"labels": {"extra": "1"}}}, "someone")
-    stale = run_cli(capsys, "apply", saved)
+    stale = run_cli(capsys, "apply", "--plan", saved)
     assert stale.code == 1
     assert "Saved plan is stale" in stale.err
     assert _trainjobs(cluster, ns)[0]["metadata"]["labels"]["team"] == "nlp"

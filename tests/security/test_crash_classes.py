@@ -138,7 +138,7 @@ def test_malformed_saved_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path
                               content: str) -> None:
     plan = tmp_path / "plan.json"
     plan.write_text(content)
-    code, out = _run(capsys, "apply", str(plan), "--auto-approve")
+    code, out = _run(capsys, "apply", "--plan", str(plan))
     assert code == 1 and "internal error" not in out, out
 
 
