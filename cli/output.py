@@ -45,6 +45,28 @@ def safe_text(text: str) -> str:
                      for line in redact(text).split("\n"))
 
 
+MAX_LINE_CHARS = 16 * 1024
+"""A log line longer than this is cut in ``logs`` (``--raw`` prints it whole)."""
+MAX_MESSAGE_CHARS = 4 * 1024
+"""A state or reason message from a platform longer than this is cut in ``status``."""
+
+
+def capped(text: str, limit: int, how: str = "") -> str:
+    """``text`` cut at ``limit`` characters, with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [{len(text) - limit} more characters cut{how}]"
+
+
+def log_line(line: str, *, raw: bool = False) -> str:
+    """A job's log line for a terminal: credentials redacted (always), then cut at
+    ``MAX_LINE_CHARS`` and control characters escaped (OSC clipboard writes, title changes,
+    clear-screen), as every other command prints; ``raw`` keeps the line as written."""
+    if raw:
+        return redact(line)
+    return safe_text(capped(redact(line), MAX_LINE_CHARS, "; `ftspec logs --raw` prints it whole"))
+
+
 def render_diagnostic(diag: Diagnostic, color: bool) -> str:
     text = diag.format()
     if not color:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.cli.output import MAX_MESSAGE_CHARS, capped
 from ftspec.reconciler.failure import describe
 from ftspec.reconciler.model import Status
 from ftspec.reconciler.progress import duration, position, sparkline
@@ -12,6 +13,7 @@ from rich.markup import escape
 
 COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
 VERBOSE_ONLY = ("pid", "pgid", "argv", "log_tail", "spec_hash", "entrypoint")
+_WHOLE = "; `ftspec status --json` has it whole"
 
 
 def status_json(s: Status) -> dict[str, Any]:
@@ -41,10 +43,12 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
         if m.get("lr") is not None:
             loss += f"  lr {m['lr']:.2e}"
         lines.append(loss)
-    lines.append(f"  state: {escape(data.get('message') or '')}")
+    state = capped(str(data.get("message") or ""), MAX_MESSAGE_CHARS, _WHOLE)
+    lines.append(f"  state: {escape(state)}")
     why = data.get("reason") or {}
     if why:
-        lines.append(f"  [red]reason ({why.get('validity')}):[/red] {escape(describe(why))}")
+        told = capped(describe(why), MAX_MESSAGE_CHARS, _WHOLE)
+        lines.append(f"  [red]reason ({why.get('validity')}):[/red] {escape(told)}")
     nodes = (data.get("platform") or {}).get("nodes") or []
     if nodes:
         lines.append(f"  nodes: {escape(', '.join(_node(n) for n in nodes))}")
