@@ -38,7 +38,7 @@ from ftspec.reconciler.backend import (
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.compare import run_changes
-from ftspec.reconciler.local.launch import LAUNCH_DIR, prepare
+from ftspec.reconciler.local.launch import LAUNCH_DIR, compiled_files, prepare
 from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.preflight import preflight
@@ -350,7 +350,9 @@ class LocalBackend:
     def measured(self, desired: Desired) -> dict[str, Any]:
         """The ended run's measured properties (``local/measure_run.py``; kept with it)."""
         view = self._view(desired)
-        return {} if view is None else measured(desired.job, view, self.root)
+        if view is None:
+            return {}
+        return measured(desired.job, view, self.root, lambda: compiled_files(desired))
 
     def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
         where = location(desired.job)

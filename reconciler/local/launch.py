@@ -59,6 +59,16 @@ def launcher_launch(desired: Desired) -> Launch:
     return launch
 
 
+def compiled_files(desired: Desired) -> dict[str, str]:
+    """The launcher's files as the spec compiles now (compiled here when the command read
+    its specs for their identity only: ``status``, ``output``)."""
+    from ftspec.compiler.dispatch import compile_job, default_target
+
+    launch = launch_of(desired.artifacts) or \
+        launch_of(compile_job(desired.job, default_target(desired.job)))
+    return dict(launch.files) if launch is not None else {}
+
+
 def _refuse(desired: Desired, what: str, hint: str) -> BackendError:
     return BackendError(f"{desired.spec_file}: {what}", hint=hint)
 

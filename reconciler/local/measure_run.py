@@ -3,8 +3,11 @@ ended and kept beside it in ``<run_dir>/measured.json`` (tied to the run's start
 new run of the spec is measured anew).
 
 torchtune runs need their dataset's real token count: ``tokens.py`` is run with ftspec's own
-interpreter (the one that ran the launcher) on the run's config, in a child process, so the
-CLI never imports torch. A count that fails leaves the token figures out and says why.
+interpreter (the one that ran the launcher), in a child process, so the CLI never imports
+torch. It is given the config the spec compiles to now, on its standard input, and only
+when the run's own launch file is that config (compared as ``plan`` compares them): a file
+in the run's folder is never handed to torchtune's loader, which would instantiate any
+component it names. A count that fails leaves the token figures out and says why.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from ftspec.reconciler.local.compare import same_file
 from ftspec.reconciler.local.observe import TERMINAL, RunView
+from ftspec.reconciler.local.runner import launch_file
 from ftspec.reconciler.local.state import guarded, open_run_dir
 from ftspec.reconciler.local.supervise import EXIT_FILE, read_json, write_json
 from ftspec.reconciler.logread import read_tail
@@ -24,18 +30,30 @@ from ftspec.reconciler.progress import track_text, tracker_settings
 from ftspec.spec.ir import Job
 from ftspec.spec.safe_files import SafeDir
 
+Files = Callable[[], Mapping[str, str]]
 MEASURED_FILE = "measured.json"
 _LOG_BYTES = 64 << 20
 _COUNT_TIMEOUT_S = 600.0
 
 
-def _dataset_tokens(root: Path, run_dir: Path) -> tuple[dict[str, int] | None, str | None]:
-    configs = sorted((run_dir / "launch").glob("*.yaml"))
-    if not configs:
-        return None, "no torchtune config in the run's launch folder"
+def _dataset_tokens(root: Path, run_dir: str, compiled_files: Files
+                   ) -> tuple[dict[str, int] | None, str | None]:
     try:
-        done = subprocess.run([sys.executable, "-m", "ftspec.reconciler.local.tokens",
-                               str(configs[0])], cwd=root, capture_output=True, text=True,
+        files = compiled_files()
+    except (ValueError, KeyError, OSError) as exc:
+        return None, f"the spec's torchtune config could not be compiled here: {exc}"
+    configs = sorted(name for name in files if name.endswith(".yaml"))
+    if not configs:
+        return None, "the spec compiles to no torchtune config"
+    compiled = files[configs[0]]
+    ran = launch_file(root, run_dir, configs[0])
+    if ran is None or not same_file(ran, compiled):
+        return None, ("the run's config is not the one the spec compiles to now (the spec "
+                      "changed since the run, or its launch file is gone); its dataset's "
+                      "tokens are not counted")
+    try:
+        done = subprocess.run([sys.executable, "-m", "ftspec.reconciler.local.tokens"],
+                              input=compiled, cwd=root, capture_output=True, text=True,
                               timeout=_COUNT_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"counting the dataset's tokens failed: {exc}"
@@ -50,8 +68,10 @@ def _dataset_tokens(root: Path, run_dir: Path) -> tuple[dict[str, int] | None, s
     return {"rows": int(data["rows"]), "tokens": int(data["tokens"])}, None
 
 
-def measured(job: Job, view: RunView, root: Path) -> dict[str, Any]:
-    """The run's measured properties; empty while it runs."""
+def measured(job: Job, view: RunView, root: Path, files: Files) -> dict[str, Any]:
+    """The run's measured properties; empty while it runs. ``files()``: the launcher's
+    files as the spec compiles now (the token count reads its config from them, never from
+    the run's folder)."""
     if view.phase not in TERMINAL:
         return {}
     record = view.record
@@ -61,10 +81,11 @@ def measured(job: Job, view: RunView, root: Path) -> dict[str, Any]:
     if run is None:
         return {}
     with run:
-        return _measured(job, view, root, run)
+        return _measured(job, view, root, run, files)
 
 
-def _measured(job: Job, view: RunView, root: Path, run: SafeDir) -> dict[str, Any]:
+def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
+              ) -> dict[str, Any]:
     record = view.record
     kept = read_json(run, MEASURED_FILE)
     if kept is not None and kept.get("started_at") == record.started_at:
@@ -73,7 +94,7 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir) -> dict[str, An
     tracker = track_text(text, **tracker_settings(job))
     dataset = note = None
     if not job.launcher_facts.logs_tokens and tracker.tokens_seen() is None and tracker.last:
-        dataset, note = _dataset_tokens(root, root / record.run_dir)
+        dataset, note = _dataset_tokens(root, record.run_dir, files)
     ended = read_json(run, EXIT_FILE) or {}
     rss = ended.get("max_rss_kib")
     rss_kib = rss if _kib(rss) else None
