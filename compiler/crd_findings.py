@@ -117,11 +117,17 @@ def validate_findings(compiled: Any) -> list[Diagnostic]:
     objects = [dict(a.obj) for a in compile_job(job, default_target(job))
                if a.kind == "manifest" and a.obj is not None]
 
+    skipped: list[str] = []
+
     def crd_for(obj: dict[str, Any]) -> dict[str, Any] | None:
         group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-        found = crd_rules.find_crd(group, str(obj.get("kind")), dirs)
+        found = crd_rules.find_crd(group, str(obj.get("kind")), dirs, skipped)
         return found.crd if found is not None else None
 
     found = diagnostics(objects, job.spec.overrides.model_dump(), crd_for,
                         where=f" in {crd_rules.CRD_DIR_ENV}")
+    found += [Diagnostic(Severity.WARNING, f"{crd_rules.CRD_DIR_ENV}: {why}",
+                         path=("deploy", "target"), code="kubernetes.crd-file-skipped",
+                         hint="only regular YAML files of one CRD each are read")
+              for why in skipped]
     return place(found, compiled.doc)

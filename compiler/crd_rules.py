@@ -9,7 +9,9 @@ that is present; a rule that names ``oldSelf`` (a transition rule) runs only on 
 only where the old value is correlatable (object properties, ``map`` list items by their
 keys; not atomic list items); ``self`` at the root sees ``metadata.name`` and
 ``generateName`` only. Kubernetes' CEL extension functions beyond the standard library are
-not provided; a rule that needs one is reported as not evaluated, never as passed.
+not provided; a rule that needs one is reported as not evaluated, never as passed. Rules are
+evaluated within a cost budget (``cel_budget.py``, as the API server bounds them): a rule
+over it, too large or nested too deeply is reported as not evaluated too.
 
 Users of `validate` point ``FTSPEC_CRD_DIR`` at the CRD files of their installation
 (folders separated by ``os.pathsep``); ``plan`` checks against the live CRD it reads.
@@ -23,7 +25,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ftspec.compiler.cel_budget import Meter
 
 Path_ = tuple[str | int, ...]
 CRD_DIR_ENV = "FTSPEC_CRD_DIR"
@@ -71,11 +76,13 @@ def check(obj: dict[str, Any], crd: dict[str, Any], old: dict[str, Any] | None =
     schema = schema_of(crd, version)
     if schema is None:
         return []
-    return list(_walk(schema, obj, old, (), root=True))
+    from ftspec.compiler.cel_budget import Meter
+
+    return list(_walk(schema, obj, old, (), Meter(), root=True))
 
 
-def _walk(node: dict[str, Any], value: Any, old: Any, path: Path_, *, root: bool = False
-          ) -> Iterator[Violation]:
+def _walk(node: dict[str, Any], value: Any, old: Any, path: Path_, meter: Meter, *,
+          root: bool = False) -> Iterator[Violation]:
     if value is None:
         return
     enum = node.get("enum")
@@ -86,8 +93,9 @@ def _walk(node: dict[str, Any], value: Any, old: Any, path: Path_, *, root: bool
     if rules:
         seen = _root_view(value) if root else value
         old_seen = _root_view(old) if root and old is not None else old
-        for rule in rules:
-            yield from _evaluate(rule, seen, old_seen, path)
+        for rule in rules if isinstance(rules, list) else []:
+            if isinstance(rule, dict):
+                yield from _evaluate(rule, seen, old_seen, path, meter)
     if isinstance(value, dict):
         props = node.get("properties") or {}
         extra = node.get("additionalProperties")
@@ -96,12 +104,12 @@ def _walk(node: dict[str, Any], value: Any, old: Any, path: Path_, *, root: bool
             if child is None or (root and key == "metadata"):
                 continue
             old_item = old.get(key) if isinstance(old, dict) else None
-            yield from _walk(child, item, old_item, path + (key,))
+            yield from _walk(child, item, old_item, path + (key,), meter)
     elif isinstance(value, list) and isinstance(node.get("items"), dict):
         items = node["items"]
         olds = _correlate(node, value, old)
         for i, item in enumerate(value):
-            yield from _walk(items, item, olds[i], path + (i,))
+            yield from _walk(items, item, olds[i], path + (i,), meter)
 
 
 def _root_view(obj: Any) -> Any:
@@ -125,21 +133,32 @@ def _correlate(node: dict[str, Any], value: list[Any], old: Any) -> list[Any]:
     return [by_key.get(key(v)) for v in value]
 
 
-def _evaluate(rule: dict[str, Any], value: Any, old: Any, path: Path_) -> Iterator[Violation]:
+def _evaluate(rule: dict[str, Any], value: Any, old: Any, path: Path_, meter: Meter
+              ) -> Iterator[Violation]:
     text = str(rule.get("rule", ""))
     transition = re.search(r"\boldSelf\b", text) is not None
     if transition and old is None and not rule.get("optionalOldSelf"):
         return
-    program = _program(text)
+    program, problem = _program(text)
+    if program is None:
+        yield Violation(path, f"rule not evaluated: {problem}", text)
+        return
     activation = {"self": _to_cel(value)}
     if transition:
         activation["oldSelf"] = _to_cel(old)
     from celpy.evaluation import CELEvalError
+    from ftspec.compiler.cel_budget import OverBudget, evaluate
 
     try:
-        result = program.evaluate(activation)
+        result = evaluate(program, activation, meter)
     except CELEvalError as exc:
         yield Violation(path, f"rule not evaluated: {exc.args[0] if exc.args else exc}", text)
+        return
+    except OverBudget as exc:
+        yield Violation(path, f"rule not evaluated: {exc}", text)
+        return
+    except RecursionError:
+        yield Violation(path, "rule not evaluated: it nests too deeply to evaluate", text)
         return
     if isinstance(result, CELEvalError):
         yield Violation(path, f"rule not evaluated: {result.args[0] if result.args else ''}",
@@ -170,13 +189,25 @@ def _field_path(text: str) -> Path_:
 
 
 @cache
-def _program(text: str) -> Any:
+def _program(text: str) -> tuple[Any, str | None]:
+    """The compiled rule, or None and why it cannot be (too large, nested too deeply, not
+    valid CEL); evaluated within ``cel_budget``'s limits."""
     try:
         import celpy
     except ImportError as exc:
         raise EvaluatorMissing("cel-python is not installed") from exc
-    env = celpy.Environment()
-    return env.program(env.compile(text))
+    from ftspec.compiler.cel_budget import metered_runner, too_complex
+
+    problem = too_complex(text)
+    if problem is not None:
+        return None, problem
+    env = celpy.Environment(runner_class=metered_runner())
+    try:
+        return env.program(env.compile(text)), None
+    except celpy.CELParseError as exc:
+        return None, f"not valid CEL ({str(exc).splitlines()[0][:200] if str(exc) else ''})"
+    except RecursionError:
+        return None, "it nests too deeply to compile"
 
 
 def _to_cel(value: Any) -> Any:
@@ -197,32 +228,66 @@ def crd_dirs() -> list[Path]:
     return [Path(p) for p in raw.split(os.pathsep) if p]
 
 
-def find_crd(group: str, kind: str, dirs: list[Path]) -> CrdFile | None:
-    """The first CRD file (``*.yaml`` directly in a folder) defining ``kind`` of ``group``."""
+MAX_CRD_BYTES = 16 << 20
+"""The largest CRD file read (the largest upstream CRDs are a few MiB)."""
+
+
+def find_crd(group: str, kind: str, dirs: list[Path], skipped: list[str] | None = None
+             ) -> CrdFile | None:
+    """The first CRD file (``*.yaml`` directly in a folder) defining ``kind`` of ``group``.
+    Only regular files up to ``MAX_CRD_BYTES`` are read (a FIFO would block, a device never
+    end); each file passed over for that, or for not being one CRD, is added to ``skipped``
+    with why (a YAML file that is not one CRD is passed over silently)."""
     for folder in dirs:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.yaml")):
-            crd = _load_crd(str(path), path.stat().st_mtime_ns)
-            if crd is None:
+            loaded = _load_crd(str(path))
+            if isinstance(loaded, str) and skipped is not None and loaded not in skipped:
+                skipped.append(loaded)
+            if not isinstance(loaded, dict):
                 continue
-            spec = crd.get("spec") or {}
-            if spec.get("group") == group and (spec.get("names") or {}).get("kind") == kind:
-                return CrdFile(path, crd)
+            spec = loaded.get("spec") or {}
+            if not isinstance(spec, dict) or not isinstance(spec.get("names"), dict):
+                continue
+            if spec.get("group") == group and spec["names"].get("kind") == kind:
+                return CrdFile(path, loaded)
     return None
 
 
-@cache
-def _load_crd(path: str, _mtime: int) -> dict[str, Any] | None:
-    """One CRD document, read as data (safe loader; no tags, no code)."""
+_PARSED: dict[tuple[str, int, int], dict[str, Any] | str | None] = {}
+
+
+def _load_crd(path: str) -> dict[str, Any] | str | None:
+    """One CRD document, read as data (safe loader; no tags, no code); None for a file that
+    is not one CRD; why, for a file that could not be read."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"{path}: not read ({exc.strerror})"
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return f"{path}: not read (not a regular file)"
+        if st.st_size > MAX_CRD_BYTES:
+            return f"{path}: not read (larger than {MAX_CRD_BYTES >> 20} MiB)"
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key not in _PARSED:
+            os.set_blocking(fd, True)
+            _PARSED[key] = _parse_crd(path, handle.read(MAX_CRD_BYTES + 1))
+        return _PARSED[key]
+
+
+def _parse_crd(path: str, raw: bytes) -> dict[str, Any] | str | None:
     import yaml
 
     loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with open(path, "rb") as handle:
-            docs = [d for d in yaml.load_all(handle, Loader=loader) if d]
-    except (OSError, yaml.YAMLError):
-        return None
+        docs = [d for d in yaml.load_all(raw, Loader=loader) if d]
+    except (yaml.YAMLError, RecursionError):
+        return f"{path}: not read (not valid YAML, or nested too deeply)"
     if len(docs) != 1 or not isinstance(docs[0], dict) \
             or docs[0].get("kind") != "CustomResourceDefinition":
         return None
