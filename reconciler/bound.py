@@ -103,7 +103,8 @@ def check_specs(saved: Plan, desired: tuple[Desired, ...]) -> None:
     for spec_file, digest in saved.specs.items():
         current = now.get(Path(spec_file).resolve())
         if current is None:
-            raise _stale(f"spec {spec_file} is not among the specs the plan names")
+            raise _stale(f"spec {spec_file} is not among the specs compiled from the plan's "
+                         "inputs (apply the plan from the directory it was made in)")
         if current != digest:
             raise _stale(f"spec {spec_file} changed since the plan was made")
     if not saved.specs:

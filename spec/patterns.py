@@ -9,6 +9,8 @@ from __future__ import annotations
 URI = r"^[A-Za-z][A-Za-z0-9+.-]*://.+$"
 """``scheme://rest``: hf://, s3://, gs://, pvc://, file://, http(s)://."""
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A DNS-1123 subdomain (at most 253 characters): the name of most Kubernetes objects."""
 SPEC_ID = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"
 FUNCTION_REF = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 MODULE = r"^[A-Za-z_][\w.]*$"
@@ -28,6 +30,11 @@ EXPLAINED: dict[str, tuple[str, str]] = {
         ("a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a "
         "letter or digit"),
         "ml-team",
+    ),
+    DNS_SUBDOMAIN: (
+        ("a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending "
+         "with a letter or digit"),
+        "llama-lora.v2",
     ),
     SPEC_ID: (
         ("lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or "

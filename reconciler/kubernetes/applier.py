@@ -1,4 +1,13 @@
-"""Apply exactly a plan: preflight, lock, staleness check, then the changes in order."""
+"""Apply exactly a plan: preflight, lock, staleness check, then the changes in order.
+
+Whatever plan it is given, the applier touches only what ftspec manages (``_guard``): the
+kinds ``MANAGED_KINDS`` lists for the change's deploy target, at the address the object
+itself has, objects it writes carrying ftspec's ownership labels; and it deletes (for a
+delete or a replace) only a live object that carries ftspec's ownership labels for the
+change's spec, read just before, with that object's uid as the delete's precondition
+(``_owned_live``). Saved plans are bound to their specs before they get here
+(``reconciler.bound``); these checks hold for every plan all the same.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +22,10 @@ from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.essence import with_applied_digest
 from ftspec.reconciler.kubernetes.lease import SpecLease
-from ftspec.reconciler.kubernetes.planner import owner_of
+from ftspec.reconciler.kubernetes.planner import address, owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
 from ftspec.reconciler.kubernetes.reads import Reader
-from ftspec.reconciler.kubernetes.resources import describe, object_path
+from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, describe, object_path
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, MERGE_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
 from ftspec.spec.loader import SourceDoc
@@ -68,11 +77,54 @@ def _relabel(t: Transport, obj: dict[str, Any]) -> None:
               what=describe(obj))
 
 
-def _delete(t: Transport, obj: dict[str, Any], rv: str | None) -> None:
+def _guard(change: Change) -> None:
+    """Refuse (``BackendError``) a change of anything ftspec does not manage."""
+    obj = _obj(change)
+    target = change.address.split(".", 1)[0]
+    kind = obj.get("kind")
+    if kind not in MANAGED_KINDS.get(target, ()):
+        raise BackendError(f"{change.address}: ftspec does not manage {kind!r} objects for "
+                           f"deploy.target {target!r}; nothing was changed")
+    if address(target, obj) != change.address:
+        raise BackendError(f"{change.address}: the object is {describe(obj)}, not the one "
+                           "the address names; nothing was changed")
+    if change.after is not None and owner_of(change.after) is None:
+        raise BackendError(f"{change.address}: the object to write does not carry ftspec's "
+                           "ownership labels; nothing was changed")
+
+
+def _owned_live(t: Transport, change: Change) -> dict[str, Any] | None:
+    """The live object a delete or replace removes, read now, or None when it is gone;
+    ``BackendError`` unless it carries ftspec's ownership labels for the change's spec
+    (a moved object: for any spec, as the plan adopts it from an earlier identity)."""
+    obj = _obj(change)
+    live = t.request("GET", object_path(obj), verb="get", what=describe(obj), ok_404=True)
+    if live is None:
+        return None
+    owner = owner_of(live)
+    expected = owner_of(change.before or {}) or owner_of(change.after or {})
+    if owner is None or expected is None or (owner != expected and not change.moved_from):
+        labels = (live.get("metadata") or {}).get("labels") or {}
+        raise BackendError(f"refusing to delete {describe(obj)}: it does not carry ftspec's "
+                           f"ownership labels for spec {expected!r} (its labels: {labels}); "
+                           "nothing was deleted", hint="ftspec deletes only objects it "
+                           "created for the spec; delete this one yourself if you mean to")
+    return live
+
+
+def _delete(t: Transport, change: Change, rv: str | None) -> bool:
+    """Delete the live object of ``change`` if it is ftspec's for the change's spec; False
+    when it was already gone."""
+    obj = _obj(change)
+    live = _owned_live(t, change)
+    if live is None:
+        return False
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions",
                             "propagationPolicy": "Background"}
+    conditions = {"uid": (live.get("metadata") or {}).get("uid")}
     if rv and rv.startswith("rv:"):
-        body["preconditions"] = {"resourceVersion": rv[3:]}
+        conditions["resourceVersion"] = rv[3:]
+    body["preconditions"] = {k: v for k, v in conditions.items() if v}
     try:
         t.request("DELETE", object_path(obj), body, verb="delete", what=describe(obj),
                   ok_404=True)
@@ -81,6 +133,7 @@ def _delete(t: Transport, obj: dict[str, Any], rv: str | None) -> None:
             raise StalePlanError(f"{describe(obj)} changed since the plan was made; not deleted",
                                  hint="run plan again") from None
         raise
+    return True
 
 
 def _wait_gone(t: Transport, obj: dict[str, Any], reporter: Reporter, addr: str) -> None:
@@ -107,8 +160,8 @@ def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force
     rv = plan.read_digests.get(change.address)
     if change.action is Action.DELETE:
         reporter.event(f"{change.address}: destroying...", address=change.address)
-        _delete(t, obj, rv)
-        _wait_gone(t, obj, reporter, change.address)
+        if _delete(t, change, rv):
+            _wait_gone(t, obj, reporter, change.address)
         return
     assert change.after is not None
     if change.action is Action.NOOP:  # a move: the same object, labelled with its new id
@@ -118,8 +171,8 @@ def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force
         return
     if change.action is Action.REPLACE:
         reporter.event(f"{change.address}: destroying (replace)...", address=change.address)
-        _delete(t, obj, rv)
-        _wait_gone(t, obj, reporter, change.address)
+        if _delete(t, change, rv):
+            _wait_gone(t, obj, reporter, change.address)
     verb = "modifying" if change.action is Action.UPDATE else "creating"
     reporter.event(f"{change.address}: {verb}...", address=change.address)
     _apply_one(t, change.after, force)
@@ -145,6 +198,8 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
                      key=lambda c: ORDER[c.action])
     if not changes:
         return ApplyResult(applied=())
+    for change in changes:  # a plan with anything ftspec does not manage changes nothing
+        _guard(change)
     for warning in preflight(t, changes):
         reporter.event(f"warning: {warning}", warning=True)
     held: list[SpecLease] = []

@@ -1,12 +1,38 @@
-"""Kinds ftspec reads or writes, and their REST paths (no discovery round trip needed)."""
+"""Kinds ftspec reads or writes, and their REST paths (no discovery round trip needed).
+
+Every request path is built here (``Resource.path``), and every namespace and name that goes
+into one is checked first: a namespace must be a DNS-1123 label, a name a DNS-1123
+subdomain (the forms the API server itself requires), and both are percent-encoded as path
+segments. A name read from a plan or a live object such as ``victim?dryRun=All#`` is
+refused instead of turning into a request for another object with a query of its own.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.spec.patterns import DNS_LABEL, DNS_SUBDOMAIN
 from ftspec.spec.platforms import TRAINER_API_VERSION, TRAINER_GROUP
+
+_LABEL = re.compile(DNS_LABEL)
+_SUBDOMAIN = re.compile(DNS_SUBDOMAIN)
+
+
+def path_segment(value: object, what: str, *, label: bool) -> str:
+    """``value`` as one path segment: a DNS-1123 label (``label``, at most 63 characters)
+    or subdomain (at most 253), percent-encoded; ``BackendError`` for anything else."""
+    form, limit = (_LABEL, 63) if label else (_SUBDOMAIN, 253)
+    if not isinstance(value, str) or len(value) > limit or not form.fullmatch(value):
+        kind = "label" if label else "subdomain"
+        chars = " and '-'" if label else ", '-' and '.'"
+        raise BackendError(f"{what} {value!r} is not a valid Kubernetes name (a DNS-1123 "
+                           f"{kind} of at most {limit} characters: lowercase letters, digits"
+                           f"{chars}); no request was made")
+    return quote(value, safe="")
 
 
 @dataclass(frozen=True)
@@ -23,9 +49,13 @@ class Resource:
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
+            base += "/namespaces/" + path_segment(namespace, "namespace", label=True)
         base += f"/{self.plural}"
-        return f"{base}/{name}" if name else base
+        if not name:
+            return base
+        return f"{base}/" + path_segment(name, f"{self.plural} name",
+                                         label=self.plural == "namespaces")
+
 
 
 KINDS: dict[str, Resource] = {
@@ -42,6 +72,10 @@ KINDS: dict[str, Resource] = {
     "Lease": Resource("coordination.k8s.io", "v1", "leases"),
     "CustomResourceDefinition": Resource("apiextensions.k8s.io", "v1",
                                          "customresourcedefinitions", namespaced=False),
+    "JobSet": Resource("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    "Job": Resource("batch", "v1", "jobs"),
+    "RayCluster": Resource("ray.io", "v1", "rayclusters"),
+    "Event": Resource("", "v1", "events"),
 }
 
 MANAGED_KINDS: dict[str, tuple[str, ...]] = {

@@ -20,6 +20,7 @@ from ftspec.reconciler.answers import AnswerRefused, error_body, parse_json
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.kubernetes.errors import ApiError, api_error, unreachable
 from ftspec.reconciler.kubernetes.kubeconfig import Connection
+from ftspec.reconciler.kubernetes.shapes import shaped
 from ftspec.spec.secrets import redact
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -164,7 +165,7 @@ class Transport:
             raise AnswerRefused(f"the API server's answer to {method} {path} is not a JSON "
                                 "object", hint="check --kubeconfig / --context (is it the "
                                 "API server you meant?)")
-        return answer
+        return shaped(answer)
 
     def request_text(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
                      what: str = "") -> str:
