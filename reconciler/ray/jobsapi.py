@@ -113,12 +113,11 @@ class JobsApi:
 
     def list_jobs(self) -> list[dict[str, Any]]:
         jobs = self._call("GET", "/api/jobs/")
-        return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+        return [j for j in map(_job, jobs) if j is not None] if isinstance(jobs, list) else []
 
     def get_job(self, submission_id: str) -> dict[str, Any] | None:
         quoted = urllib.parse.quote(submission_id, safe="")
-        job = self._call("GET", f"/api/jobs/{quoted}", ok_404=True)
-        return job if isinstance(job, dict) else None
+        return _job(self._call("GET", f"/api/jobs/{quoted}", ok_404=True))
 
     def submit(self, payload: dict[str, Any]) -> str:
         body = {k: payload[k] for k in SUBMIT_KEYS if payload.get(k) is not None}
@@ -152,6 +151,35 @@ class JobsApi:
         quoted = urllib.parse.quote(submission_id, safe="")
         out = self._call("GET", f"/api/jobs/{quoted}/logs", ok_404=True)
         return str(_obj(out).get("logs") or "")
+
+
+JOB_TEXT = ("submission_id", "job_id", "status", "message", "entrypoint", "type",
+            "error_type", "driver_node_id", "driver_agent_http_address")
+"""A job's fields that are text (``None`` when absent); any other type reads as absent."""
+JOB_NUMBERS = ("start_time", "end_time", "driver_exit_code")
+"""A job's fields that are numbers (times in ms, an exit code); any other type: absent."""
+
+
+def _job(answer: Any) -> dict[str, Any] | None:
+    """A job of the Jobs API in the shapes the backend reads: a mapping, its ``metadata`` a
+    mapping of text to text (other entries left out), its text and number fields of their
+    types or None, its ``runtime_env`` a mapping; None for an answer that is no job."""
+    if not isinstance(answer, dict):
+        return None
+    meta = answer.get("metadata")
+    out = dict(answer)
+    out["metadata"] = {k: v for k, v in meta.items() if isinstance(k, str)
+                       and isinstance(v, str)} if isinstance(meta, dict) else {}
+    for key in JOB_TEXT:
+        if not isinstance(out.get(key), str):
+            out[key] = None
+    for key in JOB_NUMBERS:
+        value = out.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            out[key] = None
+    if not isinstance(out.get("runtime_env"), dict):
+        out["runtime_env"] = {}
+    return out
 
 
 def _obj(answer: Any) -> dict[str, Any]:

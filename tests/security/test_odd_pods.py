@@ -101,3 +101,43 @@ def test_shapes_keep_what_a_real_server_sends() -> None:
     assert odd[1]["status"]["containerStatuses"] == [{"name": "node", "state": {},
                                                       "lastState": {}}]
     assert odd[1]["status"]["conditions"] == [] and odd[2]["spec"]["containers"] == []
+
+
+RAY_EXAMPLE = REPO / "examples" / "hf-peft-smollm-135m-samsum.yaml"
+RAY_LABELS = {"app.kubernetes.io/managed-by": "ftspec",
+              "ftspec.dev/spec-id": "smollm-135m-samsum-lora"}
+ODD_JOBS: list[Any] = [
+    None, 5, "job", {"metadata": None}, {"metadata": "x"}, {"metadata": [1]},
+    {"metadata": dict(RAY_LABELS), "submission_id": None, "status": 5},
+    {"metadata": {**RAY_LABELS, "ftspec.dev/spec-file": 7}, "submission_id": "s1",
+     "status": "FAILED", "start_time": "x", "end_time": None, "driver_exit_code": "x",
+     "entrypoint": None, "runtime_env": "x"},
+]
+
+
+def _ray_answer(seen: Seen) -> Answer:
+    path = seen.path.split("?")[0]
+    if path == "/api/jobs/":
+        return body(json.dumps(ODD_JOBS).encode())
+    if path.endswith("/logs"):
+        return body(b'{"logs": null}')
+    if path.startswith("/api/jobs/"):
+        return body(json.dumps(ODD_JOBS[-1]).encode())
+    if path.startswith("/api/v0/nodes"):
+        return body(b'{"data": {"result": {"result": [null, {"resources_total": null}]}}}')
+    return Answer(status=404, chunks=[b"{}"], length=2)
+
+
+@pytest.mark.parametrize("command", ["plan", "status", "logs", "output", "list"])
+def test_odd_ray_jobs_never_make_an_internal_error(command: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with serve(_ray_answer) as server:
+        args = ["list", "--ray-address", server.url] if command == "list" else \
+            [command, str(RAY_EXAMPLE), "--set", f"deploy.ray.address={server.url}"]
+        code = main(args)
+        asked = [s.path for s in server.seen]
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "internal error" not in text and "Traceback" not in text, text
+    assert code in (0, 1, 2), text
+    assert "/api/jobs/" in asked, asked
