@@ -107,9 +107,12 @@ def _local_output(root: Path, run_dir: str, argv: list[str]) -> str | None:
     for flag, value in pairwise(argv):
         if flag == "--output_dir":
             return value
+    from ftspec.reconciler.local.runner import launch_file
+
     launch = root / run_dir / "launch"
-    for config in sorted(launch.glob("*.yaml")) if launch.is_dir() else []:
-        found = _OUTPUT_DIR.search(config.read_text(encoding="utf-8", errors="replace"))
+    for name in sorted(p.name for p in launch.glob("*.yaml")) if launch.is_dir() else []:
+        text = launch_file(root, run_dir, name)  # a plain file only: a FIFO would block
+        found = _OUTPUT_DIR.search(text) if text is not None else None
         if found:
             return found.group(1)
     return run_dir

@@ -88,3 +88,23 @@ def test_a_path_through_a_torchtune_module_is_refused_once_resolved() -> None:
     bad = {**good, "dataset": {"_component_": f"torchtune.datasets.{module}.missing"}}
     with pytest.raises(RefusedComponent, match="not defined in torchtune"):
         check_components(bad)
+
+
+def test_list_reads_no_fifo_planted_as_a_launch_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from security.localstate import REPO
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / SPEC).write_text((REPO / SPEC).read_text())
+    run = tmp_path / RUN_DIR
+    (run / "launch").mkdir(parents=True)
+    os.mkfifo(run / "launch" / "config.yaml")  # opening it to read blocks for a writer
+    (run / "exit.json").write_text(json.dumps({"returncode": 0, "ended_at": time.time()}))
+    plant_record(tmp_path, record_for(2**22 - 7, time.time()))
+    done = subprocess.run([sys.executable, "-m", "ftspec.cli", "list", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["output"] == RUN_DIR  # the FIFO was passed over, not read
