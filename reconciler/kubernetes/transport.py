@@ -254,6 +254,8 @@ def _reason(exc: Exception) -> str:
     """The words of a request's failure, credentials redacted before the text is cut (a
     header ``http.client`` refuses comes back quoted whole in its message)."""
     text = str(exc)
+    if isinstance(exc, ValueError) and "header" in text.lower():
+        return "a request header holds characters HTTP does not allow (its value is not shown)"
     if "Connection refused" in text or "NewConnectionError" in text:
         return "connection refused"
     if "timed out" in text.lower() or "Timeout" in type(exc).__name__:

@@ -73,5 +73,13 @@ def test_a_header_error_from_the_http_client_is_redacted() -> None:
                                  token=TOKEN + "9\n"), retries=0)
         with pytest.raises(BackendError) as refused:
             t.request("GET", "/api/v1/pods")
-    assert "Invalid header value" in str(refused.value)
-    assert TOKEN not in str(refused.value) and "<redacted>" in str(refused.value)
+    assert "a request header holds characters HTTP does not allow" in str(refused.value)
+    assert TOKEN not in str(refused.value)
+
+
+def test_request_errors_are_redacted_before_they_are_cut() -> None:
+    from ftspec.reconciler.kubernetes.transport import _reason
+
+    quoted = OSError("proxy said: Authorization: Bearer " + TOKEN + "9" + "x" * 300)
+    assert TOKEN not in _reason(quoted) and "<redacted>" in _reason(quoted)
+    assert TOKEN[:8] not in _reason(OSError("x" * 180 + " token=" + TOKEN))
