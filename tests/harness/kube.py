@@ -621,10 +621,14 @@ class KubeCluster:
 
         self._wait(enforced, self._webhook, "cel-webhook.log", "CEL webhook enforcement", timeout=30)
 
-    def _start_etcd(self) -> None:
-        tmp = self._require_started()
+    def _etcd_binary(self) -> Path:
         etcd = etcd_binary()
         assert etcd is not None  # checked by is_ready()
+        return etcd
+
+    def _start_etcd(self) -> None:
+        tmp = self._require_started()
+        etcd = self._etcd_binary()
         client = f"http://127.0.0.1:{self._etcd_port}"
         peer = f"http://127.0.0.1:{self._peer_port}"
         self._etcd = self._popen(
