@@ -31,8 +31,14 @@ def render_rows(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "No runs found (`ftspec apply` starts one; SPEC arguments and --namespace / " \
                "--ray-address add places to look)."
-    return "\n".join(table_lines(list(COLUMNS), [_cells(r) for r in rows],
-                                 [r["phase"] for r in rows], 3))
+    lines = table_lines(list(COLUMNS), [_cells(r) for r in rows], [r["phase"] for r in rows],
+                        3)
+    warned = [r for r in rows if r.get("warning")]
+    if warned:  # why a pending or failed job does not start (its Warning Events)
+        lines.append("")
+        lines += [f"[yellow]{escape(r['name'])}:[/yellow] {escape(r['warning'])}"
+                  for r in warned]
+    return "\n".join(lines)
 
 
 def table_lines(header: list[str], cells: list[list[str]], phases: list[str],

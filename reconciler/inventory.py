@@ -45,6 +45,9 @@ class RunRow:
     """The platform's name for it (Ray submission id, Kubernetes object name)."""
     progress_note: str | None = None
     """Why step / loss are not known (Kubernetes rows: the pod log could not be read…)."""
+    warning: str | None = None
+    """A pending or failed Kubernetes job's latest Warning Event (its own or its
+    children's): why it does not start."""
 
     def age_s(self, now: float | None = None) -> float | None:
         if self.started_at is None:
@@ -179,12 +182,28 @@ def kube_rows(transport: Any, namespace: str) -> list[RunRow]:
             start, _end = times(obj)
             labels = meta.get("labels") or {}
             seen = progress(transport, obj)
+            warning = _warning(transport, obj) if phase.value in ("Pending", "Failed") \
+                else None
             rows.append(RunRow(
                 name=str(labels.get(SPEC_ID_LABEL) or meta.get("name")), target=target,
                 phase=phase.value, where=namespace, started_at=start, step=seen.step,
                 total_steps=seen.total_steps, loss=seen.loss, progress_note=seen.note,
                 spec_file=(meta.get("annotations") or {}).get("ftspec.dev/spec-file"),
                 validity={"Succeeded": "ok", "Failed": "failed"}.get(phase.value),
-                job=f"{kind}/{meta.get('name')}"))
+                job=f"{kind}/{meta.get('name')}", warning=warning))
     return sorted(rows, key=lambda r: (r.name, r.job or ""))
+
+
+def _warning(transport: Any, obj: dict[str, Any]) -> str | None:
+    """The latest Warning Event of a job and its children (``kubernetes.events``)."""
+    from ftspec.reconciler.backend import BackendError
+    from ftspec.reconciler.kubernetes.events import describe_warning, job_names, warning_events
+    from ftspec.reconciler.kubernetes.logs import job_pods
+
+    try:
+        found = warning_events(transport, obj, job_pods(transport, obj),
+                               job_names(transport, obj))
+    except BackendError:
+        return None
+    return describe_warning(found[-1]) if found else None
 

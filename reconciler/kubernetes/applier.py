@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Reporter, StalePlanError
+from ftspec.reconciler.kubernetes.children import wait_children_gone
 from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.essence import with_applied_digest
@@ -25,7 +26,12 @@ from ftspec.reconciler.kubernetes.lease import SpecLease
 from ftspec.reconciler.kubernetes.planner import address, owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
 from ftspec.reconciler.kubernetes.reads import Reader
-from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, describe, object_path
+from ftspec.reconciler.kubernetes.resources import (
+    MANAGED_KINDS,
+    describe,
+    object_path,
+    runtime_needed,
+)
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, MERGE_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
 from ftspec.spec.loader import SourceDoc
@@ -33,7 +39,21 @@ from ftspec.spec.ownership import SPEC_ID_LABEL
 
 ORDER = {Action.DELETE: 0, Action.REPLACE: 1, Action.CREATE: 2, Action.UPDATE: 2,
          Action.NOOP: 3}
+NEEDED_FIRST = ("ConfigMap", "TrainingRuntime", "ClusterTrainingRuntime")
+"""Kinds other objects of a plan need to exist (a TrainJob its runtime and its files):
+applied before the rest."""
 DELETE_TIMEOUT_S = 300.0
+CACHE_WAIT_S = 30.0
+"""How long apply retries an object an admission webhook refuses because the object it
+needs, which this apply just created, is not yet in the controller's cache."""
+
+
+def _order(change: Change) -> tuple[int, int]:
+    """Deletes first, then what other objects need, then the rest (each by ``ORDER``)."""
+    if change.action is Action.DELETE:
+        return (0, 0)
+    needed = str(_obj(change).get("kind")) in NEEDED_FIRST
+    return (1 if needed else 2, ORDER[change.action])
 
 
 def _obj(change: Change) -> dict[str, Any]:
@@ -66,6 +86,32 @@ def _apply_one(t: Transport, obj: dict[str, Any], force: bool) -> dict[str, Any]
     body = json.dumps(with_applied_digest(obj)).encode()
     return t.request("PATCH", object_path(obj), body, content_type=APPLY_PATCH, query=query,
                      verb="apply", what=describe(obj)) or {}
+
+
+def _apply_after_needed(t: Transport, obj: dict[str, Any], force: bool, reporter: Reporter,
+                        addr: str, needed: str) -> dict[str, Any]:
+    """``_apply_one``, retried for up to ``CACHE_WAIT_S`` while an admission webhook refuses
+    it: ``needed`` (its runtime) was created by this apply and the controller's cache may not
+    have it yet (the Trainer's webhook reads runtimes from its informer). The last refusal
+    is raised if it persists."""
+    start = time.monotonic()
+    delay = 0.25
+    while True:
+        try:
+            return _apply_one(t, obj, force)
+        except ApiError as exc:
+            elapsed = time.monotonic() - start
+            if exc.webhook is None or elapsed + delay > CACHE_WAIT_S:
+                if exc.webhook is not None:
+                    exc.hint = (f"{needed} was created by this apply and the webhook still "
+                                f"refused {addr} after {elapsed:.0f} s; " + (exc.hint or ""))
+                raise
+            reporter.event(f"{addr}: waiting for the controller to see {needed} "
+                           f"(admission webhook {exc.webhook} refused it) "
+                           f"[{elapsed:.0f}s elapsed]", address=addr, waiting=True,
+                           elapsed=round(elapsed, 1))
+            time.sleep(delay)
+            delay = min(delay * 2, 4.0)
 
 
 def _relabel(t: Transport, obj: dict[str, Any]) -> None:
@@ -155,7 +201,9 @@ def _wait_gone(t: Transport, obj: dict[str, Any], reporter: Reporter, addr: str)
         time.sleep(0.25 if elapsed < 5 else 1.0)
 
 
-def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force: bool) -> None:
+def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force: bool,
+             applied: set[str] | None = None) -> None:
+    """``applied``: ``Kind name`` of the objects this apply created or changed so far."""
     obj = _obj(change)
     rv = plan.read_digests.get(change.address)
     if change.action is Action.DELETE:
@@ -173,9 +221,16 @@ def _execute(t: Transport, plan: Plan, change: Change, reporter: Reporter, force
         reporter.event(f"{change.address}: destroying (replace)...", address=change.address)
         if _delete(t, change, rv):
             _wait_gone(t, obj, reporter, change.address)
+    if change.action in (Action.CREATE, Action.REPLACE):  # the new job must not inherit
+        wait_children_gone(t, obj, reporter, change.address)
     verb = "modifying" if change.action is Action.UPDATE else "creating"
     reporter.event(f"{change.address}: {verb}...", address=change.address)
-    _apply_one(t, change.after, force)
+    runtime = runtime_needed(change.after)
+    needed = " ".join(runtime) if runtime else None
+    if needed and needed in (applied or set()):
+        _apply_after_needed(t, change.after, force, reporter, change.address, needed)
+    else:
+        _apply_one(t, change.after, force)
     reporter.event(f"{change.address}: {change.action.value} complete",
                    address=change.address, action=change.action.value)
 
@@ -195,7 +250,7 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
                docs: Mapping[str, SourceDoc] | None = None) -> ApplyResult:
     """``docs``: spec file -> loaded spec, to place errors the server returns."""
     changes = sorted((c for c in plan.changes if c.action is not Action.NOOP or c.moved_from),
-                     key=lambda c: ORDER[c.action])
+                     key=_order)
     if not changes:
         return ApplyResult(applied=())
     for change in changes:  # a plan with anything ftspec does not manage changes nothing
@@ -212,9 +267,10 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
         _stale_check(t, plan)
         done: list[Change] = []
         failed: list[tuple[str, str]] = []
+        applied: set[str] = set()
         for change in changes:
             try:
-                _execute(t, plan, change, reporter, force_conflicts)
+                _execute(t, plan, change, reporter, force_conflicts, applied)
             except BackendError as exc:
                 where = ""
                 spec_path = getattr(exc, "spec_path", None)
@@ -232,6 +288,9 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
                     break  # the server is unwell: stop; the next apply converges
                 continue
             done.append(change)
+            if change.after is not None and change.action is not Action.NOOP:
+                meta = change.after.get("metadata") or {}
+                applied.add(f"{change.after.get('kind')} {meta.get('name')}")
         return ApplyResult(applied=tuple(done), failed=tuple(failed))
     finally:
         with ThreadPoolExecutor(max_workers=4) as pool:

@@ -136,17 +136,21 @@ class KubernetesBackend:
 
     def _preflight(self, plan: Plan, desired: Sequence[Desired]) -> None:
         """What the objects apply would create (or re-create) reference exists: each
-        missing one an error at the spec field naming it (``PreflightError``). apply's own
+        missing one an error at the spec field naming it (``PreflightError``); the job's
+        name fits a runtime only the cluster knows (``names.name_check``). apply's own
         preflight checks every change again, with the user's access."""
+        from ftspec.reconciler.kubernetes.names import name_check
         from ftspec.reconciler.kubernetes.preflight import PreflightError, spec_preflight
 
         seen: dict[str, bool | None] = {}
+        runtimes: dict[str, dict[str, Any] | None] = {}
         found: list[Diagnostic] = []
         for d in desired:
             objects = [c.after for c in plan.changes if c.spec_file == d.spec_file
                        and c.after is not None and c.action in (Action.CREATE, Action.REPLACE)]
             if objects:
                 found += spec_preflight(self.transport, d, objects, seen)
+                found += name_check(self.transport, d, runtimes)
         if found:
             raise PreflightError(found)
 
@@ -185,7 +189,8 @@ class KubernetesBackend:
             draft.warnings.append(CEL_SKIPPED)
         version = next((d.job.trainer_version for d in desired if d.job.target == "kubeflow"),
                        None)
-        ctx = Context(reader, rules, by_addr, {d.job.spec_id for d in desired}, version)
+        ctx = Context(reader, rules, by_addr, {d.job.spec_id for d in desired}, version,
+                      {p.addr: p for p in pending})
         for p in pending:
             plan_object(ctx, p, draft)
         return {p.addr for p in pending}
@@ -225,8 +230,22 @@ class KubernetesBackend:
                           f"{describe(ref)} not found (not applied yet?)"), []
         phase = phase_of(live)[0]
         lines = self._pod_lines(live) if phase is not Phase.PENDING else []
-        pods = self._pods(live) if phase is Phase.FAILED else {}
-        return job_status(desired.job, addr, live, lines, pods=pods), metric_lines(lines)
+        stuck = phase in (Phase.PENDING, Phase.FAILED, Phase.UNKNOWN)
+        pods = self._pods(live) if stuck else {}
+        events = self._warnings(live, pods) if stuck else []
+        return (job_status(desired.job, addr, live, lines, pods=pods, events=events),
+                metric_lines(lines))
+
+    def _warnings(self, live: dict[str, Any], pods: dict[str, dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+        """The Warning Events of the job and its children (``events.py``), or none while
+        unreadable."""
+        from ftspec.reconciler.kubernetes.events import job_names, warning_events
+
+        try:
+            return warning_events(self.transport, live, pods, job_names(self.transport, live))
+        except BackendError:
+            return []
 
     def _pods(self, live: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """The job's pods (their termination reasons), or none while unreadable."""

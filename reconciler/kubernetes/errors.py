@@ -31,7 +31,9 @@ class ApiError(BackendError):
         self.bad_value = bad_value
         """The value the server called invalid, to narrow ``spec_path`` to the key holding it."""
         self.fields: list[str] = []
-        """The object fields a 422 names (``spec.managedBy``)."""
+        """The object fields a 422 or an admission webhook's refusal names (``spec.managedBy``)."""
+        self.webhook: str | None = None
+        """The admission webhook that refused the request (its message says so), else None."""
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -50,14 +52,52 @@ def _conflicts(message: str) -> str:
     return "; ".join(rows)
 
 
+ADMISSION = re.compile(r'admission webhook "([^"]+)" denied the request')
+"""How the API server words any admission webhook's refusal, whatever its HTTP status (the
+Trainer's and JobSet's webhooks deny with 403 Forbidden, a CEL rule with 422)."""
+FIELD_ERROR = re.compile(
+    r"(?:is invalid: |denied the request: \[?|; |, )([A-Za-z][\w.\[\]]*): (?:Invalid value|"
+    r"Forbidden|Required value|Unsupported value|Duplicate value|Not found|Too long|Too many|"
+    r"Internal error)")
+"""A Go ``field.Error`` in a message: ``spec.runtimeRef: Invalid value: …``."""
+
+
+def _fields(body: dict[str, Any], message: str) -> list[str]:
+    """The object fields the server's answer names: its causes, then the field errors its
+    message carries (an admission webhook's refusal has them in the message only)."""
+    causes = (body.get("details") or {}).get("causes") or []
+    fields = [str(c.get("field")) for c in causes if isinstance(c, dict) and c.get("field")]
+    return list(dict.fromkeys(fields + FIELD_ERROR.findall(message)))
+
+
+def admission_error(status: int, body: dict[str, Any], webhook: str, *, verb: str,
+                    what: str) -> ApiError:
+    """An admission webhook's refusal: the server's words, located at the spec field it
+    names; never a permission problem, whatever the status (403 included)."""
+    message = str(body.get("message") or "")
+    fields = _fields(body, message)
+    spec_path = next((p for p in map(spec_path_for, fields) if p), None)
+    err = ApiError(f"the server refused to {verb} {what}: {message}", status=status,
+                   body=body, spec_path=spec_path,
+                   hint=f"the admission webhook {webhook} (a controller's rule, not RBAC) "
+                   "refused it; fix the spec field named above, or see the controller's "
+                   "documentation for the rule")
+    err.fields = fields
+    err.webhook = webhook
+    return err
+
+
 def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
               server: str = "", context: str = "") -> ApiError:
     message = str(body.get("message") or body.get("reason") or f"HTTP {status}")
+    webhook = ADMISSION.search(message)
+    if webhook and status != 422:
+        return admission_error(status, body, webhook.group(1), verb=verb, what=what)
     if status == 401:
         return ApiError(f"the API server {server} rejected the credentials of context "
                         f"{context!r} (401 Unauthorized)", status=status, body=body,
                         hint="refresh the token in your kubeconfig, or pick another --context")
-    if status == 403:
+    if status == 403 and body.get("reason") in ("Forbidden", None):  # RBAC says so
         found = re.search(r'cannot (\w+) resource "([^"]+)"(?: in API group "([^"]*)")?', message)
         if found:
             verb = found.group(1)
@@ -77,9 +117,7 @@ def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
                         hint="the object changed concurrently; run plan again")
     if status == 422:
         causes = (body.get("details") or {}).get("causes") or []
-        fields = [c.get("field", "") for c in causes if c.get("field")]
-        # an admission webhook's refusal carries its fields in the message only
-        fields += re.findall(r"(?:is invalid: |; )([A-Za-z][\w.\[\]]*): Invalid value", message)
+        fields = _fields(body, message)
         spec_path = next((p for p in map(spec_path_for, fields) if p), None)
         bad = next((m.group(1) for c in causes
                     if (m := re.search(r'Invalid value: "((?:[^"\\]|\\.)*)"',
@@ -89,6 +127,7 @@ def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
                        hint="fix the spec value named above (see `ftspec compile` for the "
                        "generated object)")
         err.fields = fields
+        err.webhook = webhook.group(1) if webhook else None
         return err
     if status == 404 and what.startswith("kind "):
         return ApiError(f"{what} is not served by this cluster", status=status, body=body)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 from ftspec.spec.platforms import OVERRIDES_TRAINER
 
@@ -68,3 +69,27 @@ def forcing_pattern(kind: str, path: str, trainer_version: str | None = None) ->
         if _match(_segments(pattern), segs):
             return pattern.replace("*", segs[1] if len(segs) > 1 else "*")
     return None
+
+
+def suspend_gate(kind: str, trainer_version: str | None, live: dict[str, Any] | None,
+                 desired: dict[str, Any]) -> str | None:
+    """The TrainJob field any change of which forces a replace here, because the Trainer's
+    webhook refuses it unless the TrainJob is suspended; None when the update is allowed.
+
+    Trainer v2.3.0 (``checkRuntimePatchesImmutability``): a change to ``spec.runtimePatches``
+    is refused unless ``spec.suspend`` is true before or after the update. The CRD tells
+    only the generation (runtimePatches: v2.2 and later), so v2.2 gets v2.3's rule.
+    The podTemplateOverrides generation (v2.1, and v2.0's podSpecOverrides before it) allows
+    a change only when the updated TrainJob is suspended."""
+    if kind != "TrainJob" or live is None:
+        return None
+    before = ((live.get("spec") or {}).get("suspend")) is True
+    after = ((desired.get("spec") or {}).get("suspend")) is True
+    if trainer_version == OVERRIDES_TRAINER:
+        return None if after else "spec.podTemplateOverrides"
+    return None if before or after else "spec.runtimePatches"
+
+
+def gated(gate: str | None, path: str) -> bool:
+    """A change at ``path`` touches the suspend-gated field ``gate``."""
+    return gate is not None and _match(_segments(gate), _segments(path))

@@ -6,7 +6,10 @@ decides what to show).
   ``ray job submit`` tails, while the head pod's log is Ray's own);
 - elapsed: a RayJob's ``status.startTime``/``endTime``; a TrainJob's creation time to the
   ``Complete``/``Failed`` condition's transition;
-- reason (a failed job): its condition's message, the first container that ended badly
+- warnings: a pending or failed job's Warning Events and its children's (``events.py``);
+  the latest is in a pending job's message;
+- reason (a failed job): its condition's message, the latest Warning Event, the first
+  container that ended badly
   (``OOMKilled``: out of memory) and the trainer's last exception in that pod's log;
 - nodes: a multi-node KubeRay job's driver prints ``[ftspec-node]`` lines per node
   (``runtime.ray_nodes.wire.node_states``); they show in ``platform.nodes``.
@@ -19,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ftspec.reconciler.failure import reason
+from ftspec.reconciler.kubernetes.events import describe_warning
 from ftspec.reconciler.kubernetes.status import TERMINAL, phase_of
 from ftspec.reconciler.model import Phase, Status
 from ftspec.reconciler.outputs import location
@@ -83,15 +87,17 @@ def terminations(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def failure(live: dict[str, Any], pods: dict[str, dict[str, Any]], lines: list[str]
-            ) -> dict[str, Any]:
-    """Why a failed job failed: the job's own condition or message, the first container
-    that ended badly (an ``OOMKilled`` is out of memory), the trainer's last exception in
-    that pod's log (else in any pod's)."""
+def failure(live: dict[str, Any], pods: dict[str, dict[str, Any]], lines: list[str],
+            events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Why a failed job failed: the job's own condition or message, the latest Warning
+    Event of it or its children, the first container that ended badly (an ``OOMKilled`` is
+    out of memory), the trainer's last exception in that pod's log (else in any pod's)."""
     _, message, _ = phase_of(live)
     ended = terminations(pods)
     first = ended[0] if ended else {}
     words = [message] if message else []
+    if events:
+        words.append(describe_warning(events[-1]))
     if first:
         words.append(f"pod {first['pod']}" + (f" container {first['container']}"
                                              if first.get("container") else "")
@@ -112,11 +118,17 @@ def failure(live: dict[str, Any], pods: dict[str, dict[str, Any]], lines: list[s
 
 
 def job_status(job: Job, addr: str, live: dict[str, Any], lines: list[str],
-               now: float | None = None, pods: dict[str, dict[str, Any]] | None = None
-               ) -> Status:
+               now: float | None = None, pods: dict[str, dict[str, Any]] | None = None,
+               events: list[dict[str, Any]] | None = None) -> Status:
     """``lines``: ``[pod] text`` log lines of the job's pods (none while it is pending);
-    ``pods``: the job's pods by name, read once it failed (their termination reasons)."""
+    ``pods``: the job's pods by name, read once it failed (their termination reasons);
+    ``events``: the Warning Events of the job and its children (``events.py``), read while
+    it is pending or failed: the latest says why a pending job does not start."""
     phase, message, platform = phase_of(live)
+    if events:
+        platform = {**platform, "warnings": events}
+        if phase is Phase.PENDING:
+            message = f"{message}; {describe_warning(events[-1])}"
     tracker = tracker_for(job)
     tracker.feed(metric_lines(lines))
     start, end = times(live)
@@ -128,6 +140,6 @@ def job_status(job: Job, addr: str, live: dict[str, Any], lines: list[str],
     if nodes:
         platform = {**platform, "nodes": nodes}
     where = {k: v for k, v in location(job).items() if k != "path"}
-    why = failure(live, pods or {}, lines) if phase is Phase.FAILED else {}
+    why = failure(live, pods or {}, lines, events) if phase is Phase.FAILED else {}
     return Status(addr, phase, message, platform, metrics=metrics, outputs=where, reason=why)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ftspec.reconciler.kubernetes.planner import (
     owner_of,
 )
 from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
-from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS
+from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, runtime_needed
 from ftspec.reconciler.model import Action, Change
 from ftspec.spec.ir import Job
 
@@ -135,6 +135,8 @@ class Context:
     """The spec ids of this plan."""
     version: str | None
     """The Trainer API version the TrainJobs were rendered for."""
+    rendered: dict[str, Pending] = field(default_factory=dict)
+    """Every object of this plan by address, with its reads."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,32 @@ class ServerRead:
     moved: list[Violation]
     """The CRD's transition rules the update from the live object breaks."""
     refused: ApiError | None
-    """The dry-run's 422 (an immutable field, if the plan replaces the object)."""
+    """The dry-run's refusal of an update: a 422 or an admission webhook's (an immutable
+    field, if the plan replaces the object)."""
+    deferred: str | None = None
+    """Why the server could not check the object yet: an object it needs is one this plan
+    creates (a TrainJob on its new runtime); apply checks it once that exists."""
+
+
+DEFERRED = "checked after its {what} exists"
+"""The mark of a change whose dry run waits for an object the same plan creates."""
+
+
+def created_here(ctx: Context, p: Pending) -> str | None:
+    """The object of this plan that ``p`` needs and apply creates first (a TrainJob's
+    runtime), as ``Kind name``; None when it needs none or that one is live."""
+    runtime = runtime_needed(p.obj)
+    if runtime is None:
+        return None
+    kind, name = runtime
+    ns = (p.obj.get("metadata") or {}).get("namespace") if kind == "TrainingRuntime" else None
+    addr = address(p.desired.job.target, {"kind": kind,
+                                          "metadata": {"name": name, "namespace": ns}})
+    needed = ctx.rendered.get(addr)
+    if needed is None:
+        return None
+    live = ctx.by_addr.get(addr) if needed.live is None else needed.live.result()
+    return None if live is not None else f"{kind} {name}"
 
 
 def read_server(ctx: Context, p: Pending) -> ServerRead:
@@ -159,9 +186,15 @@ def read_server(ctx: Context, p: Pending) -> ServerRead:
     try:
         return ServerRead(live, p.dry.result(), moved, None)
     except ApiError as exc:
-        # a server with the CRD's transition rules refuses the update of an
-        # immutable field: fine when the plan replaces the object (plan_object)
-        if exc.status != 422 or live is None:
+        needed = created_here(ctx, p) if exc.webhook else None
+        if needed:  # refused because its runtime is not there yet: apply creates it first
+            return ServerRead(live, None, moved, None, deferred=(
+                f"{DEFERRED.format(what=needed)}: this plan creates it, and the admission "
+                f"webhook {exc.webhook} refuses the object until then"))
+        # a server with the CRD's transition rules (422), or a controller's webhook (the
+        # Trainer's runtimePatches rule: 403), refuses the update of a field it keeps
+        # immutable: fine when the plan replaces the object (plan_object)
+        if (exc.status != 422 and exc.webhook is None) or live is None:
             raise
         return ServerRead(live, ctx.reader.created_result(p.obj), moved, exc)
 
@@ -209,16 +242,20 @@ def plan_object(ctx: Context, p: Pending, draft: Draft) -> None:
     except BaseException as exc:  # noqa: BLE001
         draft.errors.append(located(exc, d, p.obj))
         return
-    dry = usable_dry_run(d, read.dry, draft.warnings)
+    dry = usable_dry_run(d, read.dry, draft.warnings) if read.deferred is None else None
     try:
         change = object_change(ctx, p, read.live, dry)
     except OwnershipError as exc:
         draft.errors.append(BackendError(str(exc), hint="ftspec never touches objects it "
                                          "does not own"))
         return
+    if read.deferred:  # on the change (JSON) and among the plan's warnings (its text)
+        change = replace(change, reason="; ".join(filter(None, (change.reason,
+                                                               read.deferred))))
+        draft.warnings.append(f"{p.addr}: {read.deferred}")
     refused = read.refused
     if refused is not None and (change.action != Action.REPLACE and not read.moved):
-        if refused.spec_path:  # not an immutable field: the server's 422 stands
+        if refused.spec_path:  # not an immutable field: the server's refusal stands
             refused.location = locate(  # type: ignore[attr-defined]
                 d.spec_file, refused.spec_path, d.doc, refused.bad_value)
         draft.errors.append(refused)

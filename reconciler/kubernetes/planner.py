@@ -22,7 +22,7 @@ from ftspec.reconciler.fielddiff import field_changes
 from ftspec.reconciler.kubernetes.comparable import comparable
 from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
-from ftspec.reconciler.kubernetes.immutable import forcing_pattern
+from ftspec.reconciler.kubernetes.immutable import forcing_pattern, gated, suspend_gate
 from ftspec.reconciler.model import Action, Change
 from ftspec.spec.ir import SPEC_HASH_ANNOTATION
 from ftspec.spec.ownership import SPEC_ID_LABEL, SWEEP_LABEL, owned_spec_id
@@ -113,12 +113,13 @@ def decide(inp: ObjectInput) -> Change:
     live_run, desired_run = comparable(before), comparable(after)
 
     forcing: list[str] = []
+    gate = suspend_gate(kind, inp.trainer_version, inp.live, after)
 
     def forces(path: str) -> bool:
-        pattern = forcing_pattern(kind, path, inp.trainer_version)
-        if pattern and pattern not in forcing:
-            forcing.append(pattern)
-        return pattern is not None
+        patterns = [forcing_pattern(kind, path, inp.trainer_version),
+                    gate if gated(gate, path) else None]
+        forcing.extend(p for p in dict.fromkeys(patterns) if p and p not in forcing)
+        return any(patterns)
 
     fields = field_changes(live_run, desired_run, forces)
     ml_before, ml_after = ml_of(inp.live), ml_of(inp.desired)
@@ -132,6 +133,9 @@ def decide(inp: ObjectInput) -> Change:
     if forcing:
         reasons.append(", ".join(forcing) + (" forces" if len(forcing) == 1 else " force")
                        + " replacement")
+    if gate in forcing:
+        reasons.append(f"the Trainer refuses any change to {gate} while the TrainJob is "
+                       "not suspended (deploy.kubeflow.suspend)")
     if drift:
         by = f" by {', '.join(managers)}" if managers else ""
         reasons.append(f"drift: changed outside ftspec{by}")

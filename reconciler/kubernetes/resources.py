@@ -87,6 +87,15 @@ MANAGED_KINDS: dict[str, tuple[str, ...]] = {
 JOB_KIND: dict[str, str] = {"kubeflow": "TrainJob", "kuberay": "RayJob"}
 
 
+def runtime_needed(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, name) of the runtime a TrainJob references (None: not a TrainJob, or none):
+    the object apply creates first and the Trainer's webhook needs to exist."""
+    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    if obj.get("kind") != "TrainJob" or not ref.get("name"):
+        return None
+    return str(ref.get("kind") or "ClusterTrainingRuntime"), str(ref["name"])
+
+
 def resource_of(kind: str) -> Resource:
     try:
         return KINDS[kind]

@@ -59,18 +59,19 @@ def test_update_mutable_and_replace_immutable(env: dict[str, Any],
     ns, spec = env["ns"], env["spec"]
     assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
     uid = _trainjobs(env["cluster"], ns)[0]["metadata"]["uid"]
-    # mutable: labels (metadata) -> update in place
-    plan = _plan_json(capsys, spec, ns, "--set", "metadata.labels.team=vision")
+    # mutable: suspend -> update in place (labels are copied into runtimePatches, which the
+    # Trainer refuses to change on a running TrainJob: test_kube_controller_rules.py)
+    plan = _plan_json(capsys, spec, ns, "--set", "deploy.kubeflow.suspend=true")
     (change,) = [c for c in plan["changes"] if c["action"] != "no-op"]
     assert change["action"] == "update"
-    assert any(f["path"].endswith("team") and f["after"] == "vision" for f in change["fields"])
+    assert [(f["path"], f["after"]) for f in change["fields"]] == [("spec.suspend", True)]
     res = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve",
-                  "--set", "metadata.labels.team=vision")
+                  "--set", "deploy.kubeflow.suspend=true")
     assert res.code == 0, res.err
     live = _trainjobs(env["cluster"], ns)[0]
-    assert live["metadata"]["labels"]["team"] == "vision" and live["metadata"]["uid"] == uid
+    assert live["spec"]["suspend"] is True and live["metadata"]["uid"] == uid
     # immutable: GPUs per node live in spec.trainer -> replace, naming the field
-    sets = ("--set", "metadata.labels.team=vision", "--set", "resources.gpus_per_node=2")
+    sets = ("--set", "deploy.kubeflow.suspend=true", "--set", "resources.gpus_per_node=2")
     text = run_cli(capsys, "plan", spec, "-n", ns, *sets)
     assert "must be replaced" in text.out
     assert "# forces replacement" in text.out
@@ -144,7 +145,7 @@ def test_an_object_unchanged_since_applied_is_not_dry_run(
     dry_runs.clear()
     assert run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode").code == 0
     assert dry_runs == []
-    plan = _plan_json(capsys, spec, ns, "--set", "metadata.labels.team=vision")
+    plan = _plan_json(capsys, spec, ns, "--set", "deploy.kubeflow.suspend=true")
     assert _actions(plan) == {f"kubeflow.TrainJob.{ns}/{NAME}": "update"}
     assert dry_runs == [NAME]
     _merge_patch(cluster, ns, NAME, {"metadata": {"labels": {"team": "nlp2"}}}, "someone")
