@@ -165,7 +165,7 @@ class Transport:
             raise AnswerRefused(f"the API server's answer to {method} {path} is not a JSON "
                                 "object", hint="check --kubeconfig / --context (is it the "
                                 "API server you meant?)")
-        return shaped(answer)
+        return shaped(answer, f"the API server's answer to {method} {path}")
 
     def request_text(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
                      what: str = "") -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ftspec.compiler import crd_rules
 from helpers.cli_run import run
-from helpers.crd_schema import upstream_dir
+from helpers.upstream import upstream_root
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = "examples/kubeflow-llama32-1b-lora-alpaca.yaml"
@@ -18,10 +18,9 @@ GOOD = "examples/kubeflow-llama32-1b-lora-alpaca.yaml"
 
 @pytest.fixture
 def crd_dirs(monkeypatch: pytest.MonkeyPatch) -> str:
-    up = upstream_dir(ROOT)
+    up = upstream_root()
     folders = [up / "kubeflow-trainer" / "crds", up / "kuberay" / "crds"]
-    if not all(f.is_dir() for f in folders):
-        pytest.skip(f"upstream CRDs not found under {up} (set FTSPEC_UPSTREAM_DIR)")
+    assert all(f.is_dir() for f in folders), f"upstream CRDs not found under {up}"
     value = os.pathsep.join(map(str, folders))
     monkeypatch.setenv(crd_rules.CRD_DIR_ENV, value)
     monkeypatch.chdir(ROOT)

@@ -27,7 +27,7 @@ import pytest
 from harness import kube_build
 from harness.kube import BUILD_HINT, KubeCluster
 from harness.ray_head import RayHead, RayNotInstalled, ray_command
-from harness.upstream import REPO_ROOT, upstream_dir
+from harness.upstream import UpstreamMissing, require_upstream_dir
 
 MARKERS = {
     "kube": "uses the real kube-apiserver (kube_cluster fixture); run together",
@@ -131,10 +131,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def kube_cluster(request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
     """A real kube-apiserver v1.20.2 + etcd with the upstream CRDs and torchtune runtimes."""
-    upstream = upstream_dir()
-    if upstream is None:
-        where = os.environ.get("FTSPEC_UPSTREAM_DIR") or REPO_ROOT.parent / "shared" / "upstream"
-        pytest.skip(f"upstream CRDs not found at {where} (set FTSPEC_UPSTREAM_DIR)")
+    try:
+        upstream = require_upstream_dir()
+    except UpstreamMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
     if not kube_build.is_ready():
         if os.environ.get("FTSPEC_BUILD_IN_TESTS") == "1":
             kube_build.build()

@@ -1,4 +1,8 @@
-"""Locating the upstream CRDs and runtimes (``<repo root>/../shared/upstream``), read at run time."""
+"""Locating the upstream CRDs and runtimes, read at run time.
+
+They come from the pinned Go modules (``harness.upstream_modules`` assembles them once per pin
+set), or from ``$FTSPEC_UPSTREAM_DIR`` when that is set. The paths inside the folder are named here.
+"""
 
 from __future__ import annotations
 
@@ -19,31 +23,37 @@ DEFAULT_RUNTIME_PATTERNS = ("torchtune-*.yaml",)
 
 
 class UpstreamMissing(FileNotFoundError):
-    """The shared upstream folder (or a file in it) is not there."""
+    """The upstream folder (or a file in it) is not there, or cannot be assembled."""
 
 
-def upstream_dir() -> Path | None:
-    """``$FTSPEC_UPSTREAM_DIR`` or ``<repo root>/../shared/upstream``; None when absent."""
+def upstream_dir() -> Path:
+    """``$FTSPEC_UPSTREAM_DIR`` when set, else the folder assembled from the pinned Go modules.
+
+    Raises ``UpstreamMissing`` when the modules cannot be read (no Go, no module proxy).
+    """
     configured = os.environ.get("FTSPEC_UPSTREAM_DIR")
-    path = Path(configured) if configured else REPO_ROOT.parent / "shared" / "upstream"
-    return path if path.is_dir() else None
+    if configured:
+        return Path(configured)
+    from harness.upstream_modules import assembled_dir  # imports this module's names
+
+    return assembled_dir()
 
 
 def require_upstream_dir(explicit: Path | None = None) -> Path:
     path = explicit or upstream_dir()
-    if path is None or not path.is_dir():
-        where = explicit or os.environ.get("FTSPEC_UPSTREAM_DIR") or REPO_ROOT.parent / "shared" / "upstream"
-        raise UpstreamMissing(f"upstream CRDs/runtimes not found at {where} (set FTSPEC_UPSTREAM_DIR)")
+    if not path.is_dir():
+        raise UpstreamMissing(f"upstream CRDs/runtimes not found at {path} (FTSPEC_UPSTREAM_DIR)")
     return path
 
 
 def trainjob_crd_path(root: Path, version: str | None = None) -> Path:
-    """The TrainJob CRD: master copy when ``version`` is None/"master", else ``crds/<version>/``."""
+    """The TrainJob CRD: the pinned release's when ``version`` is None/"master", else ``crds/<version>/``."""
     crds = root / "kubeflow-trainer" / "crds"
     path = crds / TRAINJOB_CRD_FILE if version in (None, "master") else crds / str(version) / TRAINJOB_CRD_FILE
     if not path.is_file():
         available = sorted(p.name for p in crds.iterdir() if p.is_dir())
-        raise UpstreamMissing(f"no TrainJob CRD for version {version!r} at {path} (available: master, {available})")
+        raise UpstreamMissing(f"no TrainJob CRD for version {version!r} at {path} "
+                              f"(available: None/'master' for the default copy, {available})")
     return path
 
 

@@ -107,6 +107,8 @@ URI_RULE = "self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')"
 URI_MESSAGE = "storageUri may be empty, or it must be a valid URI"
 TRAINJOB_MANAGERS = "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']"
 RAY_MANAGERS = "self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']"
+# "master" is the default slot of the upstream folder: the pinned releases' CRDs
+# (harness.upstream_modules), so it holds the same rules as "v2.3.0" while that is the pin.
 ALL = ("master", "v2.3.0", "v2.1.0")
 NEWER = ("master", "v2.3.0")
 
@@ -135,8 +137,6 @@ def _trainjob_cases() -> list[RuleCase]:
                  "spec.initializer.dataset.storageUri",
                  {"spec": {"initializer": {"dataset": {"storageUri": "/local/path"}}}},
                  versions=NEWER),
-        RuleCase(tj, "spec.trainer.numProcPerNode", "self >= 1", "numProcPerNode must be",
-                 "spec.trainer.numProcPerNode", {"spec": {"trainer": {"numProcPerNode": 0}}}),
         RuleCase(tj, "spec.activeDeadlineSeconds", "self == oldSelf", IMMUTABLE,
                  "spec.activeDeadlineSeconds", {"spec": {"activeDeadlineSeconds": 7200}},
                  {"spec": {"activeDeadlineSeconds": 3600}}, versions=NEWER),
@@ -185,9 +185,6 @@ def _runtime_cases(crd: str) -> list[RuleCase]:
         RuleCase(crd, "spec.mlPolicy.flux.numProcPerNode", "self >= 1", "fluxPolicy must be >= 1",
                  "spec.mlPolicy.flux.numProcPerNode",
                  {"spec": {"mlPolicy": {"torch": None, "flux": {"numProcPerNode": 0}}}}),
-        RuleCase(crd, "spec.mlPolicy.mpi.numProcPerNode", "self >= 1", "mpiPolicy must be >= 1",
-                 "spec.mlPolicy.mpi.numProcPerNode",
-                 {"spec": {"mlPolicy": {"torch": None, "mpi": {"numProcPerNode": 0}}}}),
         RuleCase(crd, "spec.mlPolicy.torch.envInjection.targets.[].containerNames",
                  "!self.exists(c, c == 'node')", "must not include the main node container",
                  "spec.mlPolicy.torch.envInjection.targets[0].containerNames",
@@ -232,7 +229,6 @@ def _nest(prefix: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ray_cases() -> list[RuleCase]:
-    gcs = "gcsFaultToleranceOptions"
     deletion = "spec.deletionStrategy"
     cond = f"{deletion}.deletionRules.[].condition"
     rule_at = f"{deletion}.deletionRules[0].condition"
@@ -271,11 +267,6 @@ def _ray_cases() -> list[RuleCase]:
                      f"{prefix}.managedBy", at({"managedBy": "kueue.x-k8s.io/multikueue"}),
                      at({"managedBy": "ray.io/kuberay-operator"})),
         ]
-        if prefix != "spec" or crd == RAYCLUSTER:
-            cases.append(RuleCase(
-                crd, f"{prefix}.{gcs}.backend", "self == oldSelf", "backend is immutable",
-                f"{prefix}.{gcs}.backend", at({gcs: {"backend": "rocksdb"}}),
-                at({gcs: {"backend": "redis", "redisAddress": "redis:6379"}})))
     return cases
 
 

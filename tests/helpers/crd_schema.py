@@ -15,13 +15,11 @@ The conversion follows Kubernetes' structural-schema semantics as a strict clien
 Not evaluated: CEL rules (``x-kubernetes-validations``) and list-map key uniqueness — the
 server-side dry-run test covers those.
 
-Upstream CRDs are test data located at ``<repo>/../shared/upstream`` (env override
-``FTSPEC_UPSTREAM_DIR``); callers skip with the missing path when it is absent.
+The upstream CRDs themselves are found by ``helpers.upstream``.
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,11 +49,6 @@ OBJECT_META: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
-
-
-def upstream_dir(repo_root: Path) -> Path:
-    env = os.environ.get("FTSPEC_UPSTREAM_DIR")
-    return Path(env) if env else (repo_root.parent / "shared" / "upstream").resolve()
 
 
 def convert(node: dict[str, Any], *, root: bool = False) -> dict[str, Any]:

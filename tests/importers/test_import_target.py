@@ -205,18 +205,15 @@ def test_torchtune_aim_changes_are_warned_at_their_source_lines(out: Path) -> No
 
 def test_shipped_runtime_is_named_when_torchtune_runs_on_kubeflow(tmp_path: Path) -> None:
     """torchtune then kubeflow: the model's runtime as Kubeflow Trainer ships it (the upstream
-    manifest under ../shared/upstream has that name and runs torchtune)."""
-    from helpers.crd_schema import upstream_dir
-    from helpers.upstream import REPO
+    manifest in the pinned Trainer release has that name and runs torchtune)."""
+    from helpers.upstream import upstream_root
 
     config = CORPUS / "oumi" / "llama3_2-1b_full-train.yaml"
     imported = IMPORTERS["oumi"](config, (), ImportOptions())
     data = aim(imported, ("torchtune", "kubeflow")).data
     runtime = data["deploy"]["kubeflow"]["runtime"]
     assert runtime == {"name": "torchtune-llama3.2-1b", "kind": "ClusterTrainingRuntime"}
-    shipped = upstream_dir(REPO) / "kubeflow-trainer" / "runtimes"
-    if not shipped.is_dir():
-        pytest.skip(f"upstream runtimes not found: {shipped}")
+    shipped = upstream_root() / "kubeflow-trainer" / "runtimes"
     manifests = {d["metadata"]["name"]: d for f in shipped.glob("*.yaml")
                  for d in yaml.safe_load_all(f.read_text()) if isinstance(d, dict)}
     assert manifests[runtime["name"]]["kind"] == runtime["kind"]

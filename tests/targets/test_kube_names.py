@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +20,9 @@ from ftspec.targets.kube_names import (
     name_limit,
     upstream_jobs,
 )
-from helpers.crd_schema import upstream_dir
 from helpers.jobs import spec_data
+from helpers.upstream import upstream_root
 
-REPO = Path(__file__).resolve().parents[2]
 ACCEL_GENERATED = {"launcher": "accelerate", "method": {"kind": "full"},
                    "deploy": {"kubeflow": {"generate_runtime": True},
                               "scheduling": {"image": "ghcr.io/example/ft:1"}}}
@@ -64,10 +62,9 @@ def test_more_nodes_lengthen_the_trainer_pod_index() -> None:
 
 def test_upstream_table_matches_the_upstream_runtime_files() -> None:
     """The table validate uses is what the verbatim upstream manifests say."""
-    folder = upstream_dir(REPO) / "kubeflow-trainer" / "runtimes"
-    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-    if not files:
-        pytest.skip(f"upstream runtimes not found in {folder} (set FTSPEC_UPSTREAM_DIR)")
+    folder = upstream_root() / "kubeflow-trainer" / "runtimes"
+    files = sorted(folder.glob("*.yaml"))
+    assert files, f"no upstream runtimes in {folder}"
     for path in files:
         runtime = yaml.safe_load(path.read_text(encoding="utf-8"))
         name = runtime["metadata"]["name"]
