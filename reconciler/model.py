@@ -75,8 +75,9 @@ class Plan:
     """spec file -> digest of the spec as written (``Job.written``) planned."""
     warnings: tuple[str, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
-    """What the plan was made from (``specs``, ``overlays``, ``sets``, ``namespace``): how
-    ``apply PLAN --wait`` finds the jobs to follow. Set by the CLI."""
+    """What the plan was made from (``specs``, ``overlays``, ``sets``, ``namespace``): what
+    ``apply --plan FILE`` compiles again to bind the plan to its specs (``reconciler.bound``).
+    Set by the CLI."""
     format_version: int = PLAN_FORMAT_VERSION
 
     @property

@@ -14,8 +14,8 @@ from ftspec.cli.specs import spec_options
 @spec_options
 @connection_options
 @click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Save the plan to FILE (any name, written 0600); `ftspec apply FILE` applies "
-              "exactly it, `ftspec show FILE` prints it.")
+              help="Save the plan to FILE (any name, written 0600); `ftspec apply --plan FILE` "
+              "applies exactly it, `ftspec show FILE` prints it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (see "
               "reconciler/README.md for the format).")
 @click.option("--detailed-exitcode", is_flag=True,
