@@ -29,7 +29,9 @@ class UpstreamMissing(FileNotFoundError):
 def upstream_dir() -> Path:
     """``$FTSPEC_UPSTREAM_DIR`` when set, else the folder assembled from the pinned Go modules.
 
-    Raises ``UpstreamMissing`` when the modules cannot be read (no Go, no module proxy).
+    A folder given by the variable must hold the pinned versions' files in the same layout: the
+    CEL cases (``helpers.cel_cases``) cover exactly the rules of those files. Raises
+    ``UpstreamMissing`` when the modules cannot be read (no Go, no module proxy).
     """
     configured = os.environ.get("FTSPEC_UPSTREAM_DIR")
     if configured:
