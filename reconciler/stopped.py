@@ -21,10 +21,10 @@ must be finite and not negative, and anything else leaves these properties out.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
+from ftspec.reconciler.answers import AnswerRefused, parse_json
 from ftspec.reconciler.progress import split_lines
 from ftspec.runtime.stop_line import STOP_LINE
 
@@ -53,9 +53,9 @@ def _last_summary(text: str) -> dict[str, Any] | None:
         at = line.find(STOP_LINE)
         if at < 0:
             continue
-        try:
-            obj = json.loads(line[at + len(STOP_LINE):])
-        except ValueError:
+        try:  # a log line is the job's, read as untrusted: within answers' bounds
+            obj = parse_json(line[at + len(STOP_LINE):], "the stop line")
+        except AnswerRefused:
             continue
         if isinstance(obj, dict):
             found = obj

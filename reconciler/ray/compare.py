@@ -16,9 +16,9 @@ an error.
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
+from ftspec.reconciler.answers import AnswerRefused, parse_json
 from ftspec.reconciler.model import FieldChange
 from ftspec.runtime.ray_nodes.wire import NODES_ENV
 from ftspec.targets.base import without_generated_lines
@@ -40,9 +40,10 @@ def _unid(value: Any, sid: str) -> Any:
 
 
 def _b64json(text: str) -> Any:
+    """A live job's base64 JSON (its run files), within ``answers``' bounds; None if not."""
     try:
-        return json.loads(base64.b64decode(text, validate=True))
-    except (ValueError, TypeError):
+        return parse_json(base64.b64decode(text, validate=True), "a job's run files")
+    except (ValueError, TypeError, AnswerRefused):
         return None
 
 

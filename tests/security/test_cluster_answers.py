@@ -146,3 +146,10 @@ def test_a_hostile_error_answer_is_shown_cut_not_parsed_deeply() -> None:
         with pytest.raises(ApiError) as refused:
             t.request("GET", "/api/v1/pods")
     assert refused.value.status == 422 and len(str(refused.value)) < 1000
+
+
+def test_a_hostile_stop_line_in_a_job_log_is_passed_over() -> None:
+    from ftspec.reconciler.stopped import STOP_LINE, stopped
+
+    for payload in (DEEP.decode(), '{"stopped_by": "x", "window": ' + "9" * 400 + "}"):
+        assert stopped(f"step 1\n{STOP_LINE}{payload}\n", devices=1) == {}
