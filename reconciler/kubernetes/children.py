@@ -22,6 +22,7 @@ from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Reporter
 from ftspec.reconciler.kubernetes.errors import ApiError
+from ftspec.reconciler.kubernetes.resources import KINDS
 from ftspec.reconciler.kubernetes.transport import Transport
 
 CHILDREN_TIMEOUT_S = 120.0
@@ -55,12 +56,10 @@ def children(obj: dict[str, Any]) -> list[Child]:
     meta = obj.get("metadata") or {}
     ns, name = meta.get("namespace"), meta.get("name")
     if obj.get("kind") == "TrainJob":
-        return [Child(f"JobSet {ns}/{name}",
-                      f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets/{name}")]
+        return [Child(f"JobSet {ns}/{name}", KINDS["JobSet"].path(ns, name))]
     if obj.get("kind") == "RayJob":
-        return [Child(f"submitter Job {ns}/{name}", f"/apis/batch/v1/namespaces/{ns}/jobs/{name}"),
-                Child(f"RayClusters of RayJob {ns}/{name}",
-                      f"/apis/ray.io/v1/namespaces/{ns}/rayclusters",
+        return [Child(f"submitter Job {ns}/{name}", KINDS["Job"].path(ns, name)),
+                Child(f"RayClusters of RayJob {ns}/{name}", KINDS["RayCluster"].path(ns),
                       f"ray.io/originated-from-cr-name={name},ray.io/originated-from-crd=RayJob")]
     return []
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ftspec.reconciler.kubernetes.errors import ApiError
+from ftspec.reconciler.kubernetes.resources import KINDS
 from ftspec.reconciler.kubernetes.transport import Transport
 
 KEEP = 5
@@ -41,7 +42,7 @@ def _named(live: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _query(t: Transport, ns: str, selector: str) -> list[dict[str, Any]]:
     try:
-        out = t.request("GET", f"/api/v1/namespaces/{ns}/events",
+        out = t.request("GET", KINDS["Event"].path(ns),
                         query={"fieldSelector": selector}, verb="list",
                         what=f"events in namespace {ns}", ok_404=True) or {}
     except ApiError as exc:
@@ -65,7 +66,7 @@ def job_names(t: Transport, live: dict[str, Any]) -> list[str]:
         return []
     meta = live.get("metadata") or {}
     try:
-        out = t.request("GET", f"/apis/batch/v1/namespaces/{meta.get('namespace')}/jobs",
+        out = t.request("GET", KINDS["Job"].path(meta.get("namespace")),
                         query={"labelSelector": f"jobset.sigs.k8s.io/jobset-name="
                                f"{meta.get('name')}"}, verb="list", what="jobs",
                         ok_404=True) or {}
