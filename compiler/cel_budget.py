@@ -95,7 +95,7 @@ def metered_runner() -> type:
     from celpy import InterpretedRunner
     from celpy.evaluation import Evaluator
 
-    class MeteredEvaluator(Evaluator):  # type: ignore[misc]
+    class MeteredEvaluator(Evaluator):
         meter: Meter
 
         def _visit_tree(self, tree: Any) -> Any:
@@ -107,7 +107,7 @@ def metered_runner() -> type:
             sub.meter = self.meter
             return sub
 
-    class MeteredRunner(InterpretedRunner):  # type: ignore[misc]
+    class MeteredRunner(InterpretedRunner):
         def evaluate_metered(self, context: Any, meter: Meter) -> Any:
             evaluator = MeteredEvaluator(ast=self.ast, activation=self.new_activation())
             evaluator.meter = meter

@@ -201,10 +201,12 @@ def _program(text: str) -> tuple[Any, str | None]:
     problem = too_complex(text)
     if problem is not None:
         return None, problem
+    from celpy.celparser import CELParseError
+
     env = celpy.Environment(runner_class=metered_runner())
     try:
         return env.program(env.compile(text)), None
-    except celpy.CELParseError as exc:
+    except CELParseError as exc:
         return None, f"not valid CEL ({str(exc).splitlines()[0][:200] if str(exc) else ''})"
     except RecursionError:
         return None, "it nests too deeply to compile"
