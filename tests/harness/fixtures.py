@@ -6,6 +6,9 @@ Fixtures:
 - ``kube_cluster`` (session): a started ``KubeCluster`` with the upstream CRDs and runtimes.
 - ``kube_namespace`` (function): name of a fresh namespace, deleted after the test.
 - ``ray_head`` (session): a started ``RayHead``.
+- ``real_cluster`` (session): a started ``RealCluster``: a current kube-apiserver with the real
+  Trainer, JobSet and KubeRay controllers, kube-controller-manager, kube-scheduler and kwok.
+- ``real_namespace`` (function): a fresh namespace on ``real_cluster``, deleted after the test.
 
 Heavy fixtures one at a time: two cores cannot host an API server, a Ray head and training runs
 at once. When a test needs a heavy component, every other running heavy component that the test
@@ -27,15 +30,17 @@ import pytest
 from harness import kube_build
 from harness.kube import BUILD_HINT, KubeCluster
 from harness.ray_head import RayHead, RayNotInstalled, ray_command
+from harness.realcluster import RealCluster
 from harness.upstream import UpstreamMissing, require_upstream_dir
 
 MARKERS = {
     "kube": "uses the real kube-apiserver (kube_cluster fixture); run together",
+    "realcluster": "uses the real control plane and controllers (real_cluster fixture); run together",
     "ray": "uses the real Ray head (ray_head fixture); run together",
     "e2e": "end-to-end test of the ftspec CLI against real components; run last",
     "slow": "takes more than a few seconds",
 }
-HEAVY_FIXTURES = ("kube_cluster", "ray_head")
+HEAVY_FIXTURES = ("kube_cluster", "ray_head", "real_cluster")
 
 
 class Heavy(Protocol):
@@ -100,6 +105,8 @@ def _order_key(item: pytest.Item) -> tuple[int, int]:
         return (2, 0)
     if "kube" in markers or "kube_cluster" in fixtures:
         return (1, 0)
+    if "realcluster" in markers or "real_cluster" in fixtures:
+        return (1, 1)
     return (0, 0)
 
 
@@ -170,6 +177,31 @@ def kube_namespace(kube_cluster: KubeCluster, request: pytest.FixtureRequest) ->
     if not kube_cluster.running:
         kube_cluster.start()  # the test killed the API server and left it down: restart it
     kube_cluster.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(request: pytest.FixtureRequest) -> Iterator[RealCluster]:
+    """The current control plane with the real controllers (built once per pin set, then cached)."""
+    registry = _registry(request.config)
+    cluster = RealCluster()
+    registry.add("real_cluster", cluster)
+    try:
+        registry.activate("real_cluster")
+        yield cluster
+    finally:
+        registry.remove("real_cluster")
+        cluster.stop()
+
+
+@pytest.fixture
+def real_namespace(real_cluster: RealCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace on the real cluster; deleted (by the real namespace controller) after the test."""
+    slug = _SLUG.sub("-", request.node.name.lower()).strip("-")[:30].strip("-") or "test"
+    name = f"r-{slug}-{secrets.token_hex(3)}"
+    real_cluster.create_namespace(name, labels={"ftspec.test/namespace": "true"})
+    yield name
+    if real_cluster.running:
+        real_cluster.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture(scope="session")

@@ -306,9 +306,15 @@ class RealCluster(KubeCluster):
         index = 0
         for product, count in self._gpu_nodes:
             for _ in range(count):
-                self.request("POST", "/api/v1/nodes", self._node(f"kwok-gpu-{index}", product))
+                name = f"kwok-gpu-{index}"
+                self.request("POST", "/api/v1/nodes", self._node(name, product))
+                # the API server taints a new node not-ready; the node lifecycle controller that
+                # would lift it is off (no kubelet heartbeats), so lift it here once kwok made it Ready
                 index += 1
         self.wait_for("kwok nodes Ready", self._nodes_ready, 60)
+        for node in self.request("GET", "/api/v1/nodes")["items"]:
+            self.request("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", {"spec": {"taints": None}},
+                         content_type="application/merge-patch+json")
 
     def _node(self, name: str, product: str) -> dict[str, Any]:
         capacity = {

@@ -1,0 +1,44 @@
+"""A user's namespace as a compiled spec expects it: the secrets, claims and service accounts it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.kubecli import run_cli
+
+from realcluster.objects import (
+    documents,
+    referenced_claims,
+    referenced_secrets,
+    referenced_service_accounts,
+)
+
+
+def compiled(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, target: str) -> list[dict[str, Any]]:
+    res = run_cli(capsys, "compile", spec, "--target", target, "-n", ns)
+    assert res.code == 0, res.err
+    return documents(res.out)
+
+
+def _names(cluster: Any, path: str) -> set[str]:
+    return {str(item["metadata"]["name"]) for item in cluster.request("GET", path)["items"]}
+
+
+def prepare_references(cluster: Any, ns: str, objs: list[dict[str, Any]]) -> None:
+    """Create what the objects reference and the namespace lacks (placeholder secret values)."""
+    base = f"/api/v1/namespaces/{ns}"
+    secrets = _names(cluster, f"{base}/secrets")
+    for name, keys in referenced_secrets(objs).items():
+        if name not in secrets:
+            cluster.request("POST", f"{base}/secrets", {
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                "stringData": {key: "placeholder" for key in keys or {"token"}}})
+    for claim in referenced_claims(objs) - _names(cluster, f"{base}/persistentvolumeclaims"):
+        cluster.request("POST", f"{base}/persistentvolumeclaims", {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
+    for account in referenced_service_accounts(objs) - _names(cluster, f"{base}/serviceaccounts"):
+        cluster.request("POST", f"{base}/serviceaccounts", {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
