@@ -171,8 +171,14 @@ class Transport:
                      what: str = "") -> str:
         # JSON accepted too: an error comes back as a Status object, which the server can
         # only send as JSON (text/plain alone turns every error into a bare 406)
-        data = self.raw(method, path, query=query, what=what,
-                        accept="text/plain, application/json;q=0.9")
+        try:
+            data = self.raw(method, path, query=query, what=what,
+                            accept="text/plain, application/json;q=0.9")
+        except AnswerRefused as exc:
+            if "larger than" in str(exc):
+                raise AnswerRefused(f"{what or path}: {exc}", hint="a log this long is read "
+                                    "from its end: `ftspec logs --tail N`") from None
+            raise
         return (data or b"").decode("utf-8", "replace")
 
     def raw(self, method: str, path: str, body: Any = None, *,

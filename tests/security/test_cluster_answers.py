@@ -153,3 +153,12 @@ def test_a_hostile_stop_line_in_a_job_log_is_passed_over() -> None:
 
     for payload in (DEEP.decode(), '{"stopped_by": "x", "window": ' + "9" * 400 + "}"):
         assert stopped(f"step 1\n{STOP_LINE}{payload}\n", devices=1) == {}
+
+
+def test_a_pod_log_over_the_cap_points_at_tail() -> None:
+    with serve(lambda _seen: huge(200 << 20)) as server:
+        t = Transport(Connection(server=server.url, context="t", namespace=None), retries=0)
+        with pytest.raises(AnswerRefused) as refused:
+            t.request_text("GET", "/api/v1/namespaces/ml/pods/p/log", what="logs of pod ml/p")
+    assert "logs of pod ml/p" in str(refused.value) and "larger than 64 MiB" in str(refused.value)
+    assert refused.value.hint is not None and "--tail" in refused.value.hint
