@@ -294,19 +294,21 @@ def _impersonating(conn: Connection, user: dict[str, Any]) -> Connection:
     if groups and not as_user:
         raise BackendError("impersonating groups needs a user to impersonate (--as)",
                            hint="add --as USER (kubectl refuses --as-group alone too)")
-    return replace(conn, impersonate_user=header_value(str(as_user), "impersonated user (--as)")
-                   if as_user else None,
-                   impersonate_groups=tuple(header_value(g, "impersonated group (--as-group)")
-                                            for g in groups))
+    return replace(conn, impersonate_user=header_value(str(as_user), "impersonated user (--as)",
+                                                       spaces=True) if as_user else None,
+                   impersonate_groups=tuple(header_value(g, "impersonated group (--as-group)",
+                                                         spaces=True) for g in groups))
 
 
-def header_value(value: str, what: str) -> str:
+def header_value(value: str, what: str, *, spaces: bool = False) -> str:
     """A credential or name sent as an HTTP header: outer whitespace trimmed (a ``token: |``
-    block scalar ends in a newline; client-go trims token files alike); whitespace or control
-    characters inside, or characters a header cannot carry, refused with where it was read,
-    never with the value (an ``http.client`` error would quote the whole header)."""
+    block scalar ends in a newline; client-go trims token files alike); whitespace (but
+    spaces where ``spaces``: a group name may hold them) or control characters inside, or
+    characters a header cannot carry, refused with where it was read, never with the value
+    (an ``http.client`` error would quote the whole header)."""
     trimmed = value.strip()
-    if any(c <= " " or c == "\x7f" for c in trimmed) or not trimmed.isascii():
+    if any((c <= " " and not (spaces and c == " ")) or c == "\x7f" for c in trimmed) \
+            or not trimmed.isascii():
         raise BackendError(f"{what} holds whitespace, control or non-ASCII characters inside "
                            "(the value is not shown)",
                            hint="write it on one line without spaces, as the server issued it")

@@ -83,3 +83,15 @@ def test_request_errors_are_redacted_before_they_are_cut() -> None:
     quoted = OSError("proxy said: Authorization: Bearer " + TOKEN + "9" + "x" * 300)
     assert TOKEN not in _reason(quoted) and "<redacted>" in _reason(quoted)
     assert TOKEN[:8] not in _reason(OSError("x" * 180 + " token=" + TOKEN))
+
+
+def test_impersonation_names_keep_inner_spaces_but_no_line_breaks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _kubeconfig(tmp_path, "http://127.0.0.1:9", "    token: t0ken123\n")
+    monkeypatch.setenv("FTSPEC_KUBE_AS", "alice")
+    monkeypatch.setenv("FTSPEC_KUBE_AS_GROUPS", "Domain Users ,ml")
+    conn = load_connection(str(config))
+    assert conn.impersonate_groups == ("Domain Users", "ml")
+    monkeypatch.setenv("FTSPEC_KUBE_AS_GROUPS", "ml\r\nX-Injected: 1")
+    with pytest.raises(BackendError, match="impersonated group"):
+        load_connection(str(config))
