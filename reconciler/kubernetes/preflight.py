@@ -153,13 +153,22 @@ def preflight(t: Transport, changes: list[Change]) -> list[str]:
     return warnings
 
 
+MISSING = "preflight.missing-object"
+
+
 class PreflightError(BackendError):
     """Objects the plan's changes need are missing: ``diagnostics`` at the spec fields."""
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        super().__init__(f"preflight failed: {len(diagnostics)} object(s) the plan needs do "
-                         "not exist in the cluster", hint="create them or fix the spec; "
-                         "nothing was changed")
+        missing = sum(d.code == MISSING for d in diagnostics)
+        other = len(diagnostics) - missing
+        said = [f"{missing} object(s) the plan needs do not exist in the cluster"] \
+            if missing else []
+        if other:
+            said.append(f"{other} problem(s) that the cluster's objects show (above)")
+        super().__init__("preflight failed: " + "; ".join(said),
+                         hint="create them or fix the spec; nothing was changed" if missing
+                         else "fix the spec; nothing was changed")
         self.diagnostics = diagnostics
 
 
@@ -208,5 +217,5 @@ def spec_preflight(t: Transport, desired: Desired, objects: list[dict[str, Any]]
             span = desired.doc.span_of(field) if desired.doc is not None else None
             found.append(Diagnostic(Severity.ERROR, f"{what} does not exist in the cluster",
                                     path=field, span=span, hint=advice,
-                                    code="preflight.missing-object"))
+                                    code=MISSING))
     return sorted(found, key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))

@@ -67,6 +67,8 @@ def test_plan_checks_the_name_against_a_runtime_only_the_cluster_knows(
             "team-runtime, JobSet names the pods of replicated job prepare-the-dataset "
             "<name>-prepare-the-dataset-0-0-##### (##### random) and refuses pod names over "
             "63 characters") in res.err
+    assert "preflight failed: 1 problem(s) that the cluster's objects show (above)" in res.err
+    assert "do not exist" not in res.err
     short = spec_copy(tmp, "job.yaml", {
         RUNTIME_LINE: "    runtime: {name: team-runtime, kind: TrainingRuntime}"})
     assert run_cli(capsys, "plan", short, "-n", ns).code == 0
