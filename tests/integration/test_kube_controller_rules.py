@@ -315,3 +315,38 @@ def test_failure_reason_and_wait_read_the_childrens_events(
     (one,) = json.loads(run_cli(capsys, "status", spec, "-n", ns, "--json").out)
     assert one["phase"] == "Failed"
     assert line in json.dumps(one["reason"])
+
+
+def test_rayjob_replace_waits_until_its_submitter_job_is_gone(
+        env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """KubeRay finds a RayJob's submitter Job by the RayJob's name: a replaced RayJob is
+    created only once the old one's Job is gone."""
+    ns, cluster, tmp = env["ns"], env["cluster"], env["tmp"]
+    spec = spec_copy(tmp, "ray.yaml", {
+        "  target: kubeflow\n  kubeflow:\n" + RUNTIME_LINE:
+        "  target: kuberay\n  kuberay: {image: acme/ft:1}"})
+    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
+    rayjob = cluster.request("GET", f"/apis/ray.io/v1/namespaces/{ns}/rayjobs/{NAME}")
+    jobs = f"/apis/batch/v1/namespaces/{ns}/jobs"
+    cluster.request("POST", jobs, {  # the submitter Job, as KubeRay makes it
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": NAME, "ownerReferences": [{
+            "apiVersion": "ray.io/v1", "kind": "RayJob", "name": NAME,
+            "uid": rayjob["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "ray-job-submitter", "image": "acme/ft:1"}]}}}})
+
+    def collect() -> None:  # the garbage collector, a little later
+        time.sleep(3)  # (batch/v1 defaults to orphaning pods: a finalizer only GC removes)
+        cluster.request("DELETE", f"{jobs}/{NAME}", {"apiVersion": "v1", "kind": "DeleteOptions",
+                                                     "propagationPolicy": "Background"})
+
+    collector = threading.Thread(target=collect)
+    collector.start()
+    res = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve",
+                  "--set", "training.learning_rate=1.0e-4")
+    collector.join()
+    assert res.code == 0, res.out + res.err
+    assert f"waiting until submitter Job {ns}/{NAME} is gone" in res.err
+    new = cluster.request("GET", f"/apis/ray.io/v1/namespaces/{ns}/rayjobs/{NAME}")
+    assert new["metadata"]["uid"] != rayjob["metadata"]["uid"]
