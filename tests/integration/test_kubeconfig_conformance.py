@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from harness import controlplane_build
 from harness.connect_proxy import ConnectProxy
 from harness.kube import KubeCluster
 
@@ -132,9 +133,11 @@ def _cases(c: KubeCluster, proxy: ConnectProxy) -> dict[str, Case]:
 
 
 def _kubectl(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("kubectl")
-    assert exe is not None, "kubectl is required by this test (it is installed on CI machines)"
-    return subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=60,
+    exe = controlplane_build.binary("kubectl")  # built from the control plane's pinned Kubernetes
+    if not exe.is_file():
+        pytest.fail(f"kubectl is not built at {exe}: run `python tests/harness/controlplane_build.py build` "
+                    "(tests/run.sh does)", pytrace=False)
+    return subprocess.run([str(exe), *args], env=env, capture_output=True, text=True, timeout=60,
                           check=False)
 
 
