@@ -5,8 +5,9 @@ transport, the Ray Jobs API) is read and parsed here, within limits.
   whole); the whole request, headers included, has a deadline (``Deadline``: when it passes,
   the socket is shut down, so a server that drips a byte every few seconds cannot hold a
   command past it).
-- JSON is parsed by ``parse_json``: numbers of at most ``MAX_NUMBER_CHARS`` characters and
-  finite (a 400-digit number or ``1e999`` would overflow later arithmetic), nesting at most
+- JSON is parsed by ``parse_json`` through ``spec.jsonlimits`` (the one parser of untrusted
+  JSON, saved plans' too): numbers of at most ``MAX_NUMBER_CHARS`` characters and finite (a
+  400-digit number or ``1e999`` would overflow later arithmetic), nesting at most
   ``MAX_DEPTH`` levels (deeper answers would exhaust the recursion of every walk after it).
 
 Each refusal is an ``AnswerRefused``: a ``BackendError`` that says what the server sent and
@@ -17,8 +18,6 @@ timeouts only and no size or depth limits, and the bounds must hold without urll
 from __future__ import annotations
 
 import http.client
-import json
-import math
 import socket
 import threading
 import time
@@ -32,6 +31,7 @@ MAX_DEPTH = 100
 """JSON nesting levels (Kubernetes objects and CRD schemas stay far below)."""
 MAX_NUMBER_CHARS = 32
 """Characters in one JSON number (an int64 has 19 digits, a float ~24 characters)."""
+_CHECK = "check the address (is it the server you meant?)"
 _CHUNK = 1 << 16
 
 
@@ -107,27 +107,26 @@ def read_body(resp: http.client.HTTPResponse, what: str, deadline: Deadline | No
 
 def too_large(what: str, limit: int) -> AnswerRefused:
     return AnswerRefused(f"{what}: the answer is larger than {limit >> 20} MiB; not read",
-                         hint="the server sent far more than such an answer holds; check "
-                         "the address (is it the server you meant?)")
+                         hint=f"the server sent far more than such an answer holds; {_CHECK}")
 
 
 def parse_json(raw: bytes | str, what: str) -> Any:
-    """``raw`` as JSON within the bounds; None for an empty body."""
+    """``raw`` as JSON within the bounds (``spec.jsonlimits``, the one parser of untrusted
+    JSON); None for an empty body."""
+    from ftspec.spec.jsonlimits import JsonLimitError, loads_limited
+
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     if not text.strip():
         return None
     try:
-        data = json.loads(text, parse_int=_int(what), parse_float=_float(what),
-                          parse_constant=_constant(what))
-    except RecursionError:
-        raise _deep(what) from None
-    except ValueError as exc:
-        if isinstance(exc, AnswerRefused):
-            raise
-        raise AnswerRefused(f"{what}: the answer is not JSON ({exc.args[0][:120]})",
-                            hint="check the address (is it the server you meant?)") from None
-    _check_depth(data, what)
-    return data
+        return loads_limited(text, max_depth=MAX_DEPTH, max_digits=MAX_NUMBER_CHARS)
+    except JsonLimitError as exc:
+        raise AnswerRefused(f"{what}: the answer holds {exc.message} at line {exc.line} "
+                            f"column {exc.col}; not read", hint=_CHECK) from None
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc.args[0] if exc.args else exc)[:120]
+        raise AnswerRefused(f"{what}: the answer is not JSON ftspec reads ({reason})",
+                            hint=_CHECK) from None
 
 
 def error_body(raw: bytes) -> dict[str, Any]:
@@ -137,58 +136,3 @@ def error_body(raw: bytes) -> dict[str, Any]:
     except AnswerRefused:
         return {"message": raw[:500].decode("utf-8", "replace")}
     return data if isinstance(data, dict) else {"message": str(data)[:500]}
-
-
-class _NumberRefused(AnswerRefused, ValueError):
-    """Raised inside ``json.loads`` (which lets a ValueError through)."""
-
-
-def _int(what: str) -> Any:
-    def parse(text: str) -> int:
-        if len(text) > MAX_NUMBER_CHARS:
-            raise _number(what, text)
-        return int(text)
-    return parse
-
-
-def _float(what: str) -> Any:
-    def parse(text: str) -> float:
-        value = float(text) if len(text) <= MAX_NUMBER_CHARS else math.inf
-        if not math.isfinite(value):
-            raise _number(what, text)
-        return value
-    return parse
-
-
-def _constant(what: str) -> Any:
-    def parse(text: str) -> float:
-        raise _number(what, text)
-    return parse
-
-
-def _number(what: str, text: str) -> _NumberRefused:
-    shown = text if len(text) <= 24 else f"{text[:12]}…({len(text)} characters)"
-    return _NumberRefused(f"{what}: the answer holds the number {shown}, beyond what ftspec "
-                          f"reads (at most {MAX_NUMBER_CHARS} characters, finite)",
-                          hint="check the address (is it the server you meant?)")
-
-
-def _deep(what: str) -> AnswerRefused:
-    return AnswerRefused(f"{what}: the answer is nested deeper than {MAX_DEPTH} levels; not "
-                         "read", hint="check the address (is it the server you meant?)")
-
-
-def _check_depth(data: Any, what: str) -> None:
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        if depth > MAX_DEPTH:
-            raise _deep(what)
-        stack.extend((child, depth + 1) for child in children
-                     if isinstance(child, (dict, list)))

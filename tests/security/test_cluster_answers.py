@@ -37,8 +37,11 @@ HOSTILE = {
 }
 WORDS = {
     "huge": "larger than 64 MiB", "huge-unannounced": "larger than 64 MiB",
-    "deep": "nested deeper", "just-too-deep": "nested deeper", "big-number": "the number 9",
-    "infinite": "the number 1e999", "nan": "the number NaN", "not-json": "is not JSON",
+    "deep": "nested deeper than 100 levels at line 1 column 101",
+    "just-too-deep": "nested deeper than 100 levels",
+    "big-number": "a number of 400 characters (at most 32) at line 1 column 10",
+    "infinite": "the number 1e999 is too large", "nan": "NaN is not a JSON number",
+    "not-json": "is not JSON ftspec reads",
 }
 
 
