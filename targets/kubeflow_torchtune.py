@@ -290,3 +290,64 @@ def _locations(job: Job) -> Iterator[Diagnostic]:
         yield _error(("model", "uri"), "the model initializer reads hf:// or s3:// URIs, not "
                      f"{scheme(spec.model.uri)}://", "initializer-uri",
                      hint="set model.uri: hf://ORG/NAME or s3://BUCKET/PATH")
+
+
+TRAINER_PORT = 29500
+RUNTIME_OWNED_PREFIXES = tuple(f"{key}=" for key in RUNTIME_OWNED)
+
+
+def _arg_enabled(args: list[str], key: str) -> bool:
+    return any(a.split("=", 1)[0] == key and a.split("=", 1)[1].lower() == "true" for a in args if "=" in a)
+
+
+def controller_recipe(trainjob: dict[str, Any], gpus_per_node: int) -> tuple[str, str]:
+    """(recipe, config) the Trainer's torchtune plugin picks for a TrainJob with ``command: [tune, run]``.
+
+    The rule lives in the controller (Go), so it is written again here to say in the plan what
+    the pod will run; the real-controller tests compare it with the pods the Trainer renders.
+    Single device when one node runs one process (or has one GPU); the LoRA recipes when the
+    args carry ``model.lora_attn_modules`` (QLoRA when ``model.quantize_base=True``); the full
+    distributed recipe otherwise (``_full_multinode`` past one node)."""
+    trainer = (trainjob.get("spec") or {}).get("trainer") or {}
+    args = [str(a) for a in trainer.get("args") or []]
+    nodes = int(trainer.get("numNodes") or 1)
+    procs = trainer.get("numProcPerNode")
+    lora = any(a.split("=", 1)[0] == "model.lora_attn_modules" for a in args)
+    qlora = lora and _arg_enabled(args, "model.quantize_base")
+    single = nodes == 1 and (procs == 1 or gpus_per_node == 1)
+    if single:
+        recipe = "lora_finetune_single_device" if lora else "full_finetune_single_device"
+        suffix = "_qlora_single_device" if qlora else "_lora_single_device" if lora else "_full_single_device"
+    elif nodes == 1 and lora:
+        recipe, suffix = "lora_finetune_distributed", "_qlora" if qlora else "_lora"
+    else:
+        recipe, suffix = "full_finetune_distributed", "_full_multinode" if nodes > 1 else "_full"
+    ref = str(((trainjob.get("spec") or {}).get("runtimeRef") or {}).get("name") or "")
+    fields = ref.split("-")
+    model = f"{fields[1].replace('.', '_')}/{fields[2].upper()}" if len(fields) == 3 else ""
+    return recipe, model + suffix
+
+
+def controller_command(trainjob: dict[str, Any], runtime: dict[str, Any], gpus_per_node: int) -> list[str]:
+    """The trainer container's command after the Trainer's torchtune plugin: ``tune run``, the
+    rendezvous endpoint when more than one process trains, the recipe and config it picks
+    (``controller_recipe``), then the runtime-owned ``key=value`` entries of the runtime's own
+    trainer command (output and tokenizer paths, the checkpoint folder)."""
+    trainer = (trainjob.get("spec") or {}).get("trainer") or {}
+    name = str((trainjob.get("metadata") or {}).get("name"))
+    nodes = int(trainer.get("numNodes") or 1)
+    procs = trainer.get("numProcPerNode")
+    command = [str(c) for c in trainer.get("command") or []]
+    if nodes > 1 or (isinstance(procs, int) and procs > 1) or (isinstance(procs, str) and gpus_per_node > 1):
+        command.append(f"--rdzv_endpoint={name}-node-0-0.{name}:{TRAINER_PORT}")
+    recipe, config = controller_recipe(trainjob, gpus_per_node)
+    command += [recipe, "--config", config]
+    for job in ((runtime.get("spec") or {}).get("template") or {}).get("spec", {}).get("replicatedJobs") or []:
+        labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get("trainer.kubeflow.org/trainjob-ancestor-step") != "trainer":
+            continue
+        pod = ((job.get("template") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+        for container in pod.get("containers") or []:
+            if container.get("name") == "node":
+                command += [str(c) for c in container.get("command") or [] if str(c).startswith(RUNTIME_OWNED_PREFIXES)]
+    return command

@@ -231,7 +231,7 @@ class KubernetesBackend:
         phase = phase_of(live)[0]
         lines = self._pod_lines(live) if phase is not Phase.PENDING else []
         stuck = phase in (Phase.PENDING, Phase.FAILED, Phase.UNKNOWN)
-        pods = self._pods(live) if stuck else {}
+        pods = self._pods(live) if phase is not Phase.SUCCEEDED else {}  # retried pods too
         events = self._warnings(live, pods) if stuck else []
         return (job_status(desired.job, addr, live, lines, pods=pods, events=events),
                 metric_lines(lines))

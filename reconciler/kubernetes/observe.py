@@ -87,6 +87,16 @@ def terminations(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def retrying(ended: list[dict[str, Any]]) -> str:
+    """A job not over yet whose pods ended badly: the latest and how many, as the Job
+    controller retries them (exponential back-off until its backoffLimit)."""
+    last = ended[-1]
+    what = f"pod {last['pod']}" + (f" container {last['container']}" if last.get("container") else "")
+    how = (last.get("reason") or "terminated") + (f" (exit code {last['exit_code']})" if "exit_code" in last else "")
+    count = f"{len(ended)} pods ended badly so far" if len(ended) > 1 else "1 pod ended badly so far"
+    return f"{what} ended {how}; {count}, retried by the Job controller until its backoffLimit"
+
+
 def failure(live: dict[str, Any], pods: dict[str, dict[str, Any]], lines: list[str],
             events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Why a failed job failed: the job's own condition or message, the latest Warning
@@ -139,6 +149,10 @@ def job_status(job: Job, addr: str, live: dict[str, Any], lines: list[str],
     nodes = node_states("\n".join(lines))
     if nodes:
         platform = {**platform, "nodes": nodes}
+    retried = terminations(pods or {}) if phase not in TERMINAL else []
+    if retried:  # the Job controller restarts them with a back-off; the job is not over yet
+        platform = {**platform, "terminated": retried}
+        message = f"{message}; {retrying(retried)}"
     where = {k: v for k, v in location(job).items() if k != "path"}
     why = failure(live, pods or {}, lines, events) if phase is Phase.FAILED else {}
     return Status(addr, phase, message, platform, metrics=metrics, outputs=where, reason=why)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
+FILE_MARKER = re.compile(r"^# --- [^\n]+ ---$", re.MULTILINE)
+
 
 def documents(text: str) -> list[dict[str, Any]]:
-    """The YAML documents ``ftspec compile`` printed."""
-    return [doc for doc in yaml.safe_load_all(text) if isinstance(doc, dict)]
+    """The objects ``ftspec compile`` printed: one file per ``# --- name ---`` line."""
+    parts = FILE_MARKER.split(text)
+    return [doc for part in parts for doc in yaml.safe_load_all(part) if isinstance(doc, dict)]
 
 
 def walk(node: Any) -> Iterator[tuple[str, Any]]:

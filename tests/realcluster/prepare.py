@@ -17,7 +17,7 @@ from realcluster.objects import (
 
 
 def compiled(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, target: str) -> list[dict[str, Any]]:
-    res = run_cli(capsys, "compile", spec, "--target", target, "-n", ns)
+    res = run_cli(capsys, "compile", spec, "--target", target, "--set", f"metadata.namespace={ns}")
     assert res.code == 0, res.err
     return documents(res.out)
 

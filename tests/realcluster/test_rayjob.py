@@ -1,0 +1,88 @@
+"""RayJobs ftspec compiles, reconciled by the real KubeRay operator, Job controller and kwok.
+
+KubeRay creates the RayCluster and, once its pods run, the submitter Job (``K8sJobMode``). What
+no test here can show: the Ray job's own status, which KubeRay reads from the head's dashboard at
+its in-cluster service address (kwok's pods serve nothing), so a RayJob reaches ``Running`` and
+never ``Complete`` here; a failing submitter is followed to ``Failed`` through the real operator.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.kubecli import REPO, run_cli
+
+from realcluster.prepare import compiled, prepare_references
+
+pytestmark = pytest.mark.realcluster
+
+RAY = "/apis/ray.io/v1"
+
+
+def kuberay_examples() -> list[Path]:
+    return [p for p in sorted((REPO / "examples").glob("*.yaml"))
+            if "\n  target: kuberay" in p.read_text(encoding="utf-8")]
+
+
+def apply_example(capsys: pytest.CaptureFixture[str], env: dict[str, Any], example: Path) -> tuple[Path, str]:
+    cluster, ns = env["cluster"], env["ns"]
+    spec = env["tmp"] / example.name
+    shutil.copy(example, spec)
+    objs = compiled(capsys, spec, ns, "kuberay")
+    prepare_references(cluster, ns, objs)
+    plan = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
+    assert plan.code == 2, plan.out + plan.err
+    assert "will be created" in plan.out
+    applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
+    assert applied.code == 0, applied.out + applied.err
+    (rayjob,) = [o for o in objs if o["kind"] == "RayJob"]
+    return spec, str(rayjob["metadata"]["name"])
+
+
+def status_row(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra: str) -> dict[str, Any]:
+    res = run_cli(capsys, "status", spec, "-n", ns, "--json", *extra)
+    assert res.code == 0, res.out + res.err
+    (row,) = json.loads(res.out)
+    return dict(row)
+
+
+@pytest.mark.parametrize("example", kuberay_examples(), ids=lambda p: p.stem)
+def test_rayjob_cluster_and_submitter(example: Path, real_env: dict[str, Any],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, ns = real_env["cluster"], real_env["ns"]
+    spec, name = apply_example(capsys, real_env, example)
+    def with_cluster() -> dict[str, Any] | None:
+        rayjob = cluster.request("GET", f"{RAY}/namespaces/{ns}/rayjobs/{name}")
+        return rayjob if (rayjob.get("status") or {}).get("rayClusterName") else None
+
+    rayjob = cluster.wait_for("KubeRay's RayCluster for the RayJob", with_cluster, timeout=120)
+    ray_cluster = cluster.request("GET", f"{RAY}/namespaces/{ns}/rayclusters/{rayjob['status']['rayClusterName']}")
+    wanted = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert [g["groupName"] for g in ray_cluster["spec"]["workerGroupSpecs"]] == [g["groupName"] for g in wanted]
+    submitter = cluster.wait_for(
+        "the submitter Job", lambda: cluster._exists(f"/apis/batch/v1/namespaces/{ns}/jobs/{name}"), timeout=180)
+    assert submitter
+    job = cluster.request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
+    command = " ".join(job["spec"]["template"]["spec"]["containers"][0].get("command") or [])
+    command += " " + " ".join(job["spec"]["template"]["spec"]["containers"][0].get("args") or [])
+    assert rayjob["spec"]["entrypoint"] in command, command
+    row = status_row(capsys, spec, ns)
+    assert row["phase"] in ("Running", "Pending"), row
+
+
+def test_rayjob_submission_failure_reason(real_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    cluster, ns = real_env["cluster"], real_env["ns"]
+    example = REPO / "examples" / "sfttrainer-ray-2x8-roce.yaml"
+    name = "granite-8b-fsdp-ray-2x8"
+    stage = cluster.fail_pods(f"fail-submit-{ns}", {"job-name": name}, exit_code=1, reason="Error")
+    try:
+        spec, _ = apply_example(capsys, real_env, example)
+        final = status_row(capsys, spec, ns, "--watch")
+        assert final["phase"] == "Failed", final
+        assert "SubmissionFailed" in json.dumps(final), final
+    finally:
+        cluster.remove_stage(stage)
