@@ -143,7 +143,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         1, t.global_batch_size // (t.micro_batch_size * world)
     )
     strategy = _strategy(spec)
-    steps_per_epoch, total, warmup = _steps(spec)
+    steps_per_epoch, total, warmup = _steps(spec, world, accum)
     facts = model_facts(spec)
     lora_modules = _lora_modules(spec)
     memory = estimate_memory(
@@ -191,14 +191,17 @@ def _strategy(spec: FineTuneSpec) -> Literal["none", "ddp", "fsdp", "deepspeed"]
     return multi if spec.resources.world_size > 1 else "none"
 
 
-def _steps(spec: FineTuneSpec) -> tuple[int | None, int | None, int | None]:
+def _steps(spec: FineTuneSpec, world: int, accum: int
+           ) -> tuple[int | None, int | None, int | None]:
     """Steps per epoch, total steps and warm-up steps, each None where the number of
     training examples (or a step count given in the spec) does not fix it."""
     t = spec.training
-    examples = _train_examples(spec)
+    examples = train_examples(spec)
     steps_per_epoch = None
     if examples is not None:
-        steps_per_epoch = max(1, examples // t.global_batch_size)
+        steps_per_epoch = full_steps(examples, world, t.micro_batch_size, accum) \
+            if LAUNCHER_FACTS[spec.launcher].drops_partial_batch \
+            else max(1, examples // t.global_batch_size)
         if t.max_steps_per_epoch is not None:
             steps_per_epoch = min(steps_per_epoch, t.max_steps_per_epoch)
     total = t.max_steps
@@ -211,6 +214,15 @@ def _steps(spec: FineTuneSpec) -> tuple[int | None, int | None, int | None]:
     return steps_per_epoch, total, warmup
 
 
+def full_steps(rows: int, world: int, micro_batch: int, accumulation: int) -> int:
+    """Optimizer steps an epoch of ``rows`` gives a launcher that drops the partial batch
+    (``LauncherFacts.drops_partial_batch``): each of ``world`` ranks reads ``ceil(rows /
+    world)`` rows (the distributed sampler pads to equal shares), in whole micro batches,
+    and steps after every ``accumulation`` of them. 0 when the rows fill no global batch."""
+    per_rank = -(-rows // world)
+    return per_rank // micro_batch // accumulation
+
+
 def _row_format(spec: FineTuneSpec) -> RowFormat:
     d = spec.data
     sources = [d.train] if d.train is not None else \
@@ -218,7 +230,9 @@ def _row_format(spec: FineTuneSpec) -> RowFormat:
     return RowFormat(tuple(ds.format for ds in sources))
 
 
-def _train_examples(spec: FineTuneSpec) -> int | None:
+def train_examples(spec: FineTuneSpec) -> int | None:
+    """The training rows the spec declares (``num_examples``; a mixture's when every
+    dataset declares one), else None."""
     d = spec.data
     if d.train is not None:
         return d.train.num_examples

@@ -214,10 +214,10 @@ def _compile(spec: SpecInput | SourceDoc | Compiled, stage: Stage,
     if stage == "identity":
         return Compiled(source, doc, job, diagnostics=_sorted(found, doc),
                         validation=validation)
-    from ftspec.compiler.checks import job_warnings
+    from ftspec.compiler.checks import job_warnings, schedule_errors
     from ftspec.compiler.dispatch import check_job, compile_job, default_target
 
-    found = found + job_warnings(job)
+    found = found + schedule_errors(job) + job_warnings(job)
     name = opts.target or default_target(job)
     names = [name] if stage == "artifacts" else list(dict.fromkeys((job.launcher, name)))
     for each in names:

@@ -47,19 +47,25 @@ class LauncherFacts:
     """Runs under ``accelerate launch`` with ftspec's accelerate config (its CPU settings)."""
     logs_tokens: bool
     """Its training log counts the tokens seen (else the local backend counts the dataset)."""
+    drops_partial_batch: bool
+    """Its data loader drops an epoch's last, partial micro batch and its loop steps the
+    optimizer only after a full gradient accumulation (torchtune's recipes: ``drop_last=True``,
+    ``len(dataloader) // gradient_accumulation_steps`` steps an epoch), so a dataset smaller
+    than one global batch trains no step. The Hugging Face Trainer keeps the partial batch
+    (``dataloader_drop_last`` is off) and steps on a partial accumulation."""
 
 
 LAUNCHER_FACTS: dict[str, LauncherFacts] = {f.name: f for f in (
     LauncherFacts("torchtune", "fsdp", "torchtune", ("torch", "torchtune", "torchao"), (),
                   "ftspec[torchtune]", cpu_multiprocess=False, accelerate_config=False,
-                  logs_tokens=False),
+                  logs_tokens=False, drops_partial_batch=True),
     LauncherFacts("accelerate", "ddp", "hf",
                   ("torch", "accelerate", "transformers", "datasets", "trl"), ("peft",),
                   "ftspec[accelerate]", cpu_multiprocess=True, accelerate_config=True,
-                  logs_tokens=True),
+                  logs_tokens=True, drops_partial_batch=False),
     LauncherFacts("fms_hf_tuning", "ddp", "hf", ("torch", "accelerate", "tuning"), ("peft",),
                   "fms-hf-tuning", cpu_multiprocess=True, accelerate_config=True,
-                  logs_tokens=True),
+                  logs_tokens=True, drops_partial_batch=False),
 )}
 assert tuple(LAUNCHER_FACTS) == LAUNCHERS
 

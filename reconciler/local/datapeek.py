@@ -95,6 +95,23 @@ def _json_array(text: str, truncated: bool) -> list[dict[str, Any]]:
     return rows
 
 
+COUNT_BYTES = 64 << 20
+"""Rows are counted in JSON Lines files up to this size (a plan reads the whole file)."""
+
+
+def count_rows(path: Path, loader: str | None = None) -> int | None:
+    """The rows of a JSON Lines file (its non-blank lines) up to ``COUNT_BYTES``; None for
+    other kinds and larger files (what the launcher reads there is not counted here)."""
+    kind = loader or _KINDS.get(path.suffix.lower().lstrip("."))
+    if kind != "json" or path.stat().st_size > COUNT_BYTES:
+        return None
+    with path.open("rb") as fh:
+        data = fh.read(COUNT_BYTES + 1)
+    if data.lstrip()[:1] == b"[":
+        return None  # a JSON array: its rows are not lines
+    return sum(1 for line in data.split(b"\n") if line.strip())
+
+
 def _template_fields(template: str | None) -> set[str]:
     if not template:
         return set()

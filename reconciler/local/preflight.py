@@ -7,6 +7,9 @@ Checked without starting anything, each failure a diagnostic at the spec field
   weights (a safetensors file's header must parse: a truncated or corrupt file fails here),
   the tokenizer, the special tokens, every dataset file (its first rows parse as the
   loader reads them and hold the columns the format needs), a ``resume_from`` folder;
+- a ``data.train`` JSON Lines file without ``num_examples``: its counted rows fill a global
+  batch where the launcher drops the partial one (``compiler.checks.zero_steps``, the rule
+  a declared ``num_examples`` meets at compile time);
 - the launcher and the packages it imports are installed (found, not imported: importing
   torch costs seconds);
 - the output folder (and the run folder under ``deploy.local.workdir``) can be written, and
@@ -21,10 +24,12 @@ import os
 import shutil
 import struct
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from ftspec.compiler.checks import zero_steps
 from ftspec.reconciler.backend import Desired
-from ftspec.reconciler.local.datapeek import PeekError, first_rows, missing_columns
+from ftspec.reconciler.local.datapeek import PeekError, count_rows, first_rows, missing_columns
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
@@ -69,6 +74,7 @@ def preflight(desired: Desired, root: Path) -> list[Diagnostic]:
             _readable(checks, ("model", "tokenizer", key), uri, "tokenizer")
     for path, ds in datasets(spec):
         _dataset(checks, path, ds)
+    _counted_rows(checks, job)
     resume = spec.training.checkpointing.resume_from
     if resume and scheme(resume) == "file":
         where = checks.path_of(resume)
@@ -181,6 +187,24 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
                      f"(format {ds.format}; its columns: {have})", "missing-column",
                      hint="point it at one of the dataset's columns" if field[0] != "format" else
                      f"map it to a column of the dataset: column_map: {{{column}: <column>}}")
+
+
+def _counted_rows(checks: _Checks, job: Job) -> None:
+    """A ``data.train`` file without ``num_examples``: its rows counted here (JSON Lines),
+    checked by the rule the declared size meets at compile time (``zero_steps``)."""
+    ds = job.spec.data.train
+    if ds is None or ds.num_examples is not None or scheme(ds.uri) != "file":
+        return
+    where = checks.path_of(ds.uri)
+    try:
+        rows = count_rows(where, ds.loader) if where.is_file() else None
+    except OSError:
+        return  # unreadable: _dataset said so
+    if rows is None:
+        return
+    doc = checks.desired.doc
+    for found in zero_steps(job, rows, f"the rows of {where}, counted at plan"):
+        checks.found.append(replace(found, span=doc.span_of(found.path) if doc else None))
 
 
 def _launcher(checks: _Checks, job: Job) -> None:

@@ -124,3 +124,27 @@ def test_launcher_packages_missing(capsys: pytest.CaptureFixture[str], tmp_path:
     assert "examples/tiny-local.yaml:70:11: error: launcher: the torchtune launcher needs " \
            "torchao, not installed" in err
     assert "pip install 'ftspec[torchtune]'" in err
+
+
+def test_counted_rows_that_fill_no_global_batch(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    """Without num_examples the plan counts the JSON Lines rows: 3 rows cannot fill the
+    global batch of 4, and torchtune drops the partial batch (the rule of a declared size)."""
+    row = {"instruction": "a", "input": "", "output": "b"}
+    _assets(tmp_path, [row] * 3)
+    code, out, err = _plan(capsys, "data.train.num_examples=null")
+    assert code == 1 and out == ""
+    dataset = tmp_path / ".ftspec/tiny/llama2/dataset.jsonl"
+    assert ("examples/tiny-local.yaml:56:22: error: training.global_batch_size: 3 rows / "
+            "global batch 4 = 0 full batches: torchtune drops the partial batch, so the run "
+            "would train 0 steps\n  hint: use a global batch of at most 3 (= micro batch x "
+            "gradient accumulation x 1 process), or train on more rows (the rows of "
+            f"{dataset}, counted at plan)") in err, err
+    _assets_rows(tmp_path, [row] * 4)
+    code, out, err = _plan(capsys, "data.train.num_examples=null")
+    assert code == 0 and "will be created" in out, err
+
+
+def _assets_rows(root: Path, rows: list[dict[str, str]]) -> None:
+    (root / ".ftspec/tiny/llama2/dataset.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))

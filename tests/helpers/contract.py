@@ -151,6 +151,8 @@ VALUES: dict[tuple[str, ...], Any] = {
     ("training", "checkpointing", "resume_from"): "pvc://outputs/old/checkpoint-10",
     ("training", "early_stopping", "metric"): "eval_accuracy",
     ("training", "global_batch_size"): 16,
+    # rows enough for a full global batch (fewer train no step: compiler/checks.py)
+    ("data", "train", "num_examples"): 1024,
     ("training", "micro_batch_size"): 1,
     ("training", "logging", "report_to"): ["tensorboard"],
     ("training", "optimizer", "betas"): [0.8, 0.95],

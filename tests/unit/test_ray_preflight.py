@@ -43,7 +43,8 @@ def with_nodes(*totals: dict[str, float], dead: int = 0) -> Any:
 def desired(tmp_path: Path, resources: str, extra: str = "") -> Desired:
     """examples/tiny-local.yaml on deploy.target ray, with ``resources`` for its block."""
     text = EXAMPLE.read_text().replace("file://.ftspec", "file:///srv/.ftspec").replace(
-        "global_batch_size: 4 ", "global_batch_size: 96")  # divisible by 8 and 12 GPUs
+        "global_batch_size: 4 ", "global_batch_size: 96").replace(  # divisible by 8 and 12
+        "num_examples: 64", "num_examples: 960")  # GPUs; rows for 10 steps of 96
     head, _, _ = text.partition("resources:\n")
     _, _, tail = text.partition("output:\n")
     tail = tail.replace("target: local", "target: ray")
