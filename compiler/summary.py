@@ -36,6 +36,10 @@ def ml_summary(job: Job) -> dict[str, str]:
         "world size": str(job.world_size),
         "strategy": job.strategy,
     }
+    stops = [name for name, rule in (("training.stop", t.stop),
+                                     ("training.early_stopping", t.early_stopping)) if rule]
+    if stops:  # may end the run before "max steps": a shorter run is then still valid
+        out["stop rule"] = ", ".join(stops)
     lora = spec.method.lora_settings
     if job.lora_modules:
         out["LoRA rank"] = str(lora.rank)

@@ -110,6 +110,15 @@ def legacy_summary(text: Any) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+def applied_summary(meta: dict[str, Any], legacy_key: str) -> dict[str, str]:
+    """The ML summary a job was applied with, from its metadata: the applied record's, else
+    the one an older ftspec wrote under ``legacy_key``; empty when neither is there."""
+    applied = decode(meta.get(RECORD_KEY))
+    if applied is not None and applied.summary:
+        return dict(applied.summary)
+    return legacy_summary(meta.get(legacy_key))
+
+
 def _show(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
 

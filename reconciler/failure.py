@@ -9,7 +9,10 @@ are skipped for the worker's own exception when the log holds it.
 The validity class follows the SFTTrainer seed: ``invalid`` when the run ran out of memory
 (``torch.OutOfMemoryError``, CUDA's illegal memory access, Python's ``MemoryError``, a pod
 ``OOMKilled``, a SIGKILL ftspec did not send: the kernel's out-of-memory killer), ``failed``
-on any other error, ``ok`` once it succeeded.
+on any other error, ``ok`` once it succeeded — unless it trained fewer optimizer steps than
+planned with no stop rule to end it early (``short_run``): a launcher that exits 0 after no
+step (torchtune on a dataset that fills no global batch) leaves the adapter as it started,
+so that run is ``invalid`` too, with ``trained`` saying "trained 0 of 16 planned steps".
 
 Hand-written: a traceback's shape is fixed by CPython and no library parses it from text.
 """
@@ -101,9 +104,22 @@ def reason(*, exit_code: int | None = None, signal: str | None = None,
     return out
 
 
+def short_run(trained: int, planned: int | None, *, stop_rule: bool,
+              slack: int = 0) -> dict[str, Any]:
+    """The reason a run that exited cleanly is ``invalid``: it trained fewer optimizer steps
+    than its plan (``planned``, the Job's total steps when it was applied) and no stop rule
+    (``training.stop``, early stopping) may end it sooner. ``slack``: steps the log may not
+    show (a trainer that logs every N steps). Empty when it trained what was planned."""
+    if stop_rule or not planned or trained + slack >= planned:
+        return {}
+    return {"validity": INVALID, "trained": f"trained {trained} of {planned} planned steps"}
+
+
 def describe(r: dict[str, Any]) -> str:
     """One line: ``out of memory: cuda; torch.OutOfMemoryError: … (at train.py:42)``."""
     parts: list[str] = []
+    if r.get("trained"):
+        parts.append(str(r["trained"]))
     if r.get("out_of_memory"):
         parts.append(f"out of memory: {r['out_of_memory']}")
     exc = r.get("exception")

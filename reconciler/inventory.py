@@ -94,8 +94,8 @@ def local_rows(root: Path) -> list[RunRow]:
 
 
 def _validity(phase: str, reason: dict[str, Any]) -> str | None:
-    if phase == "Succeeded":
-        return "ok"
+    if phase == "Succeeded":  # invalid when it trained fewer steps than planned
+        return str(reason.get("validity") or "ok")
     if phase == "Failed":
         return str(reason.get("validity") or "failed")
     return None
@@ -123,6 +123,10 @@ def _local_output(root: Path, run_dir: str, argv: list[str]) -> str | None:
 
 def ray_rows(address: str) -> list[RunRow]:
     """The newest job of each ftspec spec on the Ray cluster at ``address``."""
+    from ftspec.compiler.summary import SUMMARY_ANNOTATION
+    from ftspec.reconciler.applied import applied_summary
+    from ftspec.reconciler.measured import short_of_plan
+    from ftspec.reconciler.model import Phase
     from ftspec.reconciler.progress import track_text
     from ftspec.reconciler.ray.backend import PHASES, SPEC_FILE_KEY
     from ftspec.reconciler.ray.jobsapi import JobsApi
@@ -141,15 +145,20 @@ def ray_rows(address: str) -> list[RunRow]:
     for sid, job in sorted(newest.items()):
         meta = job.get("metadata") or {}
         phase = PHASES.get(str(job.get("status")))
-        last = track_text(api.logs(str(job["submission_id"]))).last
+        text = api.logs(str(job["submission_id"]))
+        tracker = track_text(text)
+        last = tracker.last
         start = job.get("start_time")
+        short = short_of_plan(text, tracker, applied_summary(meta, SUMMARY_ANNOTATION)) \
+            if phase is Phase.SUCCEEDED else {}
         rows.append(RunRow(
             name=sid, target="ray", phase=phase.value if phase else "Unknown",
             where=f"ray {address}", step=last.step if last else None,
             loss=last.loss if last else None,
             started_at=start / 1000 if isinstance(start, (int, float)) else None,
             spec_file=meta.get(SPEC_FILE_KEY),
-            validity={"SUCCEEDED": "ok", "FAILED": "failed", "STOPPED": "failed"}.get(
+            validity=short.get("validity") or {
+                "SUCCEEDED": "ok", "FAILED": "failed", "STOPPED": "failed"}.get(
                 str(job.get("status"))),
             job=str(job.get("submission_id"))))
     return rows

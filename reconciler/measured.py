@@ -19,7 +19,8 @@
   when ``log_peak_memory_stats`` is on; ftspec's TRL entrypoint prints it); on CPU the peak
   resident set of the largest training process (the kernel's ``ru_maxrss`` of the run's
   descendants, recorded by the supervisor when the run ends).
-- ``validity``: ok / invalid (out of memory) / failed (another error), from ``failure``.
+- ``validity``: ok / invalid (out of memory, or fewer steps trained than planned) / failed
+  (another error), from ``failure``; ``validity_reason`` says why it is not ok.
 - with ``training.stop``: ``stopped_by``, ``stable_window`` and
   ``dataset_tokens_per_second_stable`` (the throughput without the warm-up), from ``stopped``.
 """
@@ -27,8 +28,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
+from ftspec.reconciler.failure import short_run
 from ftspec.reconciler.progress import Tracker, split_lines
 from ftspec.reconciler.stopped import stopped
 
@@ -70,6 +73,31 @@ def bar_position(text: str) -> tuple[int, int] | None:
         for found in _BAR.finditer(line):
             last = (int(found.group(1)), int(found.group(2)))
     return last
+
+
+def trained_steps(text: str, tracker: Tracker) -> tuple[int, bool]:
+    """Optimizer steps a run's log shows it trained, and whether that count is exact: the
+    last step a metrics record gave, or the progress bar's count when larger (the Hugging
+    Face trainer's bar counts every global step; torchtune's counts the steps of an epoch,
+    each also named by its step line). Without a bar the records may be ``logging_steps``
+    apart (not exact)."""
+    last = tracker.last.step if tracker.last is not None else 0
+    bar = bar_position(text)
+    return (max(last, bar[0]), True) if bar is not None else (last, False)
+
+
+def short_of_plan(text: str, tracker: Tracker, summary: Mapping[str, str]
+                  ) -> dict[str, Any]:
+    """Why a run that exited 0 is invalid (``failure.short_run``), on every backend: the
+    steps its log shows (``trained_steps``) against the ``max steps`` of the ML summary it
+    was applied with, unless that summary names a ``stop rule``. Empty: ok."""
+    try:
+        planned = int(summary.get("max steps", ""))
+    except ValueError:  # "-": the total was not known
+        return {}
+    trained, exact = trained_steps(text, tracker)
+    return short_run(trained, planned, stop_rule="stop rule" in summary,
+                     slack=0 if exact else tracker.logging_steps - 1)
 
 
 def peak_cuda_bytes(text: str) -> int | None:

@@ -176,7 +176,10 @@ def _render(data: dict[str, Any]) -> list[str]:
 
 def _measured_rows(m: dict[str, Any]) -> list[tuple[str, Any]]:
     """The measured properties (``reconciler.measured``) as output rows."""
-    rows: list[tuple[str, Any]] = [("validity", m.get("validity")),
+    validity = m.get("validity")
+    if validity and m.get("validity_reason"):
+        validity = f"{validity} ({m['validity_reason']})"
+    rows: list[tuple[str, Any]] = [("validity", validity),
                                    ("train_runtime_s", m.get("train_runtime_s"))]
     if m.get("dataset_tokens") is not None:
         rows.append(("dataset_tokens", f"{m['dataset_tokens']} ({m.get('dataset_tokens_how')})"))

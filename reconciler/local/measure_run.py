@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from ftspec.reconciler.failure import describe
 from ftspec.reconciler.local.compare import same_file
 from ftspec.reconciler.local.observe import TERMINAL, RunView
 from ftspec.reconciler.local.runner import launch_file
@@ -88,8 +89,11 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
               ) -> dict[str, Any]:
     record = view.record
     kept = read_json(run, MEASURED_FILE)
+    validity = _validity(view)
     if kept is not None and kept.get("started_at") == record.started_at:
-        return {k: v for k, v in kept.items() if k != "started_at"}
+        # the validity as read now: one kept by an ftspec that counted no steps said ok
+        return {**{k: v for k, v in kept.items() if k not in ("started_at", *validity)},
+                **validity}
     text = read_tail(root / record.log, _LOG_BYTES)
     tracker = track_text(text, **tracker_settings(job))
     dataset = note = None
@@ -98,15 +102,25 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
     ended = read_json(run, EXIT_FILE) or {}
     rss = ended.get("max_rss_kib")
     rss_kib = rss if _kib(rss) else None
-    validity = "ok" if view.phase.value == "Succeeded" else view.reason.get("validity", "failed")
-    out = measure(text, tracker, validity=validity, devices=job.world_size,
+    out = measure(text, tracker, validity=validity["validity"], devices=job.world_size,
                   global_batch=job.global_batch_size, dataset=dataset,
                   max_rss_bytes=None if rss_kib is None else rss_kib * 1024)
     if note:
         out["dataset_tokens_how"] = note
+    out.update(validity)
     with guarded(root / record.run_dir):
         write_json(run, MEASURED_FILE, {**out, "started_at": record.started_at})
     return out
+
+
+def _validity(view: RunView) -> dict[str, Any]:
+    """``validity`` (``failure``'s classes) and, for a run that exited 0 short of its plan,
+    ``validity_reason`` (a failed run's reason is ``status``'s)."""
+    validity = view.reason.get("validity") or \
+        ("ok" if view.phase.value == "Succeeded" else "failed")
+    if not view.reason.get("trained"):
+        return {"validity": validity}
+    return {"validity": validity, "validity_reason": describe(view.reason)}
 
 
 def _kib(value: Any) -> TypeGuard[int]:

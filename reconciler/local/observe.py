@@ -13,6 +13,7 @@ from ftspec.reconciler.local.record import RunRecord
 from ftspec.reconciler.local.state import guarded, open_run_dir
 from ftspec.reconciler.local.supervise import CHILD_FILE, EXIT_FILE, ExitInfo, read_json
 from ftspec.reconciler.logread import read_tail, tail_lines
+from ftspec.reconciler.measured import short_of_plan
 from ftspec.reconciler.model import Phase
 from ftspec.reconciler.progress import Tracker, clean_lines, status_metrics, track_text
 
@@ -37,7 +38,8 @@ class RunView:
     pid: int | None = None
     """The supervisor's pid: the live one the OS proved, else the recorded one."""
     reason: dict[str, Any] = field(default_factory=dict)
-    """Why it failed (``failure.reason``); empty unless the phase is Failed."""
+    """Why it failed (``failure.reason``), or why a run that succeeded is invalid
+    (``failure.short_run``: it trained fewer steps than planned); else empty."""
 
     def platform(self) -> dict[str, Any]:
         r = self.record
@@ -113,5 +115,8 @@ def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
     if phase is Phase.FAILED:
         why = reason(exit_code=returncode, signal=signal, stopped_by_ftspec=stop_requested,
                      log=clean_lines(text))
+    elif phase is Phase.SUCCEEDED:
+        why = short_of_plan(text, progress, record.summary)  # planned when applied
     return RunView(record, phase, message, active and ended is None, returncode, signal,
                    stop_requested, progress, ended_at, log_tail, pid, why)
+

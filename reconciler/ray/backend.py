@@ -28,6 +28,7 @@ from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
 from ftspec.reconciler.applied import (
     RECORD_KEY,
+    applied_summary,
     decode,
     encode,
     legacy_summary,
@@ -35,10 +36,10 @@ from ftspec.reconciler.applied import (
     upgrade_note,
 )
 from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
-from ftspec.reconciler.failure import reason
+from ftspec.reconciler.failure import describe, reason
 from ftspec.reconciler.identity import Moved, moved
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
-from ftspec.reconciler.measured import measure
+from ftspec.reconciler.measured import measure, short_of_plan
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import (
@@ -421,6 +422,8 @@ class RayBackend:
             why = reason(exit_code=code if isinstance(code, int) else None,
                          log=clean_lines(text),
                          platform_reason=error or None)
+        elif phase is Phase.SUCCEEDED:
+            why = short_of_plan(text, progress, _summary(job))
         return [Status(addr, phase, message, platform=platform, metrics=metrics,
                        outputs=self._outputs(desired, job), reason=why)]
 
@@ -434,11 +437,15 @@ class RayBackend:
         if job is None or phase not in (Phase.SUCCEEDED, Phase.FAILED):
             return {}
         text = self.api(desired).logs(str(job["submission_id"]))
-        validity = "ok" if phase is Phase.SUCCEEDED else \
-            reason(log=clean_lines(text)).get("validity", "failed")
-        return measure(text, track_text(text, **tracker_settings(desired.job)),
-                       validity=validity, devices=desired.job.world_size,
-                       global_batch=desired.job.global_batch_size)
+        tracker = track_text(text, **tracker_settings(desired.job))
+        why = short_of_plan(text, tracker, _summary(job)) if phase is Phase.SUCCEEDED \
+            else reason(log=clean_lines(text))
+        validity = why.get("validity") or ("ok" if phase is Phase.SUCCEEDED else "failed")
+        out = measure(text, tracker, validity=validity, devices=desired.job.world_size,
+                      global_batch=desired.job.global_batch_size)
+        if validity == "invalid" and why.get("trained"):
+            out["validity_reason"] = describe(why)
+        return out
 
     def _outputs(self, desired: Desired, job: dict[str, Any]) -> dict[str, Any]:
         """Where the job writes; its files too when the cluster is this machine (a head on
@@ -492,3 +499,9 @@ class RayBackend:
 def make_backend(options: object = None) -> RayBackend:
     """Factory used by ``ftspec.reconciler.backends``."""
     return RayBackend(getattr(options, "ray_address", None))
+
+
+def _summary(job: dict[str, Any]) -> dict[str, str]:
+    """The ML summary a Ray job was submitted with (its metadata's applied record)."""
+    meta = job.get("metadata")
+    return applied_summary(meta if isinstance(meta, dict) else {}, SUMMARY_ANNOTATION)
