@@ -62,8 +62,9 @@ class ControlPlaneFiles:
         return sorted((self.jobset / "config/components/crd/bases").glob("*.yaml"))
 
     def kuberay_crds(self) -> list[Path]:
-        bases = self.kuberay / "config/crd/bases"
-        return [bases / "ray.io_rayclusters.yaml", bases / "ray.io_rayjobs.yaml"]
+        """Every ray.io CRD: the operator waits for the caches of all the kinds it watches
+        (RayService included) and exits when one is not served."""
+        return sorted((self.kuberay / "config/crd/bases").glob("ray.io_*.yaml"))
 
     def kwok_stage_crd(self) -> Path:
         return self.kwok / "kustomize/crd/bases/kwok.x-k8s.io_stages.yaml"

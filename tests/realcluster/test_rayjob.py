@@ -18,7 +18,7 @@ from helpers.kubecli import REPO, run_cli
 
 from realcluster.prepare import compiled, prepare_references
 
-pytestmark = pytest.mark.realcluster
+pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
 RAY = "/apis/ray.io/v1"
 

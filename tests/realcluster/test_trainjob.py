@@ -21,7 +21,7 @@ from helpers.kubecli import REPO, run_cli
 from realcluster.objects import container, env_map, gpu_limit
 from realcluster.prepare import compiled, prepare_references
 
-pytestmark = pytest.mark.realcluster
+pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 JOBSET = "/apis/jobset.x-k8s.io/v1alpha2"
