@@ -9,7 +9,10 @@ live RayJob. So those three fields are compared as the Ray backend compares jobs
 the Ray job's ``spec.metadata`` without the spec hash an older ftspec put there and
 without its copy of the spec-id label.
 A spec-id label inside the object (pod template labels) is not compared: the object's own
-label says who owns it. The live object is untrusted: YAML that does not load (or is too large) compares as text.
+label says who owns it. A TrainJob's ``spec.runtimePatches[].time`` is not compared either:
+the Trainer's mutating webhook stamps it at every admission, dry runs included, so the live
+object and the dry run always differ there (found by the real Trainer v2.3.0: every plan of
+an unchanged TrainJob planned a replace). The live object is untrusted: YAML that does not load (or is too large) compares as text.
 """
 
 from __future__ import annotations
@@ -54,11 +57,21 @@ def _without_nested_ids(value: Any) -> Any:
     return out
 
 
+def _without_patch_times(spec: dict[str, Any]) -> dict[str, Any]:
+    patches = spec.get("runtimePatches")
+    if not isinstance(patches, list):
+        return spec
+    kept = [{k: v for k, v in p.items() if k != "time"} if isinstance(p, dict) else p for p in patches]
+    return {**spec, "runtimePatches": kept}
+
+
 def comparable(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` (an essence) with a RayJob's run fields replaced by ``spec.run`` and the
     spec-id label compared on the object only (``_without_nested_ids``)."""
     obj = {k: v if k == "metadata" else _without_nested_ids(v) for k, v in obj.items()}
     spec = obj.get("spec")
+    if obj.get("kind") == "TrainJob" and isinstance(spec, dict):
+        return {**obj, "spec": _without_patch_times(spec)}
     if obj.get("kind") != "RayJob" or not isinstance(spec, dict):
         return obj
     runtime = _runtime_env(spec.get("runtimeEnvYAML"))

@@ -29,6 +29,7 @@ from ftspec.reconciler.kubernetes.planner import (
 )
 from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, runtime_needed
+from ftspec.reconciler.kubernetes.runtime_drift import live_runtime_drift
 from ftspec.reconciler.model import Action, Change
 from ftspec.spec.ir import Job
 
@@ -261,6 +262,10 @@ def plan_object(ctx: Context, p: Pending, draft: Draft) -> None:
         draft.errors.append(refused)
         return
     draft.add(p.addr, change, read.live)
+    if read.live is not None and change.action in (Action.NOOP, Action.UPDATE):
+        drift = live_runtime_drift(ctx.reader, read.live)
+        if drift:
+            draft.warnings.append(drift)
 
 
 def remove_unwanted(desired: Sequence[Desired], owned: Owned, wanted: set[str],

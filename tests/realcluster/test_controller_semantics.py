@@ -11,7 +11,7 @@ from helpers.kubecli import REPO, run_cli
 
 from realcluster.prepare import compiled, prepare_references
 
-pytestmark = pytest.mark.realcluster
+pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
 TRAINER = "/apis/trainer.kubeflow.org/v1alpha1"
 JOBSET = "/apis/jobset.x-k8s.io/v1alpha2"
@@ -96,8 +96,11 @@ def test_generated_runtime_plans_its_trainjob_after_the_runtime(real_env: dict[s
     assert "planned without server defaults" not in plan.out + plan.err
     applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
     assert applied.code == 0, applied.out + applied.err
-    kinds = {o["kind"] for o in compiled(capsys, spec, ns, "kubeflow")}
-    assert kinds == {"TrainJob", "TrainingRuntime"}
+    objs = compiled(capsys, spec, ns, "kubeflow")
+    assert {o["kind"] for o in objs} == {"ConfigMap", "TrainingRuntime", "TrainJob"}
+    (trainjob,) = [o for o in objs if o["kind"] == "TrainJob"]
+    assert cluster.wait_for("the Trainer's JobSet of the TrainJob on its generated runtime",
+                            lambda: jobset_created(cluster, ns, trainjob["metadata"]["name"]))
     again = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
     assert again.code == 0, again.out + again.err
 
@@ -159,3 +162,33 @@ def test_replaced_trainjob_does_not_inherit_the_old_jobsets_result(real_env: dic
     assert jobset["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]
     assert jobset["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"]["containers"][0][
         "resources"]["limits"]["nvidia.com/gpu"] in (2, "2")
+
+
+def test_runtime_changed_under_a_live_trainjob_is_said_in_the_plan(real_env: dict[str, Any],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Runtime drift: someone edits the ClusterTrainingRuntime a live TrainJob started from (a new
+    trainer image); the Trainer does not re-render the running JobSet, so the plan says what a new
+    run of the same spec would train with, while the TrainJob itself stays 'no changes'."""
+    cluster, ns, tmp = real_env["cluster"], real_env["ns"], real_env["tmp"]
+    spec = tmp / "job.yaml"
+    spec.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    prepare_references(cluster, ns, compiled(capsys, spec, ns, "kubeflow"))
+    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
+    cluster.wait_for("the JobSet", lambda: jobset_created(cluster, ns, EXAMPLE_NAME))
+    quiet = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
+    assert quiet.code == 0 and "runtime drift" not in quiet.out + quiet.err, quiet.out + quiet.err
+    path = f"{TRAINER}/clustertrainingruntimes/torchtune-llama3.2-1b"
+    jobs = cluster.request("GET", path)["spec"]["template"]["spec"]["replicatedJobs"]
+    index = next(i for i, j in enumerate(jobs) if j["name"] == "node")
+    image = f"/spec/template/spec/replicatedJobs/{index}/template/spec/template/spec/containers/0/image"
+    old = jobs[index]["template"]["spec"]["template"]["spec"]["containers"][0]["image"]
+    cluster.request("PATCH", path, [{"op": "replace", "path": image, "value": "example.com/torchtune-trainer:next"}],
+                    content_type="application/json-patch+json")
+    try:
+        drifted = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
+        text = drifted.out + drifted.err
+        assert "runtime drift: ClusterTrainingRuntime torchtune-llama3.2-1b changed since TrainJob" in text, text
+        assert f"node/node image: {old} -> example.com/torchtune-trainer:next" in text, text
+    finally:
+        cluster.request("PATCH", path, [{"op": "replace", "path": image, "value": old}],
+                        content_type="application/json-patch+json")
