@@ -57,7 +57,6 @@ class Resource:
                                          label=self.plural == "namespaces")
 
 
-
 KINDS: dict[str, Resource] = {
     "TrainJob": Resource(TRAINER_GROUP, TRAINER_API_VERSION, "trainjobs"),
     "TrainingRuntime": Resource(TRAINER_GROUP, TRAINER_API_VERSION, "trainingruntimes"),

@@ -198,6 +198,8 @@ def real_namespace(real_cluster: RealCluster, request: pytest.FixtureRequest) ->
     """A fresh namespace on the real cluster; deleted (by the real namespace controller) after the test."""
     slug = _SLUG.sub("-", request.node.name.lower()).strip("-")[:30].strip("-") or "test"
     name = f"r-{slug}-{secrets.token_hex(3)}"
+    if real_cluster.recycle_volumes() < 8:  # a test binds a few claims; earlier tests' are released
+        real_cluster.add_volumes(16)
     real_cluster.create_namespace(name, labels={"ftspec.test/namespace": "true"})
     yield name
     if real_cluster.running:

@@ -163,6 +163,20 @@ class RealCluster(KubeCluster):
                          "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": f"/tmp/ftreal-pv-{index}"}},
             })
 
+    def recycle_volumes(self) -> int:
+        """Make the pool's Released volumes (their claims' namespaces deleted) Available again,
+        as a volume plugin's recycler would; returns how many are Available now."""
+        available = 0
+        for pv in self.request("GET", "/api/v1/persistentvolumes")["items"]:
+            phase = (pv.get("status") or {}).get("phase")
+            if phase == "Released":
+                self.request("PATCH", f"/api/v1/persistentvolumes/{pv['metadata']['name']}",
+                             {"spec": {"claimRef": None}}, content_type="application/merge-patch+json")
+                available += 1
+            elif phase == "Available":
+                available += 1
+        return available
+
     def add_stage(self, stage: dict[str, Any]) -> None:
         self.request("POST", STAGE_API, stage)
 

@@ -40,8 +40,9 @@ def test_prefetched_reads_are_used_once_and_decide_the_same(specs: list[SpecInpu
     # applied, so not listed) a GET and a dry-run; the two applied objects, unchanged since
     # applied, need no dry-run (``drift.unchanged_since_applied``): nothing is read twice;
     # the preflight's GETs of what the three specs reference (namespace, runtime, secret,
-    # claim), once for all of them
-    assert backend.transport.round_trips == 1 + len(MANAGED_KINDS["kubeflow"]) + 1 + 1 + 4
+    # claim), once for all of them; for each of the two live TrainJobs, a GET of the JobSet the
+    # Trainer renders (runtime drift; this server serves none, so no runtime read follows)
+    assert backend.transport.round_trips == 1 + len(MANAGED_KINDS["kubeflow"]) + 1 + 1 + 4 + 2
     assert [c.action.value for c in plan.changes] == ["no-op", "no-op", "create"]
 
     # the same plan, every read made by plan() itself

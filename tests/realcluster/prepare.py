@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +43,27 @@ def prepare_references(cluster: Any, ns: str, objs: list[dict[str, Any]]) -> Non
     for account in referenced_service_accounts(objs) - _names(cluster, f"{base}/serviceaccounts"):
         cluster.request("POST", f"{base}/serviceaccounts", {
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
+
+
+JOB_KINDS = {"kubeflow": "TrainJob", "kuberay": "RayJob"}
+
+
+def applied_example(capsys: pytest.CaptureFixture[str], env: dict[str, Any], example: Path,
+                    target: str, *, plan_first: bool = True) -> tuple[Path, dict[str, Any]]:
+    """``example`` copied into the test's folder, what it references prepared, planned (a create,
+    dry-run through the controllers' webhooks, never degraded) and applied; returns the copy and
+    the compiled job object (TrainJob or RayJob)."""
+    cluster, ns = env["cluster"], env["ns"]
+    spec = env["tmp"] / example.name
+    shutil.copy(example, spec)
+    objs = compiled(capsys, spec, ns, target)
+    prepare_references(cluster, ns, objs)
+    if plan_first:
+        plan = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
+        assert plan.code == 2, plan.out + plan.err
+        assert "will be created" in plan.out
+        assert "planned without server defaults" not in plan.out + plan.err
+    applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
+    assert applied.code == 0, applied.out + applied.err
+    (job,) = [o for o in objs if o["kind"] == JOB_KINDS[target]]
+    return spec, job

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers.kubecli import REPO, run_cli
 
-from realcluster.prepare import compiled, prepare_references
+from realcluster.prepare import applied_example, compiled, prepare_references
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
@@ -105,20 +105,13 @@ def test_generated_runtime_plans_its_trainjob_after_the_runtime(real_env: dict[s
     assert again.code == 0, again.out + again.err
 
 
-def _running(cluster: Any, ns: str, name: str) -> bool:
-    return jobset_created(cluster, ns, name)
-
-
 def test_runtime_patch_change_on_a_running_trainjob_is_a_replace(real_env: dict[str, Any],
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """D3: the Trainer refuses any change to spec.runtimePatches of a TrainJob that is not
     suspended; a label change (it lives in the patch) plans a replace, and apply goes through."""
-    cluster, ns, tmp = real_env["cluster"], real_env["ns"], real_env["tmp"]
-    spec = tmp / "job.yaml"
-    spec.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
-    prepare_references(cluster, ns, compiled(capsys, spec, ns, "kubeflow"))
-    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
-    cluster.wait_for("the JobSet", lambda: _running(cluster, ns, EXAMPLE_NAME))
+    cluster, ns = real_env["cluster"], real_env["ns"]
+    spec, _ = applied_example(capsys, real_env, EXAMPLE, "kubeflow", plan_first=False)
+    cluster.wait_for("the JobSet", lambda: jobset_created(cluster, ns, EXAMPLE_NAME))
     uid = cluster.request("GET", f"{TRAINER}/namespaces/{ns}/trainjobs/{EXAMPLE_NAME}")["metadata"]["uid"]
     plan = run_cli(capsys, "plan", spec, "-n", ns, "--set", "metadata.labels.team=vision")
     assert plan.code == 0, plan.out + plan.err
@@ -138,11 +131,8 @@ def test_replaced_trainjob_does_not_inherit_the_old_jobsets_result(real_env: dic
     controller's would) must not make the new TrainJob 'succeed' without running."""
     import threading
 
-    cluster, ns, tmp = real_env["cluster"], real_env["ns"], real_env["tmp"]
-    spec = tmp / "job.yaml"
-    spec.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
-    prepare_references(cluster, ns, compiled(capsys, spec, ns, "kubeflow"))
-    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
+    cluster, ns = real_env["cluster"], real_env["ns"]
+    spec, _ = applied_example(capsys, real_env, EXAMPLE, "kubeflow", plan_first=False)
     row = run_cli(capsys, "status", spec, "-n", ns, "--watch", "--json")
     assert '"Succeeded"' in row.out, row.out
     jobset_path = f"{JOBSET}/namespaces/{ns}/jobsets/{EXAMPLE_NAME}"
@@ -169,11 +159,8 @@ def test_runtime_changed_under_a_live_trainjob_is_said_in_the_plan(real_env: dic
     """Runtime drift: someone edits the ClusterTrainingRuntime a live TrainJob started from (a new
     trainer image); the Trainer does not re-render the running JobSet, so the plan says what a new
     run of the same spec would train with, while the TrainJob itself stays 'no changes'."""
-    cluster, ns, tmp = real_env["cluster"], real_env["ns"], real_env["tmp"]
-    spec = tmp / "job.yaml"
-    spec.write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
-    prepare_references(cluster, ns, compiled(capsys, spec, ns, "kubeflow"))
-    assert run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve").code == 0
+    cluster, ns = real_env["cluster"], real_env["ns"]
+    spec, _ = applied_example(capsys, real_env, EXAMPLE, "kubeflow", plan_first=False)
     cluster.wait_for("the JobSet", lambda: jobset_created(cluster, ns, EXAMPLE_NAME))
     quiet = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
     assert quiet.code == 0 and "runtime drift" not in quiet.out + quiet.err, quiet.out + quiet.err

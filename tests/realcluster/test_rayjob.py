@@ -9,14 +9,13 @@ never ``Complete`` here; a failing submitter is followed to ``Failed`` through t
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.kubecli import REPO, run_cli
 
-from realcluster.prepare import compiled, prepare_references
+from realcluster.prepare import applied_example
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
@@ -26,21 +25,6 @@ RAY = "/apis/ray.io/v1"
 def kuberay_examples() -> list[Path]:
     return [p for p in sorted((REPO / "examples").glob("*.yaml"))
             if "\n  target: kuberay" in p.read_text(encoding="utf-8")]
-
-
-def apply_example(capsys: pytest.CaptureFixture[str], env: dict[str, Any], example: Path) -> tuple[Path, str]:
-    cluster, ns = env["cluster"], env["ns"]
-    spec = env["tmp"] / example.name
-    shutil.copy(example, spec)
-    objs = compiled(capsys, spec, ns, "kuberay")
-    prepare_references(cluster, ns, objs)
-    plan = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
-    assert plan.code == 2, plan.out + plan.err
-    assert "will be created" in plan.out
-    applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
-    assert applied.code == 0, applied.out + applied.err
-    (rayjob,) = [o for o in objs if o["kind"] == "RayJob"]
-    return spec, str(rayjob["metadata"]["name"])
 
 
 def status_row(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra: str) -> dict[str, Any]:
@@ -54,7 +38,8 @@ def status_row(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra: 
 def test_rayjob_cluster_and_submitter(example: Path, real_env: dict[str, Any],
                                       capsys: pytest.CaptureFixture[str]) -> None:
     cluster, ns = real_env["cluster"], real_env["ns"]
-    spec, name = apply_example(capsys, real_env, example)
+    spec, rayjob = applied_example(capsys, real_env, example, "kuberay")
+    name = rayjob["metadata"]["name"]
     def with_cluster() -> dict[str, Any] | None:
         rayjob = cluster.request("GET", f"{RAY}/namespaces/{ns}/rayjobs/{name}")
         return rayjob if (rayjob.get("status") or {}).get("rayClusterName") else None
@@ -80,7 +65,7 @@ def test_rayjob_submission_failure_reason(real_env: dict[str, Any], capsys: pyte
     name = "granite-8b-fsdp-ray-2x8"
     stage = cluster.fail_pods(f"fail-submit-{ns}", {"job-name": name}, exit_code=1, reason="Error")
     try:
-        spec, _ = apply_example(capsys, real_env, example)
+        spec, _ = applied_example(capsys, real_env, example, "kuberay")
         final = status_row(capsys, spec, ns, "--watch")
         assert final["phase"] == "Failed", final
         assert "SubmissionFailed" in json.dumps(final), final

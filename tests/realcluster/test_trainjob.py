@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from ftspec.targets.kubeflow_torchtune import controller_command, controller_rec
 from helpers.kubecli import REPO, run_cli
 
 from realcluster.objects import container, env_map, gpu_limit
-from realcluster.prepare import compiled, prepare_references
+from realcluster.prepare import applied_example
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
@@ -48,28 +47,11 @@ def status_json(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra:
     return dict(row)
 
 
-def applied_example(capsys: pytest.CaptureFixture[str], env: dict[str, Any], example: Path) -> tuple[Path, dict[str, Any]]:
-    """The example copied into the test's folder, its references prepared, planned and applied."""
-    cluster, ns = env["cluster"], env["ns"]
-    spec = env["tmp"] / example.name
-    shutil.copy(example, spec)
-    objs = compiled(capsys, spec, ns, "kubeflow")
-    prepare_references(cluster, ns, objs)
-    plan = run_cli(capsys, "plan", spec, "-n", ns, "--detailed-exitcode")
-    assert plan.code == 2, plan.out + plan.err
-    assert "will be created" in plan.out
-    assert "planned without server defaults" not in plan.out + plan.err  # the dry run went through the webhooks
-    applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
-    assert applied.code == 0, applied.out + applied.err
-    (trainjob,) = [o for o in objs if o["kind"] == "TrainJob"]
-    return spec, trainjob
-
-
 @pytest.mark.parametrize("example", kubeflow_examples(), ids=lambda p: p.stem)
 def test_example_runs_to_succeeded(example: Path, real_env: dict[str, Any],
                                    capsys: pytest.CaptureFixture[str]) -> None:
     cluster, ns = real_env["cluster"], real_env["ns"]
-    spec, trainjob = applied_example(capsys, real_env, example)
+    spec, trainjob = applied_example(capsys, real_env, example, "kubeflow")
     name = trainjob["metadata"]["name"]
     jobset = cluster.wait_for(f"the Trainer's JobSet {name}",
                               lambda: cluster.request("GET", f"{JOBSET}/namespaces/{ns}/jobsets")["items"])
@@ -89,7 +71,7 @@ def test_rendered_pods_match_the_compiled_trainjob(real_env: dict[str, Any],
     """Nodes, processes per node, command and arguments, GPUs, output volume and path, environment."""
     cluster, ns = real_env["cluster"], real_env["ns"]
     example = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
-    spec, trainjob = applied_example(capsys, real_env, example)
+    spec, trainjob = applied_example(capsys, real_env, example, "kubeflow")
     name = trainjob["metadata"]["name"]
     trainer = trainjob["spec"]["trainer"]
 
@@ -171,7 +153,7 @@ def test_failing_pod_reason_in_status_and_list(exit_code: int, reason: str, real
         exit_code=exit_code, reason=reason)
     old = node_backoff_limit(cluster, "torchtune-llama3.2-1b", 0)
     try:
-        spec, _trainjob = applied_example(capsys, real_env, example)
+        spec, _trainjob = applied_example(capsys, real_env, example, "kubeflow")
         final = status_json(capsys, spec, ns, "--watch")
         assert final["phase"] == "Failed", final
         text = json.dumps(final["reason"])
@@ -196,7 +178,7 @@ def test_retried_pod_failure_is_shown_while_the_job_retries(real_env: dict[str, 
         "jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "node"},
         exit_code=137, reason="OOMKilled")
     try:
-        spec, _trainjob = applied_example(capsys, real_env, example)
+        spec, _trainjob = applied_example(capsys, real_env, example, "kubeflow")
 
         def oom_pod() -> bool:
             return any((s.get("state") or {}).get("terminated", {}).get("reason") == "OOMKilled"
