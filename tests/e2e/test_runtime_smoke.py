@@ -284,15 +284,20 @@ training.cleanup_before_training()
 print("peak GiB", training.get_memory_stats(torch.device("cpu"))["peak_memory_alloc"])
 """
 _AS_IF_CUDA_BUILD = """
-import sys, types, torch
+import sys, types, torch, sitecustomize
+real = torch.cuda.is_available
 sys.modules["torch.version"] = types.SimpleNamespace(cuda="12.4", hip=None)
+torch.cuda.is_available = lambda: True  # a GPU build that sees a device...
+no_gpu = sitecustomize._cpu_only_torch()
+torch.cuda.is_available = real  # ...decided; importing torchao with a fake device would fail
+sitecustomize._cpu_only_torch = lambda: no_gpu
 from torchtune import training
-print("untouched", not hasattr(torch.cpu, "empty_cache"),
+print("untouched", no_gpu is False, not hasattr(torch.cpu, "empty_cache"),
       not hasattr(training.get_memory_stats, "__wrapped__"))
 """
 
 
-def test_cpu_compat_adjusts_only_a_cpu_only_torch(run_env: dict[str, str]) -> None:
+def test_cpu_compat_adjusts_only_a_torch_without_a_gpu(run_env: dict[str, str]) -> None:
     def python(code: str, compat: bool) -> subprocess.CompletedProcess[str]:
         path = os.pathsep.join(filter(None, [str(CPU_COMPAT) if compat else "",
                                              run_env.get("PYTHONPATH")]))
@@ -308,7 +313,7 @@ def test_cpu_compat_adjusts_only_a_cpu_only_torch(run_env: dict[str, str]) -> No
     assert float(calls.stdout.split()[-1]) > 0
 
     cuda = python(_AS_IF_CUDA_BUILD, compat=True)
-    assert cuda.stdout.split() == ["untouched", "True", "True"], cuda.stderr[-2000:]
+    assert cuda.stdout.split() == ["untouched", "True", "True", "True"], cuda.stderr[-2000:]
 
 
 # --- accelerate + the HF entrypoint ----------------------------------------------------------

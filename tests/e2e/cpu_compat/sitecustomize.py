@@ -4,19 +4,20 @@ Put this directory on PYTHONPATH; Python imports `sitecustomize` at start-up in 
 including the workers that `tune run --nnodes 1 --nproc-per-node N` starts through torchrun, so
 the compiled command stays exactly what a GPU cluster would run.
 
-On a CPU-only torch build (`torch.version.cuda` and `torch.version.hip` both None), and only
-there, three CUDA assumptions of the distributed recipes are adjusted once the module that holds
+On a CPU-only torch build (`torch.version.cuda` and `torch.version.hip` both None), or a GPU
+build that sees no device (PyPI's default wheel on a machine without one), and only there,
+three CUDA assumptions of the distributed recipes are adjusted once the module that holds
 each has been imported:
 
-1. `torch.distributed.init_process_group("cuda:nccl,cpu:gloo")`: CPU builds have no NCCL, so any
-   backend naming nccl becomes "gloo".
+1. `torch.distributed.init_process_group("cuda:nccl,cpu:gloo")`: without a GPU there is no NCCL
+   process group, so any backend naming nccl becomes "gloo".
 2. `torchtune.training.get_memory_stats(cpu)` raises on CPU, and the recipes call it on rank 0
    after model init regardless of device; on CPU it reports the process's peak RSS instead.
 3. `training.cleanup_before_training()` calls `torch.cpu.empty_cache()` and
    `torch.cpu.reset_peak_memory_stats()`, which torch.cpu lacks; they become no-ops.
 
 Nothing imports torch here: the hooks run only when the program imports the modules itself.
-With a CUDA or ROCm torch build nothing is changed.
+With a GPU present nothing is changed.
 """
 
 from __future__ import annotations
@@ -34,8 +35,13 @@ _Patch = Callable[[ModuleType], None]
 
 
 def _cpu_only_torch() -> bool:
+    """No GPU to train on: a CPU-only build, or a CUDA/ROCm build (PyPI's default torch wheel
+    on a machine without an accelerator) that sees no device."""
     version = sys.modules["torch.version"]  # loaded by torch/__init__ before torch.distributed
-    return version.cuda is None and getattr(version, "hip", None) is None
+    if version.cuda is None and getattr(version, "hip", None) is None:
+        return True
+    cuda = sys.modules.get("torch.cuda")  # imported by torch/__init__ before torch.distributed
+    return cuda is not None and not cuda.is_available()
 
 
 def _patch_torch_distributed(dist: Any) -> None:
