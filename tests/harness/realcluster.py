@@ -43,6 +43,8 @@ from harness.kube import CRD_PATH, KubeApiError, KubeCluster
 GPU_RESOURCE = "nvidia.com/gpu"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 STAGE_API = "/apis/kwok.x-k8s.io/v1alpha1/stages"
+COMPLETE_STAGE = "pod-complete"
+"""kwok's stage that ends a Job's running pod with exit code 0."""
 TRAINER_NAMESPACE = "kubeflow-system"
 VOLUME_POOL = 40
 KUBE_CONTROLLERS = (
@@ -80,6 +82,7 @@ class RealCluster(KubeCluster):
         self._gpus = gpus_per_node
         self._with_kuberay = kuberay
         self._extra: dict[str, subprocess.Popen[bytes]] = {}
+        self._failing: dict[str, list[dict[str, Any]]] = {}
         self.files: ControlPlaneFiles | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -183,11 +186,14 @@ class RealCluster(KubeCluster):
     def fail_pods(self, name: str, labels: dict[str, str], *, exit_code: int = 1, reason: str = "Error") -> str:
         """A kwok stage ``name`` ending the running pods that carry ``labels`` with ``exit_code`` / ``reason``.
 
-        It outweighs kwok's own pod-complete stage for those pods; delete it with ``remove_stage``."""
+        kwok picks among matching stages at random by weight, so its own pod-complete stage is
+        told to leave those pods alone (a ``NotIn`` per label) until ``remove_stage``: give one
+        label that names exactly the failing pods (``job-name``)."""
+        match = [{"key": f".metadata.labels[{json.dumps(k)}]", "operator": "In", "values": [v]} for k, v in labels.items()]
         expressions = [
             {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
             {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-            *({"key": f".metadata.labels[{json.dumps(k)}]", "operator": "In", "values": [v]} for k, v in labels.items()),
+            *match,
         ]
         self.add_stage(
             {
@@ -202,10 +208,22 @@ class RealCluster(KubeCluster):
                 },
             }
         )
+        excluded = [{**m, "operator": "NotIn"} for m in match]
+        self._edit_complete_stage(lambda exprs: [*exprs, *excluded])
+        self._failing[name] = excluded
         return name
 
     def remove_stage(self, name: str) -> None:
         self.request("DELETE", f"{STAGE_API}/{name}")
+        excluded = self._failing.pop(name, [])
+        if excluded:
+            self._edit_complete_stage(lambda exprs: [e for e in exprs if e not in excluded])
+
+    def _edit_complete_stage(self, edit: Any) -> None:
+        stage = self.request("GET", f"{STAGE_API}/{COMPLETE_STAGE}")
+        selector = stage["spec"].setdefault("selector", {})
+        selector["matchExpressions"] = edit(selector.get("matchExpressions") or [])
+        self.request("PUT", f"{STAGE_API}/{COMPLETE_STAGE}", stage)
 
     def wait_for(self, what: str, check: Any, timeout: float = 90.0, interval: float = 0.5) -> Any:
         """Poll ``check()`` until it returns a truthy value; on timeout say what and show the controllers' logs."""

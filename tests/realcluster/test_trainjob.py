@@ -148,8 +148,7 @@ def test_failing_pod_reason_in_status_and_list(exit_code: int, reason: str, real
     cluster, ns = real_env["cluster"], real_env["ns"]
     example = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
     name = "llama32-1b-alpaca-lora"
-    stage = cluster.fail_pods(f"fail-{exit_code}-{ns}", {
-        "jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "node"},
+    stage = cluster.fail_pods(f"fail-{exit_code}-{ns}", {"job-name": f"{name}-node-0"},
         exit_code=exit_code, reason=reason)
     old = node_backoff_limit(cluster, "torchtune-llama3.2-1b", 0)
     try:
@@ -174,8 +173,7 @@ def test_retried_pod_failure_is_shown_while_the_job_retries(real_env: dict[str, 
     cluster, ns = real_env["cluster"], real_env["ns"]
     example = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
     name = "llama32-1b-alpaca-lora"
-    stage = cluster.fail_pods(f"oom-retry-{ns}", {
-        "jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": "node"},
+    stage = cluster.fail_pods(f"oom-retry-{ns}", {"job-name": f"{name}-node-0"},
         exit_code=137, reason="OOMKilled")
     try:
         spec, _trainjob = applied_example(capsys, real_env, example, "kubeflow")
