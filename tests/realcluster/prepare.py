@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,11 @@ def applied_example(capsys: pytest.CaptureFixture[str], env: dict[str, Any], exa
     assert applied.code == 0, applied.out + applied.err
     (job,) = [o for o in objs if o["kind"] == JOB_KINDS[target]]
     return spec, job
+
+
+def status_row(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra: str) -> dict[str, Any]:
+    """``ftspec status SPEC --json``'s one row."""
+    res = run_cli(capsys, "status", spec, "-n", ns, "--json", *extra)
+    assert res.code == 0, res.out + res.err
+    (row,) = json.loads(res.out)
+    return dict(row)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.kubecli import REPO, run_cli
+from helpers.kubecli import REPO
 
-from realcluster.prepare import applied_example
+from realcluster.prepare import applied_example, status_row
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
@@ -25,13 +25,6 @@ RAY = "/apis/ray.io/v1"
 def kuberay_examples() -> list[Path]:
     return [p for p in sorted((REPO / "examples").glob("*.yaml"))
             if "\n  target: kuberay" in p.read_text(encoding="utf-8")]
-
-
-def status_row(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra: str) -> dict[str, Any]:
-    res = run_cli(capsys, "status", spec, "-n", ns, "--json", *extra)
-    assert res.code == 0, res.out + res.err
-    (row,) = json.loads(res.out)
-    return dict(row)
 
 
 @pytest.mark.parametrize("example", kuberay_examples(), ids=lambda p: p.stem)

@@ -18,7 +18,7 @@ from ftspec.targets.kubeflow_torchtune import controller_command, controller_rec
 from helpers.kubecli import REPO, run_cli
 
 from realcluster.objects import container, env_map, gpu_limit
-from realcluster.prepare import applied_example
+from realcluster.prepare import applied_example, status_row
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
@@ -40,13 +40,6 @@ def pods_of(cluster: Any, ns: str, jobset: str) -> list[dict[str, Any]]:
     return list(cluster.request("GET", f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}")["items"])
 
 
-def status_json(capsys: pytest.CaptureFixture[str], spec: Path, ns: str, *extra: str) -> dict[str, Any]:
-    res = run_cli(capsys, "status", spec, "-n", ns, "--json", *extra)
-    assert res.code == 0, res.out + res.err
-    (row,) = json.loads(res.out)
-    return dict(row)
-
-
 @pytest.mark.parametrize("example", kubeflow_examples(), ids=lambda p: p.stem)
 def test_example_runs_to_succeeded(example: Path, real_env: dict[str, Any],
                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +51,7 @@ def test_example_runs_to_succeeded(example: Path, real_env: dict[str, Any],
     assert [j["metadata"]["name"] for j in jobset] == [name]
     owner = jobset[0]["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"]) == ("TrainJob", name)
-    final = status_json(capsys, spec, ns, "--watch")
+    final = status_row(capsys, spec, ns, "--watch")
     assert final["phase"] == "Succeeded", final
     live = cluster.request("GET", f"{TRAINER}/namespaces/{ns}/trainjobs/{name}")
     complete = [c for c in live["status"]["conditions"] if c["type"] == "Complete"]
@@ -123,7 +116,7 @@ def test_rendered_pods_match_the_compiled_trainjob(real_env: dict[str, Any],
         assert env["STORAGE_URI"] == wanted["storageUri"]
         for entry in wanted.get("env") or []:
             assert env[entry["name"]] == entry.get("valueFrom", entry.get("value"))
-    assert status_json(capsys, spec, ns, "--watch")["phase"] == "Succeeded"
+    assert status_row(capsys, spec, ns, "--watch")["phase"] == "Succeeded"
 
 
 def node_backoff_limit(cluster: Any, runtime: str, limit: int | None) -> int | None:
@@ -153,7 +146,7 @@ def test_failing_pod_reason_in_status_and_list(exit_code: int, reason: str, real
     old = node_backoff_limit(cluster, "torchtune-llama3.2-1b", 0)
     try:
         spec, _trainjob = applied_example(capsys, real_env, example, "kubeflow")
-        final = status_json(capsys, spec, ns, "--watch")
+        final = status_row(capsys, spec, ns, "--watch")
         assert final["phase"] == "Failed", final
         text = json.dumps(final["reason"])
         assert reason in text and str(exit_code) in text, text
@@ -183,7 +176,7 @@ def test_retried_pod_failure_is_shown_while_the_job_retries(real_env: dict[str, 
                        for p in pods_of(cluster, ns, name) for s in p["status"].get("containerStatuses") or [])
 
         cluster.wait_for("an OOMKilled trainer pod", oom_pod, timeout=120)
-        row = status_json(capsys, spec, ns)
+        row = status_row(capsys, spec, ns)
         assert row["phase"] in ("Pending", "Running"), row
         assert "OOMKilled (exit code 137)" in row["message"], row
         assert "retried by the Job controller" in row["message"], row
