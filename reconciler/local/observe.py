@@ -57,21 +57,28 @@ class RunView:
                               ended=self.phase in TERMINAL)
 
 
+def _read_run_dir(root: Path, record: RunRecord) -> tuple[ExitInfo | None, bool]:
+    """The run's recorded exit (None while none is written) and whether its child started."""
+    with guarded(root / record.run_dir, "read"):
+        run = open_run_dir(root, record.run_dir)
+        if run is None:
+            return None, False
+        with run:
+            return ExitInfo.parse(read_json(run, EXIT_FILE)), run.exists(CHILD_FILE)
+
+
 def observe(record: RunRecord, root: Path, tail: int = LOG_TAIL_LINES,
             settings: dict[str, Any] | None = None) -> RunView:
     """``settings``: the job's totals for the progress tracker (``Tracker`` fields)."""
     run_abs = root / record.run_dir
-    ended: ExitInfo | None = None
-    started = False
-    with guarded(run_abs, "read"):
-        run = open_run_dir(root, record.run_dir)
-        if run is not None:
-            with run:
-                ended = ExitInfo.parse(read_json(run, EXIT_FILE))
-                started = run.exists(CHILD_FILE)
+    ended, started = _read_run_dir(root, record)
     sups, ident = procs.supervisors_of(record.supervisor_pid, record.supervisor_create_time,
                                        run_abs, scan=ended is None)
     active = bool(sups)
+    if not active and ended is None:
+        # the supervisor writes its exit file before it exits: one that ended between the
+        # read above and the process scan has left the file, so read it again
+        ended, started = _read_run_dir(root, record)
     pid = sups[0].pid if sups else record.supervisor_pid
     text = read_tail(root / record.log)
     progress = track_text(text, **(settings or {}))

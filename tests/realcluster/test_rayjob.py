@@ -34,11 +34,14 @@ def test_rayjob_cluster_and_submitter(example: Path, real_env: dict[str, Any],
     spec, rayjob = applied_example(capsys, real_env, example, "kuberay")
     name = rayjob["metadata"]["name"]
     def with_cluster() -> dict[str, Any] | None:
-        rayjob = cluster.request("GET", f"{RAY}/namespaces/{ns}/rayjobs/{name}")
-        return rayjob if (rayjob.get("status") or {}).get("rayClusterName") else None
+        # KubeRay writes status.rayClusterName (Initializing) before it creates the cluster
+        status = cluster.request("GET", f"{RAY}/namespaces/{ns}/rayjobs/{name}").get("status")
+        cluster_name = (status or {}).get("rayClusterName")
+        path = f"{RAY}/namespaces/{ns}/rayclusters/{cluster_name}"
+        return cluster.request("GET", path) if cluster_name and cluster._exists(path) else None
 
-    rayjob = cluster.wait_for("KubeRay's RayCluster for the RayJob", with_cluster, timeout=120)
-    ray_cluster = cluster.request("GET", f"{RAY}/namespaces/{ns}/rayclusters/{rayjob['status']['rayClusterName']}")
+    ray_cluster = cluster.wait_for("KubeRay's RayCluster for the RayJob", with_cluster,
+                                   timeout=120)
     wanted = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]
     assert [g["groupName"] for g in ray_cluster["spec"]["workerGroupSpecs"]] == [g["groupName"] for g in wanted]
     submitter = cluster.wait_for(

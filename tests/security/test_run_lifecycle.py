@@ -9,6 +9,7 @@ test runs in a private PID (and mount) namespace.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -95,6 +96,33 @@ def test_an_intent_record_without_a_run_reads_as_never_started(tmp_path: Path) -
         "cwd": str(root), "started_at": time.time(), "state": STARTING}, SPEC_ID))
     view = observe(backend.store.read(SPEC_ID), root)  # type: ignore[arg-type]
     assert view.phase is Phase.FAILED and "never started" in view.message
+    assert not view.active
+
+
+def test_a_run_ending_between_the_exit_read_and_the_process_scan_reads_as_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor writes its exit file and exits after ``observe`` found no exit file
+    but before its process scan: seen in CI as 'supervisor gone without recording an exit
+    code' for a run that trained every step. The exit file is read again once no supervisor
+    is alive."""
+    root = project(tmp_path / "p")
+    backend = LocalBackend(root)
+    after = sleep_after()
+    backend.store.write(parse_record({
+        **{k: after[k] for k in ("spec_id", "spec_hash", "spec_file", "launcher", "argv",
+                                 "env", "run_dir", "log")},
+        "cwd": str(root), "started_at": time.time(), "state": STARTING}, SPEC_ID))
+    (root / RUN_DIR).mkdir(parents=True)
+
+    def ends_now(*_args: object, **_kwargs: object) -> tuple[list[procs.ProcRef], None]:
+        (root / RUN_DIR / "exit.json").write_text(json.dumps(
+            {"returncode": 0, "signal": None, "ended_at": time.time(),
+             "stop_requested": False}))
+        return [], None
+
+    monkeypatch.setattr(procs, "supervisors_of", ends_now)
+    view = observe(backend.store.read(SPEC_ID), root)  # type: ignore[arg-type]
+    assert view.phase is Phase.SUCCEEDED and view.returncode == 0, view.message
     assert not view.active
 
 
