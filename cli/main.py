@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 from ftspec.cli.errors import handle_unexpected
+from ftspec.cli.project import rooted
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under ftspec.cli.commands, one-line help)
@@ -46,7 +47,7 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"ftspec.cli.commands.{entry[0]}")
         command: click.Command = module.command
-        return command
+        return rooted(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
@@ -74,11 +75,23 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               callback=_print_version, help="Print the version and exit.")
 @click.option("-v", "--debug", "debug", is_flag=True, default=False,
               help="Show tracebacks and debug logs.")
+@click.option("-C", "--chdir", "chdir", default=None, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False),
+              help="Run as if ftspec was started in DIR (paths are read from there).")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """Declarative fine-tuning specs for LLMs: validate, compile, plan and apply."""
+def cli(ctx: click.Context, debug: bool, chdir: str | None) -> None:
+    """Declarative fine-tuning specs for LLMs: validate, compile, plan and apply.
+
+    The project root is the nearest folder at or above the working directory (or -C DIR)
+    that holds .ftspec/, else the working directory itself: the local state, the run
+    folders and the spec's relative file:// paths are read from there."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    ctx.obj["chdir"] = chdir
+    if chdir is not None:
+        started = os.getcwd()
+        os.chdir(chdir)
+        ctx.call_on_close(lambda: os.chdir(started))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""Local state, like Terraform's local backend: ``.ftspec/`` in the working directory.
+"""Local state, like Terraform's local backend: ``.ftspec/`` in the project root
+(``reconciler.project``: the working directory, or the nearest folder above it with one).
 
     .ftspec/state.lock            fcntl lock held by apply / destroy (holder pid written inside)
     .ftspec/local/<spec-id>.json  one ``RunRecord`` per spec that has a run (``record.py``)
@@ -22,9 +23,9 @@ from pathlib import Path
 
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.local.record import RecordError, RunRecord, load_record
+from ftspec.reconciler.project import STATE_DIR
 from ftspec.spec.safe_files import SafeDir, UnsafePathError
 
-STATE_DIR = ".ftspec"
 RECORDS = "local"
 LOCK_FILE = "state.lock"
 _SUFFIX = ".json"
