@@ -81,8 +81,8 @@ def report_error(exc: BackendError) -> None:
 
 def prepare_specs(paths: Sequence[Path], overlays: tuple[Path, ...], sets: tuple[str, ...],
                   namespace: str | None, kubeconfig: str | None, context: str | None, *,
-                  force_conflicts: bool = False, identity_only: bool = False
-                  ) -> tuple[Backend, list[Desired]]:
+                  force_conflicts: bool = False, identity_only: bool = False,
+                  check_data: bool = False) -> tuple[Backend, list[Desired]]:
     """The backend and desired states of ``paths`` (``ftspec.reconciler.desired.prepare``);
     prints the diagnostics and raises CommandFailed when a spec does not compile."""
     from ftspec.cli.output import print_diagnostics
@@ -92,7 +92,7 @@ def prepare_specs(paths: Sequence[Path], overlays: tuple[Path, ...], sets: tuple
 
     sets = with_namespace(sets, namespace)
     prepared = prepare([SpecInput(p, overlays, sets) for p in paths],
-                       BackendOptions(kubeconfig, context, force_conflicts),
+                       BackendOptions(kubeconfig, context, force_conflicts, check_data),
                        identity_only=identity_only)
     if not prepared.ok or prepared.backend is None:
         print_diagnostics(list(prepared.diagnostics), err=True)

@@ -15,6 +15,8 @@ class BackendOptions:
     kubeconfig: str | None = None
     context: str | None = None
     force_conflicts: bool = False
+    check_data: bool = False
+    """``plan --check-data``: the local backend checks every row of its local datasets."""
 
 
 BACKENDS: dict[str, str] = {

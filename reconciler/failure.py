@@ -13,6 +13,8 @@ on any other error, ``ok`` once it succeeded — unless it trained fewer optimiz
 planned with no stop rule to end it early (``short_run``): a launcher that exits 0 after no
 step (torchtune on a dataset that fills no global batch) leaves the adapter as it started,
 so that run is ``invalid`` too, with ``trained`` saying "trained 0 of 16 planned steps".
+A known data error (``reconciler.data_errors``) located in the dataset by the backend adds
+``data``: the file, row, column and spec field (``data_text``), said before the exception.
 
 Hand-written: a traceback's shape is fixed by CPython and no library parses it from text.
 """
@@ -115,6 +117,17 @@ def short_run(trained: int, planned: int | None, *, stop_rule: bool,
     return {"validity": INVALID, "trained": f"trained {trained} of {planned} planned steps"}
 
 
+def data_text(d: dict[str, Any], *, field: bool = True) -> str:
+    """``data.train.format: row 51 of data.jsonl (line 52): column 'output' is null`` (a
+    dataset row's problem: ``reconciler.local.datascan.RowProblem.to_json``)."""
+    at = f"row {d['row']} of {d['file']}"
+    if d.get("line") is not None and d["line"] != d["row"]:
+        at += f" (line {d['line']})"
+    what = f"column {d['column']!r} {d['problem']}" if d.get("column") else d["problem"]
+    more = f" ({d['more_rows']} more like it)" if d.get("more_rows") else ""
+    return (f"{d['field']}: " if field else "") + f"{at}: {what}{more}"
+
+
 def describe(r: dict[str, Any]) -> str:
     """One line: ``out of memory: cuda; torch.OutOfMemoryError: … (at train.py:42)``."""
     parts: list[str] = []
@@ -122,6 +135,8 @@ def describe(r: dict[str, Any]) -> str:
         parts.append(str(r["trained"]))
     if r.get("out_of_memory"):
         parts.append(f"out of memory: {r['out_of_memory']}")
+    if r.get("data"):
+        parts.append(data_text(r["data"]))
     exc = r.get("exception")
     if exc:
         text = exc["type"] + (f": {exc['message']}" if exc.get("message") else "")

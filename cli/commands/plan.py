@@ -20,15 +20,19 @@ from ftspec.cli.specs import spec_options
               "reconciler/README.md for the format).")
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when there are no changes, 2 when there are, 1 on errors.")
+@click.option("--check-data", is_flag=True,
+              help="Check every row of the local datasets (nulls, missing columns, wrong "
+              "types), not only the first ones; each problem at its spec field.")
 def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            out: Path | None, as_json: bool, detailed_exitcode: bool) -> int:
+            out: Path | None, as_json: bool, detailed_exitcode: bool, check_data: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError
 
     try:
-        backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context)
+        backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
+                                         check_data=check_data)
         plan = backend.plan(desired)
     except CommandFailed as exc:
         return exc.code

@@ -38,6 +38,7 @@ from ftspec.reconciler.backend import (
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.compare import run_changes
+from ftspec.reconciler.local.datascan import locate
 from ftspec.reconciler.local.launch import LAUNCH_DIR, compiled_files, prepare
 from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
@@ -101,16 +102,20 @@ def _before(view: RunView) -> dict[str, Any]:
 class LocalBackend:
     name = "local"
 
-    def __init__(self, root: Path | None = None, *, stop_grace_s: float = 10.0) -> None:
+    def __init__(self, root: Path | None = None, *, stop_grace_s: float = 10.0,
+                 check_data: bool = False) -> None:
         self.store = StateStore(root or Path.cwd())
         self.root = self.store.root
         self.stop_grace_s = stop_grace_s
+        self.check_data = check_data
+        """``plan --check-data``: preflight reads every row of the local datasets."""
 
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         return base
 
     def preflight(self, desired: Desired) -> list[Diagnostic]:
-        found: list[Diagnostic] = list(preflight(desired, self.root))
+        found: list[Diagnostic] = list(preflight(desired, self.root,
+                                                 check_data=self.check_data))
         record = self.store.read(desired.job.spec_id)
         if record is not None:
             try:
@@ -331,9 +336,17 @@ class LocalBackend:
         return None
 
     def _view(self, desired: Desired) -> RunView | None:
+        """The recorded run; a failed one's known data error located at its dataset row
+        (``datascan.locate``, read from the spec's datasets as they are now)."""
         record = self._record(desired)
-        return None if record is None else observe(record, self.root,
-                                                   settings=tracker_settings(desired.job))
+        if record is None:
+            return None
+        view = observe(record, self.root, settings=tracker_settings(desired.job))
+        if view.phase is Phase.FAILED and view.reason:
+            data = locate(view.reason, desired.job, self.root)
+            if data is not None:
+                view = replace(view, reason={**view.reason, "data": data})
+        return view
 
     def status(self, desired: Desired) -> list[Status]:
         addr = address(desired.job.spec_id)
@@ -405,5 +418,6 @@ class LocalBackend:
 
 
 def make_backend(options: object = None) -> LocalBackend:
-    """Factory used by ``ftspec.reconciler.backends``: state in the working directory."""
-    return LocalBackend(Path.cwd())
+    """Factory used by ``ftspec.reconciler.backends``: state in the working directory (the
+    project root: the CLI runs there, ``ftspec.cli.project``)."""
+    return LocalBackend(Path.cwd(), check_data=bool(getattr(options, "check_data", False)))

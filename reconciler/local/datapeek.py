@@ -27,10 +27,14 @@ class PeekError(Exception):
     """The head of the file does not parse; the message says where."""
 
 
+def kind_of(path: Path, loader: str | None = None) -> str | None:
+    """``json``, ``csv``, ``tsv`` (read here), another loader's name, or None."""
+    return loader or _KINDS.get(path.suffix.lower().lstrip("."))
+
+
 def first_rows(path: Path, loader: str | None = None) -> list[dict[str, Any]] | None:
     """Up to ``ROWS`` rows as dicts; None when the file's kind is not read here."""
-    suffix = path.suffix.lower().lstrip(".")
-    kind = loader or _KINDS.get(suffix)
+    kind = kind_of(path, loader)
     if kind not in ("json", "csv", "tsv"):
         return None
     with path.open("rb") as fh:
@@ -102,7 +106,7 @@ COUNT_BYTES = 64 << 20
 def count_rows(path: Path, loader: str | None = None) -> int | None:
     """The rows of a JSON Lines file (its non-blank lines) up to ``COUNT_BYTES``; None for
     other kinds and larger files (what the launcher reads there is not counted here)."""
-    kind = loader or _KINDS.get(path.suffix.lower().lstrip("."))
+    kind = kind_of(path, loader)
     if kind != "json" or path.stat().st_size > COUNT_BYTES:
         return None
     with path.open("rb") as fh:

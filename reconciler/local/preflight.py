@@ -5,8 +5,10 @@ Checked without starting anything, each failure a diagnostic at the spec field
 
 - every ``file://`` input exists and can be read: the model folder holds a config and
   weights (a safetensors file's header must parse: a truncated or corrupt file fails here),
-  the tokenizer, the special tokens, every dataset file (its first rows parse as the
-  loader reads them and hold the columns the format needs), a ``resume_from`` folder;
+  the tokenizer (loaded: ``tokcheck``; a corrupt file fails here), the special tokens,
+  every dataset file (its first rows parse as the loader reads them and hold the values
+  the format needs; with ``check_data``, ``plan --check-data``, every row: ``datascan``),
+  a ``resume_from`` folder;
 - a ``data.train`` JSON Lines file without ``num_examples``: its counted rows fill a global
   batch where the launcher drops the partial one (``compiler.checks.zero_steps``, the rule
   a declared ``num_examples`` meets at compile time);
@@ -29,7 +31,10 @@ from pathlib import Path
 
 from ftspec.compiler.checks import zero_steps
 from ftspec.reconciler.backend import Desired
+from ftspec.reconciler.failure import data_text
 from ftspec.reconciler.local.datapeek import PeekError, count_rows, first_rows, missing_columns
+from ftspec.reconciler.local.datascan import needs, row_problems, scan
+from ftspec.reconciler.local.tokcheck import tokenizer_problem
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
@@ -42,9 +47,10 @@ _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 class _Checks:
-    def __init__(self, desired: Desired, root: Path) -> None:
+    def __init__(self, desired: Desired, root: Path, check_data: bool = False) -> None:
         self.desired = desired
         self.root = root
+        self.check_data = check_data
         self.found: list[Diagnostic] = []
 
     def error(self, path: KeyPath, summary: str, code: str, hint: str | None = None) -> None:
@@ -62,16 +68,23 @@ class _Checks:
         return path if path.is_absolute() else self.root / path
 
 
-def preflight(desired: Desired, root: Path) -> list[Diagnostic]:
-    """Every problem found with ``desired``'s local run (empty: nothing found)."""
-    checks = _Checks(desired, root)
+def preflight(desired: Desired, root: Path, *, check_data: bool = False) -> list[Diagnostic]:
+    """Every problem found with ``desired``'s local run (empty: nothing found);
+    ``check_data``: every row of the local datasets is checked, not the first ones."""
+    checks = _Checks(desired, root, check_data)
     job = desired.job
     spec = job.spec
     _model(checks, spec.model.uri)
     tok = spec.model.tokenizer
     for key, uri in (("uri", tok.uri), ("special_tokens_uri", tok.special_tokens_uri)):
         if uri and scheme(uri) == "file":
-            _readable(checks, ("model", "tokenizer", key), uri, "tokenizer")
+            found = _readable(checks, ("model", "tokenizer", key), uri, "tokenizer")
+            if found is not None and key == "uri" and found.is_file():
+                _tokenizer(checks, ("model", "tokenizer", "uri"), found)
+    if not tok.uri and scheme(spec.model.uri) == "file":
+        bundled = checks.path_of(spec.model.uri) / "tokenizer.json"
+        if bundled.is_file():  # read from the model folder
+            _tokenizer(checks, ("model", "uri"), bundled)
     for path, ds in datasets(spec):
         _dataset(checks, path, ds)
     _counted_rows(checks, job)
@@ -107,6 +120,16 @@ def _readable(checks: _Checks, path: KeyPath, uri: str, what: str) -> Path | Non
                      "unreadable", hint="fix its permissions")
         return None
     return where
+
+
+def _tokenizer(checks: _Checks, path: KeyPath, file: Path) -> None:
+    try:
+        problem = tokenizer_problem(file)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem:
+        checks.error(path, f"the tokenizer {file} cannot be loaded: {problem}", "bad-tokenizer",
+                     hint="the file is truncated or corrupt: copy it again from the model")
 
 
 def _model(checks: _Checks, uri: str) -> None:
@@ -173,6 +196,9 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
     where = _readable(checks, (*path, "uri"), ds.uri, "dataset")
     if where is None or where.is_dir():
         return
+    if checks.check_data:
+        _every_row(checks, path, ds, where)
+        return
     try:
         rows = first_rows(where, ds.loader)
     except (OSError, PeekError) as exc:
@@ -187,6 +213,34 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
                      f"(format {ds.format}; its columns: {have})", "missing-column",
                      hint="point it at one of the dataset's columns" if field[0] != "format" else
                      f"map it to a column of the dataset: column_map: {{{column}: <column>}}")
+    wanted = needs(ds)
+    for number, row in enumerate(rows, 1):
+        for column, field, problem, _value in row_problems(wanted, row):
+            if problem != "is missing":  # said above, with the row's columns
+                checks.error((*path, *field), f"row {number} of {where}: column {column!r} "
+                             f"{problem} (format {ds.format})", "bad-value",
+                             hint="fix the row or drop it; `ftspec plan --check-data` checks "
+                             "every row")
+
+
+def _every_row(checks: _Checks, path: KeyPath, ds: Dataset, where: Path) -> None:
+    """``plan --check-data``: each problem row (up to ``datascan.MAX_PROBLEMS``) an error
+    at the spec field that asks for its column."""
+    try:
+        found = scan(where, ds)
+    except OSError as exc:
+        checks.error((*path, "uri"), f"the dataset {where} cannot be read: "
+                     f"{exc.strerror or exc}", "unreadable")
+        return
+    if found.unreadable:
+        checks.error((*path, "uri"), f"the dataset {where} does not parse: {found.unreadable}",
+                     "bad-rows", hint="fix the file, or set the loader that reads it")
+    for number, p in enumerate(found.problems, 1):
+        more = found.more if number == len(found.problems) else 0
+        summary = data_text(p.to_json(str(where), path), field=False)
+        checks.error((*path, *p.field), f"{summary} (format {ds.format})", "bad-value",
+                     hint=(f"{more} more problem(s) in later rows; " if more else "")
+                     + "fix the rows or drop them (the launcher fails when a step reaches one)")
 
 
 def _counted_rows(checks: _Checks, job: Job) -> None:

@@ -3,9 +3,13 @@ the run fail before its first step is an error at its spec field, and nothing st
 
 from __future__ import annotations
 
+import functools
 import json
+import random
 import struct
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.cli_run import run
@@ -28,12 +32,23 @@ def _safetensors(path: Path, cut: int = 0) -> None:
     path.write_bytes(raw[:len(raw) - cut])
 
 
-def _assets(root: Path, rows: list[dict[str, str]] | None = None) -> None:
+@functools.cache
+def _sentencepiece() -> bytes:
+    """A real sentencepiece model, as ``ftspec quickstart`` trains it (a tenth of a second)."""
+    from ftspec.reconciler.local.tiny import _tokenizer_corpus, _write_sentencepiece
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "tokenizer.model"
+        _write_sentencepiece(_tokenizer_corpus(random.Random(0), []), path)
+        return path.read_bytes()
+
+
+def _assets(root: Path, rows: list[dict[str, Any]] | None = None) -> None:
     model = root / ".ftspec/tiny/llama2/model"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
     _safetensors(model / "model.safetensors")
-    (model / "tokenizer.model").write_bytes(b"spm")
+    (model / "tokenizer.model").write_bytes(_sentencepiece())
     rows = rows if rows is not None else [{"instruction": "a", "input": "", "output": "b"}]
     (root / ".ftspec/tiny/llama2/dataset.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows))
@@ -148,3 +163,69 @@ def test_counted_rows_that_fill_no_global_batch(capsys: pytest.CaptureFixture[st
 def _assets_rows(root: Path, rows: list[dict[str, str]]) -> None:
     (root / ".ftspec/tiny/llama2/dataset.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_corrupt_tokenizer_is_a_plan_error(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    _assets(tmp_path)
+    tokenizer = tmp_path / ".ftspec/tiny/llama2/model/tokenizer.model"
+    tokenizer.write_bytes(_sentencepiece()[:200])  # truncated
+    code, out, err = _plan(capsys)
+    assert code == 1 and out == ""
+    assert (f"examples/tiny-local.yaml:34:10: error: model.tokenizer.uri: the tokenizer "
+            f"{tokenizer} cannot be loaded: it is not a sentencepiece model") in err, err
+    # a tokenizer.json in the model folder (no tokenizer.uri): at model.uri
+    (tmp_path / ".ftspec/tiny/llama2/model/tokenizer.json").write_text('{"model": ')
+    code, _, err = _plan(capsys, "model.tokenizer.uri=null", "launcher=accelerate",
+                         "method.lora.output=false")
+    assert code == 1
+    assert ("examples/tiny-local.yaml:23:8: error: model.uri: the tokenizer "
+            f"{tmp_path}/.ftspec/tiny/llama2/model/tokenizer.json cannot be loaded: the "
+            "tokenizers library cannot load it: ") in err, err
+
+
+ROW = {"instruction": "a", "input": "", "output": "b"}
+
+
+def test_first_rows_null_is_a_plan_error(capsys: pytest.CaptureFixture[str],
+                                         tmp_path: Path) -> None:
+    _assets(tmp_path, [ROW, {**ROW, "output": None}, *[ROW] * 6])
+    code, _, err = _plan(capsys)
+    assert code == 1
+    assert ("examples/tiny-local.yaml:40:13: error: data.train.format: row 2 of "
+            f"{tmp_path}/.ftspec/tiny/llama2/dataset.jsonl: column 'output' is null "
+            "(format alpaca)") in err, err
+
+
+def test_check_data_reads_every_row(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Row 51's null is past the rows a default plan reads; --check-data finds it, with
+    the other bad rows, each at the spec field that asks for its column."""
+    rows: list[dict[str, Any]] = [dict(ROW) for _ in range(64)]
+    rows[50]["output"] = None
+    rows[59]["instruction"] = 7
+    del rows[62]["output"]
+    _assets(tmp_path, rows)
+    code, out, err = _plan(capsys)
+    assert code == 0 and "will be created" in out, err  # the cheap default: first rows
+    code, out, err = run(capsys, "plan", "examples/tiny-local.yaml", "--check-data")
+    assert code == 1 and out == ""
+    dataset = tmp_path / ".ftspec/tiny/llama2/dataset.jsonl"
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert lines == [
+        (f"examples/tiny-local.yaml:40:13: error: data.train.format: row 51 of {dataset}: "
+        "column 'output' is null (format alpaca)"),
+        (f"examples/tiny-local.yaml:40:13: error: data.train.format: row 60 of {dataset}: "
+        "column 'instruction' is a number, not text (format alpaca)"),
+        (f"examples/tiny-local.yaml:40:13: error: data.train.format: row 63 of {dataset}: "
+        "column 'output' is missing (format alpaca)"),
+    ], err
+    # a column_map: the problem is at the field that maps the column
+    for row in rows:
+        row["answer"] = row.pop("output", None) if row is not rows[62] else None
+    rows[62].pop("answer")
+    _assets_rows(tmp_path, rows)
+    code, _, err = run(capsys, "plan", "examples/tiny-local.yaml", "--check-data",
+                       "--set", "data.train.column_map.output=answer")
+    assert code == 1
+    assert ("--set[0]:1:30: error: data.train.column_map.output: row 51 of "
+            f"{dataset}: column 'answer' is null (format alpaca)") in err, err

@@ -5,7 +5,6 @@ properties (`ftspec output`)."""
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,21 +32,34 @@ def _json(done: subprocess.CompletedProcess[str]) -> Any:
 
 
 def test_a_run_that_fails_says_why(workdir: Path, e2e_env: dict[str, str]) -> None:
-    broken = workdir / "broken"
-    shutil.copytree(workdir / ".ftspec/tiny/llama2/model", broken)
-    (broken / "tokenizer.model").write_bytes(b"not a sentencepiece model\n")
-    sets = ("--set", "model.tokenizer.uri=file://broken/tokenizer.model")
+    """A null ``output`` in row 51, past the rows a default plan reads: torchtune fails when
+    a step reaches it with an assertion that names neither the row nor the column; the
+    reason in status does (issue 36), and ``plan --check-data`` finds it before any run."""
+    rows = (workdir / ".ftspec/tiny/llama2/dataset.jsonl").read_text().splitlines()
+    bad = json.loads(rows[50])
+    bad["output"] = None
+    rows[50] = json.dumps(bad)
+    (workdir / "bad.jsonl").write_text("\n".join(rows) + "\n")
+    sets = ("--set", "data.train.uri=file://bad.jsonl")
+    checked = ftspec(workdir, e2e_env, "plan", str(SPEC), *sets, "--check-data")
+    assert checked.returncode == 1 and checked.stdout == "", checked.stdout + checked.stderr
+    assert (f"{SPEC}:40:13: error: data.train.format: row 51 of {workdir}/bad.jsonl: "
+            "column 'output' is null (format alpaca)") in checked.stderr, checked.stderr
     applied = ftspec(workdir, e2e_env, "apply", str(SPEC), *sets, "--auto-approve", "--wait")
     assert applied.returncode == 1, applied.stdout + applied.stderr
     (st,) = _json(ftspec(workdir, e2e_env, "status", str(SPEC), *sets, "--json"))
     assert st["phase"] == "Failed"
     why = st["reason"]
     assert why["validity"] == "failed" and why["exit_code"] == 1
-    assert why["exception"]["type"] == "RuntimeError"
-    assert "broken/tokenizer.model" in why["exception"]["message"]
+    assert why["exception"]["type"] == "AssertionError"
+    assert why["exception"]["message"].endswith("got None")
     assert why["exception"]["file"].endswith(".py") and why["exception"]["line"] > 0
+    assert why["data"] == {"file": "bad.jsonl", "row": 51, "line": 51, "column": "output",
+                           "field": "data.train.format", "problem": "is null",
+                           "more_rows": 0}
     human = ftspec(workdir, e2e_env, "status", str(SPEC), *sets)
-    assert "reason (failed): RuntimeError: " in human.stdout, human.stdout
+    assert ("reason (failed): data.train.format: row 51 of bad.jsonl: column 'output' is "
+            "null; AssertionError: ") in human.stdout, human.stdout
     assert f"(at {why['exception']['file']}:{why['exception']['line']})" in human.stdout
 
 
