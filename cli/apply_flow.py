@@ -14,6 +14,7 @@ from ftspec.cli.live import (
     prepare_specs,
     report_error,
 )
+from ftspec.reconciler import engine
 from ftspec.reconciler.backend import BackendError, Desired, StalePlanError
 from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan
 
@@ -47,7 +48,7 @@ def _load(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path,
                 + (" (destroy takes spec files only)" if destroy else ""))
     backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                      force_conflicts=force_conflicts, identity_only=destroy)
-    plan = backend.plan_destroy(desired) if destroy else backend.plan(desired)
+    plan = backend.plan_destroy(desired) if destroy else engine.plan(backend, desired)
     return backend, plan, desired, False
 
 

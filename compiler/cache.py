@@ -74,13 +74,15 @@ def enabled() -> bool:
                                                                        "no")
 
 
-def folder() -> Path:
+def folder(kind: str = "compiled") -> Path:
+    """ftspec's cache folder for ``kind`` (``compiled``; ``digests``: the input digests
+    of ``reconciler.inputs``)."""
     base = os.environ.get("FTSPEC_CACHE_DIR")
     if base:
-        return Path(base) / "compiled"
+        return Path(base) / kind
     xdg = os.environ.get("XDG_CACHE_HOME")
     root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "ftspec" / "compiled"
+    return root / "ftspec" / kind
 
 
 @dataclass(frozen=True)

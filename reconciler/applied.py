@@ -8,10 +8,13 @@ It is what a later ``plan`` needs beside the live run itself:
 * ``defaults``: the values the spec took from ftspec's defaults (``Job.defaults``), as
   zlib-compressed JSON in base64 (a few hundred bytes);
 * ``summary``: the job in ML terms (``ml_summary``): the one channel through which the
-  plan words a change in ML quantities.
+  plan words a change in ML quantities;
+* ``inputs``: what the run read, by content (``reconciler.inputs``: the digest and rows of
+  each ``file://`` input, an ``hf://`` model's revision), which ``plan`` compares with the
+  inputs as they are now.
 
-Whether a run changes is never decided from this record (``plan`` compares what would
-run); the record explains a change: when the spec as written is the one applied, the
+Whether a run changes is decided by comparing what would run, and the inputs recorded
+here with the inputs now; the rest of the record explains a change: when the spec as written is the one applied, the
 change comes from a new ftspec, and the defaults that moved are named so the user can pin
 the old value. Records are read back from the cluster, so they are untrusted input: a
 record that is too large, not JSON, or of the wrong shape reads as no record.
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ftspec.reconciler.inputs import InputState, from_record
 from ftspec.spec.ir import Job
 
 RECORD_KEY = "ftspec.dev/applied"
@@ -50,18 +54,24 @@ class AppliedRecord:
     written: str
     defaults: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, InputState] = field(default_factory=dict)
+    """Field (``data.train.uri``) -> what the run read there."""
 
 
-def record_of(job: Job) -> AppliedRecord:
-    return AppliedRecord(ftspec_version(), job.written, dict(job.defaults), dict(job.summary))
+def record_of(job: Job, inputs: tuple[InputState, ...] = ()) -> AppliedRecord:
+    return AppliedRecord(ftspec_version(), job.written, dict(job.defaults), dict(job.summary),
+                         {state.field: state for state in inputs})
 
 
 def encode(record: AppliedRecord) -> str:
     packed = zlib.compress(json.dumps(record.defaults, sort_keys=True,
                                       separators=(",", ":")).encode(), 9)
-    return json.dumps({"ftspec": record.ftspec, "written": record.written,
-                       "defaults": base64.b64encode(packed).decode(),
-                       "summary": record.summary}, separators=(",", ":"), sort_keys=False)
+    data: dict[str, Any] = {"ftspec": record.ftspec, "written": record.written,
+                            "defaults": base64.b64encode(packed).decode(),
+                            "summary": record.summary}
+    if record.inputs:
+        data["inputs"] = {key: state.to_record() for key, state in record.inputs.items()}
+    return json.dumps(data, separators=(",", ":"), sort_keys=False)
 
 
 def _defaults(text: Any) -> dict[str, Any] | None:
@@ -95,7 +105,7 @@ def decode(text: Any) -> AppliedRecord | None:
     if not isinstance(summary, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in summary.items()):
         summary = {}
-    return AppliedRecord(version, written, defaults, summary)
+    return AppliedRecord(version, written, defaults, summary, from_record(data.get("inputs")))
 
 
 def legacy_summary(text: Any) -> dict[str, str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ftspec.compiler.pipeline import CompileOptions
+from ftspec.reconciler.inputs import InputState
 from ftspec.reconciler.model import ApplyResult, Plan, Status
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
@@ -28,6 +29,9 @@ class Desired:
     artifacts: tuple[Artifact, ...]
     spec_file: str
     doc: SourceDoc | None = None
+    inputs: tuple[InputState, ...] = ()
+    """What the job reads, by content (``reconciler.inputs``): recorded with the run it
+    applies and compared with the applied run's at plan."""
 
 
 class Reporter(Protocol):

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ftspec.reconciler import engine
 from ftspec.reconciler.backend import Backend, BackendError, Desired, StalePlanError
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.model import Change, Plan
@@ -178,6 +179,6 @@ def bind(saved: Plan, options: BackendOptions) -> Bound:
     found equal to that plan; ``StalePlanError`` (one line saying what differs) otherwise."""
     backend, desired = compile_inputs(saved, options)
     check_specs(saved, desired)
-    fresh = backend.plan(list(desired))
+    fresh = engine.plan(backend, desired)
     compare(saved, fresh)
     return Bound(backend, replace(fresh, inputs=saved.inputs), desired)

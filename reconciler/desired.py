@@ -12,6 +12,8 @@ The live commands (plan, apply, destroy, status, logs) all start here:
    to compile for (``compile_options``: the Trainer API the cluster serves) and the same
    ``Compiled`` values continue to their artifacts; a backend that can (``Prefetcher``)
    starts each spec's live reads as soon as it is compiled, so reading overlaps compiling;
+   each compiled job's inputs are read by content (``reconciler.inputs``: digests of its
+   ``file://`` model, tokenizer and datasets, from the cache when unchanged);
 4. a backend that can (``Preflighter``) checks what would fail before the run's first step
    (the local backend: input files, dataset columns, launcher packages, room to save); its
    errors are the spec's, at their fields, and stop plan and apply.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
 from ftspec.reconciler.backend import Backend, BackendError, Desired, Prefetcher, Preflighter
@@ -73,9 +76,10 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
     done: list[tuple[Compiled, Desired | None]] = []
     try:
         opts = backend.compile_options(jobs, base)
+        root = _root(backend)
         for each in first:  # a spec's live reads start while the next one compiles
             compiled = compile_spec(each, "artifacts", opts)
-            ready = _desired(compiled) if compiled.ok else None
+            ready = _desired(compiled, root) if compiled.ok else None
             done.append((compiled, ready))
             if early is not None and ready is not None:
                 early.prefetch(ready)  # the same Desired goes to the plan
@@ -103,10 +107,22 @@ def _failed(compiled: Compiled, options: CompileOptions) -> tuple[Diagnostic, ..
     return compile_spec(compiled, "artifacts", options).diagnostics
 
 
-def _desired(compiled: Compiled) -> Desired:
-    assert compiled.job is not None
-    return Desired(job=compiled.job, artifacts=compiled.artifacts,
-                   spec_file=str(compiled.source.path), doc=compiled.doc)
+def _desired(compiled: Compiled, root: Path | None = None) -> Desired:
+    """``compiled`` as a desired state; with ``root`` (where relative ``file://`` paths
+    start), the content of every input it reads too (``reconciler.inputs``)."""
+    from ftspec.reconciler.inputs import states
+
+    job = compiled.job
+    assert job is not None
+    return Desired(job=job, artifacts=compiled.artifacts, spec_file=str(compiled.source.path),
+                   doc=compiled.doc, inputs=() if root is None else states(job, root))
+
+
+def _root(backend: object) -> Path:
+    """Where the backend's relative ``file://`` paths start: its project root, else the
+    working directory."""
+    root = getattr(backend, "root", None)
+    return root if isinstance(root, Path) else Path.cwd()
 
 
 def load_desired(inputs: Sequence[SpecInput], options: BackendOptions | None = None

@@ -28,12 +28,13 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
             out: Path | None, as_json: bool, detailed_exitcode: bool, check_data: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
+    from ftspec.reconciler import engine
     from ftspec.reconciler.backend import BackendError
 
     try:
         backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                          check_data=check_data)
-        plan = backend.plan(desired)
+        plan = engine.plan(backend, desired)
     except CommandFailed as exc:
         return exc.code
     except BackendError as exc:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ftspec.reconciler import inputs
 from ftspec.reconciler.applied import (
     RECORD_KEY,
     AppliedRecord,
@@ -124,8 +125,15 @@ def decide(inp: ObjectInput) -> Change:
     fields = field_changes(live_run, desired_run, forces)
     ml_before, ml_after = ml_of(inp.live), ml_of(inp.desired)
     ml = describe_changes(ml_before, ml_after) if ml_before and ml_after else ()
-    if not fields:
+    live_record, new_record = record_in(inp.live), record_in(inp.desired)
+    read = inputs.changed(live_record.inputs if live_record else None,
+                          tuple(new_record.inputs.values()) if new_record else ())
+    if not fields and not read:
         return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file, **moves)
+    if not fields:
+        return Change(addr, Action.REPLACE, before, inp.desired, reason=inputs.reason(read),
+                      fields=inputs.as_fields(read), ml_changes=(*ml, *(c.line() for c in read)),
+                      spec_file=inp.spec_file, **moves)
     changed = [f.path for f in fields]
     managers = drift_managers(inp.live, changed)
     drift = bool(managers) or recorded_digest(inp.live) == applied_digest(inp.desired)
@@ -139,14 +147,16 @@ def decide(inp: ObjectInput) -> Change:
     if drift:
         by = f" by {', '.join(managers)}" if managers else ""
         reasons.append(f"drift: changed outside ftspec{by}")
-    action = Action.REPLACE if forcing else Action.UPDATE
-    new_record = record_in(inp.desired)
+    if read:
+        reasons.append(inputs.reason(read))
+    action = Action.REPLACE if forcing or read else Action.UPDATE
     live_notes = (inp.live.get("metadata") or {}).get("annotations") or {}
     upgrade = None if drift or new_record is None else upgrade_note(
-        record_in(inp.live), new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
+        live_record, new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
     return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
-                  fields=fields, ml_changes=ml, drift=drift, spec_file=inp.spec_file,
-                  upgrade=upgrade, **moves)
+                  fields=(*fields, *inputs.as_fields(read)),
+                  ml_changes=(*ml, *(c.line() for c in read)), drift=drift,
+                  spec_file=inp.spec_file, upgrade=upgrade, **moves)
 
 
 def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:

@@ -53,6 +53,6 @@ def render(desired: Desired) -> list[dict[str, Any]]:
         for key, value in job.annotations.items():
             annotations.setdefault(key, value)
         if obj.get("kind") == JOB_KIND.get(job.target):
-            annotations[RECORD_KEY] = encode(record_of(job))
+            annotations[RECORD_KEY] = encode(record_of(job, desired.inputs))
         out.append(obj)
     return out

@@ -28,6 +28,7 @@ from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import describe_changes
+from ftspec.reconciler import inputs
 from ftspec.reconciler.applied import decode, encode, record_of, upgrade_note
 from ftspec.reconciler.backend import (
     BackendError,
@@ -130,7 +131,7 @@ class LocalBackend:
         launch = prepare(d)
         return {"spec_id": d.job.spec_id,
                 "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
-                "summary": d.job.summary, "applied": encode(record_of(d.job)),
+                "summary": d.job.summary, "applied": encode(record_of(d.job, d.inputs)),
                 "name": d.job.name,
                 **launch.to_json()}
 
@@ -175,7 +176,9 @@ class LocalBackend:
         before = _before(view)
         fields = run_changes(record, _in_run_dir(after, record.run_dir),
                              self._old_files(record))
-        if not fields:
+        applied = decode(record.applied)
+        read = inputs.changed(applied.inputs if applied else None, d.inputs)
+        if not fields and not read:
             if view.phase is Phase.FAILED:
                 drift = not view.stop_requested
                 return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
@@ -185,15 +188,18 @@ class LocalBackend:
             return Change(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
                           spec_file=d.spec_file, moved_from=moved_from, moved=why,
                           reason=f"the run of this spec {what} (pid {record.supervisor_pid})")
-        applied = decode(record.applied)
-        reason = f"what would run changed ({', '.join(f.path for f in fields)})"
+        reason = (f"what would run changed ({', '.join(f.path for f in fields)})" if fields
+                  else inputs.reason(read))
         if view.active:
             reason += f"; the active run (pid {record.supervisor_pid}) is stopped first"
         old_summary = applied.summary if applied and applied.summary else record.summary
-        return Change(addr, Action.REPLACE, before, after, reason=reason, fields=tuple(fields),
-                      ml_changes=describe_changes(old_summary, after["summary"]),
+        return Change(addr, Action.REPLACE, before, after, reason=reason,
+                      fields=(*fields, *inputs.as_fields(read)),
+                      ml_changes=(*describe_changes(old_summary, after["summary"]),
+                                  *(c.line() for c in read)),
                       spec_file=d.spec_file, moved_from=moved_from, moved=why,
-                      upgrade=upgrade_note(applied, job, legacy=not record.applied))
+                      upgrade=upgrade_note(applied, job, legacy=not record.applied)
+                      if fields else None)
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         taken = {d.job.spec_id for d in desired}

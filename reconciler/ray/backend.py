@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
+from ftspec.reconciler import inputs
 from ftspec.reconciler.applied import (
     RECORD_KEY,
     applied_summary,
@@ -90,7 +91,7 @@ def submission(d: Desired) -> dict[str, Any]:
     if not payload.get("submission_id"):
         raise BackendError("the ray target's submission has no submission_id")
     meta = {str(k): str(v) for k, v in (payload.get("metadata") or {}).items()}
-    meta.update({SPEC_FILE_KEY: _spec_file(d.spec_file), RECORD_KEY: encode(record_of(job))})
+    meta.update({SPEC_FILE_KEY: _spec_file(d.spec_file), RECORD_KEY: encode(record_of(job, d.inputs))})
     payload["metadata"] = meta
     return payload
 
@@ -222,7 +223,9 @@ class RayBackend:
         if current is None and not mine:
             return Change(addr, Action.CREATE, None, after, reason="no job of this spec",
                           spec_file=d.spec_file)
-        if current is not None and not others:
+        applied_now = decode(((current or {}).get("metadata") or {}).get(RECORD_KEY))
+        read = inputs.changed(applied_now.inputs if applied_now else None, d.inputs)
+        if current is not None and not others and not read:
             live_id = str(current.get("submission_id"))
             status = str(current.get("status"))
             if status == "STOPPED":
@@ -243,16 +246,19 @@ class RayBackend:
             legacy_summary(old_meta.get(SUMMARY_ANNOTATION))
         active = [str(j.get("submission_id")) for j in mine if j.get("status") not in TERMINAL]
         fields = run_changes(old, after)
-        reason = (f"what would run changed ({', '.join(f.path for f in fields) or 'jobs'}): "
-                  f"Ray jobs are immutable, the new job gets id {sid}")
+        what = (f"what would run changed ({', '.join(f.path for f in fields) or 'jobs'})"
+                if fields or not read else inputs.reason(read))
+        reason = f"{what}: Ray jobs are immutable, the new job gets id {sid}"
         if active:
             reason += f"; {', '.join(active)} is stopped first"
         return Change(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
                       fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
-                              *fields),
-                      ml_changes=describe_changes(old_summary, d.job.summary),
+                              *fields, *inputs.as_fields(read)),
+                      ml_changes=(*describe_changes(old_summary, d.job.summary),
+                                  *(c.line() for c in read)),
                       upgrade=upgrade_note(applied, d.job,
-                                           legacy=SPEC_HASH_ANNOTATION in old_meta))
+                                           legacy=SPEC_HASH_ANNOTATION in old_meta)
+                      if fields else None)
 
     def _listed(self, desired: Sequence[Desired]) -> dict[str, list[dict[str, Any]]]:
         """Each cluster's ftspec jobs (Jobs API address -> jobs), listed once."""

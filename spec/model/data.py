@@ -7,7 +7,7 @@ from typing import Literal
 from ftspec.spec import patterns
 from ftspec.spec.catalog.loaders import LoaderName
 from ftspec.spec.ir import RowFormatName
-from ftspec.spec.model.base import URI_PATTERN, SpecModel
+from ftspec.spec.model.base import URI_PATTERN, InputIdentity, SpecModel, identity_field
 from pydantic import Field
 
 DatasetFormat = RowFormatName
@@ -34,6 +34,7 @@ class Dataset(SpecModel):
         "column (image_field), trained on the final assistant turn (accelerate launcher).",
     )
     split: str = Field(default="train", description="Split to read.")
+    identity: InputIdentity = identity_field()
     subset: str | None = Field(default=None, description="Dataset configuration / subset name.")
     loader: LoaderName | None = Field(
         default=None,

@@ -8,7 +8,7 @@ from typing import Literal
 from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
 from ftspec.spec.catalog.family import ModelFamily, param_count
 from ftspec.spec.catalog.models import FAMILY_NAMES_WRITTEN, resolve_family
-from ftspec.spec.model.base import URI_PATTERN, SpecModel
+from ftspec.spec.model.base import URI_PATTERN, InputIdentity, SpecModel, identity_field
 from pydantic import Field, field_validator
 
 FamilyName = Literal[FAMILY_NAMES_WRITTEN]  # type: ignore[valid-type]
@@ -146,6 +146,7 @@ class Tokenizer(SpecModel):
         description="Special-tokens JSON (Llama 3 tiktoken tokenizers).",
     )
     pad_token: str | None = Field(default=None, description="Override the padding token.")
+    identity: InputIdentity = identity_field()
 
 
 class ModelSpec(SpecModel):
@@ -154,6 +155,7 @@ class ModelSpec(SpecModel):
         description="Where the weights come from: hf://org/name, s3://bucket/path, "
         "pvc://claim/path or file://path (local backend; relative to the working directory).",
     )
+    identity: InputIdentity = identity_field()
     family: FamilyName | None = Field(
         default=None,
         description="Known model family (see `ftspec explain`); sets architecture facts, the "
