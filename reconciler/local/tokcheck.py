@@ -15,8 +15,6 @@ A missing package means the check is skipped (the launcher check reports the pac
 
 from __future__ import annotations
 
-import base64
-import binascii
 import importlib.util
 import json
 import re
@@ -60,21 +58,16 @@ def _json_problem(path: Path) -> str | None:
 
 
 def _tiktoken_problem(path: Path) -> str | None:
-    ranks: set[int] = set()
+    ranks: set[bytes] = set()
     with path.open("rb") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            parts = line.split()
-            try:
-                if len(parts) != 2:
-                    raise ValueError
-                base64.b64decode(parts[0], validate=True)
-                rank = int(parts[1])
-            except (ValueError, binascii.Error):
+            if not _TIKTOKEN_LINE.match(line):
                 return f"line {number} is not a tiktoken rank ('BASE64 RANK')"
+            rank = line.split()[1].lstrip(b"0") or b"0"
             if rank in ranks:
-                return f"line {number} repeats rank {rank}"
+                return f"line {number} repeats rank {int(rank)}"
             ranks.add(rank)
     return None if ranks else "it holds no ranks"
 
