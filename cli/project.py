@@ -20,8 +20,9 @@ from typing import Any
 
 import click
 
-UNROOTED = frozenset({"version", "schema"})
-"""Commands that read no project files: no walk, no line."""
+UNROOTED = frozenset({"version", "schema", "validate", "compile", "import"})
+"""Commands that read no project state (a file in, a file or report out; the pre-commit
+hook's ``validate``): no walk, no line, paths shown as typed."""
 
 
 def _moved(value: Any, started: str, root: str) -> Any:
