@@ -63,7 +63,8 @@ class _Checks:
         return self.at(local_path(uri))
 
     def at(self, where: str) -> Path:
-        """A path as the launcher sees it: relative ones from the working directory."""
+        """A path as the launcher sees it: relative ones from the project root (the
+        launcher's working directory, ``reconciler.project``)."""
         path = Path(where)
         return path if path.is_absolute() else self.root / path
 
@@ -106,8 +107,8 @@ def _readable(checks: _Checks, path: KeyPath, uri: str, what: str) -> Path | Non
         tiny = ".ftspec/tiny/" in uri
         checks.error(path, f"the {what} {where} does not exist", "missing",
                      hint="run `ftspec quickstart` first: it writes the tiny model and data"
-                     if tiny else "fix the path (relative paths are read from the working "
-                     f"directory {checks.root})")
+                     if tiny else "fix the path (relative paths are read from the project "
+                     f"root {checks.root})")
         return None
     try:
         if where.is_file():
