@@ -37,6 +37,9 @@ MAX_PROBLEMS = 10
 ARRAY_BYTES = 256 << 20
 """A JSON array is parsed whole; larger ones are not scanned here."""
 CONVERSATION_FORMATS = ("chat", "sharegpt")
+LOCATE_BYTES = 64 << 20
+"""``status`` of a failed run counts the other rows like the one it names in datasets up to
+this size; in larger ones it stops at the first (a few seconds per 64 MiB here)."""
 
 
 @dataclass(frozen=True)
@@ -169,9 +172,10 @@ def _rows(path: Path, kind: str) -> Iterator[tuple[int, int | None, Any]] | None
 
 def scan(path: Path, ds: Dataset,
          keep: Callable[[RowProblem], bool] = lambda p: True,
-         limit: int = MAX_PROBLEMS) -> Scan:
+         limit: int = MAX_PROBLEMS, stop: bool = False) -> Scan:
     """Every row of ``path`` checked against what ``ds``'s format needs; ``keep`` picks the
-    problems kept (``locate``: those a failed run's error names). Raises OSError."""
+    problems kept (``locate``: those a failed run's error names); ``stop``: end at the
+    ``limit``-th problem (``more`` is then not counted). Raises OSError."""
     kind = kind_of(path, ds.loader)
     rows = _rows(path, kind) if kind is not None else None
     if rows is None:
@@ -195,6 +199,8 @@ def scan(path: Path, ds: Dataset,
                     found.append(hit)
                 else:
                     more += 1
+            if stop and len(found) >= limit:
+                break
     except _Unreadable as exc:
         return Scan(True, count, found, more, unreadable=str(exc))
     return Scan(True, count, found, more)
@@ -214,8 +220,9 @@ def locate(reason: dict[str, Any], job: Job, root: Path) -> dict[str, Any] | Non
         given = local_path(ds.uri)
         path = Path(given) if Path(given).is_absolute() else root / given
         try:
+            big = path.is_file() and path.stat().st_size > LOCATE_BYTES
             found = scan(path, ds, keep=lambda p: error.matches(p.problem, p.value, p.column),
-                         limit=1) if path.is_file() else None
+                         limit=1, stop=big) if path.is_file() else None
         except OSError:
             continue
         if found is None or not found.problems:

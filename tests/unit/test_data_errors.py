@@ -144,3 +144,9 @@ def test_tokenizer_files_are_loaded(tmp_path: Path) -> None:
     spm = tmp_path / "spm.model"
     spm.write_bytes(b"\x00\x01 not a model")
     assert (tokenizer_problem(spm) or "").startswith("it is not a sentencepiece model")
+
+
+def test_scan_can_stop_at_the_first_problem(tmp_path: Path) -> None:
+    path = _rows(tmp_path / "d.jsonl", [{"text": "a"}, {"text": None}, {"text": None}])
+    found = scan(path, Dataset(uri="file://d.jsonl", format="text"), limit=1, stop=True)
+    assert [p.row for p in found.problems] == [2] and found.more == 0 and found.rows == 2
