@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import click
-from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.secrets import redact, redact_data
 from ftspec.spec.text import escape_text
 
@@ -73,7 +73,7 @@ def render_diagnostic(diag: Diagnostic, color: bool) -> str:
         return text
     head, _, rest = text.partition("\n")
     sev = diag.severity.value
-    tint = "red" if diag.is_error else "yellow"
+    tint = "red" if diag.is_error else "yellow" if diag.severity is Severity.WARNING else "blue"
     head = head.replace(f": {sev}: ", ": " + click.style(f"{sev}:", fg=tint, bold=True) + " ", 1)
     if rest:
         rest = rest.replace("hint:", click.style("hint:", fg="cyan"))

@@ -16,6 +16,8 @@ KeyPath = tuple["str | int", ...]
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
+    NOTE = "note"
+    """Nothing to act on (an import's keys that change nothing that trains)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ torchtune template, as no check here proves two templates lay out the same token
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -63,13 +62,14 @@ def aim(imported: Imported, targets: tuple[str, ...]) -> Imported:
         return imported
     draft = SpecDraft(imported.draft.source, imported.draft.args,
                       copy.deepcopy(imported.draft.data), dict(imported.draft.origins),
-                      list(imported.draft.warnings), set(imported.draft.consumed))
+                      list(imported.draft.warnings), set(imported.draft.consumed),
+                      list(imported.draft.inert))
     for target in targets:
         _aim_one(draft, target)
     names = " and ".join(targets)
     head = imported.head + ((f"Aimed at {names} (--target): each value changed for it says "
                              "so in its comment and in a warning at the source line."),)
-    return Imported(imported.tool, render(draft, head), draft.data, tuple(draft.warnings),
+    return Imported(imported.tool, render(draft, head), draft.data, draft.diagnostics(),
                     draft, head)
 
 
@@ -84,6 +84,11 @@ def _aim_one(draft: SpecDraft, target: str) -> None:
         _apply(draft, target, Change(start, target, what))
     if target == "kubeflow":
         _shipped_runtime(draft)
+    if target == "local":
+        from ftspec.compiler.importers.aim_local import CPU_WHY, cpu_changes
+
+        for path, value in cpu_changes(draft):
+            _apply(draft, target, Change(path, DROP if value is None else value, CPU_WHY))
     for _ in range(ROUNDS):
         errors = _errors(draft, target)
         changes = [c for d in errors for c in _answer(draft, target, d)
@@ -134,7 +139,7 @@ def _answer(draft: SpecDraft, target: str, diag: Diagnostic) -> list[Change]:
 def _apply(draft: SpecDraft, target: str, change: Change) -> None:
     old = draft.get(change.path)
     was = draft.origins.get(change.path) or ""
-    span = _source_span(draft, change.path)
+    span = draft.span_for_spec(change.path)
     if change.value is DROP:
         node = draft.get(change.path[:-1])
         if isinstance(node, dict):
@@ -150,25 +155,6 @@ def _apply(draft: SpecDraft, target: str, change: Change) -> None:
     draft.warnings.append(Diagnostic(
         Severity.WARNING, f"aimed at {target}: {action}: {change.why}",
         path=change.path, span=span, hint=change.hint, code=CODE))
-
-
-_FROM = re.compile(r"\bfrom (?P<file>.+?):(?P<line>\d+)(?=$|[\s);,])")
-"""An origin comment's ``from FILE:LINE`` (which an explanation may follow)."""
-
-
-def _source_span(draft: SpecDraft, path: KeyPath) -> Span:
-    """The source key the spec value at ``path`` (or its nearest section) came from; the
-    file's first line when none did (a tool's default)."""
-    probe = path
-    while probe:
-        match = _FROM.search(draft.origins.get(probe, ""))
-        if match and match["file"] == draft.source.file:
-            line = int(match["line"])
-            spans = [s for s in draft.source.key_spans.values()
-                     if s.file == draft.source.file and s.line == line]
-            return min(spans, key=lambda s: s.col) if spans else Span(draft.source.file, line, 1)
-        probe = probe[:-1]
-    return Span(draft.source.file, 1, 1)
 
 
 def _epoch_checkpoints(draft: SpecDraft, diag: Diagnostic) -> list[Change]:

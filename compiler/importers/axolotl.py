@@ -21,8 +21,16 @@ from ftspec.compiler.importers.axolotl_defaults import (
     TOOL,
     TRAIN_DEFAULTS,
 )
-from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
-from ftspec.compiler.importers.flat import FlatReader, finish, model_source, resources
+from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool, unsupported
+from ftspec.compiler.importers.flat import (
+    TRAINS_DIFFERENTLY,
+    FlatReader,
+    finish,
+    model_source,
+    resources,
+)
+from ftspec.compiler.importers.no_effect import AXOLOTL as NO_EFFECT
+from ftspec.compiler.importers.prequantized import Prequantized, prequantized, put_prequantized
 from ftspec.compiler.importers.trainable import (
     put_int8,
     put_loraplus,
@@ -63,7 +71,7 @@ def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = No
     if draft.data["method"]["kind"] != "full":
         draft.put(("output", "save_adapter_only"), True, "axolotl saves the adapter only")
     return finish("axolotl", r, path, "axolotl trains with a transformers Trainer under "
-                  "accelerate launch; TRL's SFTTrainer is the nearest")
+                  "accelerate launch; TRL's SFTTrainer is the nearest", tuple(NO_EFFECT))
 
 
 def _chat_template(r: FlatReader) -> None:
@@ -137,7 +145,7 @@ def _model(r: Reader) -> None:
         d.put(("model", "precision"), "autocast", r.origin("bf16") + " (axolotl loads the "
               "weights in bf16 and trains with transformers' bf16 autocast)")
     if r.value("tf32") is True:
-        d.warn(("tf32",), "tf32 has no spec field: not imported")
+        d.warn(("tf32",), f"tf32 True: trains differently: {TRAINS_DIFFERENTLY['tf32']}")
     template = r.value("chat_template")
     if template not in (None, "tokenizer_default"):
         d.warn(("chat_template",), f"chat_template {template}: axolotl's named template has "
@@ -167,6 +175,21 @@ def _model(r: Reader) -> None:
             "and this config has none: nothing trains differently"))
 
 
+def _prequantized(r: Reader) -> None:
+    """A pre-quantized base: ``gptq: true`` (axolotl loads the GPTQ checkpoint with its own
+    quantization_config), or a quantized checkpoint's name."""
+    name = str(r.value("base_model"))
+    found = prequantized(name)
+    if r.value("gptq") is True:
+        found = Prequantized("gptq", 4, "gptq: true")
+        model_key: tuple[str, ...] = ("gptq",)
+    else:
+        model_key = (r.key("base_model") or "base_model",)
+    if found is not None:
+        put_prequantized(r.draft, found, model_key, tuple(
+            (k,) for k in ("load_in_4bit", "load_in_8bit") if r.value(k) is True))
+
+
 def _method(r: Reader) -> None:
     d = r.draft
     adapter = r.value("adapter")
@@ -176,11 +199,14 @@ def _method(r: Reader) -> None:
             if r.value(key) is True:
                 d.warn((key,), f"{key} without an adapter: a quantized base has no full "
                        "fine-tuning; imported as full fine-tuning of unquantized weights")
+        _prequantized(r)
         return
     four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
     dora = r.value("use_dora", r.model) is True
     if adapter not in ("lora", "qlora"):
-        d.warn(("adapter",), f"adapter {adapter} has no spec method: imported as lora")
+        raise unsupported(d.source, ("adapter",), f"adapter {adapter} is not supported: it "
+                          "has no spec method (lora and qlora do)",
+                          "fine-tune with adapter lora or qlora, or without an adapter")
     kind = "qlora" if adapter == "qlora" or four or eight else "dora" if dora else "lora"
     if eight and (four or adapter == "qlora"):
         d.warn(("load_in_8bit",), "load_in_8bit with a 4-bit base (adapter qlora / "
@@ -197,6 +223,7 @@ def _method(r: Reader) -> None:
         r.put(q + ("quant_type",), "bnb_4bit_quant_type", r.model)
         r.put(q + ("double_quant",), "use_bnb_nested_quant", r.model)
         r.put(q + ("storage_dtype",), "bnb_4bit_quant_storage", r.model)
+    _prequantized(r)
     lora = ("method", "lora")
     if r.put(lora + ("rank",), "lora_r") is None or r.put(lora + ("alpha",), "lora_alpha") \
             is None:

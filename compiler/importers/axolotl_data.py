@@ -15,6 +15,7 @@ from ftspec.compiler.importers.axolotl_fsdp import DROPPED, put_dropped, put_run
 from ftspec.compiler.importers.base import layer_class_names
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.flat import put_data
+from ftspec.compiler.importers.no_effect import AXOLOTL_DATASET
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 
 ENTRY_KEYS = {"path", "type", "split", "name", "field_messages", "message_property_mappings",
@@ -70,6 +71,8 @@ def _entry(r: Reader, i: int, ds: dict[str, Any]) -> dict[str, Any] | None:
                    f"of {ds.get('path')}; the spec has no field for them, so the run reads "
                    "the repository's whole split: other rows, likely many more (point "
                    "data.train.uri at the files instead)")
+        elif key in AXOLOTL_DATASET:
+            d.no_effect(at + (key,))
         elif key not in ENTRY_KEYS:
             d.warn(at + (key,), f"datasets[{i}].{key} has no spec field: not imported")
     return entry

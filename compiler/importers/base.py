@@ -14,7 +14,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, SpecError
+from ftspec.spec.diagnostics import (
+    Diagnostic,
+    KeyPath,
+    Severity,
+    Span,
+    SpecError,
+    format_path,
+)
 from ftspec.spec.loader import SourceDoc
 
 
@@ -28,6 +35,13 @@ def not_this_tool(doc: SourceDoc, path: KeyPath, summary: str, hint: str) -> Not
                                    code="import.not-this-tool")])
 
 
+def unsupported(doc: SourceDoc, path: KeyPath, summary: str, hint: str) -> SpecError:
+    """A refusal at the source key that asks for what the spec cannot train."""
+    return SpecError([Diagnostic(Severity.ERROR, summary, path=path,
+                                 span=doc.span_of(path, key=True), hint=hint,
+                                 code="import.unsupported")])
+
+
 def unexpected_args(tool: str, args: tuple[str, ...]) -> None:
     """Tools whose configs take no KEY=VALUE overrides on the import command line."""
     if args:
@@ -35,6 +49,10 @@ def unexpected_args(tool: str, args: tuple[str, ...]) -> None:
                                     f"KEY=VALUE arguments (got {args[0]!r})",
                                     span=Span("<command line>", 1, 1),
                                     code="import.args")])
+
+
+_FROM = re.compile(r"\bfrom (?P<file>.+?):(?P<line>\d+)(?=$|[\s);,])")
+"""An origin comment's ``from FILE:LINE`` (which an explanation may follow)."""
 
 
 @dataclass
@@ -49,6 +67,8 @@ class SpecDraft:
     warnings: list[Diagnostic] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)
     """Top-level source keys read outside the tool's reader (``topology``: ``use_cpu``)."""
+    inert: list[KeyPath] = field(default_factory=list)
+    """Source keys that change nothing that trains (:meth:`no_effect`)."""
 
     def put(self, path: KeyPath, value: Any, origin: str) -> None:
         node: dict[Any, Any] = self.data
@@ -80,6 +100,41 @@ class SpecDraft:
             if 0 <= index < len(self.args):
                 return f"from the argument {self.args[index]}"
         return f"from {span.file}:{span.line}"
+
+    def no_effect(self, src: KeyPath) -> None:
+        """A source key that changes nothing that trains (logging verbosity, preprocessing
+        workers, a class the tool infers anyway): listed once, in :meth:`diagnostics`'
+        note, not warned."""
+        if src not in self.inert:
+            self.inert.append(src)
+
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """The warnings, then one note naming every :meth:`no_effect` key with its line."""
+        if not self.inert:
+            return tuple(self.warnings)
+        spans = [self.source.span_of(k, key=True) for k in self.inert]
+        keys = ", ".join(f"{format_path(k)} (line {s.line})"
+                         for k, s in zip(self.inert, spans, strict=True))
+        note = Diagnostic(Severity.NOTE, f"no effect on training, not imported: {keys}",
+                          span=spans[0], code="import.no-effect")
+        return (*self.warnings, note)
+
+    def span_for_spec(self, path: KeyPath) -> Span:
+        """The source key the spec value at ``path`` came from (its origin's ``from
+        FILE:LINE``), else that of its nearest section or of a key beside it there; the
+        file's first line when none did (a tool's default)."""
+        for end in range(len(path), 0, -1):
+            probe = path[:end]
+            under = [o for p, o in self.origins.items() if p[:end] == probe and p != probe]
+            for origin in [self.origins.get(probe, "")] + under:
+                match = _FROM.search(origin)
+                if match and match["file"] == self.source.file:
+                    line = int(match["line"])
+                    spans = [s for s in self.source.key_spans.values()
+                             if s.file == self.source.file and s.line == line]
+                    return min(spans, key=lambda s: s.col) if spans else \
+                        Span(self.source.file, line, 1)
+        return Span(self.source.file, 1, 1)
 
     def warn(self, src: KeyPath, summary: str, hint: str | None = None) -> None:
         span = self.source.span_of(src, key=True) if src else Span(self.source.file, 1, 1)

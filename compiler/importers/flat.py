@@ -57,11 +57,44 @@ TRAINS_DIFFERENTLY: dict[str, str] = {
     "data-parallel world, and with it the global batch, is that many times smaller; imported "
     "as data parallelism over every process (each holding whole sequences): the spec's "
     "global batch is that many times the tool's",
+    "max_samples": "the tool trains on the first max_samples rows of each dataset; "
+    "imported with every row (more steps per epoch)",
+    "min_sample_len": "axolotl drops rows shorter than that many tokens; imported with "
+    "every row",
+    "group_by_length": "the sampler batches rows of similar length together; imported with "
+    "rows shuffled at random (other batches, other padding)",
+    "average_tokens_across_devices": "transformers divides each process's loss by its own "
+    "token count, not by the count over every process; imported with transformers' default "
+    "(the count over every process)",
+    "packing_strategy": "TRL packs rows by this strategy; imported with TRL's default packing "
+    "(other sequences in each pack)",
+    "tf32": "fp32 matmuls run in TF32 (10-bit mantissa) on Ampere and newer; imported with "
+    "torch's default matmul precision",
+    "loss_watchdog_threshold": "axolotl stops the run when the loss stays above this for "
+    "loss_watchdog_patience steps; imported without that stop",
+    "loss_watchdog_patience": "axolotl stops the run after this many steps of loss above "
+    "loss_watchdog_threshold; imported without that stop",
+    "rope_scaling": "the tool scales RoPE (a longer context: other position encodings); "
+    "imported with the model's own RoPE",
+    "resize_token_embeddings_to_32x": "axolotl pads the embedding matrix to a multiple of 32 "
+    "rows (new, trained rows); imported with the tokenizer's vocabulary size",
+    "model_config": "axolotl overrides these fields of the model's config.json (another "
+    "model); imported with the model's own config",
+    "fp8": "the linear layers compute in FP8 (torchao's float8 training); imported in the "
+    "model dtype",
 }
 """Keys whose loss of meaning changes what trains: the warning says how."""
 OFF: dict[str, tuple[Any, ...]] = {"sequence_parallel_degree": (1,),
-                                   "context_parallel_size": (1,)}
-"""Values of :data:`TRAINS_DIFFERENTLY` keys that switch them off, besides false."""
+                                   "context_parallel_size": (1,),
+                                   "average_tokens_across_devices": (True,),
+                                   "max_samples": (), "min_sample_len": (),
+                                   "loss_watchdog_patience": (), "model_config": ({},)}
+"""Values of :data:`TRAINS_DIFFERENTLY` keys that switch them off (false where not listed)."""
+
+
+def switched_off(key: str, value: Any) -> bool:
+    """The key's value changes nothing (:data:`OFF`, else false)."""
+    return value in OFF[key] if key in OFF else value is False
 
 
 def model_source(r: Reader) -> None:
@@ -112,24 +145,25 @@ def resources(r: Reader, config: str, nproc: int | None, nnodes: int | None,
 def finish(command: str, r: Reader, path: Path, launcher: str,
            no_effect: tuple[str, ...] = ()) -> Imported:
     """``launcher: accelerate`` (``launcher``: why), unread keys as warnings, the spec text.
-    ``no_effect``: keys that change no hyper-parameter (their warning says so)."""
+    ``no_effect``: keys that change nothing that trains (listed once, in a note)."""
     from ftspec.compiler.importers.render import render
 
     draft = r.draft
     draft.put(("launcher",), "accelerate", launcher)
     for key in draft.source.data:
         if key not in r.used and key in r.data and key not in draft.consumed:
-            if key in TRAINS_DIFFERENTLY and (r.data[key] is False
-                                              or r.data[key] in OFF.get(key, ())):
+            if key in TRAINS_DIFFERENTLY and switched_off(key, r.data[key]):
                 continue  # switched off: nothing trains differently
             if key in TRAINS_DIFFERENTLY:
-                draft.warn((key,), f"{key} {r.data[key]!r}: "
-                           f"{TRAINS_DIFFERENTLY[key]} (no spec field yet)")
+                draft.warn((key,), f"{key} {r.data[key]!r}: trains differently: "
+                           f"{TRAINS_DIFFERENTLY[key]}")
                 continue
-            why = " (no hyper-parameter)" if key in no_effect else ""
-            draft.warn((key,), f"{key} has no spec field: not imported{why}")
+            if key in no_effect:
+                draft.no_effect((key,))
+                continue
+            draft.warn((key,), f"{key} has no spec field: not imported")
     head = (f"Imported by `ftspec import {command}` from {path} ({r.tool}).",
             ("Comments say where each value came from; the tool's implicit defaults are "
              "written out."))
-    return Imported(command, render(draft, head), draft.data, tuple(draft.warnings),
+    return Imported(command, render(draft, head), draft.data, draft.diagnostics(),
                     draft, head)

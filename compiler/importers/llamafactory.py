@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.importers import rows
-from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool
+from ftspec.compiler.importers.base import Imported, SpecDraft, not_this_tool, unsupported
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.flat import (
     FlatReader,
@@ -35,6 +35,8 @@ from ftspec.compiler.importers.llamafactory_defaults import (
     TOOL,
     TRAIN_DEFAULTS,
 )
+from ftspec.compiler.importers.no_effect import LLAMAFACTORY as LLAMAFACTORY_NO_EFFECT
+from ftspec.compiler.importers.prequantized import prequantized, put_prequantized
 from ftspec.compiler.importers.trainable import (
     llamafactory_freeze,
     num_layers,
@@ -50,9 +52,7 @@ from ftspec.spec.model.method import ALL_LINEAR
 
 ATTN = {"fa2": "flash_attention_2", "sdpa": "sdpa", "disabled": "eager"}
 MARKERS = ("stage", "finetuning_type", "template", "dataset", "cutoff_len")
-NO_EFFECT = ("plot_loss", "overwrite_output_dir", "overwrite_cache", "ddp_timeout",
-             "preprocessing_num_workers", "save_only_model", "pissa_convert")
-"""Keys that change no hyper-parameter; still warned (the spec has no field for them)."""
+NO_EFFECT: tuple[str, ...] = tuple(sorted(LLAMAFACTORY_NO_EFFECT))
 
 
 def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None = None,
@@ -67,6 +67,7 @@ def import_llamafactory(path: Path, nproc: int | None = None, nnodes: int | None
     check_is_llamafactory(doc)
     draft = SpecDraft(doc)
     r = FlatReader(draft, TOOL, TRAIN_DEFAULTS, MODEL_DEFAULTS, ALIASES)
+    _loss(r)
     _header(draft, path)
     _model(r)
     _data(r)
@@ -250,6 +251,38 @@ def _fp16_mode(r: Reader) -> None:
                 f"{TOOL}: fp16 base weights, fp32 adapters, fp16 autocast")
 
 
+LOSSES = {"use_asft_loss": "ASFT's loss (cross-entropy with a KL anchor to the reference "
+          "model, asft_alpha)",
+          "use_dft_loss": "DFT's loss (each token's cross-entropy scaled by its probability)",
+          "use_eaft_loss": "EAFT's loss (cross-entropy weighted by the tokens' entropy)"}
+"""LLaMA-Factory's loss variants (hparams/finetuning_args.py): the spec trains cross-entropy
+only, so each is refused at its line."""
+
+
+def _loss(r: Reader) -> None:
+    for key, loss in LOSSES.items():
+        if r.value(key) is True:
+            raise unsupported(r.draft.source, (key,), "LLaMA-Factory trains with "
+                              f"{loss}; the spec trains plain cross-entropy, which is not "
+                              "the same run", f"remove {key} to train cross-entropy")
+
+
+METHODS = {"oft": "OFT (orthogonal fine-tuning)"}
+"""LLaMA-Factory's finetuning_type values the spec has no method for, as the refusal names
+them."""
+
+
+def _prequantized(r: Reader) -> None:
+    """A pre-quantized checkpoint (``-GPTQ``, ``-AWQ``, ...): LLaMA-Factory loads it with its
+    own quantization_config and ignores ``quantization_bit`` (model/model_utils/
+    quantization.py)."""
+    found = prequantized(str(r.value("model_name_or_path")))
+    if found is not None:
+        keys = tuple((k,) for k in ("quantization_bit", "quantization_method")
+                     if r.has(k))
+        put_prequantized(r.draft, found, ("model_name_or_path",), keys)
+
+
 def _method(r: Reader) -> None:
     d = r.draft
     kind = str(r.value("finetuning_type", r.model))
@@ -257,8 +290,14 @@ def _method(r: Reader) -> None:
     if kind == "freeze":
         _freeze(r, at)
         return
+    if kind not in ("full", "lora"):
+        raise unsupported(d.source, (r.key("finetuning_type") or "finetuning_type",),
+                          f"{METHODS.get(kind, kind)} is not supported: finetuning_type {kind} "
+                          "has no spec method (full, freeze and lora do)",
+                          "fine-tune with finetuning_type lora, freeze or full")
     if kind == "full":
         d.put(("method", "kind"), "full", at)
+        _prequantized(r)
         return
     bits = r.value("quantization_bit")
     dora = r.value("use_dora", r.model) is True
@@ -283,6 +322,7 @@ def _method(r: Reader) -> None:
         d.put(q + ("storage_dtype",), dtype, f"{TOOL}: the 4-bit weights are stored in the "
               f"compute dtype, {dtype} (model/model_utils/quantization.py: bnb_4bit_quant_storage"
               " = compute_dtype, 'crucial for fsdp+qlora')")
+    _prequantized(r)
     lora = ("method", "lora")
     rank = r.put(lora + ("rank",), "lora_r", r.model)
     if r.put(lora + ("alpha",), "lora_alpha") is None:

@@ -59,7 +59,7 @@ def import_oumi(path: Path, args: tuple[str, ...] = (), job: Path | None = None,
     head = (f"Imported by `ftspec import oumi` from {path}"
             + (f" and {job}" if job else "") + f" ({TOOL}).",
             "Comments say where each value came from; Oumi's implicit defaults are written out.")
-    return Imported("oumi", render(draft, head), draft.data, tuple(draft.warnings),
+    return Imported("oumi", render(draft, head), draft.data, draft.diagnostics(),
                     draft, head)
 
 

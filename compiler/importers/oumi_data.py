@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.compiler.importers.base import unsupported
+from ftspec.compiler.importers.no_effect import OUMI as OUMI_NO_EFFECT
 from ftspec.compiler.importers.oumi_defaults import (
     ALPACA_DATASETS,
     CHAT_DATASETS,
@@ -20,6 +22,7 @@ from ftspec.compiler.importers.oumi_defaults import (
     TOOL,
 )
 from ftspec.compiler.importers.oumi_source import OumiReader
+from ftspec.compiler.importers.prequantized import prequantized, put_prequantized
 from ftspec.compiler.importers.trl_reader import hub_or_file_uri
 from ftspec.spec.diagnostics import KeyPath
 
@@ -79,6 +82,43 @@ def import_data(r: OumiReader) -> None:
             d.warn(("data", key), f"data.{key} has no spec field: not imported")
 
 
+EVERY_TOKEN = ("text_with_padding", "vision_language_with_padding")
+"""Oumi's collators that pad and train the labels the dataset gives (every token of its
+SFT datasets unless ``assistant_only``)."""
+COMPLETIONS_ONLY = "text_completions_only_with_padding"
+"""Oumi's collator that masks everything before each response template: only the
+assistant's tokens train."""
+
+
+def _collator(r: OumiReader, base: KeyPath, name: Any, kwargs: Any) -> None:
+    """``collator_name``: which tokens train. Completions-only is the spec's
+    ``train_on_input: false`` on every dataset of the split; another collator is refused."""
+    d, at = r.draft, base + ("collator_name",)
+    if name in EVERY_TOKEN:
+        return
+    if name != COMPLETIONS_ONLY:
+        raise unsupported(d.source, at, f"collator_name {name}: not a collator whose "
+                          "trained tokens the spec can say (all of them train with "
+                          f"{' or '.join(EVERY_TOKEN)}, the assistant's only with "
+                          f"{COMPLETIONS_ONLY})", "use one of those collators")
+    origin = f"{d.origin_of(at)} (completions only: the prompt's tokens do not train)"
+    if base != ("data", "train"):  # the validation loss, over the same tokens
+        d.put(base + ("train_on_input",), False, origin)
+        return
+    sets = d.get(("data", "mixture", "datasets"))
+    if isinstance(sets, list):
+        for i, entry in enumerate(sets):
+            entry["train_on_input"] = False
+            d.origins[("data", "mixture", "datasets", i, "train_on_input")] = origin
+    else:
+        d.put(("data", "train", "train_on_input"), False, origin)
+    if isinstance(kwargs, dict) and kwargs:
+        d.warn(base + ("collator_kwargs",), "collator_kwargs: Oumi masks up to these "
+               "templates; the spec masks each row's prompt by its format (the chat "
+               "template's assistant turns): the same tokens train where the templates are "
+               "the chat template's own")
+
+
 def _split_value(split: dict[str, Any], key: str) -> Any:
     return split.get(key, SPLIT_DEFAULTS.get(key))
 
@@ -103,9 +143,21 @@ def _split_keys(r: OumiReader, base: KeyPath, split: dict[str, Any]) -> None:
                                           is True else "") + "); the import loads the split "
                              "and the Trainer shuffles it each epoch: the same rows in "
                              "another order (no spec field)")
+        elif key == "collator_name":
+            _collator(r, base, value, split.get("collator_kwargs"))
+        elif key == "collator_kwargs":
+            continue  # read with collator_name
+        elif key == "train_target" and str(value).upper() != "ALL_ASSISTANT_TURNS":
+            r.draft.warn(base + (key,), f"train_target {value}: trains differently: Oumi "
+                         "trains only that part of each conversation; imported with every "
+                         "assistant turn trained")
+        elif key == "train_target":
+            continue  # every assistant turn: the spec's chat rows
         elif key == "target_col":
             r.draft.warn(base + (key,), "target_col is deprecated in Oumi 0.9 and not read "
                          "by its SFT datasets: not imported")
+        elif base + (key,) in OUMI_NO_EFFECT:
+            r.draft.no_effect(base + (key,))
         else:
             r.draft.warn(base + (key,), f"{value!r} has "
                          "no spec field: not imported")
@@ -201,15 +253,25 @@ def _format(r: OumiReader, at: KeyPath, dst: KeyPath, name: str,
     return fmt
 
 
+def _prequantized(r: OumiReader) -> None:
+    """A pre-quantized checkpoint by its name (``-GPTQ``, ``-AWQ``, ``-bnb-4bit``, ...)."""
+    found = prequantized(str(r.value("model", "model_name")))
+    if found is not None:
+        put_prequantized(r.draft, found, ("model", "model_name"),
+                         (("peft", "q_lora"),) if r.value("peft", "q_lora") is True else ())
+
+
 def import_method(r: OumiReader) -> None:
     d = r.draft
     if not r.value("training", "use_peft"):
         r.draft.put(("method", "kind"), "full", r.origin("training", "use_peft"))
         for key in r.section("peft"):
             r.warn("peft", key, f"peft.{key}: training.use_peft is false: not used")
+        _prequantized(r)
         return
     q = r.value("peft", "q_lora") is True
     d.put(("method", "kind"), "qlora" if q else "lora", r.origin("peft", "q_lora"))
+    _prequantized(r)
     if q:
         quant = ("method", "quantization")
         r.put(quant + ("bits",), "peft", "q_lora_bits", convert=int)

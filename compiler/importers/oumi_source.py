@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.importers.base import SpecDraft, not_this_tool
+from ftspec.compiler.importers.no_effect import OUMI as OUMI_NO_EFFECT
 from ftspec.compiler.importers.oumi_defaults import (
     FSDP_DEFAULTS,
     MODEL_DEFAULTS,
@@ -110,7 +111,9 @@ class OumiReader:
         """Every key the importer did not read: a warning at its line."""
         for name in ("model", "training", "peft", "fsdp", "deepspeed"):
             for key, value in self.section(name).items():
-                if (name, key) not in self.used:
+                if (name, key) in OUMI_NO_EFFECT:
+                    self.draft.no_effect((name, key))
+                elif (name, key) not in self.used:
                     self.draft.warn((name, key), f"{_shown(value)} has no spec "
                                     "field: not imported")
 

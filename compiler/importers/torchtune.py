@@ -63,7 +63,7 @@ def import_torchtune(path: Path, args: tuple[str, ...] = (), *, nproc: int | Non
     head = (f"Imported by `ftspec import torchtune` from {path} ({TOOL}).",
             ("Comments say where each value came from; torchtune's implicit defaults are "
              "written out."))
-    return Imported("torchtune", render(draft, head), draft.data, tuple(draft.warnings),
+    return Imported("torchtune", render(draft, head), draft.data, draft.diagnostics(),
                     draft, head)
 
 

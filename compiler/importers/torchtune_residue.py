@@ -62,6 +62,7 @@ def settle(draft: SpecDraft) -> None:
         if compiled is None:
             draft.warnings += [Diagnostic(Severity.ERROR, f"the imported spec does not "
                                f"compile: {d.summary}", path=d.path, hint=d.hint,
+                               span=draft.span_for_spec(d.path),
                                code="import.invalid") for d in errors]
             return
         diffs = differences(draft.source.data, compiled)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id
+from ftspec.compiler.importers.base import Imported, SpecDraft, family_for_hub_id, unsupported
 from ftspec.compiler.importers.trainjob_defaults import (
     CRD_DEFAULTS,
     MUST_DIFFER,
@@ -30,6 +30,7 @@ from ftspec.compiler.importers.trainjob_defaults import (
     TOOL,
 )
 from ftspec.compiler.importers.trainjob_patch import ftspec_patch
+from ftspec.spec.diagnostics import KeyPath
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
 from ftspec.targets.kube import GPU_RESOURCE, KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
@@ -63,7 +64,7 @@ def import_trainjob_doc(doc: SourceDoc, *, accelerator: str, version: str | None
     settle(draft, version, same_args)
     head = (f"Imported by `ftspec import trainjob` from {what or doc.file} ({TOOL}).",
             "Comments say where each value came from; the CRD's defaults are written out.")
-    return Imported("trainjob", render(draft, head), draft.data, tuple(draft.warnings),
+    return Imported("trainjob", render(draft, head), draft.data, draft.diagnostics(),
                     draft, head)
 
 
@@ -127,6 +128,7 @@ def _metadata(d: SpecDraft) -> None:
     d.put(("kind",), "FineTune", "")
     d.take(("metadata", "name"), ("metadata", "name"))
     d.take(("metadata", "namespace"), ("metadata", "namespace"))
+    _generate_name(d, meta)
     labels = meta.get("labels") or {}
     owned = owned_spec_id(labels)
     if owned:
@@ -152,8 +154,27 @@ def _metadata(d: SpecDraft) -> None:
     for key in meta:
         if key in SERVER_WRITTEN:
             continue
-        if key not in ("name", "namespace", "labels", "annotations"):
+        if key not in ("name", "namespace", "labels", "annotations", "generateName"):
             d.warn(("metadata", key), f"metadata.{key} has no spec field: not imported")
+
+
+def _generate_name(d: SpecDraft, meta: dict[str, Any]) -> None:
+    """``generateName`` without ``name``: the API server names each TrainJob it creates
+    with a random suffix, so a later plan could not find the one ftspec applied; the spec
+    names it by the prefix instead (said in a warning), or refuses a prefix that is no name."""
+    prefix = meta.get("generateName")
+    if prefix is None or "name" in meta:
+        return
+    at: KeyPath = ("metadata", "generateName")
+    name = str(prefix).rstrip("-.")
+    if not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", name):
+        raise unsupported(d.source, at, f"generateName {prefix!r}: ftspec names the TrainJob "
+                          "it applies (metadata.name), and this prefix is no name for it",
+                          "set metadata.name to the name the TrainJob should have")
+    d.put(("metadata", "name"), name, f"{d.origin_of(at)} (generateName without its suffix)")
+    d.warn(at, f"generateName {prefix!r}: the API server would give each created TrainJob "
+           f"a random suffix, so no later plan could find it; imported as metadata.name "
+           f"{name} (ftspec creates the TrainJob by that name and finds it again)")
 
 
 def _deploy(d: SpecDraft) -> None:

@@ -41,9 +41,21 @@ def compile_draft(draft: SpecDraft, version: str | None
 def residue(source: dict[str, Any], compiled: dict[str, Any]) -> dict[str, Any]:
     """The merge patch turning ``compiled`` into ``source`` (both made comparable)."""
     keep_ns = "namespace" in (source.get("metadata") or {})
+    source = _named(source, compiled)
     patch = merge_diff(comparable(compiled, namespace=keep_ns),
                        comparable(source, namespace=keep_ns))
     return patch if isinstance(patch, dict) else {}
+
+
+def _named(source: dict[str, Any], compiled: dict[str, Any]) -> dict[str, Any]:
+    """A source named by ``generateName`` only, as the name the import gave it
+    (``trainjob._generate_name``): the same TrainJob once created."""
+    meta = source.get("metadata") or {}
+    if "generateName" not in meta or "name" in meta:
+        return source
+    named = {k: v for k, v in meta.items() if k != "generateName"}
+    named["name"] = (compiled.get("metadata") or {}).get("name")
+    return {**source, "metadata": named}
 
 
 def settle(draft: SpecDraft, version: str | None,
@@ -56,6 +68,7 @@ def settle(draft: SpecDraft, version: str | None,
         if compiled is None:
             draft.warnings += [Diagnostic(Severity.ERROR, "the imported spec does not compile: "
                                           f"{d.summary}", path=d.path, hint=d.hint,
+                                          span=draft.span_for_spec(d.path),
                                           code="import.invalid") for d in errors]
             return
         patch = residue(draft.source.data, compiled)
@@ -72,9 +85,10 @@ def settle(draft: SpecDraft, version: str | None,
     if compiled is not None:
         _drop_same_args(left, compiled, same_args)
     if left:
+        first = _leaves(left, ())[0][0]
         draft.warnings.append(Diagnostic(
             Severity.ERROR, "the imported spec does not compile back to the same TrainJob",
-            path=(), code="import.not-equal"))
+            path=first, span=draft.source.span_of(first, key=True), code="import.not-equal"))
 
 
 def _drop_same_args(patch: dict[str, Any], compiled: dict[str, Any],

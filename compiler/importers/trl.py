@@ -22,6 +22,7 @@ from ftspec.compiler.importers.base import (
 )
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
+from ftspec.compiler.importers.prequantized import prequantized, put_prequantized
 from ftspec.compiler.importers.schedule import schedule
 from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8, put_target_modules
@@ -126,6 +127,15 @@ def _model(r: Reader) -> None:
     import_precision(r)
 
 
+def _prequantized(r: Reader) -> None:
+    """A pre-quantized checkpoint by its name (``-GPTQ``, ``-AWQ``, ``-bnb-4bit``, ...)."""
+    key = r.key("model_name_or_path")
+    found = prequantized(str(r.value("model_name_or_path"))) if key else None
+    if key is not None and found is not None:
+        put_prequantized(r.draft, found, (key,), tuple(
+            (k,) for k in ("load_in_4bit", "load_in_8bit") if r.value(k) is True))
+
+
 def _method(r: Reader) -> None:
     d = r.draft
     if r.fms:
@@ -136,6 +146,7 @@ def _method(r: Reader) -> None:
     peft_key = "peft_method" if r.fms else "use_peft"
     if not peft:
         d.put(("method", "kind"), "full", r.origin(peft_key))
+        _prequantized(r)
         return
     four, eight = r.value("load_in_4bit") is True, r.value("load_in_8bit") is True
     dora = r.value("use_dora", r.model) is True
@@ -156,6 +167,7 @@ def _method(r: Reader) -> None:
         else:
             r.value("load_in_8bit")
             put_int8(d, r.origin("load_in_8bit"))
+    _prequantized(r)
     lora = ("method", "lora")
     r.put(lora + ("rank",), "lora_r", r.model)
     r.put(lora + ("alpha",), "lora_alpha", r.model)

@@ -4,10 +4,12 @@ length and packing; fms-hf-tuning's local files."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import not_this_tool
+from ftspec.compiler.importers.base import not_this_tool, unsupported
 from ftspec.compiler.importers.model_source import (
+    DATA_SUFFIXES,
     first_row_columns,
     format_of_columns,
     local_path,
@@ -28,6 +30,7 @@ from ftspec.compiler.importers.trl_mixture import (
     warn_shares,
 )
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.spec.diagnostics import KeyPath
 
 
 def _dataset(r: Reader, src: Source, split: str) -> dict[str, Any]:
@@ -65,7 +68,10 @@ def _sources(r: Reader, train_split: str, subset: Any) -> tuple[list[Source], st
         return mixture_sources(r), MIXTURE
     if isinstance(r.value(MIXER), dict):
         return mixer_sources(r, train_split, subset), MIXER
+    if isinstance(r.value("datasets"), list) and r.value("datasets"):
+        return trl_datasets(r), "datasets"
     if r.has("dataset_name"):
+        _not_a_file(r)
         return [Source(str(r.value("dataset_name")), train_split,
                        subset if isinstance(subset, str) else None, None,
                        r.origin("dataset_name"))], "dataset_name"
@@ -73,6 +79,75 @@ def _sources(r: Reader, train_split: str, subset: Any) -> tuple[list[Source], st
                         "dataset_mixture): the config names no training data",
                         "TRL's ScriptArguments name the data with dataset_name; the "
                         "alignment-handbook's recipes with dataset_mixture")
+
+
+PACKAGED = ("json", "csv", "parquet", "text", "arrow")
+"""datasets' packaged builders, which read the files ``data_files`` names."""
+
+
+def _not_a_file(r: Reader) -> None:
+    """``dataset_name`` naming a data file: TRL passes it to ``datasets.load_dataset`` as a
+    hub id or folder, and a file is neither (the run would fail at start-up)."""
+    name = str(r.value("dataset_name"))
+    if name.lower().endswith(DATA_SUFFIXES) and not (local_path(name, r.draft) or
+                                                     Path(name)).is_dir():
+        raise unsupported(r.draft.source, (r.key("dataset_name") or "dataset_name",),
+                          f"dataset_name {name}: TRL loads dataset_name with "
+                          "datasets.load_dataset as a hub dataset or a folder, which refuses "
+                          "a data file",
+                          f"name the file as TRL reads it: datasets: [{{path: "
+                          f"{_builder(name)}, data_files: {name}}}]")
+
+
+def _builder(name: str) -> str:
+    suffix = name.lower().removesuffix(".gz").rsplit(".", 1)[-1]
+    return {"jsonl": "json", "tsv": "csv", "txt": "text"}.get(suffix, suffix)
+
+
+def trl_datasets(r: Reader) -> list[Source]:
+    """TRL's ``datasets: [{path, name, data_dir, data_files, split, columns, fraction}]``
+    (``DatasetMixtureConfig``, passed to ``datasets.load_dataset`` entry by entry and
+    concatenated): a packaged builder's one file or a hub dataset per entry; what the spec
+    cannot say is refused at its key."""
+    d, out = r.draft, []
+    for i, entry in enumerate(r.value("datasets")):
+        at: KeyPath = ("datasets", i)
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            raise unsupported(d.source, at, f"datasets[{i}] has no path (the dataset's hub "
+                              "name, folder, or a builder such as json with data_files)",
+                              "write datasets: [{path: json, data_files: FILE}]")
+        for key in ("data_dir", "fraction"):
+            if entry.get(key) is not None:
+                raise unsupported(d.source, at + (key,), f"datasets[{i}].{key}: not "
+                                  "imported (the spec reads one file or hub dataset per "
+                                  "entry, whole)", f"remove {key}, or write the spec's data "
+                                  "section by hand")
+        files = entry.get("data_files")
+        if isinstance(files, list) and len(files) == 1:
+            files = files[0]
+        if isinstance(files, dict) and list(files) == ["train"]:
+            files = files["train"]
+        name, origin = entry["path"], d.origin_of(at + ("path",))
+        if files is not None:
+            if not isinstance(files, str):
+                raise unsupported(d.source, at + ("data_files",), f"datasets[{i}]."
+                                  "data_files names several files: the spec reads one file "
+                                  "per dataset", "give each file its own datasets entry")
+            if entry["path"] not in PACKAGED:
+                raise unsupported(d.source, at + ("data_files",), f"datasets[{i}]."
+                                  f"data_files with path {entry['path']}: the spec reads a "
+                                  "whole hub dataset or one file", "give the file with "
+                                  f"path: {_builder(files)}, or the hub dataset alone")
+            name, origin = files, d.origin_of(at + ("data_files",))
+        elif entry["path"] in PACKAGED:
+            raise unsupported(d.source, at + ("path",), f"datasets[{i}].path "
+                              f"{entry['path']} reads the files data_files names, and "
+                              "there are none", "add data_files: FILE")
+        columns = entry.get("columns")
+        out.append(Source(str(name), str(entry.get("split", "train")), entry.get("name"),
+                          None, origin, tuple(str(c) for c in columns)
+                          if isinstance(columns, list) else None))
+    return out
 
 
 def import_data(r: Reader) -> None:
@@ -103,7 +178,8 @@ def import_data(r: Reader) -> None:
     first = sources[0]
     if len(sources) == 1 and first.weight in (None, 1.0):
         d.put(("data", "train"), _dataset(r, first, first.split), first.origin)
-        d.origins[("data", "train", "split")] = split_at if key != MIXTURE else first.origin
+        d.origins[("data", "train", "split")] = split_at if key not in (MIXTURE, "datasets") \
+            else first.origin
         d.origins[("data", "train", "format")] = fmt_at
         if "train_on_input" in d.data["data"]["train"]:
             d.origins[("data", "train", "train_on_input")] = _mask_origin(r)
@@ -140,7 +216,7 @@ def import_data(r: Reader) -> None:
                "such a recipe set data.train.format: text, text_field: text and "
                "data.packed: true")
     if _format(r) == "text" and not r.has("dataset_text_field") and not sniffed:
-        d.warn(("dataset_name",), "TRL picks the columns (messages, prompt/completion, text) "
+        d.warn((key,), "TRL picks the columns (messages, prompt/completion, text) "
                "when it loads the data; imported as format text" if columns is None else
                f"{local}'s first row has the columns {', '.join(columns) or '(none)'}, none of "
                "which TRL trains on (messages, prompt/completion, text): its run stops there; "

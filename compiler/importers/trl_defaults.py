@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.compiler.importers.no_effect import TRL as TRL_NO_EFFECT
 from ftspec.compiler.importers.transformers_defaults import TRAINING_ARGUMENTS
 
 TRL_VERSION = "1.16.0"
@@ -73,12 +74,8 @@ LEGACY_READERS: dict[str, str] = {
 import says so at the key. The alignment-handbook's recipes (``trl>=0.19.1``) still say
 ``max_seq_length`` and ``torch_dtype``."""
 
-NO_EFFECT = ("use_liger_kernel", "dataset_num_proc", "log_level", "overwrite_output_dir",
-             "hub_model_id", "hub_strategy", "hub_always_push", "push_to_hub", "do_train",
-             "remove_unused_columns", "save_only_model")
-"""Keys of the corpus recipes that change no hyper-parameter: kernels (Liger's fused ones
-compute the same loss), preprocessing workers, logging verbosity, Hub uploads, the output
-folder's reuse, checkpoints without the optimizer state."""
+NO_EFFECT: tuple[str, ...] = tuple(sorted(TRL_NO_EFFECT))
+"""Keys that change nothing that trains (``no_effect``)."""
 
 FMS_TOOL = f"fms-hf-tuning (tuning/config/configs.py) / transformers {TRANSFORMERS_VERSION}"
 FMS_SFT_DEFAULTS: dict[str, Any] = SFT_DEFAULTS | {

@@ -34,7 +34,8 @@ def test_local_model_and_data_run_on_the_cpu(tmp_path: Path, row: dict[str, obje
     (tmp_path / "tiny" / "config.json").write_text(json.dumps(CONFIG))
     (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
     cfg = tmp_path / "sft.yaml"
-    cfg.write_text("model_name_or_path: tiny\ndataset_name: rows.jsonl\nuse_cpu: true\n")
+    cfg.write_text("model_name_or_path: tiny\ndatasets:\n  - path: json\n"
+                   "    data_files: rows.jsonl\nuse_cpu: true\n")
     imported = import_trl(cfg)
     data = imported.data
     assert data["model"]["uri"] == "file://./tiny"
@@ -61,13 +62,70 @@ def test_local_rows_trl_cannot_read_are_named(tmp_path: Path) -> None:
     (tmp_path / "rows.jsonl").write_text(json.dumps(
         {"instruction": "Say hi.", "input": "", "output": "hi"}) + "\n")
     cfg = tmp_path / "sft.yaml"
-    for dataset, said in (("rows.jsonl", ("first row has the columns instruction, input, "
-                           "output, none of which TRL trains on")),
-                          ("org/hub-rows", "TRL picks the columns")):
-        cfg.write_text(f"model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: {dataset}\n")
-        (w,) = [w for w in import_trl(cfg).warnings if w.path == ("dataset_name",)]
+    for dataset, key, said in (
+            ("datasets: [{path: json, data_files: rows.jsonl}]", "datasets",
+             ("first row has the columns instruction, input, output, none of which TRL "
+              "trains on")),
+            ("dataset_name: org/hub-rows", "dataset_name", "TRL picks the columns")):
+        cfg.write_text(f"model_name_or_path: Qwen/Qwen2.5-0.5B\n{dataset}\n")
+        (w,) = [w for w in import_trl(cfg).warnings if w.path == (key,)]
         assert said in w.summary
-        assert w.span is not None and w.span.line == 2
+        assert w.span is not None and w.span.line == 2  # at the data key
+
+
+def test_a_data_file_as_dataset_name_is_refused_at_its_line(tmp_path: Path) -> None:
+    """TRL passes dataset_name to datasets.load_dataset, which refuses a file: the import
+    refuses it at the line and names TRL's own form for a file."""
+    from ftspec.spec.diagnostics import SpecError
+
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"text": "hi"}) + "\n")
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\nlearning_rate: 1.0e-5\n"
+                   "dataset_name: ./rows.jsonl\n")
+    with pytest.raises(SpecError) as info:
+        import_trl(cfg)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (3, 1)
+    assert diag.hint is not None and "path: json, data_files: ./rows.jsonl" in diag.hint
+
+
+def test_trl_datasets_entries_refuse_what_the_spec_cannot_say(tmp_path: Path) -> None:
+    from ftspec.spec.diagnostics import SpecError
+
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndatasets:\n  - path: json\n"
+                   "    data_files: [a.jsonl, b.jsonl]\n")
+    with pytest.raises(SpecError) as info:
+        import_trl(cfg)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (4, 5)
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndatasets:\n"
+                   "  - path: trl-lib/Capybara\n  - path: org/other\n    split: train\n")
+    mixture = import_trl(cfg).data["data"]["mixture"]
+    assert [d["uri"] for d in mixture["datasets"]] == ["hf://trl-lib/Capybara",
+                                                       "hf://org/other"]
+    assert mixture["strategy"] == "concatenate"
+
+
+def test_target_local_without_a_gpu_trains_on_the_cpu(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--target local` on a machine without a GPU: gpus_per_node 0, one process, no GPU
+    model, each a warning; with a GPU, the source's resources stay."""
+    from ftspec.compiler.importers import aim_local
+    from ftspec.compiler.importers.aim import aim
+
+    cfg = tmp_path / "sft.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: trl-lib/Capybara\n"
+                   "learning_rate: 1.0e-5\n")
+    monkeypatch.setattr(aim_local, "machine_has_gpu", lambda: False)
+    cpu = aim(import_trl(cfg), ("local",))
+    assert cpu.data["resources"] == {"gpus_per_node": 0, "processes_per_node": 1}
+    said = [w.summary for w in cpu.warnings if w.path[:1] == ("resources",)]
+    assert len(said) == 3 and all("no GPU" in s for s in said)
+    assert validate_doc(parse_yaml(cpu.text, "spec.yaml")).ok
+    monkeypatch.setattr(aim_local, "machine_has_gpu", lambda: True)
+    gpu = aim(import_trl(cfg), ("local",))
+    assert gpu.data["resources"]["gpus_per_node"] == 1
 
 
 @pytest.mark.parametrize(("name", "found"), [

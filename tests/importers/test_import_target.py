@@ -28,9 +28,10 @@ TOOL_OF = {"trl": "trl", "fms": "trl", "axolotl": "axolotl", "llamafactory": "ll
 """Corpus folder -> the ``ftspec import`` tool that reads it."""
 LAUNCHER_FILES = ("accelerate", "deepspeed", "jobs")
 """Corpus sub-folders of files a config names (accelerate and DeepSpeed configs, Oumi job
-configs), not configs to import themselves."""
+configs), not configs to import themselves; ``refused``: configs the import refuses at a
+source line (each tool's import tests check where)."""
 CONFIGS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml", ".json")
-                 and p.parent.name not in LAUNCHER_FILES)
+                 and p.parent.name not in LAUNCHER_FILES + ("refused",))
 
 
 def _folder(config: Path) -> str:

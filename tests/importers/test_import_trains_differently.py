@@ -78,3 +78,56 @@ def test_axolotl_pretraining_stream_imports_its_first_entry(tmp_path: Path) -> N
     two = import_axolotl(cfg)
     assert two.data["data"]["train"]["text_field"] == "body"
     assert "first entry only" in _at(two, "pretraining_dataset", 1)
+
+
+def test_keys_without_effect_are_one_note_apart_from_the_warnings() -> None:
+    """model_type / tokenizer_type / plot_loss change nothing that trains: listed once, in a
+    note (its own severity, so `ftspec import` prints it as `note:`), never as warnings;
+    max_samples trains on fewer rows, which its warning says."""
+    from ftspec.spec.diagnostics import Severity
+
+    axolotl = import_axolotl(CORPUS / "axolotl" / "2026-gemma2-qlora.yml")
+    [note] = [w for w in axolotl.warnings if w.severity is Severity.NOTE]
+    assert note.code == "import.no-effect" and note.format().split(": ")[1] == "note"
+    assert "model_type (line" in note.summary and "tokenizer_type (line" in note.summary
+    warned = {w.path for w in axolotl.warnings if w.severity is Severity.WARNING}
+    assert ("model_type",) not in warned and ("tokenizer_type",) not in warned
+    lf = import_llamafactory(CORPUS / "llamafactory" / "qwen3_lora_sft.yaml")
+    assert "trains differently: the tool trains on the first max_samples rows" in \
+        _at(lf, "max_samples")
+    [note] = [w for w in lf.warnings if w.severity is Severity.NOTE]
+    assert "plot_loss (line 24)" in note.summary
+
+
+def test_llamafactory_loss_variants_are_refused_at_their_line() -> None:
+    import pytest
+    from ftspec.spec.diagnostics import SpecError
+
+    path = CORPUS / "llamafactory" / "refused" / "qwen2_full_sft_dft.yaml"
+    with pytest.raises(SpecError) as info:
+        import_llamafactory(path)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (9, 1)
+    assert "DFT's loss" in diag.summary
+
+
+def test_oumi_completions_only_collator_is_train_on_input_false(tmp_path: Path) -> None:
+    import pytest
+    from ftspec.compiler.importers.oumi import import_oumi
+    from ftspec.spec.diagnostics import SpecError
+
+    halloumi = import_oumi(CORPUS / "oumi" / "completions" / "halloumi-8b_train.yaml")
+    entries = halloumi.data["data"]["mixture"]["datasets"]
+    assert [e["train_on_input"] for e in entries] == [False] * 4
+    assert halloumi.data["data"]["validation"]["train_on_input"] is False
+    assert not [w for w in halloumi.warnings if w.path[-1:] in (("collator_name",),
+                                                                ("train_target",))]
+    cfg = tmp_path / "oumi.yaml"
+    cfg.write_text("model:\n  model_name: meta-llama/Llama-3.2-1B-Instruct\ndata:\n  train:\n"
+                   "    collator_name: text_with_reasoning\n    datasets:\n"
+                   "      - dataset_name: yahma/alpaca-cleaned\n"
+                   "training:\n  trainer_type: TRL_SFT\n")
+    with pytest.raises(SpecError) as info:
+        import_oumi(cfg)
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (5, 5)

@@ -1,0 +1,117 @@
+"""Every method an importer reads is a spec method or a refusal at its source line, and a
+pre-quantized checkpoint is imported as what it is (``method.quantization``, which the
+memory estimate prices) or refused at the model line. Corpus configs from
+``tests/importers/corpus`` (sources in each SOURCES file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ftspec.compiler.importers.axolotl import import_axolotl
+from ftspec.compiler.importers.llamafactory import import_llamafactory
+from ftspec.compiler.importers.oumi import import_oumi
+from ftspec.compiler.importers.prequantized import prequantized
+from ftspec.compiler.importers.trl import import_trl
+from ftspec.compiler.memory import base_weight_bytes
+from ftspec.spec.diagnostics import SpecError
+from ftspec.spec.loader import parse_yaml
+from ftspec.spec.validate import validate_doc
+
+LF = Path(__file__).parent / "corpus" / "llamafactory"
+
+
+def _refusal(call: object, path: Path) -> tuple[int, int, str]:
+    with pytest.raises(SpecError) as info:
+        call(path)  # type: ignore[operator]
+    (diag,) = info.value.diagnostics
+    assert diag.span is not None and diag.span.file == str(path)
+    return diag.span.line, diag.span.col, diag.summary
+
+
+def test_llamafactory_oft_is_refused_at_its_line() -> None:
+    line, col, summary = _refusal(import_llamafactory, LF / "refused" / "llama3_oft_sft.yaml")
+    assert (line, col) == (8, 1)
+    assert summary.startswith("OFT (orthogonal fine-tuning) is not supported")
+
+
+def test_llamafactory_awq_checkpoint_is_refused_at_the_model() -> None:
+    line, col, summary = _refusal(import_llamafactory,
+                                  LF / "refused" / "llama3_lora_sft_awq.yaml")
+    assert (line, col) == (2, 1)
+    assert "pre-quantized checkpoint (AWQ, 4-bit" in summary
+
+
+def test_llamafactory_lora_on_gptq_is_gptq_lora_priced_at_4_bits() -> None:
+    imported = import_llamafactory(LF / "2026-train_qlora-llama3_lora_sft_gptq.yaml")
+    method = imported.data["method"]
+    assert method["kind"] == "gptq_lora"
+    assert method["quantization"] == {"bits": 4, "quant_type": "gptq"}
+    doc = parse_yaml(imported.text, "gptq.ftspec.yaml")
+    validated = validate_doc(doc)
+    assert validated.ok, [d.format() for d in validated.diagnostics.items]
+    assert validated.spec is not None
+    bf16 = validated.spec.model_copy(update={"method": validated.spec.method.model_copy(
+        update={"kind": "lora", "quantization": None})})
+    assert base_weight_bytes(validated.spec) == pytest.approx(0.52)  # 4 bits + constants
+    assert base_weight_bytes(bf16) == 2.0
+
+
+def test_quantization_keys_on_a_prequantized_base_are_warned(tmp_path: Path) -> None:
+    cfg = tmp_path / "lf.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8\nstage: sft\n"
+                   "finetuning_type: lora\nquantization_bit: 4\ndataset: alpaca_en_demo\n")
+    imported = import_llamafactory(cfg)
+    assert imported.data["method"]["quantization"] == {"bits": 8, "quant_type": "gptq"}
+    [warning] = [w for w in imported.warnings if w.path == ("quantization_bit",)]
+    assert "checkpoint's own quantization is used" in warning.summary
+
+
+def test_full_fine_tuning_of_a_prequantized_base_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "trl.yaml"
+    cfg.write_text("model_name_or_path: unsloth/llama-3-8b-bnb-4bit\n"
+                   "dataset_name: trl-lib/Capybara\nlearning_rate: 2.0e-5\n")
+    line, col, summary = _refusal(import_trl, cfg)
+    assert (line, col) == (1, 1) and "full fine-tuning cannot train it" in summary
+
+
+def test_trl_lora_on_a_bnb_checkpoint_is_qlora(tmp_path: Path) -> None:
+    cfg = tmp_path / "trl.yaml"
+    cfg.write_text("model_name_or_path: unsloth/llama-3-8b-bnb-4bit\n"
+                   "dataset_name: trl-lib/Capybara\nuse_peft: true\n")
+    method = import_trl(cfg).data["method"]
+    assert method["kind"] == "qlora" and method["quantization"]["bits"] == 4
+
+
+def test_axolotl_gptq_key_and_unknown_adapter(tmp_path: Path) -> None:
+    cfg = tmp_path / "gptq.yml"
+    cfg.write_text("base_model: TheBloke/Llama-2-7B-GPTQ\ngptq: true\nadapter: lora\n"
+                   "learning_rate: 1e-4\nlora_r: 8\nlora_alpha: 16\ndatasets:\n  - path: a/b\n    type: alpaca\n")
+    assert import_axolotl(cfg).data["method"]["kind"] == "gptq_lora"
+    other = tmp_path / "adapter.yml"
+    other.write_text("base_model: meta-llama/Llama-3.1-8B\nadapter: llama-adapter\n"
+                     "learning_rate: 1e-4\n"
+                     "datasets:\n  - path: a/b\n    type: alpaca\n")
+    line, col, summary = _refusal(import_axolotl, other)
+    assert (line, col) == (2, 1) and summary.startswith("adapter llama-adapter is not")
+
+
+def test_oumi_lora_on_awq_is_refused_at_model_name(tmp_path: Path) -> None:
+    cfg = tmp_path / "oumi.yaml"
+    cfg.write_text("model:\n  model_name: Qwen/Qwen2.5-7B-Instruct-AWQ\n"
+                   "data:\n  train:\n    datasets:\n      - dataset_name: yahma/alpaca-cleaned\n"
+                   "training:\n  use_peft: true\n  trainer_type: TRL_SFT\n")
+    line, col, _ = _refusal(import_oumi, cfg)
+    assert (line, col) == (2, 3)
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("TechxGenus/Meta-Llama-3-8B-Instruct-GPTQ", ("gptq", 4)),
+    ("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", ("gptq", 8)),
+    ("unsloth/llama-3-8b-bnb-4bit", ("bnb", 4)),
+    ("ISTA-DASLab/Meta-Llama-3-8B-Instruct-AQLM-2Bit-1x16", ("aqlm", 2)),
+    ("meta-llama/Llama-3.1-8B", None),
+])
+def test_prequantized_names(name: str, found: tuple[str, int] | None) -> None:
+    got = prequantized(name)
+    assert (None if got is None else (got.method, got.bits)) == found
