@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftspec.runtime.hf_sft.render import not_null
+
 PROMPT_INPUT = (
     "Below is an instruction that describes a task, paired with an input that provides "
     "further context. Write a response that appropriately completes the request.\n\n"
@@ -28,7 +30,7 @@ def alpaca_example(row: dict[str, Any], column_map: dict[str, str],
         if name not in row:
             raise SystemExit(f"{where}: alpaca rows need a {name!r} column "
                              f"(columns: {sorted(row)})")
-        return str(row[name])
+        return str(not_null(row[name], name, where))
 
     instruction, output = column("instruction"), column("output")
     given = row.get(column_map.get("input", "input"))

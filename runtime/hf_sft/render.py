@@ -89,7 +89,16 @@ def _system_line(src: Source) -> str:
 def _column(row: dict[str, Any], column: str, where: str) -> Any:
     if column not in row:
         raise SystemExit(f"{where}: no column {column!r} (columns: {sorted(row)})")
-    return row[column]
+    return not_null(row[column], column, where)
+
+
+def not_null(value: Any, column: str, where: str) -> Any:
+    """``value``, refused when null: ``str(None)`` would train the text "None" (torchtune
+    fails on such a row; the two launchers read the same rows alike)."""
+    if value is None:
+        raise SystemExit(f"{where}: column {column!r} is null (`ftspec plan --check-data` "
+                         "lists every such row)")
+    return value
 
 
 class _Fields(dict[str, str]):
@@ -104,7 +113,7 @@ class _Fields(dict[str, str]):
         if column not in self._row:
             raise SystemExit(f"{self._where}: template field {key!r} reads column {column!r}, "
                              f"which the row lacks (columns: {sorted(self._row)})")
-        return str(self._row[column])
+        return str(not_null(self._row[column], column, self._where))
 
 
 def messages_of(row: dict[str, Any], src: Source, where: str) -> list[dict[str, Any]]:

@@ -116,6 +116,21 @@ def test_missing_column_names_the_row(tmp_path: Path) -> None:
         hf_sft.load_examples(a)
 
 
+def test_a_null_value_names_the_row(tmp_path: Path) -> None:
+    """A null was trained as the text "None" (torchtune fails on that row instead)."""
+    data = write_jsonl(tmp_path / "d.jsonl", [{"instruction": "a", "output": "b"},
+                                              {"instruction": "c", "output": None}])
+    for source in ({"format": "alpaca"},
+                   {"format": "completion", "prompt_template": "{instruction}",
+                    "completion_template": "{output}"}):
+        a = plan({"source": str(data), **source})
+        with pytest.raises(SystemExit, match=r"d.jsonl:2: column 'output' is null"):
+            hf_sft.load_examples(a)
+    a = plan({"source": str(data), "format": "text", "text_field": "output"})
+    with pytest.raises(SystemExit, match=r"d.jsonl:2: column 'output' is null"):
+        hf_sft.load_examples(a)
+
+
 def test_completion_without_templates_is_an_error(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "d.jsonl", [{"a": 1}])
     with pytest.raises(SystemExit, match="completion data needs a prompt_template"):
