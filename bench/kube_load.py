@@ -71,6 +71,7 @@ def main() -> int:
     parser.add_argument("--inflight", type=int, default=1)
     parser.add_argument("--mutating", type=int, default=1)
     args = parser.parse_args()
+    from harness.controlplane_build import PINS
     from harness.kube import KubeCluster
 
     with tempfile.TemporaryDirectory(prefix="ftspec-load-") as tmp, \
@@ -96,7 +97,7 @@ def main() -> int:
             if code != want:
                 print(f"{label}: exit {code}, wanted {want}\n{tail}", file=sys.stderr)
         live = trainjobs(cluster, NAMESPACE)
-    print(f"{args.specs} specs; kube-apiserver 1.20 with priority and fairness, "
+    print(f"{args.specs} specs; kube-apiserver {PINS.kubernetes} with priority and fairness, "
           f"--max-requests-inflight={args.inflight} --max-mutating-requests-inflight={args.mutating}")
     print(f"{'step':<22}{'exit':>6}{'wall s':>9}{'429s (server)':>15}{'429s (ftspec)':>15}"
           f"{'retries':>9}{'requests':>10}")

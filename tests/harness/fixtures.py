@@ -3,7 +3,8 @@
 Load with ``pytest_plugins = ["harness.fixtures"]`` (root conftest) or ``-p harness.fixtures``.
 
 Fixtures:
-- ``kube_cluster`` (session): a started ``KubeCluster`` with the upstream CRDs and runtimes.
+- ``kube_cluster`` (session): a started ``KubeCluster``: the pinned kube-apiserver and etcd only,
+  with the upstream CRDs (their CEL rules enforced by the server) and runtimes.
 - ``kube_namespace`` (function): name of a fresh namespace, deleted after the test.
 - ``ray_head`` (session): a started ``RayHead``.
 - ``real_cluster`` (session): a started ``RealCluster``: a current kube-apiserver with the real
@@ -19,7 +20,6 @@ ordered so this rarely happens: unmarked tests, then ``kube``, then ``ray``, the
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 from collections.abc import Iterator
@@ -27,8 +27,7 @@ from typing import Protocol
 
 import pytest
 
-from harness import kube_build
-from harness.kube import BUILD_HINT, KubeCluster
+from harness.kube import KubeCluster
 from harness.ray_head import RayHead, RayNotInstalled, ray_command
 from harness.realcluster import RealCluster
 from harness.upstream import UpstreamMissing, require_upstream_dir
@@ -137,20 +136,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def kube_cluster(request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
-    """A real kube-apiserver v1.20.2 + etcd with the upstream CRDs and torchtune runtimes."""
+    """The pinned kube-apiserver + etcd (no controllers) with the upstream CRDs and torchtune runtimes."""
     try:
         upstream = require_upstream_dir()
     except UpstreamMissing as exc:
         pytest.fail(str(exc), pytrace=False)
-    if not kube_build.is_ready():
-        if os.environ.get("FTSPEC_BUILD_IN_TESTS") == "1":
-            kube_build.build()
-        else:
-            pytest.fail(
-                f"kube-apiserver {kube_build.KUBE_VERSION} is not cached at {kube_build.apiserver_binary()}: "
-                f"{BUILD_HINT} (tests/run.sh does this), or set FTSPEC_BUILD_IN_TESTS=1",
-                pytrace=False,
-            )
     registry = _registry(request.config)
     cluster = KubeCluster(upstream=upstream)
     registry.add("kube_cluster", cluster)

@@ -1,15 +1,18 @@
-"""A real kube-apiserver v1.20.2 + etcd on loopback, with the upstream Trainer/KubeRay CRDs.
+"""The pinned kube-apiserver + etcd on loopback, with the upstream Trainer/KubeRay CRDs.
+
+The binaries are those of ``controlplane_build`` (``k8s.io/kubernetes`` at ``PINS.kubernetes``,
+built once per pin set); the CRDs are installed verbatim, so the server enforces their CEL rules
+itself. ``RealCluster`` (``realcluster.py``) adds the controllers on top of the same server.
 
 Library::
 
-    from harness.kube import KubeCluster, build
-    build()                          # once; cached (~5 min cold)
-    with KubeCluster() as cluster:   # ~3 s
+    from harness.kube import KubeCluster
+    with KubeCluster() as cluster:   # builds once (cached by pins), then a few seconds
         cluster.kubeconfig_path, cluster.server, cluster.token("limited")
 
 Script::
 
-    python tests/harness/kube.py build            # build + cache the binary (idempotent)
+    python tests/harness/kube.py build            # build the pinned control plane (cached)
     python tests/harness/kube.py start            # detached cluster; prints KUBECONFIG=...
     python tests/harness/kube.py stop             # stops the cluster started by `start`
 
@@ -44,43 +47,32 @@ from typing import Any, Self
 
 import yaml
 
-from harness import cel_webhook, procs, snapshots
-from harness.crds import load_crd_for_1_20, load_yaml_documents
-from harness.kube_build import (
-    KUBE_VERSION,
-    BuildError,
-    apiserver_binary,
-    build,
-    envtest_dir,
-    etcd_binary,
-    is_ready,
-)
+from harness import controlplane_build, procs, snapshots
+from harness.controlplane_build import BuildError, build
 from harness.kubeapi import APPLY_PATCH, MERGE_PATCH, KubeApi, KubeApiError
 from harness.upstream import (
     DEFAULT_RUNTIME_PATTERNS,
     TRAINJOB_CRD_FILE,
     UpstreamMissing,
     crd_paths,
+    load_yaml_documents,
     require_upstream_dir,
     runtime_paths,
     trainjob_crd_path,
 )
 
 __all__ = [
-    "KUBE_VERSION",
     "BuildError",
-    "HarnessNotBuilt",
     "KubeApiError",
     "KubeCluster",
     "UpstreamMissing",
+    "apiserver_command",
     "build",
-    "is_ready",
 ]
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TRAINJOB_CRD_NAME = "trainjobs.trainer.kubeflow.org"
 STATE_FILE_NAME = "cluster.json"
-BUILD_HINT = "run `python tests/harness/kube.py build` first (≈5 min once, then cached)"
 
 _OPENSSL_CNF = """\
 [req]
@@ -102,8 +94,31 @@ authorityKeyIdentifier = keyid,issuer
 """
 
 
-class HarnessNotBuilt(RuntimeError):
-    """The kube-apiserver binary is not cached (or etcd/openssl are missing)."""
+def apiserver_command(binary: Path, folder: Path, etcd_port: int, port: int, extra: Sequence[str] = ()) -> list[str]:
+    """The kube-apiserver command line of every test cluster (``KubeCluster`` and ``RealCluster``).
+
+    ``folder`` holds the credentials ``KubeCluster._write_credentials`` made; ``extra`` adds
+    flags, and one naming a flag already set replaces it."""
+    flags = [
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        f"--secure-port={port}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--tls-cert-file={folder / 'server.crt'}",
+        f"--tls-private-key-file={folder / 'server.key'}",
+        f"--client-ca-file={folder / 'ca.crt'}",
+        f"--token-auth-file={folder / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc",
+        f"--service-account-key-file={folder / 'sa.key'}",
+        f"--service-account-signing-key-file={folder / 'sa.key'}",
+        "--service-cluster-ip-range=10.0.0.0/24",
+        "--enable-priority-and-fairness=false",
+        "--endpoint-reconciler-type=none",  # loopback endpoints are invalid for the kubernetes service
+        "--profiling=false",
+    ]
+    names = {flag.split("=", 1)[0] for flag in extra}
+    return [str(binary), *(f for f in flags if f.split("=", 1)[0] not in names), *extra]
 
 
 class KubeCluster:
@@ -143,8 +158,6 @@ class KubeCluster:
         self._tmp: Path | None = None
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
-        self._webhook: subprocess.Popen[bytes] | None = None
-        self._webhook_port = 0
         self._apiserver_cmd: list[str] = []
         self._tokens: dict[str, str] = {}
         self._etcd_port = 0
@@ -225,7 +238,7 @@ class KubeCluster:
         return KubeApi(self.server, self.token(user), self.ca_path)
 
     def pids(self) -> list[int]:
-        procs_ = (self._etcd, self._apiserver, self._webhook)
+        procs_ = (self._etcd, self._apiserver)
         return [p.pid for p in procs_ if p is not None and p.poll() is None]
 
     def rss_bytes(self) -> int:
@@ -249,8 +262,7 @@ class KubeCluster:
                 self.restart_apiserver()
                 return self
             self.stop()
-        if not is_ready():
-            raise HarnessNotBuilt(f"kube-apiserver {KUBE_VERSION} is not cached at {apiserver_binary()}: {BUILD_HINT}")
+        build()  # the pinned control plane: cached after the first build
         upstream = require_upstream_dir(self._upstream_arg) if self._install_crds else None
         snapshot = self._snapshot_key(upstream) if upstream is not None and self._use_snapshot else None
         started = time.monotonic()
@@ -282,8 +294,6 @@ class KubeCluster:
                 self._install_upstream(upstream)
                 if snapshot is not None:
                     self._save_snapshot(snapshot)
-            if upstream is not None:  # after the snapshot: its port is this run's
-                self._start_cel_webhook(upstream)
         except BaseException:
             self.stop()
             raise
@@ -414,7 +424,7 @@ class KubeCluster:
     # ------------------------------------------------------------------ CRDs
 
     def install_crd(self, crd: dict[str, Any]) -> None:
-        """Plain create of a (1.20-transformed) CRD, then wait until Established and served."""
+        """Plain create of a CRD, then wait until Established and served."""
         self.request("POST", CRD_PATH, crd)
         self._wait_crds_established([crd])
 
@@ -433,7 +443,7 @@ class KubeCluster:
         Default: update in place (PUT), existing TrainJobs are kept - like upgrading the operator.
         ``recreate=True``: delete the CRD (which deletes all TrainJobs) and create it again.
         """
-        crd = load_crd_for_1_20(trainjob_crd_path(self.upstream_dir, version))
+        (crd,) = load_yaml_documents(trainjob_crd_path(self.upstream_dir, version))
         path = f"{CRD_PATH}/{TRAINJOB_CRD_NAME}"
         if recreate:
             self.request("DELETE", path)
@@ -446,8 +456,6 @@ class KubeCluster:
         self._discovery.clear()
         self._wait_crds_established([crd])
         self.installed_trainjob_crd_version = version if version not in (None, "master") else None
-        if self._webhook is not None:
-            self._write_crd_files(self.upstream_dir)
 
     def crd(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"{CRD_PATH}/{name}")
@@ -563,72 +571,9 @@ class KubeCluster:
                 env=env,
             )
 
-    # ------------------------------------------------------------------ CEL rules (webhook)
-    def _write_crd_files(self, upstream: Path) -> None:
-        """``crd-files.json``: resource -> the upstream file it was installed from (rules kept)."""
-        files = {}
-        for path in crd_paths(upstream, self.installed_trainjob_crd_version):
-            with path.open("rb") as handle:
-                doc = next(d for d in yaml.load_all(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d)
-            files[str(doc["metadata"]["name"])] = str(path)
-        target = self._require_started() / cel_webhook.FILES_NAME
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(files, indent=1))
-        os.replace(tmp, target)
-
-    def _start_cel_webhook(self, upstream: Path) -> None:
-        """Serve the CRDs' CEL rules as a validating webhook and wait until the server enforces them."""
-        import base64
-        import socket
-
-        tmp = self._require_started()
-        self._write_crd_files(upstream)
-        (self._webhook_port,) = procs.free_ports(1)
-        tests_dir = str(Path(__file__).resolve().parents[1])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))}
-        cmd = [sys.executable, "-m", "harness.cel_webhook", "--dir", str(tmp), "--port", str(self._webhook_port)]
-        self._webhook = self._popen(cmd, "cel-webhook.log", env)
-
-        def listening() -> bool:
-            try:
-                with socket.create_connection(("127.0.0.1", self._webhook_port), timeout=1):
-                    return True
-            except OSError:
-                return False
-
-        self._wait(listening, self._webhook, "cel-webhook.log", "CEL webhook", timeout=60)
-        ca = base64.b64encode((tmp / "ca.crt").read_bytes()).decode()
-        config = cel_webhook.configuration(self._webhook_port, ca)
-        path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-        try:
-            self.request("DELETE", f"{path}/{cel_webhook.CONFIG_NAME}")
-        except KubeApiError:
-            pass
-        self.request("POST", path, config)
-        probe = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                 "metadata": {"name": "0-cel-probe", "namespace": "default"},
-                 "spec": {"runtimeRef": {"name": "torchtune-llama3.2-1b"}}}
-        probe_path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs?dryRun=All"
-
-        def enforced() -> bool:  # the server's webhook informer has caught up
-            try:
-                self.request("POST", probe_path, probe)
-            except KubeApiError as err:
-                if "RFC 1035" in str(err):
-                    return True
-                procs.log(f"CEL webhook not enforced yet: {err}")
-            return False
-
-        self._wait(enforced, self._webhook, "cel-webhook.log", "CEL webhook enforcement", timeout=30)
-
-    def _etcd_binary(self) -> Path:
-        etcd = etcd_binary()
-        assert etcd is not None  # checked by is_ready()
-        return etcd
-
     def _start_etcd(self) -> None:
         tmp = self._require_started()
-        etcd = self._etcd_binary()
+        etcd = controlplane_build.binary("etcd")
         client = f"http://127.0.0.1:{self._etcd_port}"
         peer = f"http://127.0.0.1:{self._peer_port}"
         self._etcd = self._popen(
@@ -657,29 +602,10 @@ class KubeCluster:
         self._wait(healthy, self._etcd, "etcd.log", "etcd /health", timeout=30)
 
     def _start_apiserver(self) -> None:
-        tmp = self._require_started()
-        self._apiserver_cmd = [
-            str(apiserver_binary()),
-            f"--etcd-servers=http://127.0.0.1:{self._etcd_port}",
-            f"--secure-port={self._port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            "--insecure-port=0",
-            f"--tls-cert-file={tmp / 'server.crt'}",
-            f"--tls-private-key-file={tmp / 'server.key'}",
-            f"--token-auth-file={tmp / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={tmp / 'sa.key'}",
-            f"--service-account-signing-key-file={tmp / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--enable-priority-and-fairness=false",
-            "--endpoint-reconciler-type=none",  # loopback endpoints are invalid for the kubernetes service
-            "--profiling=false",
-        ]
-        names = {flag.split("=", 1)[0] for flag in self._apiserver_flags}
-        self._apiserver_cmd = [a for a in self._apiserver_cmd if a.split("=", 1)[0] not in names]
-        self._apiserver_cmd += list(self._apiserver_flags)
+        self._apiserver_cmd = apiserver_command(
+            controlplane_build.binary("kube-apiserver"), self._require_started(), self._etcd_port, self._port,
+            self._apiserver_flags,
+        )
         self._launch_apiserver()
 
     def _launch_apiserver(self) -> None:
@@ -711,9 +637,6 @@ class KubeCluster:
             time.sleep(0.1)
 
     def _stop_processes(self) -> None:
-        if self._webhook is not None:
-            procs.stop_process(self._webhook)
-            self._webhook = None
         if self._apiserver is not None:
             procs.stop_process(self._apiserver)
             self._apiserver = None
@@ -741,7 +664,7 @@ class KubeCluster:
 
     def _install_upstream(self, upstream: Path) -> None:
         t0 = time.monotonic()
-        crds = [load_crd_for_1_20(path) for path in crd_paths(upstream, self._trainjob_version)]
+        crds = [doc for path in crd_paths(upstream, self._trainjob_version) for doc in load_yaml_documents(path)]
         for crd in crds:
             self.request("POST", CRD_PATH, crd)
         self._wait_crds_established(crds)
@@ -812,7 +735,7 @@ class _PortInUse(RuntimeError):
 
 
 def _state_file() -> Path:
-    return envtest_dir() / STATE_FILE_NAME
+    return controlplane_build.cache_root() / STATE_FILE_NAME
 
 
 def _cmd_start(args: argparse.Namespace) -> int:
@@ -841,7 +764,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
         return 0
     pids = {
         name: {"pid": proc.pid, "start_time": procs.start_time(proc.pid)}
-        for name, proc in (("cel-webhook", cluster._webhook), ("kube-apiserver", cluster._apiserver), ("etcd", cluster._etcd))
+        for name, proc in (("kube-apiserver", cluster._apiserver), ("etcd", cluster._etcd))
         if proc is not None
     }
     _state_file().write_text(
@@ -877,9 +800,7 @@ def _cmd_stop(_args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kube.py", description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_build = sub.add_parser("build", help="build and cache kube-apiserver (idempotent)")
-    p_build.add_argument("--timeout", type=float, default=None, help="overall timeout in seconds (default 1200)")
-    p_build.add_argument("--keep-build-tree", action="store_true", help="keep the source/build tree (~GBs)")
+    sub.add_parser("build", help="build the pinned control plane (idempotent; cached by pins)")
     p_start = sub.add_parser("start", help="start a cluster (detached unless --foreground)")
     p_start.add_argument("--trainjob-crd-version", default=None, help=f"folder under crds/ for {TRAINJOB_CRD_FILE}")
     p_start.add_argument("--no-crds", action="store_true", help="do not install upstream CRDs/runtimes")
@@ -888,12 +809,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            print(build(args.timeout, keep_build_tree=args.keep_build_tree))
+            print(build())
             return 0
         if args.command == "start":
             return _cmd_start(args)
         return _cmd_stop(args)
-    except (BuildError, HarnessNotBuilt, UpstreamMissing) as err:
+    except (BuildError, UpstreamMissing) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
 

@@ -100,7 +100,7 @@ class RealCluster(KubeCluster):
             self._write_credentials()
             self._etcd_port, self._peer_port, self._port = procs.free_ports(3)
             self._start_etcd()
-            self._start_apiserver_at(bin_dir)
+            self._start_apiserver()
             self._write_kubeconfig()
             self._install_controller_crds()
             self._start_kube_controllers(bin_dir)
@@ -134,9 +134,6 @@ class RealCluster(KubeCluster):
         for name in reversed(list(self._extra)):
             procs.stop_process(self._extra.pop(name))
         super()._stop_processes()
-
-    def _etcd_binary(self) -> Path:
-        return controlplane_build.binary("etcd")
 
     def _component_logs(self, lines: int = 15) -> str:
         names = ["etcd", "kube-apiserver", *self._extra]
@@ -237,28 +234,6 @@ class RealCluster(KubeCluster):
             time.sleep(interval)
 
     # ------------------------------------------------------------------ control plane
-
-    def _start_apiserver_at(self, bin_dir: Path) -> None:
-        tmp = self._require_started()
-        self._apiserver_cmd = [
-            str(bin_dir / "kube-apiserver"),
-            f"--etcd-servers=http://127.0.0.1:{self._etcd_port}",
-            f"--secure-port={self._port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--tls-cert-file={tmp / 'server.crt'}",
-            f"--tls-private-key-file={tmp / 'server.key'}",
-            f"--client-ca-file={tmp / 'ca.crt'}",
-            f"--token-auth-file={tmp / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={tmp / 'sa.key'}",
-            f"--service-account-signing-key-file={tmp / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--endpoint-reconciler-type=none",
-            "--profiling=false",
-        ]
-        self._launch_apiserver()
 
     def _component_kubeconfig(self) -> str:
         return str(self.kubeconfig_path)

@@ -1,10 +1,10 @@
 """Cached etcd data directories with the upstream CRDs and runtimes already installed.
 
-Creating the five big upstream CRDs costs a 1.20 API server ~18 CPU-seconds (every status
-update of a CRD re-builds and re-serialises the whole OpenAPI document). A cluster started
-from a saved etcd data directory only loads them: about half the CPU. Snapshots live in
-``<cache>/envtest/snapshots/<key>/`` where the key hashes everything that goes into them
-(binary version, etcd version, CRD transform, CRD and runtime file contents).
+Creating the big upstream CRDs costs the API server several CPU-seconds (each one's schema and
+CEL rules are compiled, and every status update of a CRD rebuilds the OpenAPI document). A
+cluster started from a saved etcd data directory only loads them. Snapshots live in
+``<cache>/apiserver-snapshots/<key>/`` where the key hashes everything that goes into them (the
+control plane's build key: its pins and Go version; the CRD and runtime file contents).
 Disable with ``FTSPEC_KUBE_SNAPSHOT=0``.
 """
 
@@ -13,16 +13,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterable
-from functools import cache
 from pathlib import Path
 
-from harness.crds import TRANSFORM_VERSION
-from harness.kube_build import KUBE_VERSION, envtest_dir, etcd_binary
+from harness.controlplane_build import build_key, cache_root
 
-_FORMAT = "1"
+_FORMAT = "2"
 KEEP = 4  # most recently used snapshots kept
 
 
@@ -30,24 +27,15 @@ def enabled() -> bool:
     return os.environ.get("FTSPEC_KUBE_SNAPSHOT", "1") != "0"
 
 
-@cache
-def _etcd_version() -> str:
-    etcd = etcd_binary()
-    if etcd is None:
-        return "none"
-    out = subprocess.run([str(etcd), "--version"], capture_output=True, text=True, timeout=30, check=False)
-    return out.stdout.splitlines()[0] if out.stdout else "unknown"
-
-
 def snapshot_key(files: Iterable[Path], extra: str = "") -> str:
-    digest = hashlib.sha256(f"{_FORMAT}|{KUBE_VERSION}|{_etcd_version()}|{TRANSFORM_VERSION}|{extra}".encode())
+    digest = hashlib.sha256(f"{_FORMAT}|{build_key()}|{extra}".encode())
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:24]
 
 
 def _root() -> Path:
-    return envtest_dir() / "snapshots"
+    return cache_root() / "apiserver-snapshots"
 
 
 def restore(key: str, data_dir: Path) -> bool:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,3 +80,10 @@ def runtime_paths(root: Path, patterns: tuple[str, ...] | list[str] = DEFAULT_RU
     if patterns and not found:
         raise UpstreamMissing(f"no runtime manifests matching {list(patterns)} in {folder}")
     return found
+
+
+def load_yaml_documents(path: Path) -> list[dict[str, Any]]:
+    """The non-empty YAML documents of ``path`` (libyaml's loader when available: the CRDs are MBs)."""
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with path.open("rb") as handle:
+        return [doc for doc in yaml.load_all(handle, Loader=loader) if doc]

@@ -3,7 +3,7 @@
 Each ``RuleCase`` names the rule (the schema path that carries it and the rule's text), a
 valid object and the change that breaks the rule: on create (``before`` is None) or, for a
 transition rule (``oldSelf``), on update from ``before`` to ``after``. ``tests`` use them
-twice: against the real API server (the harness's CEL webhook sits in its write path) and
+twice: against the real API server (which enforces the CRDs' rules itself) and
 with ``ftspec.compiler.crd_rules`` directly, for every CRD file of the upstream folder.
 ``NOT_VIOLABLE`` lists the rules no write can break, with the reason.
 """

@@ -46,14 +46,13 @@ def grant_limited(cluster: Any, namespace: str) -> None:
 def throttle_user(cluster: Any, user: str = "limited") -> None:
     """A priority level for ``user`` alone with the least concurrency and no queue
     (``limitResponse: Reject``): what it cannot admit at once it answers 429 with
-    ``Retry-After``, as a busy production server does (``flowcontrol.apiserver.k8s.io/v1beta1``,
-    the API 1.20 serves)."""
-    api = "/apis/flowcontrol.apiserver.k8s.io/v1beta1"
-    version = "flowcontrol.apiserver.k8s.io/v1beta1"
+    ``Retry-After``, as a busy production server does (``flowcontrol.apiserver.k8s.io/v1``)."""
+    api = "/apis/flowcontrol.apiserver.k8s.io/v1"
+    version = "flowcontrol.apiserver.k8s.io/v1"
     cluster.request("POST", f"{api}/prioritylevelconfigurations", {
         "apiVersion": version, "kind": "PriorityLevelConfiguration",
         "metadata": {"name": "ftspec-load"},
-        "spec": {"type": "Limited", "limited": {"assuredConcurrencyShares": 1,
+        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
                                                 "limitResponse": {"type": "Reject"}}}})
     cluster.request("POST", f"{api}/flowschemas", {
         "apiVersion": version, "kind": "FlowSchema", "metadata": {"name": "ftspec-load"},

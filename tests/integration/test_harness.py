@@ -1,4 +1,4 @@
-"""Tests of the real-component harness itself: kube-apiserver + etcd with upstream CRDs, Ray head."""
+"""Tests of the real-component harness itself: the pinned kube-apiserver + etcd with upstream CRDs, Ray head."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from harness import procs
-from harness.crds import transform_for_1_20
+from harness.controlplane_build import PINS
 from harness.fixtures import _registry
 from harness.kube import KubeApiError, KubeCluster
 from harness.ray_head import RayHead
@@ -51,27 +51,6 @@ def _schema_text(crd: dict[str, Any]) -> str:
     return json.dumps([v["schema"] for v in crd["spec"]["versions"]])
 
 
-# --------------------------------------------------------------------------- unit (no server)
-
-
-def test_transform_for_1_20_drops_what_1_20_rejects() -> None:
-    crd = {
-        "properties": {
-            "default": {"type": "string", "default": ""},  # a field named "default" stays
-            "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
-            "other": {"type": "array", "x-kubernetes-list-type": "set", "default": "x"},
-        },
-        "x-kubernetes-validations": [{"rule": "self == oldSelf"}],
-    }
-    assert transform_for_1_20(crd) == {
-        "properties": {
-            "default": {"type": "string"},
-            "items": {"type": "array", "x-kubernetes-list-type": "atomic"},
-            "other": {"type": "array", "x-kubernetes-list-type": "set", "default": "x"},
-        }
-    }
-
-
 # --------------------------------------------------------------------------- kube
 
 
@@ -80,7 +59,7 @@ def test_apiserver_up_and_crds_established(kube_cluster: KubeCluster) -> None:
     from kubernetes import client
 
     api = _client(kube_cluster)
-    assert client.VersionApi(api).get_code().git_version == "v1.20.2"
+    assert client.VersionApi(api).get_code().git_version == PINS.kubernetes
     crds = {c.metadata.name: c for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items}
     assert set(crds) >= EXPECTED_CRDS
     for name in EXPECTED_CRDS:
@@ -88,6 +67,7 @@ def test_apiserver_up_and_crds_established(kube_cluster: KubeCluster) -> None:
         assert conditions.get("Established") == "True", name
     trainjob = crds["trainjobs.trainer.kubeflow.org"]
     assert [v.name for v in trainjob.spec.versions if v.served] == [TRAINER_V]
+    assert "x-kubernetes-validations" in json.dumps(kube_cluster.crd(trainjob.metadata.name))  # verbatim: CEL kept
     assert [v.name for v in crds["rayjobs.ray.io"].spec.versions if v.served] == ["v1", "v1alpha1"]
     # the kubeconfig verifies TLS against the generated CA (no insecure-skip-tls-verify)
     assert api.configuration.verify_ssl is True
