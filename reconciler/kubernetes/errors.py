@@ -34,6 +34,8 @@ class ApiError(BackendError):
         """The object fields a 422 or an admission webhook's refusal names (``spec.managedBy``)."""
         self.webhook: str | None = None
         """The admission webhook that refused the request (its message says so), else None."""
+        self.policy: str | None = None
+        """The ValidatingAdmissionPolicy that refused the request, else None."""
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -55,6 +57,10 @@ def _conflicts(message: str) -> str:
 ADMISSION = re.compile(r'admission webhook "([^"]+)" denied the request')
 """How the API server words any admission webhook's refusal, whatever its HTTP status (the
 Trainer's and JobSet's webhooks deny with 403 Forbidden, a CEL rule with 422)."""
+POLICY = re.compile(
+    r"ValidatingAdmissionPolicy '([^']+)'(?: with binding '([^']+)')? denied request: ")
+"""How the API server words a ValidatingAdmissionPolicy's refusal: HTTP 422 by default, or the
+status of the reason the policy gives (403 for ``Forbidden``, which RBAC answers with too)."""
 FIELD_ERROR = re.compile(
     r"(?:is invalid: |denied the request: \[?|; |, )([A-Za-z][\w.\[\]]*): (?:Invalid value|"
     r"Forbidden|Required value|Unsupported value|Duplicate value|Not found|Too long|Too many|"
@@ -87,12 +93,31 @@ def admission_error(status: int, body: dict[str, Any], webhook: str, *, verb: st
     return err
 
 
+def policy_error(status: int, body: dict[str, Any], found: re.Match[str], *, verb: str,
+                 what: str) -> ApiError:
+    """A cluster policy's refusal: the policy's own message; never a permission problem nor
+    an invalid spec value (a policy names no field), whatever the status."""
+    policy, binding = found.group(1), found.group(2)
+    said = found.string[found.end():]
+    by = f"ValidatingAdmissionPolicy {policy}" + (f" (binding {binding})" if binding else "")
+    err = ApiError(f"the server refused to {verb} {what}: the cluster's {by} denied it: {said}",
+                   status=status, body=body,
+                   hint=f"a policy of this cluster, not RBAC nor the CRD's schema: change the "
+                   f"spec so the object meets it, or ask a cluster admin about the policy "
+                   f"(kubectl get validatingadmissionpolicy {policy} -o yaml)")
+    err.policy = policy
+    return err
+
+
 def api_error(status: int, body: dict[str, Any], *, verb: str, what: str,
               server: str = "", context: str = "") -> ApiError:
     message = str(body.get("message") or body.get("reason") or f"HTTP {status}")
     webhook = ADMISSION.search(message)
     if webhook and status != 422:
         return admission_error(status, body, webhook.group(1), verb=verb, what=what)
+    policy = POLICY.search(message)
+    if policy and not webhook:
+        return policy_error(status, body, policy, verb=verb, what=what)
     if status == 401:
         return ApiError(f"the API server {server} rejected the credentials of context "
                         f"{context!r} (401 Unauthorized)", status=status, body=body,

@@ -208,6 +208,9 @@ def located(exc: BaseException, d: Desired, obj: Obj) -> BaseException:
     if path:
         exc.location = locate(  # type: ignore[attr-defined]
             d.spec_file, path, d.doc, getattr(exc, "bad_value", None))
+    elif isinstance(exc, ApiError) and exc.policy:  # a cluster policy names no field
+        exc.location = (  # type: ignore[attr-defined]
+            f"{d.spec_file} (its {obj.get('kind')}; the policy names no field)")
     return exc
 
 

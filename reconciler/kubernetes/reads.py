@@ -88,9 +88,9 @@ class Reader:
         except ApiError as exc:
             if exc.status == 404:
                 return None  # namespace missing: preflight reports it at apply time
-            if exc.status == 403 and exc.webhook is None:  # RBAC: no dry-run for this user
-                return {"forbidden": str(exc)}
-            raise  # an admission webhook's refusal included: the plan decides (plan_steps)
+            if exc.status == 403 and exc.webhook is None and exc.policy is None:
+                return {"forbidden": str(exc)}  # RBAC: no dry-run for this user
+            raise  # an admission webhook's or a policy's refusal included: the plan decides
 
     def created_result(self, obj: dict[str, Any]) -> dict[str, Any]:
         """The server's dry-run *create* of ``obj`` under a generated name (the name is
