@@ -21,8 +21,8 @@ from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan
 
 def _load(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path, ...],
           sets: tuple[str, ...], kubeconfig: str | None, context: str | None,
-          namespace: str | None, force_conflicts: bool, destroy: bool
-          ) -> tuple[Any, Plan, list[Desired], bool]:
+          namespace: str | None, force_conflicts: bool, destroy: bool,
+          replacing: tuple[str, ...] = ()) -> tuple[Any, Plan, list[Desired], bool]:
     from ftspec.reconciler.backends import BackendOptions
     from ftspec.reconciler.saved import is_saved_plan, load_plan
 
@@ -30,11 +30,11 @@ def _load(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path,
     if plan_file is not None:  # named as a plan: bound to its specs before anything runs
         from ftspec.reconciler.bound import bind
 
-        if specs or overlays or sets or namespace:
+        if specs or overlays or sets or namespace or replacing:
             raise BackendError("a saved plan is applied on its own: it names its spec files, "
-                               "overlays, --set values and namespace itself",
+                               "overlays, --set values, namespace and --replace addresses itself",
                                hint=f"run `ftspec apply --plan {plan_file}` with no spec "
-                               "files, -f, --set or --namespace")
+                               "files, -f, --set, --namespace or --replace")
         bound = bind(load_plan(plan_file), options)
         return bound.backend, bound.plan, list(bound.desired), True
     if not specs:
@@ -48,7 +48,8 @@ def _load(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path,
                 + (" (destroy takes spec files only)" if destroy else ""))
     backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                      force_conflicts=force_conflicts, identity_only=destroy)
-    plan = backend.plan_destroy(desired) if destroy else engine.plan(backend, desired)
+    plan = backend.plan_destroy(desired) if destroy else engine.plan(backend, desired,
+                                                                      replacing)
     return backend, plan, desired, False
 
 
@@ -67,11 +68,12 @@ class _Applied:
 def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...], *,
               plan_file: Path | None = None, kubeconfig: str | None, context: str | None, namespace: str | None,
               auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
-              as_json: bool, destroy: bool) -> int:
+              as_json: bool, destroy: bool, replacing: tuple[str, ...] = ()) -> int:
     applied = _plan_and_apply(specs, plan_file, overlays, sets, kubeconfig=kubeconfig,
                               context=context,
                               namespace=namespace, auto_approve=auto_approve,
-                              force_conflicts=force_conflicts, as_json=as_json, destroy=destroy)
+                              force_conflicts=force_conflicts, as_json=as_json, destroy=destroy,
+                              replacing=replacing)
     if isinstance(applied, int):
         return applied
     result = applied.result
@@ -93,12 +95,14 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
 def _plan_and_apply(specs: tuple[Path, ...], plan_file: Path | None,
                     overlays: tuple[Path, ...], sets: tuple[str, ...], *, kubeconfig: str | None, context: str | None,
                     namespace: str | None, auto_approve: bool, force_conflicts: bool,
-                    as_json: bool, destroy: bool) -> _Applied | int:
+                    as_json: bool, destroy: bool, replacing: tuple[str, ...] = ()
+                    ) -> _Applied | int:
     """Plan (or load the saved plan), show it, confirm, apply; the exit code where it stops
     (the error reported)."""
     try:
         backend, plan, desired, saved = _load(specs, plan_file, overlays, sets, kubeconfig,
-                                              context, namespace, force_conflicts, destroy)
+                                              context, namespace, force_conflicts, destroy,
+                                              replacing)
         if not _shown_and_confirmed(plan, saved=saved, destroy=destroy, as_json=as_json,
                                     auto_approve=auto_approve):
             return 1

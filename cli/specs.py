@@ -27,3 +27,12 @@ def spec_options(func: F, *, short: bool = True) -> F:
         help="Merge a partial spec over the file (dev/prod variants). Repeatable.",
     )(func)
     return func
+
+
+def replace_option(func: F) -> F:
+    """``--replace ADDRESS`` (repeatable): plan that run again though nothing changed."""
+    return click.option(
+        "--replace", "replacing", multiple=True, metavar="ADDRESS",
+        help="Run ADDRESS again although nothing changed (as Terraform's -replace); "
+        "repeatable. The addresses are the plan's (e.g. local.run.NAME).",
+    )(func)

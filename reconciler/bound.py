@@ -179,6 +179,6 @@ def bind(saved: Plan, options: BackendOptions) -> Bound:
     found equal to that plan; ``StalePlanError`` (one line saying what differs) otherwise."""
     backend, desired = compile_inputs(saved, options)
     check_specs(saved, desired)
-    fresh = engine.plan(backend, desired)
+    fresh = engine.plan(backend, desired, tuple(saved.inputs.get("replace") or ()))
     compare(saved, fresh)
     return Bound(backend, replace(fresh, inputs=saved.inputs), desired)

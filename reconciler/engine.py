@@ -2,8 +2,10 @@
 apply flow and saved plans (``bound``) call.
 
 The backend decides each change (it alone reads live state); this adds what depends only
-on the desired state: a warning per job whose inputs' content the plan cannot compare
-(``reconciler.inputs``: an unpinned hub revision, a ``pvc://`` claim, ``identity: path``).
+on the desired state and the user's request: a warning per job whose inputs' content the
+plan cannot compare (``reconciler.inputs``: an unpinned hub revision, a ``pvc://`` claim,
+``identity: path``), and the runs the user asked to run again although nothing changed
+(``--replace ADDRESS``, as Terraform's ``-replace``: the no-op becomes a replace).
 """
 
 from __future__ import annotations
@@ -11,15 +13,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ftspec.reconciler.backend import Backend, Desired
-from ftspec.reconciler.model import Plan
+from ftspec.reconciler.backend import Backend, BackendError, Desired
+from ftspec.reconciler.model import Action, Change, Plan
+
+REPLACE_REASON = ("replace requested (--replace): the run is done again with the same spec "
+                  "and inputs")
 
 
-def plan(backend: Backend, desired: Sequence[Desired]) -> Plan:
-    """``backend``'s plan of ``desired``, with the engine's warnings."""
+def plan(backend: Backend, desired: Sequence[Desired], replacing: Sequence[str] = ()) -> Plan:
+    """``backend``'s plan of ``desired``, with the engine's warnings; each address of
+    ``replacing`` replaced even where nothing changed (``BackendError`` for an address the
+    plan does not hold)."""
     found = backend.plan(list(desired))
+    if replacing:
+        found = replace(found, changes=forced(found.changes, replacing))
     extra = [w for w in dict.fromkeys(unchecked_warning(d) for d in desired) if w]
     return replace(found, warnings=(*found.warnings, *extra)) if extra else found
+
+
+def forced(changes: Sequence[Change], replacing: Sequence[str]) -> tuple[Change, ...]:
+    """``changes`` with the no-op of each address in ``replacing`` made a replace (a change
+    that already creates or replaces it stays as it is)."""
+    known = {c.address for c in changes if c.action is not Action.DELETE}
+    unknown = [a for a in replacing if a not in known]
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none"
+        raise BackendError(f"--replace {unknown[0]}: these specs plan no run of that address",
+                           hint=f"the addresses of this plan: {listed}")
+    wanted = set(replacing)
+    return tuple(
+        replace(c, action=Action.REPLACE, drift=False, reason="; ".join(
+            r for r in (REPLACE_REASON, c.reason if c.action is Action.UPDATE else None) if r))
+        if c.address in wanted and c.action in (Action.NOOP, Action.UPDATE) else c
+        for c in changes)
 
 
 def unchecked_warning(d: Desired) -> str | None:

@@ -75,7 +75,8 @@ class Plan:
     """spec file -> digest of the spec as written (``Job.written``) planned."""
     warnings: tuple[str, ...] = ()
     inputs: dict[str, Any] = field(default_factory=dict)
-    """What the plan was made from (``specs``, ``overlays``, ``sets``, ``namespace``): what
+    """What the plan was made from (``specs``, ``overlays``, ``sets``, ``namespace``,
+    ``replace``: the addresses run again by request): what
     ``apply --plan FILE`` compiles again to bind the plan to its specs (``reconciler.bound``).
     Set by the CLI."""
     format_version: int = PLAN_FORMAT_VERSION

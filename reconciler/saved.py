@@ -223,6 +223,8 @@ def _inputs(raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("specs", "overlays", "sets"):
         out[key] = _str_list(raw.get(key, []), f"inputs.{key}")
+    if "replace" in raw:  # the addresses run again by request (plans of ftspec 0.1 on)
+        out["replace"] = _str_list(raw["replace"], "inputs.replace")
     out["namespace"] = _opt_str(raw.get("namespace"), "inputs.namespace")
     return out
 

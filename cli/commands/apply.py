@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 from ftspec.cli.live import connection_options
-from ftspec.cli.specs import spec_options
+from ftspec.cli.specs import replace_option, spec_options
 
 
 @click.command("apply")
@@ -21,6 +21,7 @@ from ftspec.cli.specs import spec_options
               "FILE`) once its specs still compile to it.")
 @spec_options
 @connection_options
+@replace_option
 @click.option("--auto-approve", is_flag=True, help="Skip the confirmation prompt.")
 @click.option("--force-conflicts", is_flag=True,
               help="Take over fields another field manager owns (server-side apply force).")
@@ -30,12 +31,12 @@ from ftspec.cli.specs import spec_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path, ...],
             sets: tuple[str, ...], kubeconfig: str | None, context: str | None,
-            namespace: str | None, auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
-            as_json: bool) -> int:
+            namespace: str | None, replacing: tuple[str, ...], auto_approve: bool,
+            force_conflicts: bool, wait: bool, timeout: float | None, as_json: bool) -> int:
     """Apply SPECS (planning first), or exactly the saved plan named by --plan."""
     from ftspec.cli.apply_flow import run_apply
 
     return run_apply(specs, overlays, sets, plan_file=plan_file, kubeconfig=kubeconfig,
                      context=context, namespace=namespace, auto_approve=auto_approve,
                      force_conflicts=force_conflicts, wait=wait, timeout=timeout,
-                     as_json=as_json, destroy=False)
+                     as_json=as_json, destroy=False, replacing=replacing)

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 from ftspec.cli.live import connection_options
-from ftspec.cli.specs import spec_options
+from ftspec.cli.specs import replace_option, spec_options
 
 
 @click.command("plan")
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @spec_options
 @connection_options
+@replace_option
 @click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Save the plan to FILE (any name, written 0600); `ftspec apply --plan FILE` "
               "applies exactly it, `ftspec show FILE` prints it.")
@@ -25,7 +26,8 @@ from ftspec.cli.specs import spec_options
               "types), not only the first ones; each problem at its spec field.")
 def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            out: Path | None, as_json: bool, detailed_exitcode: bool, check_data: bool) -> int:
+            replacing: tuple[str, ...], out: Path | None, as_json: bool,
+            detailed_exitcode: bool, check_data: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler import engine
@@ -34,7 +36,7 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     try:
         backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                          check_data=check_data)
-        plan = engine.plan(backend, desired)
+        plan = engine.plan(backend, desired, replacing)
     except CommandFailed as exc:
         return exc.code
     except BackendError as exc:
@@ -50,7 +52,7 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
         plan = replace(plan, inputs={
             "specs": [str(p.resolve()) for p in specs],
             "overlays": [str(p.resolve()) for p in overlays], "sets": list(sets),
-            "namespace": namespace})
+            "namespace": namespace, "replace": list(replacing)})
         try:
             save_plan(plan, out)
         except OSError as exc:

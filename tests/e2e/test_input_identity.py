@@ -2,8 +2,9 @@
 inside the training file, or one byte flipped in the model's weights, under the same paths,
 plans a replace naming the input and both digests; the same bytes written back plan "No
 changes" again; a saved plan made before the change is refused; ``identity: path`` keeps
-the path-only behaviour and the plan says the content was not checked. The local backend
-with the quickstart spec, a real torchtune process."""
+the path-only behaviour and the plan says the content was not checked; ``--replace`` runs
+an unchanged spec again (issue 36, item 4). The local backend with the quickstart spec, a
+real torchtune process."""
 
 from __future__ import annotations
 
@@ -93,3 +94,17 @@ def test_changed_bytes_under_the_same_path_plan_a_retrain(
     assert code == 0, quiet
     assert any("model.uri" in w and "identity: path in the spec" in w
                for w in quiet["warnings"]), quiet["warnings"]  # type: ignore[attr-defined]
+
+    weights.write_bytes(bytes(blob[:-1]) + bytes([blob[-1] ^ 0xFF]))  # the weights as they were
+    assert plan(workdir, env)[0] == 0
+    code, again = plan(workdir, env, "--replace", "local.run.tiny-local")
+    assert code == 2 and again["changes"][0]["action"] == "replace", again  # type: ignore[index]
+    assert "replace requested" in again["changes"][0]["reason"]  # type: ignore[index]
+    first = json.loads(ftspec(workdir, env, "status", str(SPEC), "--json").stdout)[0]
+    rerun = ftspec(workdir, env, "apply", str(SPEC), "--replace", "local.run.tiny-local",
+                   "--auto-approve", "--wait")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    second = json.loads(ftspec(workdir, env, "status", str(SPEC), "--json").stdout)[0]
+    assert second["phase"] == "Succeeded", second
+    assert second["platform"]["started_at"] > first["platform"]["started_at"]
+    assert plan(workdir, env)[0] == 0

@@ -222,3 +222,42 @@ def test_ray_plan_replaces_a_job_whose_inputs_changed(tmp_path: Path) -> None:
     assert "data.train.uri" in (change.reason or "")
     assert [f.path for f in change.fields] == ["submission_id", "inputs.data.train.uri"]
     assert change.upgrade is None  # the spec and ftspec are as they were: the data is not
+
+
+class _Backend:
+    """A backend whose plan is given (the engine's part only)."""
+
+    name = "fake"
+
+    def __init__(self, *changes: Any) -> None:
+        self.changes = changes
+
+    def plan(self, desired: Any) -> Any:
+        from ftspec.reconciler.model import Plan
+
+        return Plan("fake", tuple(self.changes))
+
+
+def test_replace_requested_turns_a_noop_into_a_replace_and_names_unknown_addresses() -> None:
+    from ftspec.reconciler import engine
+    from ftspec.reconciler.backend import BackendError
+    from ftspec.reconciler.model import Change
+
+    kept = Change("local.run.a", Action.NOOP, {"x": 1}, {"x": 1}, reason="already succeeded")
+    other = Change("local.run.b", Action.NOOP, {"x": 2}, {"x": 2})
+    plan = engine.plan(_Backend(kept, other), [], ("local.run.a",))  # type: ignore[arg-type]
+    assert [c.action for c in plan.changes] == [Action.REPLACE, Action.NOOP]
+    assert plan.changes[0].reason == engine.REPLACE_REASON
+    with pytest.raises(BackendError, match="--replace local.run.c: these specs plan no run"):
+        engine.plan(_Backend(kept), [], ("local.run.c",))  # type: ignore[arg-type]
+
+
+def test_a_saved_plan_keeps_its_replace_addresses(tmp_path: Path) -> None:
+    from ftspec.reconciler.model import Change, Plan
+    from ftspec.reconciler.saved import load_plan, save_plan
+
+    plan = Plan("local", (Change("local.run.a", Action.REPLACE, None, {"x": 1}),),
+                inputs={"specs": ["/s.yaml"], "overlays": [], "sets": [], "namespace": None,
+                        "replace": ["local.run.a"]})
+    save_plan(plan, tmp_path / "p.plan")
+    assert load_plan(tmp_path / "p.plan").inputs["replace"] == ["local.run.a"]
