@@ -54,12 +54,22 @@ def import_axolotl(path: Path, nproc: int | None = None, nnodes: int | None = No
     check_is_axolotl(doc)
     draft = SpecDraft(doc)
     r = FlatReader(draft, TOOL, TRAIN_DEFAULTS, MODEL_DEFAULTS, ALIASES)
+    _parallel_layout(r)
     _header(draft, path)
     _model(r)
     data(r)
     _chat_template(r)
     _method(r)
-    world = resources(r, "an axolotl config", nproc, nnodes, accelerator)
+    shard = r.value("dp_shard_size")
+    if nproc is None and nnodes is None and isinstance(shard, int) and shard > 1:
+        from ftspec.compiler.importers.topology import resources_from_flags
+
+        world = resources_from_flags(  # FSDP's shard group: every process
+            r.draft, shard, None, accelerator, "an axolotl config", "dp_shard_size",
+            (f"{r.origin('dp_shard_size')} (FSDP shards over that many processes)",
+             "--nnodes"))
+    else:
+        world = resources(r, "an axolotl config", nproc, nnodes, accelerator)
     _training(r, world)
     put_loraplus(r, weight_decay_applies=False)
     put_unfrozen(r)
@@ -173,6 +183,33 @@ def _model(r: Reader) -> None:
             "with the tokenizer's EOS after it (and, under chatml, its <|im_end|> tag): "
             "another turn-end token stays untrained (no spec field)" if chat else "used by axolotl's chat_template datasets only, "
             "and this config has none: nothing trains differently"))
+
+
+LAYOUTS = {"tensor_parallel_size": "splits each layer's weights over that many processes "
+           "(tensor parallelism)",
+           "dp_replicate_size": "replicates the FSDP-sharded model over that many groups "
+           "(HSDP: dp_shard_size processes shard it, dp_replicate_size groups hold copies)"}
+"""axolotl's N-D parallelism keys the spec has no layout for: each refused at its line
+(imported as FSDP over every process, the world and with it the global batch would be
+another)."""
+
+
+def _parallel_layout(r: Reader) -> None:
+    """``tensor_parallel_size`` / ``dp_replicate_size`` above 1: refused at the line
+    (``dp_shard_size`` alone is FSDP over that many processes: the resources' count)."""
+    for key, what in LAYOUTS.items():
+        value = r.value(key)
+        if isinstance(value, int) and value > 1:
+            world = 1
+            for size in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",
+                         "context_parallel_size"):
+                got = r.data.get(size)
+                world *= got if isinstance(got, int) and got > 1 else 1
+            raise unsupported(r.draft.source, (key,), f"{key} {value}: axolotl {what}, on "
+                              f"{world} processes here; the spec has no such layout (as "
+                              "FSDP over every process, the world and the global batch "
+                              "would be others)", "train with FSDP alone (dp_shard_size "
+                              "only), or keep axolotl for this run")
 
 
 def _prequantized(r: Reader) -> None:

@@ -115,3 +115,19 @@ def test_oumi_lora_on_awq_is_refused_at_model_name(tmp_path: Path) -> None:
 def test_prequantized_names(name: str, found: tuple[str, int] | None) -> None:
     got = prequantized(name)
     assert (None if got is None else (got.method, got.bits)) == found
+
+
+def test_axolotl_hsdp_with_tensor_parallel_is_refused_at_its_line(tmp_path: Path) -> None:
+    """HSDP x tensor parallelism on 16 processes: no spec layout, refused at the first key
+    the spec cannot say (it was imported as FSDP on 8); dp_shard_size alone is FSDP over
+    that many processes."""
+    path = Path(__file__).parent / "corpus" / "axolotl" / "refused" / \
+        "llama-3_1-8b-hsdp-tp.yaml"
+    line, col, summary = _refusal(import_axolotl, path)
+    assert (line, col) == (8, 1) and "on 16 processes" in summary
+    shard_only = tmp_path / "shard.yaml"
+    shard_only.write_text(path.read_text().replace("dp_replicate_size: 2\n", "")
+                          .replace("tensor_parallel_size: 2\n", ""))
+    imported = import_axolotl(shard_only)
+    assert imported.data["resources"]["gpus_per_node"] == 4
+    assert imported.data["distributed"]["strategy"] == "fsdp"
