@@ -17,13 +17,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ftspec.reconciler.applied import RECORD_KEY, decode
+from ftspec.compiler.summary import SUMMARY_ANNOTATION
+from ftspec.reconciler.applied import RECORD_KEY, applied_summary, decode
 from ftspec.reconciler.backend import BackendError
+from ftspec.reconciler.failure import describe
 from ftspec.reconciler.kubernetes.logs import recent_lines
 from ftspec.reconciler.kubernetes.observe import failure, metric_lines
 from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
-from ftspec.reconciler.measured import bar_position, measure
+from ftspec.reconciler.measured import bar_position, measure, short_of_plan
 from ftspec.reconciler.model import Phase
 from ftspec.reconciler.progress import Tracker, parse_line, track_text, tracker_settings
 from ftspec.spec.ir import Job
@@ -111,11 +113,19 @@ def measured(t: Transport, job: Job, live: dict[str, Any]) -> dict[str, Any]:
     if phase not in (Phase.SUCCEEDED, Phase.FAILED):
         return {}
     lines, pods, why = _read(t, live, MEASURE_TAIL_LINES, MEASURE_LIMIT_BYTES)
-    validity = "ok" if phase is Phase.SUCCEEDED else \
-        str(failure(live, pods, lines).get("validity") or "failed")
     text = "\n".join(metric_lines(lines))
-    out: dict[str, Any] = measure(text, track_text(text, **tracker_settings(job)), validity=validity,
-                  devices=job.world_size, global_batch=job.global_batch_size)
+    tracker = track_text(text, **tracker_settings(job))
+    # a run that exited 0 short of its plan is invalid, as on every backend; only when its
+    # log was read (no log: the steps it trained are unknown, not zero)
+    short = short_of_plan(text, tracker, applied_summary(
+        (live.get("metadata") or {}).get("annotations") or {}, SUMMARY_ANNOTATION)) \
+        if phase is Phase.SUCCEEDED and not why else {}
+    validity = str(short.get("validity") or "ok") if phase is Phase.SUCCEEDED else \
+        str(failure(live, pods, lines).get("validity") or "failed")
+    out: dict[str, Any] = measure(text, tracker, validity=validity,
+                                  devices=job.world_size, global_batch=job.global_batch_size)
+    if short.get("trained"):
+        out["validity_reason"] = describe(short)
     missing: dict[str, str] = {}
     if "train_runtime_s" not in out:
         missing["train_runtime_s"] = why or (

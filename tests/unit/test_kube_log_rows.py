@@ -152,3 +152,21 @@ def test_measured_of_an_oom_killed_job_without_logs_is_invalid_and_says_why() ->
     assert "no host assigned" in why["train_runtime_s"] and "no host assigned" in why["validity"]
     assert why["peak_memory"].startswith("no pod log could be read")
     assert PEAK_UNAVAILABLE not in why.values()
+
+
+def test_measured_of_a_trainjob_that_trained_fewer_steps_than_applied_is_invalid() -> None:
+    """The short-run rule of every backend (``failure.short_run``): the TrainJob completed,
+    its log shows 2 steps, the ML summary it was applied with planned 16."""
+    from ftspec.reconciler.applied import RECORD_KEY, AppliedRecord, encode
+
+    api = Recorder({"jobset.sigs.k8s.io/jobset-name=tt": ["tt-node-0-0"]},
+                   {"tt-node-0-0": TORCHTUNE})
+    live = trainjob([CONDITION_DONE])
+    planned = {"max steps": "16"}
+    live["metadata"]["annotations"] = {RECORD_KEY: encode(AppliedRecord("1", "w", {}, planned))}
+    got = measured(api, _job(), live)  # type: ignore[arg-type]
+    assert got["validity"] == "invalid"
+    assert got["validity_reason"] == "trained 2 of 16 planned steps"
+    live["metadata"]["annotations"] = {RECORD_KEY: encode(AppliedRecord(
+        "1", "w", {}, {"max steps": "2"}))}
+    assert measured(api, _job(), live)["validity"] == "ok"  # type: ignore[arg-type]
