@@ -212,9 +212,29 @@ def _parallel_layout(r: Reader) -> None:
                               "only), or keep axolotl for this run")
 
 
+def _quantization_config(r: Reader) -> None:
+    """``model_quantization_config``: the transformers quantization config the base loads
+    with. MXFP4 with ``dequantize: true`` (gpt-oss) loads the checkpoint's weights as bf16,
+    the base the spec trains over: nothing differs; any other is refused at its line."""
+    config = r.value("model_quantization_config")
+    kwargs = r.value("model_quantization_config_kwargs") or {}
+    if config is None:
+        return
+    if config == "Mxfp4Config" and isinstance(kwargs, dict) and kwargs.get("dequantize"):
+        r.draft.no_effect(("model_quantization_config",))
+        return
+    raise unsupported(r.draft.source, ("model_quantization_config",),
+                      f"model_quantization_config {config}: the base loads quantized by it, "
+                      "which no spec method trains over (the spec's quantized bases are "
+                      "bitsandbytes' (qlora) and GPTQ's (gptq_lora))",
+                      "load it dequantized (Mxfp4Config with dequantize: true), or use "
+                      "adapter: qlora")
+
+
 def _prequantized(r: Reader) -> None:
     """A pre-quantized base: ``gptq: true`` (axolotl loads the GPTQ checkpoint with its own
     quantization_config), or a quantized checkpoint's name."""
+    _quantization_config(r)
     name = str(r.value("base_model"))
     found = prequantized(name)
     if r.value("gptq") is True:

@@ -131,3 +131,18 @@ def test_axolotl_hsdp_with_tensor_parallel_is_refused_at_its_line(tmp_path: Path
     imported = import_axolotl(shard_only)
     assert imported.data["resources"]["gpus_per_node"] == 4
     assert imported.data["distributed"]["strategy"] == "fsdp"
+
+
+def test_axolotl_quantization_config_dequantized_or_refused(tmp_path: Path) -> None:
+    """gpt-oss's MXFP4 checkpoint loaded with dequantize: true is the bf16 base the spec
+    trains over (listed as no effect); a quantization config kept at load is refused."""
+    path = Path(__file__).parent / "corpus" / "axolotl" / \
+        "2026-gpt-oss-20b-sft-lora-singlegpu.yaml"
+    imported = import_axolotl(path)
+    assert imported.data["method"]["kind"] == "lora"
+    [note] = [w for w in imported.warnings if w.code == "import.no-effect"]
+    assert "model_quantization_config (line 3)" in note.summary
+    kept = tmp_path / "kept.yaml"
+    kept.write_text(path.read_text().replace("dequantize: true", "dequantize: false"))
+    line, col, summary = _refusal(import_axolotl, kept)
+    assert (line, col) == (3, 1) and summary.startswith("model_quantization_config Mxfp4")
