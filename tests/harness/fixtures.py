@@ -15,7 +15,8 @@ Heavy fixtures one at a time: two cores cannot host an API server, a Ray head an
 at once. When a test needs a heavy component, every other running heavy component that the test
 does not also need is stopped first; a component that was stopped this way is started again
 (fresh: new etcd data, new Ray session; see ``start_count``) when a later test needs it. Tests are
-ordered so this rarely happens: unmarked tests, then ``kube``, then ``ray``, then ``e2e``.
+ordered so this rarely happens: unmarked tests, then those of ``kube_cluster``, ``real_cluster``
+and ``ray_head`` in turn (each group's e2e tests at its end), then the other e2e tests.
 """
 
 from __future__ import annotations
@@ -95,18 +96,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _order_key(item: pytest.Item) -> tuple[int, int]:
+    """Unmarked tests first, then the tests of each heavy component together (its e2e tests
+    last among them), so a session starts each component once: ``kube_cluster``,
+    ``real_cluster``, ``ray_head``; then the e2e tests that use none of them."""
     markers = {mark.name for mark in item.iter_markers()}
     fixtures = set(getattr(item, "fixturenames", ()))
-    uses = 0 if "ray_head" in fixtures else 1 if "kube_cluster" in fixtures else 2
-    if "e2e" in markers:
-        return (3, uses)  # ray e2e first (the ray group ran just before), then kube e2e
-    if "ray" in markers or ("kube" not in markers and "ray_head" in fixtures):
-        return (2, 0)
+    e2e = 1 if "e2e" in markers else 0
     if "kube" in markers or "kube_cluster" in fixtures:
-        return (1, 0)
+        return (1, e2e)
     if "realcluster" in markers or "real_cluster" in fixtures:
-        return (1, 1)
-    return (0, 0)
+        return (2, e2e)
+    if "ray" in markers or "ray_head" in fixtures:
+        return (3, e2e)
+    return (4, 0) if e2e else (0, 0)
 
 
 @pytest.hookimpl(trylast=True)

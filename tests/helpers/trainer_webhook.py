@@ -1,5 +1,6 @@
-"""A stand-in for the Kubeflow Trainer's TrainJob validating webhook in the 1.20 test server,
-for the rules ftspec must meet before the real controllers run there (``tests/realcluster``).
+"""A stand-in for the Kubeflow Trainer's TrainJob validating webhook on the API-server-only test
+cluster (``kube_cluster``), where a test controls what the real one leaves to timing: its cache
+lag, a JobSet that stays (``tests/realcluster`` runs the real Trainer for the same rules).
 
 It enforces two of the Trainer v2.3.0 rules as its source states them, and answers as
 controller-runtime does (``admission.Denied``: 403, reason Forbidden, the field errors as

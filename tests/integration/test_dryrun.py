@@ -5,7 +5,7 @@ For each example x applicable Kubernetes target, every compiled object is POSTed
 validation, structural pruning, defaulting) without persisting anything. The test asserts
 HTTP 201, that the schema defaults for the fields ftspec left out were applied, and that
 every field ftspec set comes back unchanged: a structural CRD schema silently *prunes*
-unknown fields (1.20 has no strict field validation), so a dropped field is the bug to catch.
+unknown fields (the dry run asks for no strict field validation), so a dropped field is the bug to catch.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``plan``'s own check against a live CRD that carries its CEL rules (as every modern cluster's
-does; the 1.20 test server strips them, so its CRDs are stood in for by the upstream file):
+does; a unit test, so the reader answers with the upstream file):
 create rules give a located error, an update that breaks a transition rule is a replacement."""
 
 from __future__ import annotations
