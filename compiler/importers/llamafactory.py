@@ -303,14 +303,19 @@ def _method(r: Reader) -> None:
     dora = r.value("use_dora", r.model) is True
     spec_kind = "qlora" if bits in (4, 8) else "dora" if dora else "lora"
     d.put(("method", "kind"), spec_kind, r.origin("quantization_bit") if bits else at)
-    if bits is not None and bits not in (4, 8):
-        d.warn(("quantization_bit",), f"quantization_bit {bits}: the spec quantizes the base "
-               "to 4 or 8 bits (bitsandbytes): imported as lora on an unquantized base")
+    pre = prequantized(str(r.value("model_name_or_path")))  # its keys then do not apply
+    if bits is not None and bits not in (4, 8) and pre is None:
+        raise unsupported(d.source, ("quantization_bit",), f"quantization_bit {bits}: the "
+                          "spec quantizes the base to 4 or 8 bits (bitsandbytes)",
+                          "use quantization_bit: 4 or 8")
     if spec_kind == "qlora":
         method = r.value("quantization_method", r.model)
-        if method not in ("bnb", "bitsandbytes"):
-            d.warn((r.key("quantization_method") or "quantization_bit",),
-                   f"quantization_method {method}: the spec quantizes with bitsandbytes")
+        if method not in ("bnb", "bitsandbytes") and pre is None:
+            raise unsupported(d.source, (r.key("quantization_method") or "quantization_bit",),
+                              f"quantization_method {method}: LLaMA-Factory quantizes the "
+                              f"base with {method}, over which no spec method trains (the "
+                              "spec quantizes on the fly with bitsandbytes only)",
+                              "use quantization_method: bnb")
     if spec_kind == "qlora" and bits == 8:
         put_int8(d, r.origin("quantization_bit"))
     elif spec_kind == "qlora":

@@ -146,3 +146,14 @@ def test_axolotl_quantization_config_dequantized_or_refused(tmp_path: Path) -> N
     kept.write_text(path.read_text().replace("dequantize: true", "dequantize: false"))
     line, col, summary = _refusal(import_axolotl, kept)
     assert (line, col) == (3, 1) and summary.startswith("model_quantization_config Mxfp4")
+
+
+def test_llamafactory_other_on_the_fly_quantizers_are_refused(tmp_path: Path) -> None:
+    """quantization_method hqq / eetq quantizes the base another way than bitsandbytes:
+    refused at the key (it was imported as a bitsandbytes base with a warning)."""
+    cfg = tmp_path / "lf.yaml"
+    cfg.write_text("model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nstage: sft\n"
+                   "finetuning_type: lora\nquantization_bit: 4\nquantization_method: hqq\n"
+                   "dataset: alpaca_en_demo\n")
+    line, col, summary = _refusal(import_llamafactory, cfg)
+    assert (line, col) == (5, 1) and "hqq" in summary
