@@ -19,6 +19,7 @@ from ftspec.compiler.importers.base import (
     Imported,
     SpecDraft,
     not_this_tool,
+    unsupported,
 )
 from ftspec.compiler.importers.deepspeed_names import put_deepspeed
 from ftspec.compiler.importers.model_source import put_model_facts, source_uri
@@ -28,7 +29,13 @@ from ftspec.compiler.importers.topology import resources_from_flags
 from ftspec.compiler.importers.trainable import put_int8, put_target_modules
 from ftspec.compiler.importers.trainer_fsdp import TRANSFORMERS_5, put_trainer_fsdp
 from ftspec.compiler.importers.trl_data import import_data
-from ftspec.compiler.importers.trl_defaults import LEGACY_KEYS, LEGACY_READERS, NO_EFFECT, TOOL
+from ftspec.compiler.importers.trl_defaults import (
+    FMS_PT_DEFAULTS,
+    LEGACY_KEYS,
+    LEGACY_READERS,
+    NO_EFFECT,
+    TOOL,
+)
 from ftspec.compiler.importers.trl_precision import import_precision, peft_on
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
 from ftspec.spec.loader import SourceDoc, load_spec_file
@@ -127,6 +134,23 @@ def _model(r: Reader) -> None:
     import_precision(r)
 
 
+def _prompt_tuning(r: Reader) -> None:
+    """fms-hf-tuning's ``peft_method: pt``: PEFT prompt tuning, its defaults written out."""
+    d, pt = r.draft, ("method", "prompt_tuning")
+    d.put(("method", "kind"), "prompt_tuning", r.origin("peft_method"))
+    r.put(pt + ("num_virtual_tokens",), "num_virtual_tokens", FMS_PT_DEFAULTS)
+    init = str(r.value("prompt_tuning_init", FMS_PT_DEFAULTS)).lower()
+    if init not in ("text", "random"):
+        raise unsupported(d.source, ("prompt_tuning_init",), f"prompt_tuning_init {init}: "
+                          "the spec initialises the prompt from text or at random",
+                          "use TEXT or RANDOM")
+    d.put(pt + ("init",), init, r.origin("prompt_tuning_init"))
+    if init == "text":
+        r.put(pt + ("init_text",), "prompt_tuning_init_text", FMS_PT_DEFAULTS)
+    else:
+        r.value("prompt_tuning_init_text")
+
+
 def _prequantized(r: Reader) -> None:
     """A pre-quantized checkpoint by its name (``-GPTQ``, ``-AWQ``, ``-bnb-4bit``, ...)."""
     key = r.key("model_name_or_path")
@@ -140,8 +164,13 @@ def _method(r: Reader) -> None:
     d = r.draft
     if r.fms:
         method = r.value("peft_method")
+        if method == "pt":
+            _prompt_tuning(r)
+            return
         if method not in (None, "none", "lora"):
-            d.warn(("peft_method",), f"peft_method {method} is not imported (lora only)")
+            raise unsupported(d.source, ("peft_method",), f"peft_method {method} is not "
+                              "supported: it has no spec method (none, lora and pt do)",
+                              "use peft_method lora or pt, or none for full fine-tuning")
     peft = peft_on(r)
     peft_key = "peft_method" if r.fms else "use_peft"
     if not peft:

@@ -98,5 +98,11 @@ FMS_MODEL_DEFAULTS: dict[str, Any] = MODEL_DEFAULTS | {
 }
 """fms-hf-tuning's ``ModelArguments`` (``torch_dtype`` bfloat16, ``use_flash_attn``) and
 ``LoraConfig`` (tuning/config/peft_config.py: r 8, alpha 32, dropout 0.05)."""
+FMS_PT_DEFAULTS: dict[str, Any] = {
+    "prompt_tuning_init": "TEXT",
+    "num_virtual_tokens": 8,
+    "prompt_tuning_init_text": "Classify if the tweet is a complaint or not:",
+}
+"""fms-hf-tuning's ``PromptTuningConfig`` (tuning/config/peft_config.py), ``peft_method: pt``."""
 FMS_KEYS: dict[str, str] = {"r": "lora_r", "target_modules": "lora_target_modules"}
 """fms's LoRA key names -> TRL's."""

@@ -157,3 +157,21 @@ def test_llamafactory_other_on_the_fly_quantizers_are_refused(tmp_path: Path) ->
                    "dataset: alpaca_en_demo\n")
     line, col, summary = _refusal(import_llamafactory, cfg)
     assert (line, col) == (5, 1) and "hqq" in summary
+
+
+def test_fms_prompt_tuning_is_the_spec_method(tmp_path: Path) -> None:
+    """fms-hf-tuning's peft_method pt is PEFT prompt tuning with fms's defaults (8 virtual
+    tokens initialised from its text); it was imported as full fine-tuning with a warning.
+    Another peft_method is refused at its line."""
+    cfg = tmp_path / "fms.json"
+    body = ('{"model_name_or_path": "bigscience/bloom-560m",\n'
+            '"training_data_path": "data/train.json",\n"output_dir": "out",\n'
+            '"learning_rate": 0.03,\n"peft_method": "%s"}\n')
+    cfg.write_text(body % "pt")
+    method = import_trl(cfg).data["method"]
+    assert method == {"kind": "prompt_tuning", "prompt_tuning": {
+        "num_virtual_tokens": 8, "init": "text",
+        "init_text": "Classify if the tweet is a complaint or not:"}}
+    cfg.write_text(body % "prefix")
+    line, col, summary = _refusal(import_trl, cfg)
+    assert (line, col) == (5, 1) and summary.startswith("peft_method prefix is not supported")
