@@ -110,6 +110,10 @@ def trl_datasets(r: Reader) -> list[Source]:
     concatenated): a packaged builder's one file or a hub dataset per entry; what the spec
     cannot say is refused at its key."""
     d, out = r.draft, []
+    if r.has("dataset_name"):
+        r.value("dataset_name")
+        d.warn((r.key("dataset_name") or "dataset_name",), "dataset_name: TRL's sft script "
+               "loads `datasets` when both are given and ignores dataset_name: not imported")
     for i, entry in enumerate(r.value("datasets")):
         at: KeyPath = ("datasets", i)
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):

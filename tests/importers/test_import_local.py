@@ -105,6 +105,12 @@ def test_trl_datasets_entries_refuse_what_the_spec_cannot_say(tmp_path: Path) ->
     assert [d["uri"] for d in mixture["datasets"]] == ["hf://trl-lib/Capybara",
                                                        "hf://org/other"]
     assert mixture["strategy"] == "concatenate"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: org/ignored\n"
+                   "datasets:\n  - path: trl-lib/Capybara\n")
+    both = import_trl(cfg)
+    assert both.data["data"]["train"]["uri"] == "hf://trl-lib/Capybara"
+    [ignored] = [w for w in both.warnings if w.path == ("dataset_name",)]
+    assert "ignores dataset_name" in ignored.summary
 
 
 def test_target_local_without_a_gpu_trains_on_the_cpu(tmp_path: Path,
