@@ -4,7 +4,8 @@ apply flow and saved plans (``bound``) call.
 The backend decides each change (it alone reads live state); this adds what depends only
 on the desired state and the user's request: a warning per job whose inputs' content the
 plan cannot compare (``reconciler.inputs``: an unpinned hub revision, a ``pvc://`` claim,
-``identity: path``), and the runs the user asked to run again although nothing changed
+``identity: path``), a note for each run kept although some fields differ (a change the
+backend found cannot alter what it trained: logging cadence), and the runs the user asked to run again although nothing changed
 (``--replace ADDRESS``, as Terraform's ``-replace``: the no-op becomes a replace).
 """
 
@@ -28,6 +29,8 @@ def plan(backend: Backend, desired: Sequence[Desired], replacing: Sequence[str] 
     if replacing:
         found = replace(found, changes=forced(found.changes, replacing))
     extra = [w for w in dict.fromkeys(unchecked_warning(d) for d in desired) if w]
+    extra += [f"{c.address}: not run again: {c.reason}" for c in found.changes
+              if c.action is Action.NOOP and c.fields and c.reason]
     return replace(found, warnings=(*found.warnings, *extra)) if extra else found
 
 

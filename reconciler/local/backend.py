@@ -38,7 +38,7 @@ from ftspec.reconciler.backend import (
 )
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import runner
-from ftspec.reconciler.local.compare import run_changes
+from ftspec.reconciler.local.compare import observational, run_changes
 from ftspec.reconciler.local.datascan import locate
 from ftspec.reconciler.local.launch import LAUNCH_DIR, compiled_files, prepare
 from ftspec.reconciler.local.measure_run import measured
@@ -178,6 +178,16 @@ class LocalBackend:
                              self._old_files(record))
         applied = decode(record.applied)
         read = inputs.changed(applied.inputs if applied else None, d.inputs)
+        if fields and not read and view.phase is not Phase.FAILED and \
+                all(observational(f) for f in fields):
+            what = "is running" if view.active else "finished"
+            return Change(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
+                          fields=tuple(fields), spec_file=d.spec_file, moved_from=moved_from,
+                          moved=why, reason=(
+                              f"only how the run logs changed "
+                              f"({', '.join(f.path for f in fields)}): it trains the same, so "
+                              f"the run that {what} is kept; `ftspec apply --replace {addr}` "
+                              "runs it again"))
         if not fields and not read:
             if view.phase is Phase.FAILED:
                 drift = not view.stop_requested

@@ -5,7 +5,10 @@ launcher's files (without ftspec's header comments). Not compared: where the int
 or a console script is installed (``/venv-a/bin/python -m torchtune._cli.tune`` and
 ``/venv-b/bin/tune`` run the same program), ftspec's version, hashes of the spec with
 defaults. So upgrading ftspec, or running it from another virtualenv, plans no change
-unless the run itself would change. ftspec's own entrypoint modules that moved between
+unless the run itself would change. A launcher file that parses (YAML, JSON) is compared
+key by key, so a change names its keys (``files["config.yaml"].log_every_n_steps``), and
+``observational`` tells the keys that change only how a run logs (``OBSERVATIONAL_KEYS``)
+from those that change what it trains. ftspec's own entrypoint modules that moved between
 releases (``MOVED_MODULES``) are the same program under either name: the local run uses the
 installed ftspec, so an old record naming ``ftspec.targets.entrypoints.hf_sft`` runs what
 ``ftspec.runtime.hf_sft`` runs now. (A cluster's image is another matter: there the module
@@ -69,8 +72,60 @@ def run_changes(record: RunRecord, after: dict[str, Any],
     for name, new in sorted(files.items()):
         old = old_file(name)
         if old is None or not same_file(old, new):
-            out.append(FieldChange(f'files["{name}"]', old, new, True))
+            out += file_changes(name, old, new)
     return out
+
+
+OBSERVATIONAL_KEYS = frozenset({
+    # torchtune's recipe config
+    "log_every_n_steps", "log_peak_memory_stats", "log_level", "metric_logger",
+    # the HF Trainer's arguments (accelerate / TRL, fms-hf-tuning)
+    "logging_steps", "logging_strategy", "logging_first_step", "logging_dir", "report_to",
+    "disable_tqdm", "run_name",
+})
+"""Top-level keys of a launcher file that change only what a run logs and where (cadence,
+trackers, progress bars), never what it trains: a finished run is not trained again for
+them (``LocalBackend``)."""
+
+
+def observational(change: FieldChange) -> bool:
+    """``change`` is a launcher-file key that only changes how the run logs."""
+    match = re.match(r'^files\["[^"]+"\]\.([^.\[]+)', change.path)
+    return bool(match) and match.group(1) in OBSERVATIONAL_KEYS  # type: ignore[union-attr]
+
+
+def file_changes(name: str, old: str | None, new: str) -> list[FieldChange]:
+    """One row per changed key where both versions of launcher file ``name`` parse as a
+    mapping (YAML or JSON, ftspec's header comments aside); else one row for the file."""
+    whole = [FieldChange(f'files["{name}"]', old, new, True)]
+    if old is None:
+        return whole
+    before, after = _parsed(name, old), _parsed(name, new)
+    if before is None or after is None:
+        return whole
+    from ftspec.reconciler.fielddiff import diff
+
+    return [FieldChange(f'files["{name}"].{path}', a, b, True)
+            for path, a, b in diff(before, after)] or whole
+
+
+def _parsed(name: str, text: str) -> dict[str, Any] | None:
+    """A launcher file's content as data (safe loaders only; None: not a mapping)."""
+    import json
+
+    body = without_generated_lines(current_names(text))
+    try:
+        if name.endswith(".json"):
+            data = json.loads(body)
+        elif name.endswith((".yaml", ".yml")):
+            from ruamel.yaml import YAML
+
+            data = YAML(typ="safe", pure=True).load(body)
+        else:
+            return None
+    except Exception:  # noqa: BLE001 - a file that does not parse is compared as text
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def same_file(old: str, new: str) -> bool:

@@ -4,7 +4,7 @@ plans a replace naming the input and both digests; the same bytes written back p
 changes" again; a saved plan made before the change is refused; ``identity: path`` keeps
 the path-only behaviour and the plan says the content was not checked; ``--replace`` runs
 an unchanged spec again (issue 36, item 4). The local backend with the quickstart spec, a
-real torchtune process."""
+real torchtune process. A change of only how the run logs keeps the finished run (item 4)."""
 
 from __future__ import annotations
 
@@ -108,3 +108,12 @@ def test_changed_bytes_under_the_same_path_plan_a_retrain(
     assert second["phase"] == "Succeeded", second
     assert second["platform"]["started_at"] > first["platform"]["started_at"]
     assert plan(workdir, env)[0] == 0
+
+    code, logging = plan(workdir, env, "--set", "training.logging.steps=2")
+    assert code == 0, logging
+    assert any("not run again: only how the run logs changed" in w and "log_every_n_steps" in w
+               for w in logging["warnings"]), logging["warnings"]  # type: ignore[attr-defined]
+    code, lr = plan(workdir, env, "--set", "training.learning_rate=0.02")
+    assert code == 2
+    assert [f["path"] for f in lr["changes"][0]["fields"]] == [  # type: ignore[index]
+        'files["config.yaml"].optimizer.lr']
