@@ -198,6 +198,15 @@ def runtime_rules(job: Job, runtime: str) -> Iterator[Diagnostic]:
                      "controller would wrap ftspec's recipe choice in a launch of another size, "
                      "which torchtune refuses in the pod)", "procs-per-node",
                      hint="remove processes_per_node, or set it to gpus_per_node")
+    if (spec.training.checkpointing.resume_from is not None and lora and job.nodes == 1
+            and job.procs_per_node == 1):
+        yield _error(("training", "checkpointing", "resume_from"), "the torchtune runtime runs "
+                     "torchtune 0.6.1's single-device LoRA recipe as shipped, which resumes "
+                     "without its step count: the schedule would start again at warm-up "
+                     "(ftspec runs its resume elsewhere: targets/torchtune_resume.py)",
+                     "resume-single-device", hint="resume on two or more GPUs (the "
+                     "distributed LoRA recipe restores the step), or use deploy.target: local "
+                     "or ray, or launcher: accelerate")
     yield from _owned_keys(job, runtime)
     yield from _locations(job)
     yield from _command_line(job)

@@ -35,6 +35,8 @@ from ftspec.targets.torchtune_configs import (
     resolve,
 )
 from ftspec.targets.torchtune_defaults import is_implicit
+from ftspec.targets.torchtune_resume import SHIM_RECIPE, needs_shim
+from ftspec.targets.torchtune_resume import overrides as resume_overrides
 from ftspec.targets.torchtune_snapshot import shipped
 
 if TYPE_CHECKING:
@@ -138,7 +140,11 @@ class TorchtuneRun:
 
 
 def recipe_name(job: Job) -> str:
+    """What ``tune run`` runs: a shipped recipe, or ftspec's resume of the single-device
+    LoRA recipe (``torchtune_resume``)."""
     kind = "full" if job.spec.method.kind == "full" else "lora"
+    if kind == "lora" and needs_shim(job):
+        return SHIM_RECIPE
     return f"{kind}_finetune_{'distributed' if job.world_size > 1 else 'single_device'}"
 
 
@@ -197,6 +203,7 @@ def _overrides(job: Job, base: dict[str, Any], paths: RunPaths, quantize: bool
     ops += _replace(base, "optimizer", _optimizer(job))
     ops += _scheduler(job, base)
     ops += _replace(base, "loss", {"_component_": LOSSES[t.loss]})
+    ops += [Set(k, v) for k, v in resume_overrides(job, paths.output_dir).items()]
     top = _top_level(job, base)
     ops += _replace(base, "metric_logger", metric_logger(job))
     # A key the base config leaves out stays out when the spec asks for its default.

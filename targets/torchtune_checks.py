@@ -44,6 +44,7 @@ def _check(job: Job) -> Iterator[Diagnostic]:
     yield from _schedule(job)
     yield from _lora(job, HF_TO_TORCHTUNE_ATTN, MLP_MODULES)
     yield from _distributed(job)
+    yield from _resume(job)
     yield from _ignored(job)
 
 
@@ -236,6 +237,13 @@ def _distributed(job: Job) -> Iterator[Diagnostic]:
                     f"for full fine-tuning only; LoRA on {job.nodes} nodes is untested upstream "
                     "(Kubeflow's torchtune runtimes refuse it)", "lora-multinode",
                     hint="use nodes: 1, method.kind: full, or launcher: accelerate")
+
+
+def _resume(job: Job) -> Iterator[Diagnostic]:
+    from ftspec.targets.paths import default_paths
+    from ftspec.targets.torchtune_resume import check as resume_check
+
+    yield from resume_check(job, default_paths(job).output_dir)
 
 
 def _ignored(job: Job) -> Iterator[Diagnostic]:

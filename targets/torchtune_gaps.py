@@ -72,8 +72,6 @@ GAPS: tuple[Gap, ...] = (
         when=lambda job: job.spec.training.checkpointing.strategy != "epoch"),
     Gap(("training", "checkpointing", "total_limit"), _W, "torchtune keeps every "
         "epoch's checkpoint"),
-    Gap(("training", "checkpointing", "resume_from"), _E, "the torchtune target "
-        "cannot resume from a checkpoint", "start from the checkpoint as model.uri"),
     Gap(("training", "logging", "strategy"), _W, "torchtune logs every "
         "training.logging.steps steps"),
     Gap(("output", "push_to_hub"), _E, "torchtune does not upload to the Hub",

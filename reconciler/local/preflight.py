@@ -8,7 +8,8 @@ Checked without starting anything, each failure a diagnostic at the spec field
   the tokenizer (loaded: ``tokcheck``; a corrupt file fails here), the special tokens,
   every dataset file (its first rows parse as the loader reads them and hold the values
   the format needs; with ``check_data``, ``plan --check-data``, every row: ``datascan``),
-  a ``resume_from`` folder;
+  a ``resume_from`` folder (and what torchtune resumes from in it: ``resume_check``);
+  a model folder that holds a LoRA adapter and no base weights;
 - a ``data.train`` JSON Lines file without ``num_examples``: its counted rows fill a global
   batch where the launcher drops the partial one (``compiler.checks.zero_steps``, the rule
   a declared ``num_examples`` meets at compile time);
@@ -34,6 +35,8 @@ from ftspec.reconciler.backend import Desired
 from ftspec.reconciler.failure import data_text
 from ftspec.reconciler.local.datapeek import PeekError, count_rows, first_rows, missing_columns
 from ftspec.reconciler.local.datascan import needs, row_problems, scan
+from ftspec.reconciler.local.resume_check import WHERE as RESUME
+from ftspec.reconciler.local.resume_check import check_resume
 from ftspec.reconciler.local.tokcheck import tokenizer_problem
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
@@ -43,6 +46,8 @@ from ftspec.spec.urls import scheme
 from ftspec.targets.paths import default_paths, local_path
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+ADAPTER_PREFIX = "adapter_model."
+"""A PEFT or torchtune adapter file: no base weights."""
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
@@ -91,11 +96,8 @@ def preflight(desired: Desired, root: Path, *, check_data: bool = False) -> list
     _counted_rows(checks, job)
     resume = spec.training.checkpointing.resume_from
     if resume and scheme(resume) == "file":
-        where = checks.path_of(resume)
-        if not where.is_dir():
-            checks.error(("training", "checkpointing", "resume_from"),
-                         f"the checkpoint folder {where} does not exist", "missing",
-                         hint="point resume_from at a checkpoint an earlier run saved")
+        check_resume(job, checks.path_of(resume),
+                     lambda summary, code, hint: checks.error(RESUME, summary, code, hint))
     _launcher(checks, job)
     _output(checks, job)
     return checks.found
@@ -154,8 +156,14 @@ def _model(checks: _Checks, uri: str) -> None:
             json.loads(config.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             checks.error(path, f"{config} is not valid JSON: {exc}", "bad-config")
-    weights = sorted(p for p in folder.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
-    if not weights:
+    weights = sorted(p for p in folder.iterdir() if p.name.endswith(WEIGHT_SUFFIXES)
+                     and not p.name.startswith(ADAPTER_PREFIX))
+    if not weights and any(p.name.startswith(ADAPTER_PREFIX) for p in folder.iterdir()):
+        checks.error(path, f"the model folder {folder} holds a LoRA adapter and no base "
+                     "weights: model.uri is the model the adapter trains on", "adapter-only",
+                     hint="keep model.uri at the base model; to train on from this "
+                     "checkpoint, set training.checkpointing.resume_from to this folder")
+    elif not weights:
         checks.error(path, f"the model folder {folder} holds no weights (*.safetensors, *.bin)",
                      "no-weights", hint="download or copy the model's weight files there")
     for file in weights:

@@ -3,55 +3,20 @@ the run fail before its first step is an error at its spec field, and nothing st
 
 from __future__ import annotations
 
-import functools
 import json
-import random
-import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.cli_run import run
-from helpers.tinyspec import EXAMPLE
+from helpers.preflight_assets import assets, in_tmp, safetensors, sentencepiece
 
 pytestmark = pytest.mark.usefixtures("_in_tmp")
 
 
 @pytest.fixture
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "examples").mkdir()
-    (tmp_path / "examples" / "tiny-local.yaml").write_text(EXAMPLE.read_text())
-
-
-def _safetensors(path: Path, cut: int = 0) -> None:
-    """A valid safetensors file with one 4x4 fp32 tensor (``cut`` bytes missing)."""
-    header = json.dumps({"w": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}})
-    raw = struct.pack("<Q", len(header)) + header.encode() + bytes(64)
-    path.write_bytes(raw[:len(raw) - cut])
-
-
-@functools.cache
-def _sentencepiece() -> bytes:
-    """A real sentencepiece model, as ``ftspec quickstart`` trains it (a tenth of a second)."""
-    from ftspec.reconciler.local.tiny import _tokenizer_corpus, _write_sentencepiece
-
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "tokenizer.model"
-        _write_sentencepiece(_tokenizer_corpus(random.Random(0), []), path)
-        return path.read_bytes()
-
-
-def _assets(root: Path, rows: list[dict[str, Any]] | None = None) -> None:
-    model = root / ".ftspec/tiny/llama2/model"
-    model.mkdir(parents=True)
-    (model / "config.json").write_text("{}")
-    _safetensors(model / "model.safetensors")
-    (model / "tokenizer.model").write_bytes(_sentencepiece())
-    rows = rows if rows is not None else [{"instruction": "a", "input": "", "output": "b"}]
-    (root / ".ftspec/tiny/llama2/dataset.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in rows))
+    in_tmp(tmp_path, monkeypatch)
 
 
 def _plan(capsys: pytest.CaptureFixture[str], *sets: str) -> tuple[int, str, str]:
@@ -60,7 +25,7 @@ def _plan(capsys: pytest.CaptureFixture[str], *sets: str) -> tuple[int, str, str
 
 
 def test_ready_inputs_plan_a_create(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    _assets(tmp_path)
+    assets(tmp_path)
     code, out, err = _plan(capsys)
     assert code == 0, err
     assert "local.run.tiny-local will be created" in out
@@ -82,8 +47,8 @@ def test_missing_inputs_are_errors_at_their_fields(capsys: pytest.CaptureFixture
 
 def test_corrupt_weights_and_missing_column(capsys: pytest.CaptureFixture[str],
                                             tmp_path: Path) -> None:
-    _assets(tmp_path, rows=[{"question": "a", "output": "b"}])
-    _safetensors(tmp_path / ".ftspec/tiny/llama2/model/model.safetensors", cut=10)
+    assets(tmp_path, rows=[{"question": "a", "output": "b"}])
+    safetensors(tmp_path / ".ftspec/tiny/llama2/model/model.safetensors", cut=10)
     code, _, err = _plan(capsys)
     assert code == 1
     assert ("examples/tiny-local.yaml:23:8: error: model.uri: the weights "
@@ -97,7 +62,7 @@ def test_corrupt_weights_and_missing_column(capsys: pytest.CaptureFixture[str],
 
 def test_column_map_names_the_missing_column(capsys: pytest.CaptureFixture[str],
                                              tmp_path: Path) -> None:
-    _assets(tmp_path, rows=[{"question": "a", "output": "b"}])
+    assets(tmp_path, rows=[{"question": "a", "output": "b"}])
     code, _, err = _plan(capsys, "data.train.column_map.instruction=prompt")
     assert code == 1
     assert "error: data.train.column_map.instruction: row 1 of" in err
@@ -106,7 +71,7 @@ def test_column_map_names_the_missing_column(capsys: pytest.CaptureFixture[str],
 
 
 def test_rows_that_do_not_parse(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    _assets(tmp_path)
+    assets(tmp_path)
     Path(".ftspec/tiny/llama2/dataset.jsonl").write_text('{"instruction": "a"}\n[1, 2]\n')
     code, _, err = _plan(capsys)
     assert code == 1
@@ -116,7 +81,7 @@ def test_rows_that_do_not_parse(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 
 def test_no_room_for_the_checkpoints(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    _assets(tmp_path)
+    assets(tmp_path)
     code, _, err = _plan(capsys, "output.uri=file:///proc/ftspec-out")
     assert code == 1
     assert "error: output.uri: the run will save about" in err
@@ -127,7 +92,7 @@ def test_launcher_packages_missing(capsys: pytest.CaptureFixture[str], tmp_path:
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
-    _assets(tmp_path)
+    assets(tmp_path)
     real = importlib.util.find_spec
 
     def hide(name: str, *args: object) -> object:
@@ -146,7 +111,7 @@ def test_counted_rows_that_fill_no_global_batch(capsys: pytest.CaptureFixture[st
     """Without num_examples the plan counts the JSON Lines rows: 3 rows cannot fill the
     global batch of 4, and torchtune drops the partial batch (the rule of a declared size)."""
     row = {"instruction": "a", "input": "", "output": "b"}
-    _assets(tmp_path, [row] * 3)
+    assets(tmp_path, [row] * 3)
     code, out, err = _plan(capsys, "data.train.num_examples=null")
     assert code == 1 and out == ""
     dataset = tmp_path / ".ftspec/tiny/llama2/dataset.jsonl"
@@ -167,9 +132,9 @@ def _assets_rows(root: Path, rows: list[dict[str, str]]) -> None:
 
 def test_a_corrupt_tokenizer_is_a_plan_error(capsys: pytest.CaptureFixture[str],
                                             tmp_path: Path) -> None:
-    _assets(tmp_path)
+    assets(tmp_path)
     tokenizer = tmp_path / ".ftspec/tiny/llama2/model/tokenizer.model"
-    tokenizer.write_bytes(_sentencepiece()[:200])  # truncated
+    tokenizer.write_bytes(sentencepiece()[:200])  # truncated
     code, out, err = _plan(capsys)
     assert code == 1 and out == ""
     assert (f"examples/tiny-local.yaml:34:10: error: model.tokenizer.uri: the tokenizer "
@@ -189,7 +154,7 @@ ROW = {"instruction": "a", "input": "", "output": "b"}
 
 def test_first_rows_null_is_a_plan_error(capsys: pytest.CaptureFixture[str],
                                          tmp_path: Path) -> None:
-    _assets(tmp_path, [ROW, {**ROW, "output": None}, *[ROW] * 6])
+    assets(tmp_path, [ROW, {**ROW, "output": None}, *[ROW] * 6])
     code, _, err = _plan(capsys)
     assert code == 1
     assert ("examples/tiny-local.yaml:40:13: error: data.train.format: row 2 of "
@@ -204,7 +169,7 @@ def test_check_data_reads_every_row(capsys: pytest.CaptureFixture[str], tmp_path
     rows[50]["output"] = None
     rows[59]["instruction"] = 7
     del rows[62]["output"]
-    _assets(tmp_path, rows)
+    assets(tmp_path, rows)
     code, out, err = _plan(capsys)
     assert code == 0 and "will be created" in out, err  # the cheap default: first rows
     code, out, err = run(capsys, "plan", "examples/tiny-local.yaml", "--check-data")
