@@ -16,7 +16,7 @@ from ftspec.cli.live import (
 )
 from ftspec.reconciler import engine
 from ftspec.reconciler.backend import BackendError, Desired, StalePlanError
-from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan
+from ftspec.reconciler.model import Action, ApplyResult, Phase, Plan, Status
 
 
 def _load(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path, ...],
@@ -68,12 +68,13 @@ class _Applied:
 def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...], *,
               plan_file: Path | None = None, kubeconfig: str | None, context: str | None, namespace: str | None,
               auto_approve: bool, force_conflicts: bool, wait: bool, timeout: float | None,
-              as_json: bool, destroy: bool, replacing: tuple[str, ...] = ()) -> int:
+              as_json: bool, destroy: bool, replacing: tuple[str, ...] = (),
+              verbose: bool = False) -> int:
     applied = _plan_and_apply(specs, plan_file, overlays, sets, kubeconfig=kubeconfig,
                               context=context,
                               namespace=namespace, auto_approve=auto_approve,
                               force_conflicts=force_conflicts, as_json=as_json, destroy=destroy,
-                              replacing=replacing)
+                              replacing=replacing, verbose=verbose)
     if isinstance(applied, int):
         return applied
     result = applied.result
@@ -84,7 +85,8 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
 
         emit_json({**ok_data, "ok": result.ok})
     if not as_json:
-        _print_outcome(result, destroy)
+        _print_outcome(result, destroy, wait=wait,
+                       specs=" ".join(dict.fromkeys(d.spec_file for d in applied.desired)))
     if not result.ok:
         return 1
     if wait and not destroy:
@@ -95,8 +97,8 @@ def run_apply(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[s
 def _plan_and_apply(specs: tuple[Path, ...], plan_file: Path | None,
                     overlays: tuple[Path, ...], sets: tuple[str, ...], *, kubeconfig: str | None, context: str | None,
                     namespace: str | None, auto_approve: bool, force_conflicts: bool,
-                    as_json: bool, destroy: bool, replacing: tuple[str, ...] = ()
-                    ) -> _Applied | int:
+                    as_json: bool, destroy: bool, replacing: tuple[str, ...] = (),
+                    verbose: bool = False) -> _Applied | int:
     """Plan (or load the saved plan), show it, confirm, apply; the exit code where it stops
     (the error reported)."""
     try:
@@ -104,7 +106,7 @@ def _plan_and_apply(specs: tuple[Path, ...], plan_file: Path | None,
                                               context, namespace, force_conflicts, destroy,
                                               replacing)
         if not _shown_and_confirmed(plan, saved=saved, destroy=destroy, as_json=as_json,
-                                    auto_approve=auto_approve):
+                                    auto_approve=auto_approve, verbose=verbose):
             return 1
         result = backend.apply(plan, ConsoleReporter(quiet=as_json))
     except CommandFailed as exc:
@@ -119,7 +121,7 @@ def _plan_and_apply(specs: tuple[Path, ...], plan_file: Path | None,
 
 
 def _shown_and_confirmed(plan: Plan, *, saved: bool, destroy: bool, as_json: bool,
-                         auto_approve: bool) -> bool:
+                         auto_approve: bool, verbose: bool = False) -> bool:
     """Print the plan (not with --json) and ask before changing anything, unless the plan
     changes nothing or was saved (approved when it was made); False: the user declined."""
     from ftspec.cli.render_plan import render_plan
@@ -127,8 +129,8 @@ def _shown_and_confirmed(plan: Plan, *, saved: bool, destroy: bool, as_json: boo
     out = console()
     data = plan.to_json()
     if not as_json:
-        out.print(render_plan(data, destroy=destroy, saved_to=None) if not saved else
-                  render_plan(data, destroy=True))
+        out.print(render_plan(data, destroy=destroy, saved_to=None, verbose=verbose)
+                  if not saved else render_plan(data, destroy=True, verbose=verbose))
     if plan.has_changes and not saved:
         question = ("Do you really want to destroy all objects of these specs?" if destroy
                     else "Do you want to perform these actions?")
@@ -138,8 +140,11 @@ def _shown_and_confirmed(plan: Plan, *, saved: bool, destroy: bool, as_json: boo
     return True
 
 
-def _print_outcome(result: ApplyResult, destroy: bool) -> None:
-    """Each failed change, then the Terraform-style closing line."""
+def _print_outcome(result: ApplyResult, destroy: bool, *, wait: bool,
+                   specs: str = "") -> None:
+    """Each failed change, then the closing line: what happened (runs started, changed,
+    destroyed), never "complete" as if the training were done: the backends start runs
+    and return."""
     from ftspec.cli.render_plan import summary_counts
     from rich.markup import escape
 
@@ -149,14 +154,35 @@ def _print_outcome(result: ApplyResult, destroy: bool) -> None:
     for address, message in result.failed:
         out.print(f"[red bold]Error:[/red bold] {escape(address)}: {escape(message)}")
     word = "Destroy" if destroy else "Apply"
-    if result.ok:
-        tail = f"{gone} destroyed." if destroy else f"{add} added, {change} changed, " \
-            f"{gone} destroyed."
-        out.print(f"\n[green bold]{word} complete![/green bold] Resources: {tail}")
-    else:
+    if not result.ok:
         out.print(f"\n[red bold]{word} failed[/red bold] ({len(result.failed)} of "
                   f"{len(result.applied) + len(result.failed)} changes did not go through); "
                   "run the same command again once the cause is fixed.")
+        return
+    if destroy:
+        out.print(f"\n[green bold]Destroy complete![/green bold] Resources: {gone} destroyed.")
+        return
+    out.print(f"\n[green bold]Apply complete:[/green bold] {outcome_text(add, change, gone)}.")
+    if add and not wait:
+        out.print(f"{_runs(add).capitalize()} go{'es' if add == 1 else ''} on in the "
+                  f"background: `ftspec status --watch {escape(specs)}` follows "
+                  f"{'it' if add == 1 else 'them'}.")
+
+
+def _runs(n: int) -> str:
+    return f"{'the run' if n == 1 else f'the {n} runs'}"
+
+
+def outcome_text(started: int, changed: int, destroyed: int) -> str:
+    """What an apply did, in runs: "1 run started", "2 runs started, 1 destroyed"."""
+    parts = []
+    if started:
+        parts.append(f"{started} run{'s' if started != 1 else ''} started")
+    if changed:
+        parts.append(f"{changed} changed in place")
+    if destroyed:
+        parts.append(f"{destroyed} destroyed")
+    return ", ".join(parts) or "nothing changed"
 
 
 def _follow(applied: _Applied, timeout: float | None, as_json: bool,
@@ -170,7 +196,8 @@ def _follow(applied: _Applied, timeout: float | None, as_json: bool,
         desired = [d for d in desired if Path(d.spec_file).resolve() in kept]
         if not desired:
             return 0  # the plan only destroys: nothing left to follow
-    return _wait(applied.backend, desired, timeout, as_json, ok_data)
+    started = {c.address for c in applied.result.applied}
+    return _wait(applied.backend, desired, timeout, as_json, ok_data, started)
 
 
 def _interrupted(desired: list[Desired]) -> None:
@@ -195,19 +222,60 @@ def _not_saved(exc: StalePlanError) -> BackendError:
                         "now", retryable=True)
 
 
+def _before(backend: Any, d: Desired, started: set[str]) -> tuple[Status | None, int | None]:
+    """A run of ``d`` this apply did not start: its status when it has already ended (shown,
+    not followed: following would replay its old log), else the step it has reached (the
+    run is followed from there); (None, None) for a run this apply started."""
+    for status in backend.status(d):
+        if status.address in started:
+            continue
+        if status.phase in (Phase.SUCCEEDED, Phase.FAILED):
+            return status, None
+        return None, int(status.metrics.get("step") or 0)
+    return None, None
+
+
+class _FromNow:
+    """A reporter for a run started before this apply: the wait reads its log from the
+    start, so the start-up lines and the steps it had already made are not reported again."""
+
+    def __init__(self, inner: ConsoleReporter, step: int) -> None:
+        self._inner = inner
+        self._step = step
+        self._caught_up = step == 0
+
+    def event(self, message: str, **data: Any) -> None:
+        if not self._caught_up:
+            if data.get("progress") and int(data.get("step") or 0) >= self._step:
+                self._caught_up = True
+            elif data.get("progress") or data.get("run_phase"):
+                return
+        self._inner.event(message, **data)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: bool,
-          ok_data: dict[str, Any]) -> int:
+          ok_data: dict[str, Any], started: set[str] | None = None) -> int:
     if not desired:
         report_error(BackendError("--wait has no job to follow",
                                   hint="use `ftspec status --watch`"))
         return 1
     failed = False
     statuses = []
+    ended: set[str] = set()  # the runs that had ended before this apply
     try:
         for d in desired:
-            reporter = ConsoleReporter(json_events=as_json)
-            status = backend.wait(d, reporter, timeout)
-            reporter.close()
+            status, step = _before(backend, d, started) if started is not None else \
+                (None, None)
+            if status is None:
+                reporter = ConsoleReporter(json_events=as_json)
+                status = backend.wait(d, reporter if step is None else _FromNow(reporter, step),
+                                      timeout)
+                reporter.close()
+            else:
+                ended.add(status.address)
             statuses.append(status)
             failed |= status.phase is not Phase.SUCCEEDED
     except BackendError as exc:
@@ -228,4 +296,29 @@ def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: 
             out.print()
             for line in render_status(status_json(s)):
                 out.print(line)
+        out.print()
+        out.print(run_verdict(statuses, ended))
     return 1 if failed else 0
+
+
+def run_verdict(statuses: list[Status], ended: set[str]) -> str:
+    """The closing line of `apply --wait`: whether the runs it followed succeeded (``ended``:
+    those that had ended before this apply); the exit code says the same (1 when one did
+    not)."""
+    from rich.markup import escape
+
+    bad = [s for s in statuses if s.phase is not Phase.SUCCEEDED]
+    old = " (already finished: this apply started nothing)" if statuses and all(
+        s.address in ended for s in statuses) else ""
+    if len(statuses) == 1:
+        s = statuses[0]
+        if not bad:
+            return f"[green bold]Run succeeded.[/green bold]{old}"
+        how = "failed" if s.phase is Phase.FAILED else \
+            f"not finished ({s.phase.value} at the timeout)"
+        return f"[red bold]Run {how}[/red bold]{old}: {escape(s.message or s.address)}"
+    if not bad:
+        return f"[green bold]{len(statuses)} runs succeeded.[/green bold]{old}"
+    names = ", ".join(escape(s.address) for s in bad)
+    return (f"[red bold]{len(bad)} of {len(statuses)} runs did not succeed[/red bold]{old}: "
+            f"{names}")

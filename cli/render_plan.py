@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ftspec.cli.render_plan_body import created_lines, group_lines, summary_ml_lines, summary_of
+from ftspec.cli.render_plan_body import esc as _esc
+from ftspec.cli.render_plan_body import val as _val
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
-from ftspec.reconciler.applied import RECORD_KEY
 from ftspec.reconciler.fielddiff import count_leaves, leaves
 
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
@@ -14,17 +16,6 @@ STYLE = {"create": "green", "update": "yellow", "replace": "red", "delete": "red
          "no-op": "dim"}
 VERB = {"create": "will be created", "update": "will be updated in-place",
         "replace": "must be replaced", "delete": "will be destroyed"}
-
-
-def _val(value: Any, indent: int = 8) -> str:
-    """A value as Terraform shows it: JSON scalars, and heredocs for multi-line text."""
-    if value is None:
-        return "null"
-    if isinstance(value, str) and "\n" in value.rstrip("\n"):
-        pad = " " * (indent + 4)
-        body = "\n".join(pad + line for line in value.rstrip("\n").split("\n"))
-        return f"<<-EOT\n{body}\n{' ' * indent}EOT"
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _text_diff(before: str, after: str, indent: int = 8) -> str:
@@ -67,19 +58,15 @@ def _list_diff(before: list[Any], after: list[Any], indent: int = 8) -> str:
     return "[\n" + "\n".join(rows) + f"\n{' ' * indent}]"
 
 
-def _esc(text: str) -> str:
-    return text.replace("[", r"\[")
-
-
 def _resource(address: str) -> tuple[str, str]:
     _target, _, rest = address.partition(".")
     kind, _, name = rest.partition(".")
     return kind, name
 
 
-def _change_lines(ch: dict[str, Any]) -> list[str]:
-    """One change: its notes, its resource block with the attributes that change, and
-    its ML changes."""
+def _change_lines(ch: dict[str, Any], verbose: bool) -> list[str]:
+    """One change: its notes, its resource block with the attributes that change (a
+    created object: its short body, or every attribute when verbose), and its ML changes."""
     action = ch["action"]
     style = STYLE[action]
     kind, name = _resource(ch["address"])
@@ -87,7 +74,7 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
     sym = SYMBOL[action]
     lines.append(f"[{style}]{sym:>3}[/{style}] resource \"{kind}\" \"{_esc(name)}\" {{")
     if action == "create":
-        lines += _created_lines(ch["after"] or {})
+        lines += created_lines(ch["after"] or {}, verbose=verbose)
     elif action == "delete":
         lines += _deleted_lines(ch["before"] or {})
     else:
@@ -95,6 +82,8 @@ def _change_lines(ch: dict[str, Any]) -> list[str]:
     lines.append("    }")
     for ml in ch.get("ml_changes") or []:
         lines.append(f"    [cyan]# ML: {_esc(ml)}[/cyan]")
+    if action == "create" and not verbose:
+        lines += summary_ml_lines(summary_of(ch["after"] or {}))
     return lines
 
 
@@ -109,18 +98,6 @@ def _notes(ch: dict[str, Any]) -> list[str]:
         lines.append(f"  [dim]# ({_esc(ch['reason'])})[/dim]")
     if ch.get("upgrade"):
         lines.append(f"  [yellow]# ({_esc(ch['upgrade'])})[/yellow]")
-    return lines
-
-
-def _created_lines(after: dict[str, Any]) -> list[str]:
-    """Every attribute of a created object; ftspec's own annotations named, not shown."""
-    lines = []
-    for path, value in leaves(after):
-        if SUMMARY_ANNOTATION in path:
-            value = "(ML summary)"
-        elif RECORD_KEY in path or path == "applied":
-            value = "(ftspec's record of this apply: version, spec, ML summary)"
-        lines.append(f"      [green]+[/green] {_esc(path)} = {_esc(_val(value))}")
     return lines
 
 
@@ -180,9 +157,31 @@ def summary_counts(data: dict[str, Any]) -> tuple[int, int, int]:
     return add, change, destroy
 
 
+def _blocks(changes: list[dict[str, Any]], verbose: bool) -> list[list[str]]:
+    """The changes' blocks in plan order; runs created from one spec file (a sweep's
+    points) are one block where the view is short."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for ch in changes:
+        spec = ch.get("spec_file") or (ch.get("after") or {}).get("spec_file")
+        if ch["action"] == "create" and not verbose and isinstance(spec, str):
+            groups.setdefault(spec, []).append(ch)
+    blocks: list[list[str]] = []
+    done: set[str] = set()
+    for ch in changes:
+        spec = ch.get("spec_file") or (ch.get("after") or {}).get("spec_file")
+        group = groups.get(spec) if isinstance(spec, str) else None
+        if group is None or len(group) < 2 or ch not in group:
+            blocks.append(_change_lines(ch, verbose))
+        elif isinstance(spec, str) and spec not in done:
+            done.add(spec)
+            blocks.append(group_lines(group, spec))
+    return blocks
+
+
 def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
-                destroy: bool = False) -> str:
-    """Rich markup text for a plan (``Plan.to_json()``)."""
+                destroy: bool = False, verbose: bool = False) -> str:
+    """Rich markup text for a plan (``Plan.to_json()``): the signal by default, every
+    attribute of a created object with ``verbose`` (``cli.render_plan_body``)."""
     out: list[str] = []
     for warning in data.get("warnings") or []:
         out.append(f"[yellow]Warning:[/yellow] {_esc(warning)}")
@@ -215,8 +214,8 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
     for action in symbols:
         out.append(f"  [{STYLE[action]}]{SYMBOL[action]}[/{STYLE[action]}] {legend[action]}")
     out += ["", "ftspec will perform the following actions:", ""]
-    for ch in changes:
-        out += _change_lines(ch) + [""]
+    for block in _blocks(changes, verbose):
+        out += block + [""]
     add, change, destroy_n = summary_counts(data)
     noun = "Plan"
     out.append(f"[bold]{noun}:[/bold] {add} to add, {change} to change, {destroy_n} to destroy.")

@@ -29,14 +29,18 @@ from ftspec.cli.specs import replace_option, spec_options
               help="Follow the job to its end; exit non-zero if it fails.")
 @click.option("--timeout", type=float, default=None, help="Give up waiting after SECONDS.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show every attribute of a created object in the plan (the whole "
+              "generated launcher files).")
 def command(specs: tuple[Path, ...], plan_file: Path | None, overlays: tuple[Path, ...],
             sets: tuple[str, ...], kubeconfig: str | None, context: str | None,
             namespace: str | None, replacing: tuple[str, ...], auto_approve: bool,
-            force_conflicts: bool, wait: bool, timeout: float | None, as_json: bool) -> int:
+            force_conflicts: bool, wait: bool, timeout: float | None, as_json: bool,
+            verbose: bool) -> int:
     """Apply SPECS (planning first), or exactly the saved plan named by --plan."""
     from ftspec.cli.apply_flow import run_apply
 
     return run_apply(specs, overlays, sets, plan_file=plan_file, kubeconfig=kubeconfig,
                      context=context, namespace=namespace, auto_approve=auto_approve,
                      force_conflicts=force_conflicts, wait=wait, timeout=timeout,
-                     as_json=as_json, destroy=False, replacing=replacing)
+                     as_json=as_json, destroy=False, replacing=replacing, verbose=verbose)

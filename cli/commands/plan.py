@@ -21,13 +21,16 @@ from ftspec.cli.specs import replace_option, spec_options
               "reconciler/README.md for the format).")
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 0 when there are no changes, 2 when there are, 1 on errors.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show every attribute of a created object (the whole generated launcher "
+              "files), each run of a sweep on its own.")
 @click.option("--check-data", is_flag=True,
               help="Check every row of the local datasets (nulls, missing columns, wrong "
               "types), not only the first ones; each problem at its spec field.")
 def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
             replacing: tuple[str, ...], out: Path | None, as_json: bool,
-            detailed_exitcode: bool, check_data: bool) -> int:
+            detailed_exitcode: bool, verbose: bool, check_data: bool) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler import engine
@@ -65,7 +68,8 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
         from ftspec.cli.output import print_markup
         from ftspec.cli.render_plan import render_plan
 
-        print_markup(render_plan(plan.to_json(), saved_to=str(out) if out else None))
+        print_markup(render_plan(plan.to_json(), saved_to=str(out) if out else None,
+                                 verbose=verbose))
     if detailed_exitcode and plan.has_changes:
         return 2
     return 0

@@ -10,7 +10,9 @@ import click
 @click.command("show")
 @click.argument("plan_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the saved plan's JSON document.")
-def command(plan_file: Path, as_json: bool) -> int:
+@click.option("--full", is_flag=True, help="Show every attribute of a created object (the "
+              "whole generated launcher files), each run of a sweep on its own.")
+def command(plan_file: Path, as_json: bool, full: bool) -> int:
     """Print the saved plan PLAN_FILE (written by `ftspec plan --out`), whatever its name."""
     from ftspec.cli.live import report_error
     from ftspec.reconciler.backend import BackendError
@@ -44,7 +46,7 @@ def command(plan_file: Path, as_json: bool) -> int:
     from rich.markup import escape
 
     print_markup("\n".join(escape(line) for line in lines) + "\n"
-                 + render_plan(plan.to_json(), destroy=True))
+                 + render_plan(plan.to_json(), destroy=True, verbose=full))
     if plan.has_changes:
         print_markup(f"\nTo perform exactly these actions, run:\n    ftspec apply --plan "
                      f"{escape(str(plan_file))}")

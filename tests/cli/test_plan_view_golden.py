@@ -1,5 +1,7 @@
 """The human plan view, exact: every action (create, update, replace with the forcing field,
-delete, drift, no-op) and the ``# ML:`` lines, for each backend's addresses and objects.
+delete, drift, no-op) and the ``# ML:`` lines, for each backend's addresses and objects; a
+created object short (generated files folded) and, in ``plan-verbose.txt``, whole (``-v``); a
+sweep's runs as one block naming what differs.
 
 Each case is a ``Plan`` as the backend returns it (pure data); the view is drawn from
 ``Plan.to_json()``, as `ftspec plan` does, and compared byte for byte with
@@ -32,11 +34,20 @@ def _ray_job(sid: str) -> dict[str, object]:
             "metadata": {"ftspec.dev/spec-id": "tiny-local"}}
 
 
-def _local_run(lr: str) -> dict[str, object]:
-    return {"spec_id": "tiny-local", "launcher": "torchtune", "files": {
-                "config.yaml": f"lr: {lr}\nepochs: 1\n"},
+def _local_run(lr: str, name: str = "tiny-local") -> dict[str, object]:
+    return {"spec_id": name, "launcher": "torchtune", "files": {
+                "config.yaml": f"lr: {lr}\nepochs: 1\noutput_dir: .ftspec/runs/{name}\n"},
             "argv": ["tune", "run", "lora_finetune_single_device", "--config", "config.yaml"],
-            "run_dir": ".ftspec/runs/tiny-local"}
+            "run_dir": f".ftspec/runs/{name}"}
+
+
+def _sweep_point(lr: str, name: str) -> Change:
+    """A created run of a sweep's point, as the local backend plans it (its ML summary
+    beside the generated files)."""
+    run = {**_local_run(lr, name), "spec_file": "sweep.yaml", "notes": [],
+           "summary": {"model": "llama2", "learning rate": lr, "LoRA rank": "8"}}
+    return Change(f"local.run.{name}", Action.CREATE, None, run, reason="no local run recorded",
+                  spec_file="sweep.yaml")
 
 
 TJ = "kubeflow.TrainJob.ml/llama-lora"
@@ -124,6 +135,8 @@ CASES: dict[str, Plan] = {
     "local-noop": Plan("local", (
         Change("local.run.tiny-local", Action.NOOP, _local_run("0.001"),
                _local_run("0.001")),)),
+    "local-sweep": Plan("local", tuple(
+        _sweep_point(lr, f"sweep-lr-{lr}") for lr in ("0.01", "0.003", "0.001"))),
     "local-moved": Plan("local", (
         Change("local.run.tiny-local", Action.NOOP, _local_run("0.001"), _local_run("0.001"),
                moved_from="local.run.tiny-local",
@@ -141,5 +154,9 @@ def test_plan_view(case: str, update_golden: bool) -> None:
     assert text is not None
     saved = plain_markup(render_plan(data, saved_to="plan.json"))
     assert saved is not None
-    check_golden(GOLDEN_ROOT / "plan-view" / case,
-                 {"plan.txt": text + "\n", "plan-out.txt": saved + "\n"}, update_golden)
+    files = {"plan.txt": text + "\n", "plan-out.txt": saved + "\n"}
+    if any(c.action is Action.CREATE for c in CASES[case].changes):  # the whole objects
+        verbose = plain_markup(render_plan(data, verbose=True))
+        assert verbose is not None
+        files["plan-verbose.txt"] = verbose + "\n"
+    check_golden(GOLDEN_ROOT / "plan-view" / case, files, update_golden)

@@ -41,7 +41,7 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
     env = {**e2e_env, "NO_COLOR": "1"}
     applied = ftspec(workdir, env, "apply", SPEC, "--auto-approve", "--wait")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert "Apply complete! Resources: 3 added, 0 changed, 0 destroyed." in applied.stdout
+    assert "Apply complete: 3 runs started." in applied.stdout
 
     got = _json(ftspec(workdir, env, "output", SPEC, "--compare", "--json"))
     assert got["fields"] == ["training.learning_rate"]

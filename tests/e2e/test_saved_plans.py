@@ -46,15 +46,25 @@ def test_saved_plan_any_name_show_apply_wait_stale(workdir: Path, e2e_env: dict[
 
     applied = ftspec(workdir, e2e_env, "apply", "--plan", "tfplan", "--wait")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert "Apply complete!" in applied.stdout and "Succeeded" in applied.stdout, \
-        applied.stdout
+    assert "Apply complete: 1 run started." in applied.stdout and "Succeeded" in \
+        applied.stdout, applied.stdout
+    assert applied.stdout.rstrip().endswith("Run succeeded."), applied.stdout
     assert "step 16/16" in applied.stderr
+
+    # a no-op apply --wait shows the finished run; it does not replay its log
+    noop = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", "--wait")
+    assert noop.returncode == 0, noop.stdout + noop.stderr
+    assert "loading the model" not in noop.stderr and "step 1/16" not in noop.stderr, \
+        noop.stderr
+    assert "Run succeeded. (already finished: this apply started nothing)" in noop.stdout
 
     # the same plan again: the run it planned to create exists now
     again = ftspec(workdir, e2e_env, "apply", "--plan", "tfplan")
     assert again.returncode == 1
     assert "Saved plan is stale: local.run.tiny-local was created since the plan was made" \
         in again.stderr, again.stderr
+    assert again.stdout == "", again.stdout  # refused before any of the plan is printed
+    assert len(again.stderr.strip().splitlines()) == 2, again.stderr  # the error, its hint
     assert "Traceback" not in again.stderr
 
     # a hand-edited plan is refused before anything runs

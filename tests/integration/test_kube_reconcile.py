@@ -44,7 +44,7 @@ def test_create_then_noop(env: dict[str, Any], capsys: pytest.CaptureFixture[str
     assert "Plan: 1 to add, 0 to change, 0 to destroy." in first.out
     applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
     assert applied.code == 0, applied.out + applied.err
-    assert "Apply complete! Resources: 1 added, 0 changed, 0 destroyed." in applied.out
+    assert "Apply complete: 1 run started." in applied.out
     jobs = _trainjobs(env["cluster"], ns)
     assert [j["metadata"]["name"] for j in jobs] == ["llama32-1b-alpaca-lora"]
     managers = {m["manager"] for m in jobs[0]["metadata"]["managedFields"]}

@@ -25,7 +25,7 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
     spec.write_text(text + GRID.format(values="[1.0e-4, 2.0e-4]"), encoding="utf-8")
     applied = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
     assert applied.code == 0, applied.out + applied.err
-    assert "Apply complete! Resources: 2 added, 0 changed, 0 destroyed." in applied.out
+    assert "Apply complete: 2 runs started." in applied.out
 
     def trainjobs() -> dict[str, dict[str, Any]]:
         listed = kube_cluster.request(

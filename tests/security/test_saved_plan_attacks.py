@@ -135,7 +135,7 @@ def test_a_reviewed_plan_applies_without_a_prompt_and_only_once(
     root, _doc = _planned(tmp_path, monkeypatch)
     code, out = run_cli(["apply", "--plan", PLAN])
     assert code == 0, out
-    assert "Apply complete! Resources: 1 added" in out
+    assert "Apply complete: 1 run started" in out
     assert len(procs.find_supervisors(root / RUN_DIR)) == 1
     code, out = run_cli(["apply", "--plan", PLAN])
     assert code == 1
