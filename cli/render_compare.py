@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.cli.render_list import table_lines
+from ftspec.reconciler.progress import duration
 from rich.markup import escape
 
 _MEASURED = ("RUNTIME", "TOKENS/S", "TOKENS/S/DEV", "PEAK MEM", "VALIDITY")
@@ -33,11 +34,19 @@ def _cells(row: dict[str, Any], fields: list[str]) -> list[str]:
     runtime = m.get("train_runtime_s")
     return [row["name"], *(_value(row["point"].get(f)) for f in fields), row["phase"], steps,
             "" if row.get("final_loss") is None else f"{row['final_loss']:.4f}",
-            "" if runtime is None else f"{runtime:.1f}s",
+            _runtime(runtime),
             _number(m.get("dataset_tokens_per_second")),
             _number(m.get("dataset_tokens_per_second_per_device")),
             f"{peak['bytes'] / 2**20:.0f} MiB" if peak.get("bytes") else "",
             row.get("validity") or ""]
+
+
+def _runtime(seconds: float | None) -> str:
+    """A measured runtime: tenths of a second under a minute (where points differ by
+    them), a person's ``2m 05s`` above."""
+    if seconds is None:
+        return ""
+    return f"{seconds:.1f}s" if seconds < 60 else duration(seconds)
 
 
 def render_comparison(data: dict[str, Any]) -> str:

@@ -63,8 +63,26 @@ def render_status(data: dict[str, Any], verbose: bool = False) -> list[str]:
                 lines.append(f"    {key}:")
                 lines += [f"      {escape(str(item))}" for item in value]
             else:
-                lines.append(f"    {key}: {escape(str(value))}")
+                lines.append(f"    {key}: {escape(platform_value(key, value))}")
     return lines
+
+
+def platform_value(key: str, value: Any, now: float | None = None) -> str:
+    """A platform detail as a person reads it: a moment (``started_at``, Ray's ``start_time``
+    in milliseconds) as a UTC time and how long ago, a duration in seconds (``*_s``) as
+    ``2m 05s``; anything else as it is."""
+    import time
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if key.endswith(("_at", "_time")) and value > 1e9:
+        seconds = value / 1000 if value > 1e11 else float(value)  # Ray counts milliseconds
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+        ago = (time.time() if now is None else now) - seconds
+        return f"{stamp} ({duration(ago)} ago)" if ago >= 0 else stamp
+    if key.endswith("_s"):
+        return str(duration(value))
+    return str(value)
 
 
 def _node(n: dict[str, Any]) -> str:

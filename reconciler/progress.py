@@ -360,15 +360,17 @@ def sparkline(values: list[float], width: int = 20) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """``42s``, ``3m05s``, ``1h02m``."""
+    """``42s``, ``3m 05s``, ``1h 02m``, ``2d 03h``: every duration a person reads."""
     if seconds is None:
         return "?"
     s = round(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+        return f"{s // 60}m {s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    return f"{s // 86400}d {s % 86400 // 3600:02d}h"
 
 
 def position(event: dict[str, Any]) -> list[str]:

@@ -1,4 +1,6 @@
-"""`ftspec status SPEC...`: the common phase plus the platform's own status."""
+"""`ftspec status SPEC...`: the common phase plus the platform's own status; with no SPEC,
+the runs of this project as `ftspec list` shows them (as `kubectl get` and `terraform show`
+need no argument)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from ftspec.cli.specs import spec_options
 
 
 @click.command("status")
-@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
 @spec_options
 @connection_options
 @click.option("--watch", is_flag=True, help="Keep following until the job ends.")
@@ -20,7 +22,11 @@ from ftspec.cli.specs import spec_options
 def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
             watch: bool, verbose: bool, as_json: bool) -> int:
-    """Per job: phase, step n/N, elapsed and time left, the loss, where the outputs are."""
+    """Per job: phase, step n/N, elapsed and time left, the loss, where the outputs are.
+
+    With no SPECS: the runs recorded here (and in --namespace), as `ftspec list` lists them."""
+    if not specs:
+        return _listed(overlays, sets, kubeconfig, context, namespace, watch, verbose, as_json)
     from ftspec.cli.live import (
         CommandFailed,
         ConsoleReporter,
@@ -57,3 +63,26 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
         for line in render_status(status_json(s), verbose):
             out.print(line)
     return 0
+
+
+def _listed(overlays: tuple[Path, ...], sets: tuple[str, ...], kubeconfig: str | None,
+            context: str | None, namespace: str | None, watch: bool, verbose: bool,
+            as_json: bool) -> int:
+    """`status` with no spec: `list`'s table (or JSON); the options that need a spec are
+    refused in one line."""
+    from ftspec.cli.live import report_error
+    from ftspec.reconciler.backend import BackendError
+
+    needs_spec = [name for name, given in (("--watch", watch), ("-v/--verbose", verbose),
+                                           ("-f/--values", overlays), ("--set", sets))
+                  if given]
+    if needs_spec:
+        report_error(BackendError(f"{', '.join(needs_spec)} needs a spec: name one",
+                                  hint="`ftspec status SPEC --watch`; `ftspec status` alone "
+                                  "lists the runs"))
+        return 1
+    from ftspec.cli.commands.list_ import command as list_command
+
+    ctx = click.get_current_context()
+    return int(ctx.invoke(list_command, specs=(), kubeconfig=kubeconfig, context=context,
+                          namespace=namespace, as_json=as_json) or 0)

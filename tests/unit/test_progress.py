@@ -96,5 +96,5 @@ def test_log_follower_text_gives_each_line_once() -> None:
 def test_sparkline_and_duration() -> None:
     assert sparkline([3.0, 2.0, 1.0]) == "█▅▁"
     assert len(sparkline([float(i) for i in range(100)], width=20)) == 20
-    assert (duration(42), duration(185), duration(3720), duration(None)) == \
-        ("42s", "3m05s", "1h02m", "?")
+    assert (duration(42), duration(185), duration(3720), duration(183600), duration(None)) == \
+        ("42s", "3m 05s", "1h 02m", "2d 03h", "?")

@@ -46,7 +46,7 @@ def test_time_left_while_running_is_the_average_pace_so_far() -> None:
     assert "final_loss" not in running
     head = render_status({"address": "ray.job.tiny", "phase": "Running", "message": "",
                           "metrics": running})[0]
-    assert "step 5/100 (5%) · epoch 1 · 50s elapsed · 15m50s left" in head, head
+    assert "step 5/100 (5%) · epoch 1 · 50s elapsed · 15m 50s left" in head, head
 
 
 def test_no_time_left_once_ended_and_the_last_loss_is_final() -> None:
@@ -87,7 +87,7 @@ def test_kuberay_status_shows_each_node_progress_and_elapsed_from_the_pod_log() 
     assert (m["step"], m["total_steps"], m["loss"], m["elapsed_s"]) == (3, 12, 5.031, 60.0)
     assert m["seconds_left"] == 180.0 and m["tokens"] == 1536
     shown = render_status(status_json(status))
-    assert "step 3/12 (25%) · epoch 0.75 · 1m00s elapsed · 3m00s left" in shown[0], shown
+    assert "step 3/12 (25%) · epoch 0.75 · 1m 00s elapsed · 3m 00s left" in shown[0], shown
     assert "  nodes: 0 STOPPED on 10.244.0.13, 1 FAILED on 10.244.0.14 (exit -9)" in shown
 
 
