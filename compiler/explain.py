@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.compiler.memory import fit_by_accelerator
+from ftspec.compiler.units import size
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.catalog.verified import numbers_source
 from ftspec.spec.ir import Job
@@ -79,13 +80,16 @@ def _lora(job: Job) -> dict[str, Any] | None:
 
 def _verdict(job: Job) -> str:
     m = job.memory
-    need = round(m.total_gib, 2)
+    need = size(m.total_gib)
+    if job.device == "cpu":
+        return f"a CPU run: needs about {need} of memory per process"
     if m.capacity_gib is None:
-        return f"needs about {need:g} GiB per process (no GPU: not checked)"
+        return (f"needs about {need} per GPU (no resources.accelerator: the table above "
+                "shows where it fits)")
     acc = job.spec.resources.accelerator
     if m.fits:
-        return f"fits: about {need:g} GiB of {m.capacity_gib:g} GiB per GPU ({acc})"
-    return (f"does not fit: needs about {need:g} GiB per GPU, {acc} has {m.capacity_gib:g} GiB; "
+        return f"fits: about {need} of {size(m.capacity_gib)} per GPU ({acc})"
+    return (f"does not fit: needs about {need} per GPU, {acc} has {size(m.capacity_gib)}; "
             "shard (FSDP/ZeRO), checkpoint activations, lower the micro batch, or use LoRA/QLoRA")
 
 

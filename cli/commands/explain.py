@@ -8,6 +8,7 @@ from typing import Any
 import click
 from ftspec.cli.output import emit_json, print_diagnostics, use_color
 from ftspec.cli.specs import spec_options
+from ftspec.compiler.units import count, size
 
 
 @click.command("explain")
@@ -69,21 +70,31 @@ def render(data: dict[str, Any]) -> None:
     _table(f"{data['name']}: derived values", ["quantity", "value"], rows)
     mem = data["memory"]
     parts = ["weights", "gradients", "optimizer", "activations", "logits", "overhead", "total"]
-    mrows = [[p, f"{mem[p + '_gib']:.2f} GiB"] for p in parts]
-    mrows.append(["trainable params", f"{mem['trainable_params_b']:g} B of {mem['params_b']:g} B"])
-    _table("memory per device (estimate)", ["component", "size"], mrows)
+    cpu = derived.get("device") == "cpu"
+    # the estimate keeps hundredths of a GiB: a part that rounds to none is under 10 MiB
+    mrows = [[p, size(mem[p + "_gib"]) if mem[p + "_gib"] else "< 10 MiB"] for p in parts]
+    mrows.append(["trainable params", _params(mem["trainable_params_b"], mem["params_b"])])
+    _table(f"memory per {'process' if cpu else 'device'} (estimate)", ["component", "size"],
+           mrows)
     for note in mem["notes"]:
         click.echo(f"  note: {note}")
-    arows = [[a["display"], f"{a['capacity_gib']:g} GiB", "fits" if a["fits"] else "no",
-              f"{a['headroom_gib']:+.1f} GiB", "" if a["bf16"] else "no bf16"]
-             for a in data["accelerators"]]
-    _table("fit by accelerator (same topology)", ["accelerator", "memory", "fits", "headroom",
-                                                   "note"], arows)
+    if not cpu:  # a CPU run fits no accelerator: no table of them
+        arows = [[a["display"], size(a["capacity_gib"]), "fits" if a["fits"] else "no",
+                  ("+" if a["headroom_gib"] >= 0 else "-") + size(abs(a["headroom_gib"])),
+                  "" if a["bf16"] else "no bf16"] for a in data["accelerators"]]
+        _table("fit by accelerator (same topology)", ["accelerator", "memory", "fits",
+                                                       "headroom", "note"], arows)
     fits = mem["fits"]
     line = data["verdict"]
     if use_color():
         line = click.style(line, fg="green" if fits or fits is None else "red", bold=not fits)
     click.echo(line)
+
+
+def _params(trainable_b: float, total_b: float) -> str:
+    """``16K of 115K (14%)``: parameter counts given in billions."""
+    share = f" ({100 * trainable_b / total_b:.2g}%)" if total_b else ""
+    return f"{count(trainable_b * 1e9)} of {count(total_b * 1e9)}{share}"
 
 
 def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
