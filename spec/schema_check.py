@@ -123,15 +123,67 @@ def _properties(error: Any) -> dict[str, Any]:
 
 
 def _unknown_fields(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
-    """``additionalProperties``: each unknown key, with the nearest known name."""
+    """``additionalProperties``: each unknown key, with the field it may be: the same name
+    in another section (``shuffle`` under training is ``data.shuffle``), else the nearest
+    known name here."""
     known = list(_properties(error))
     where = format_path(path) or "the top level"
     for name in error.instance:
         if name not in known:
             yield _diag(
                 doc, path + (name,), f'unknown field "{name}" in {where}',
-                "schema.unknown-field", key=True, hint=did_you_mean(name, known),
+                "schema.unknown-field", key=True,
+                hint=_elsewhere(name, where) or did_you_mean(name, known),
             )
+
+
+def _elsewhere(name: str, where: str) -> str | None:
+    """A hint naming the sections that do have a field ``name``, or None."""
+    homes = [p for p in field_index().get(name, ()) if p.rpartition(".")[0] != where]
+    if not homes or len(homes) > _HOMES:  # a common name (name, enabled): no guess
+        return None
+    listed = " or ".join(f'"{p}"' for p in homes)
+    sections = " and ".join(p.rpartition(".")[0] or "the top level" for p in homes)
+    return f"did you mean {listed}? ({name} is a field of {sections}, not of {where})"
+
+
+_HOMES = 2
+"""A name that is a field of more sections than this is not suggested from elsewhere."""
+
+
+_INDEX_DEPTH = 4
+"""Sections this deep are searched for a misplaced field (``deploy.kubeflow.runtime_ref``)."""
+
+
+@lru_cache(maxsize=1)
+def field_index() -> dict[str, tuple[str, ...]]:
+    """Every field name of the spec's schema -> the dotted paths where it is a field
+    (objects through ``$ref``; list items and free-form maps are not walked)."""
+    schema = committed_schema()
+    defs = schema.get("$defs", {})
+    index: dict[str, list[str]] = {}
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target: dict[str, Any] = defs.get(ref.removeprefix("#/$defs/"), {})
+            return target
+        for key in ("anyOf", "oneOf", "allOf"):  # an optional section: its object branch
+            for branch in node.get(key) or ():
+                found = resolve(branch) if isinstance(branch, dict) else {}
+                if found.get("properties"):
+                    return found
+        return node
+
+    def walk(node: dict[str, Any], prefix: str, depth: int) -> None:
+        for key, sub in (resolve(node).get("properties") or {}).items():
+            dotted = f"{prefix}.{key}" if prefix else key
+            index.setdefault(key, []).append(dotted)
+            if depth < _INDEX_DEPTH and isinstance(sub, dict):
+                walk(sub, dotted, depth + 1)
+
+    walk(schema, "", 1)
+    return {k: tuple(v) for k, v in index.items()}
 
 
 def _missing_fields(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:
