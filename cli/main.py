@@ -47,7 +47,9 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"ftspec.cli.commands.{entry[0]}")
         command: click.Command = module.command
-        return rooted(command)
+        from ftspec.cli.help_examples import with_examples
+
+        return rooted(with_examples(command, cmd_name))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]

@@ -107,8 +107,9 @@ def _full(doc: SourceDoc, diags: Diagnostics, hidden: set[KeyPath]) -> Validated
 
 def _with_rules(doc: SourceDoc, spec: FineTuneSpec, diags: Diagnostics) -> Validated:
     from ftspec.spec.rules import run_rules
+    from ftspec.spec.rules.family_name import family_variant
 
-    diags.extend(_place(d, doc) for d in run_rules(spec))
+    diags.extend(_place(d, doc) for d in [*family_variant(doc.data), *run_rules(spec)])
     return Validated(doc, spec if not diags.has_errors else None, diags, spec)
 
 

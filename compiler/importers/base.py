@@ -196,9 +196,10 @@ def family_for_hub_id(model_id: str) -> str | None:
 
 def match_family(model_id: str) -> tuple[str, bool] | None:
     """(family, exact) for a hub id or folder name: exact when the name itself (less the
-    suffixes above) is the family's; not exact when a re-upload's precision / quantization
-    tag (:data:`_DERIVED_TAGS`) had to go, or a distill names its base (:data:`_DISTILLS`)."""
-    from ftspec.spec.catalog.models import MODEL_FAMILIES
+    suffixes above) is the family's; not exact when it differs from a catalog name by
+    -instruct / -base (``VARIANT_ALIASES``), a re-upload's precision / quantization tag
+    (:data:`_DERIVED_TAGS`) had to go, or a distill names its base (:data:`_DISTILLS`)."""
+    from ftspec.spec.catalog.models import MODEL_FAMILIES, VARIANT_ALIASES
 
     names: dict[str, str] = {}
     for key, fam in MODEL_FAMILIES.items():
@@ -217,6 +218,8 @@ def match_family(model_id: str) -> tuple[str, bool] | None:
                 found = names.get(_norm(last[:len(last) - len(suffix)]))
                 if found is not None:
                     return found, exact
+        if last in VARIANT_ALIASES:  # granite-34b-code-instruct: granite-34b-code-base
+            return VARIANT_ALIASES[last], False
         derived = next((t for t in _DERIVED_TAGS if last.endswith(t)), None)
         if derived is not None:
             last, exact = last[:-len(derived)], False

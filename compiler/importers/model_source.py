@@ -116,8 +116,9 @@ def put_model_facts(draft: SpecDraft, name: str, origin: str, warn_at: KeyPath) 
     else:
         draft.put(("model", "family"), found[0], f"{origin} (catalog family assumed from the "
                   "name)")
-        draft.warn(warn_at, f"{name}: assumed the catalog family {found[0]} (a re-upload or "
-                   "distill of it, by name); set model.architecture if its numbers differ")
+        draft.warn(warn_at, f"{name}: assumed the catalog family {found[0]} (the name "
+                   "differs by -instruct / -base, or names a re-upload or distill of it); "
+                   "set model.architecture if its numbers differ")
 
 
 def first_row_columns(path: Path) -> list[str] | None:

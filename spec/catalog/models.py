@@ -19,6 +19,7 @@ from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.family import make as _m
 from ftspec.spec.catalog.models_actuator import ACTUATOR_FAMILIES
 from ftspec.spec.catalog.models_recent import RECENT_FAMILIES
+from ftspec.spec.catalog.variants import variant_names
 
 _LLAMA = "LlamaDecoderLayer"
 _QWEN2 = "Qwen2DecoderLayer"
@@ -208,6 +209,7 @@ FAMILY_ALIASES: dict[str, str] = {
     "ibm-granite/granite-4.0-micro-base": "granite-4.0-micro",
     "ibm-granite/granite-4.0-350m-base": "granite-4.0-350m",
     "mistralai/Mistral-Large-Instruct-2411": "mistral-large-2407",
+    "allenai/Olmo-3.1-32B-Instruct": "olmo3-32b",  # OLMo 3 32B trained further (verified.py)
 }
 """Other names for catalog families: the actuator's short names and the Hugging Face repo
 ids of each entry's source; ``model.family`` accepts them and resolves to the key."""
@@ -218,14 +220,21 @@ CUSTOM_BASES: dict[str, str] = {
 }
 """Architectures a spec may give custom dimensions for (tiny test models)."""
 
+VARIANT_ALIASES: dict[str, str] = variant_names(
+    {**{key: key for key in MODEL_FAMILIES}, **FAMILY_ALIASES})
+"""Names that differ from a key or alias only by an -instruct / -base ending
+(``granite-34b-code-instruct`` -> ``granite-34b-code-base``): accepted with a warning."""
+
 MODEL_FAMILY_NAMES: tuple[str, ...] = tuple(MODEL_FAMILIES)
-FAMILY_NAMES_WRITTEN: tuple[str, ...] = MODEL_FAMILY_NAMES + tuple(FAMILY_ALIASES)
-"""Every name ``model.family`` accepts: the keys, then the aliases."""
+FAMILY_NAMES_WRITTEN: tuple[str, ...] = MODEL_FAMILY_NAMES + tuple(FAMILY_ALIASES) \
+    + tuple(VARIANT_ALIASES)
+"""Every name ``model.family`` accepts: the keys, the aliases, then their variants."""
 
 
 def resolve_family(name: str) -> str:
-    """The catalog key for a family name or one of its aliases (unknown names unchanged)."""
-    return FAMILY_ALIASES.get(name, name)
+    """The catalog key for a family name, one of its aliases or their -instruct / -base
+    variants (unknown names unchanged)."""
+    return FAMILY_ALIASES.get(name) or VARIANT_ALIASES.get(name, name)
 
 
 LINEAGE: dict[str, str] = {
@@ -233,6 +242,11 @@ LINEAGE: dict[str, str] = {
     "granite": "llama", "granitemoe": "llama", "starcoder2": "llama",
 }
 """Architecture types torchtune 0.6.1 ships no builder for -> the one they descend from."""
+
+TORCHTUNE_UNRELEASED: dict[str, str] = {"qwen3": "Qwen3", "qwen3_moe": "Qwen3", "llama4": "Llama 4"}
+"""Architecture types whose builders and recipe configs are on torchtune's main branch
+(``torchtune.models.qwen3``, ``torchtune.models.llama4``) but in no release: 0.6.1, the
+newest on PyPI, has neither (``docs/runtime.md``)."""
 
 
 def nearest_torchtune(family: ModelFamily) -> ModelFamily:

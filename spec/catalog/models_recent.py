@@ -18,6 +18,10 @@ What the memory estimate prices for them, beyond a dense decoder's terms:
   ``Mxfp4Config(dequantize=True)``, as axolotl's gpt-oss recipes load it), which is what
   the estimate prices at ``model.dtype: bf16``; each expert is a gated MLP (``gate_up_proj``
   of 2 x I by h, ``down_proj`` of h by I: 3hI) beside a router of h x experts.
+- OLMo 3 interleaves 4096-token sliding-window and full attention (three to one,
+  ``layer_types``) as gpt-oss does, which changes no training-memory term (above); its
+  query and key norms span the whole projection (``q_norm`` of heads x head size), norms
+  the estimate leaves out as it leaves out every norm.
 - Devstral Small is Mistral Small 3.1's text decoder (its vision encoder removed, the
   model card says): a Mistral decoder with 128-wide heads.
 """
@@ -36,6 +40,8 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
     _m("devstral-small", "Devstral Small 1.1 (24B)", 24.0, 40, 5120, 32, 8, 32768, 131072,
        131072, "MistralDecoderLayer", arch="mistral", head_dim=128,
        source="hf:mistralai/Devstral-Small-2507"),
+    _m("olmo3-32b", "OLMo 3 32B", 32.2, 64, 5120, 40, 8, 27648, 100278, 65536,
+       "Olmo3DecoderLayer", arch="olmo3", source="hf:allenai/Olmo-3-1125-32B"),
 )
 """Each compared with its config.json (``verified.py``); Devstral Small 2507's numbers also
 agree with its ``params.json`` (Mistral's own format) and its card (128k context,

@@ -164,6 +164,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "2e23a460e9a92b3c622a5c1bba138256c2006e89", "Qwen/Qwen2-7B-Instruct",
         "the instruct model's config (folder name, no _name_or_path), re-indented: the "
         "base model's shape"),
+    "olmo3-32b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Olmo-3.1-32B-Instruct/config.json",
+        "7699a9eed118f6654acdc5a863a1482fe10d723e", "allenai/Olmo-3.1-32B-Instruct",
+        "the OLMo 3.1 32B instruct model's config (folder name, no _name_or_path), saved by "
+        "transformers 4.57.1: OLMo 3 32B's shape (3.1 trains the same model further)"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 
