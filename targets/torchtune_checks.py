@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
 from ftspec.spec.ir import Job
+from ftspec.targets.torchtune_defaults import TORCHTUNE_VERSION
 
 METHODS = frozenset({"full", "lora", "qlora", "dora"})
 
@@ -62,8 +63,18 @@ def _no_recipe(job: Job) -> Diagnostic | None:
         return _err(("model", "architecture"), "torchtune builds custom dimensions only "
                     "on a llama2 or llama3_2 base (model.architecture.base)", "architecture",
                     hint=_alternative(job))
-    return _err(("model", "family"), f"torchtune ships no config for "
-                f"{job.model.display}", "family", hint=_alternative(job))
+    return _err(("model", "family"), f"torchtune {TORCHTUNE_VERSION} ships no config for "
+                f"{job.model.display}{_unreleased(job)}", "family", hint=_alternative(job))
+
+
+def _unreleased(job: Job) -> str:
+    """Why, where torchtune's main branch builds the model and no release does."""
+    from ftspec.spec.catalog.models import MODEL_FAMILIES, TORCHTUNE_UNRELEASED
+
+    family = MODEL_FAMILIES.get(job.spec.model.family or "")
+    name = TORCHTUNE_UNRELEASED.get(family.arch) if family is not None else None
+    return (f" (torchtune's main branch builds {name}, but no torchtune release on PyPI "
+            "does yet)") if name else ""
 
 
 def _strategy(job: Job) -> Iterator[Diagnostic]:

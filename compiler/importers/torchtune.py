@@ -14,10 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_tool
+from ftspec.compiler.importers.base import Imported, SpecDraft, has, not_this_tool, unsupported
 from ftspec.compiler.importers.torchtune_models import (
+    builder_family,
     custom_architecture,
     family_of,
+    missing_builder_module,
     split_builder,
 )
 from ftspec.compiler.importers.torchtune_source import load_source, nproc_hint, recipe_hint
@@ -101,10 +103,30 @@ def _header(draft: SpecDraft, path: Path) -> None:
     draft.put(("metadata", "name"), name, f"the file name {path.name}")
 
 
+def _refuse_unreleased_builder(draft: SpecDraft, component: str) -> None:
+    """A builder of a model package the installed torchtune lacks (a config from
+    torchtune's main branch: Qwen3, Llama 4): refused at the component, naming the catalog
+    family the builder is, which another launcher trains."""
+    module = missing_builder_module(component)
+    if module is None:
+        return
+    family = builder_family(component)
+    hint = (f"the model is the catalog's {family}: write a spec with model.family {family} "
+            "and launcher: accelerate (transformers' implementation)" if family else
+            "launcher: accelerate trains models torchtune does not build (model.family or "
+            "model.architecture)")
+    raise unsupported(draft.source, ("model", "_component_"),
+                      f"model builder {component}: {module} is not in {TOOL} (its main "
+                      "branch has it; no torchtune release on PyPI ships it yet), so "
+                      "`tune run` cannot build this config", hint)
+
+
 def _model(draft: SpecDraft) -> None:
     data = draft.source.data
     component = data["model"]["_component_"]
     family = family_of(component)
+    if family is None:
+        _refuse_unreleased_builder(draft, component)
     if family is None and not custom_architecture(draft):
         raise not_this_tool(
             draft.source, ("model", "_component_"),

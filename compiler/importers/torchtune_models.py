@@ -8,7 +8,10 @@ in step with the installed torchtune instead of a hand-written copy.
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ftspec.spec.catalog.models import CUSTOM_BASES, MODEL_FAMILIES
@@ -53,6 +56,32 @@ def builder_families() -> dict[str, str]:
 
 def family_of(component: str) -> str | None:
     return builder_families().get(split_builder(component)[1])
+
+
+def missing_builder_module(component: str) -> str | None:
+    """The ``torchtune.models.<name>`` package a builder lives in when the installed
+    torchtune lacks it (torchtune's main branch has Qwen3 and Llama 4 builders that no
+    release ships: ``torchtune.models.qwen3``); None when it is there or not a model."""
+    parts = component.split(".")
+    if len(parts) < 4 or parts[:2] != ["torchtune", "models"]:
+        return None
+    spec = importlib.util.find_spec("torchtune")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    if any((Path(root) / "models" / parts[2]).is_dir() for root in roots):
+        return None
+    return ".".join(parts[:3])
+
+
+def builder_family(component: str) -> str | None:
+    """The catalog family a torchtune builder name names, read as a hub id would be
+    (``lora_qwen3_0_6b_instruct`` -> ``qwen3-0.6b-instruct`` -> ``qwen3-0.6b``,
+    ``qwen3_moe_30b_a3b_instruct`` -> ``qwen3-30b-a3b``); None when none matches."""
+    from ftspec.compiler.importers.base import match_family
+
+    name = split_builder(component)[1].rpartition(".")[2]
+    name = re.sub(r"(?<=_)(\d+)_(\d+)b", r"\1.\2b", name).replace("_moe_", "_").replace("_", "-")
+    found = match_family(name)
+    return found[0] if found else None
 
 
 def custom_architecture(draft: SpecDraft) -> bool:
