@@ -5,6 +5,7 @@ and `apply` leaves the cluster as it was."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -60,16 +61,12 @@ def binding(name: str, ns: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def policed(real_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> Iterator[dict[str, Any]]:
-    """The policy bound to the test's namespace only, enforced (its informer caught up) before the test."""
-    cluster, ns = real_env["cluster"], real_env["ns"]
-    objs = compiled(capsys, EXAMPLE, ns, "kubeflow")
-    prepare_references(cluster, ns, objs)
+@contextmanager
+def bound_policy(cluster: Any, ns: str, trainjob: dict[str, Any]) -> Iterator[str]:
+    """The policy bound to ``ns`` only, enforced (its informer caught up) on entry; removed on exit."""
     name = f"ftspec-test-{ns}"[:63]
     cluster.request("POST", POLICIES, policy(name))
     cluster.request("POST", BINDINGS, binding(name, ns))
-    (trainjob,) = [o for o in objs if o["kind"] == "TrainJob"]
     unlabelled = {**trainjob, "metadata": {**trainjob["metadata"], "labels": {}}}
 
     def enforced() -> bool:
@@ -81,10 +78,25 @@ def policed(real_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> Ite
 
     try:
         cluster.wait_for("the ValidatingAdmissionPolicy enforced", enforced, 60)
-        yield {**real_env, "policy": name}
+        yield name
     finally:
         cluster.request("DELETE", f"{BINDINGS}/{name}")
         cluster.request("DELETE", f"{POLICIES}/{name}")
+
+
+def _trainjob(capsys: pytest.CaptureFixture[str], env: dict[str, Any]) -> dict[str, Any]:
+    """The example's TrainJob, with what it references created in the test's namespace."""
+    objs = compiled(capsys, EXAMPLE, env["ns"], "kubeflow")
+    prepare_references(env["cluster"], env["ns"], objs)
+    (trainjob,) = [o for o in objs if o["kind"] == "TrainJob"]
+    return trainjob
+
+
+@pytest.fixture
+def policed(real_env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> Iterator[dict[str, Any]]:
+    """The policy bound to the test's namespace before the test."""
+    with bound_policy(real_env["cluster"], real_env["ns"], _trainjob(capsys, real_env)) as name:
+        yield {**real_env, "policy": name}
 
 
 def _refused(text: str, message: str, policy_name: str) -> None:
@@ -133,3 +145,22 @@ def test_policy_refusing_with_403_is_not_read_as_rbac(policed: dict[str, Any],
     within = run_cli(capsys, "plan", spec, "-n", ns, "--set", f"resources.gpus_per_node={MAX_GPUS}",
                      "--detailed-exitcode")
     assert within.code == 2 and "will be created" in within.out, within.out + within.err
+
+
+def test_saved_plan_refused_by_a_policy_bound_since_changes_nothing(real_env: dict[str, Any],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan saved before the policy was bound, applied after: apply's dry run meets the
+    policy's refusal, said at the spec, and nothing is created."""
+    cluster, ns, tmp = real_env["cluster"], real_env["ns"], real_env["tmp"]
+    trainjob = _trainjob(capsys, real_env)
+    spec = spec_copy(tmp, "saved.yaml")
+    saved = tmp / "plan.json"
+    plan = run_cli(capsys, "plan", spec, "-n", ns, "--out", saved)
+    assert plan.code == 0 and "will be created" in plan.out, plan.out + plan.err
+    with bound_policy(cluster, ns, trainjob) as name:
+        applied = run_cli(capsys, "apply", "--plan", saved)
+        text = applied.out + applied.err
+        assert applied.code == 1, text
+        _refused(text, GPU_MESSAGE, name)
+        assert f"  at {spec} (its TrainJob; the policy names no field)" in text, text
+        _nothing_created(cluster, ns)
