@@ -4,7 +4,7 @@ fine-tuning) on text rows with a response template, and its log records show the
 
 fms-hf-tuning 3.2.2 runs from the folder ``helpers.fms_site`` lays over ftspec's environment
 (its pins clash with transformers 5 / TRL 1). Full fine-tuning, not LoRA: PEFT 0.19 (its pin)
-refuses the torchao 0.14 that torchtune's extra installs here ("only versions above 0.16.0
+refuses the torchao 0.15 that torchtune's extra installs here ("only versions above 0.16.0
 are supported") as soon as it wraps a layer."""
 
 from __future__ import annotations
