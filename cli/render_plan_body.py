@@ -121,27 +121,81 @@ def summary_ml_lines(summary: dict[str, str], *, skip: frozenset[str] = frozense
 
 
 def _name(change: dict[str, Any]) -> str:
-    return str(change["address"]).rpartition(".")[2].rpartition("/")[2]
+    """The run's name in its address (``local.run.NAME``, ``kubeflow.TrainJob.NS/NAME``)."""
+    return str(change["address"]).split(".", 2)[-1].rpartition("/")[2]
+
+
+def _distinct(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
 
 
 def varying(group: list[dict[str, Any]]) -> tuple[dict[str, list[str]], frozenset[str]]:
-    """What differs between runs created from one spec: the ML summary keys with their
-    values in run order, and the attribute paths (identity included) whose values differ."""
+    """What differs between runs created from one spec (a sweep's grid): the ML summary
+    keys, then the other values (a generated file's keys, by key: ``model.lora_dropout``)
+    that the summary does not name, each with its distinct values in run order; and the
+    attribute paths (identity included) whose values differ."""
     summaries = [summary_of(c["after"] or {}) for c in group]
-    keys = [k for k in summaries[0]
-            if len({s.get(k) for s in summaries}) > 1]
-    by_key = {k: [s.get(k, "null") for s in summaries] for k in keys}
+    by_key = {k: _distinct([s.get(k, "null") for s in summaries]) for k in summaries[0]
+              if len({s.get(k) for s in summaries}) > 1}
     rows = [dict(leaves(c["after"] or {})) for c in group]
     paths = frozenset(p for p in rows[0]
                       if any(r.get(p) != rows[0][p] for r in rows[1:]))
-    if not by_key:  # nothing in ML terms: the attributes that differ beyond the run's name
-        for path in sorted(paths):
-            values = [r.get(path) for r in rows]
-            if _multiline(values[0]) or all(
-                    isinstance(v, str) and _name(c) in v for v, c in zip(values, group)):
-                continue
-            by_key[path] = [json.dumps(v, ensure_ascii=False) for v in values]
+    said = {tuple(vs) for vs in by_key.values()}
+    for path, values in _other_values(group, rows, paths).items():
+        shown = _distinct(values)
+        if tuple(shown) not in said and not _is_summary(path, group[0]["after"] or {}):
+            by_key[path] = shown
+            said.add(tuple(shown))
     return by_key, paths
+
+
+def _other_values(group: list[dict[str, Any]], rows: list[dict[str, Any]],
+                  paths: frozenset[str]) -> dict[str, list[str]]:
+    """The values beside the summary that differ between the runs, not counting those
+    that name the run itself (its id, folder, log): path -> one value per run."""
+    out: dict[str, list[str]] = {}
+    names = [_name(c) for c in group]
+    for path in sorted(paths):
+        values = [r.get(path) for r in rows]
+        if _multiline(values[0]):
+            out.update(_file_values(path, values, names))
+        elif not _is_record(path) and not _own(values, names):
+            out[path] = [json.dumps(v, ensure_ascii=False) for v in values]
+    return out
+
+
+def _own(values: list[Any], names: list[str]) -> bool:
+    """Values that are each run's own rather than a setting: they name the run, or are
+    paths (its folder, its log, its output under output.uri/<point>)."""
+    texts = [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values]
+    return any(n in t or "/" in t for t, n in zip(texts, names))
+
+
+def _file_values(path: str, texts: list[Any], names: list[str]) -> dict[str, list[str]]:
+    """A generated file's keys whose values differ between the runs (files that parse as
+    a mapping: ``reconciler.local.compare.file_changes``), the run's own name aside."""
+    from ftspec.reconciler.local.compare import file_changes
+
+    prefix = 'files["'
+    if not path.startswith(prefix) or not all(isinstance(t, str) for t in texts):
+        return {}
+    name = path[len(prefix):].partition('"]')[0]
+    per_run: dict[str, dict[int, Any]] = {}
+    first: dict[str, Any] = {}
+    for i, text in enumerate(texts[1:], start=1):
+        for row in file_changes(name, texts[0], text):
+            if row.path == path:  # not a mapping: compared whole, no key to name
+                return {}
+            key = row.path[len(path) + 1:]
+            first[key] = row.before
+            per_run.setdefault(key, {})[i] = row.after
+    out = {}
+    for key, changed in per_run.items():
+        values = [first[key], *(changed.get(i, first[key]) for i in range(1, len(texts)))]
+        if _own(values, names):
+            continue
+        out[key] = [str(v) for v in values]
+    return out
 
 
 def group_lines(group: list[dict[str, Any]], heading: str) -> list[str]:

@@ -41,11 +41,13 @@ def _local_run(lr: str, name: str = "tiny-local") -> dict[str, object]:
             "run_dir": f".ftspec/runs/{name}"}
 
 
-def _sweep_point(lr: str, name: str) -> Change:
+def _sweep_point(lr: str, name: str, dropout: str = "0.0") -> Change:
     """A created run of a sweep's point, as the local backend plans it (its ML summary
-    beside the generated files)."""
+    beside the generated files; the LoRA dropout is in the config only)."""
     run = {**_local_run(lr, name), "spec_file": "sweep.yaml", "notes": [],
            "summary": {"model": "llama2", "learning rate": lr, "LoRA rank": "8"}}
+    run["files"] = {"config.yaml": run["files"]["config.yaml"]  # type: ignore[index]
+                    + f"model:\n  lora_dropout: {dropout}\n"}
     return Change(f"local.run.{name}", Action.CREATE, None, run, reason="no local run recorded",
                   spec_file="sweep.yaml")
 
@@ -137,6 +139,9 @@ CASES: dict[str, Plan] = {
                _local_run("0.001")),)),
     "local-sweep": Plan("local", tuple(
         _sweep_point(lr, f"sweep-lr-{lr}") for lr in ("0.01", "0.003", "0.001"))),
+    "local-sweep-two-fields": Plan("local", tuple(
+        _sweep_point(lr, f"sweep-lr-{lr}-dropout-{d}", d)
+        for lr in ("0.01", "0.001") for d in ("0.0", "0.1"))),
     "local-moved": Plan("local", (
         Change("local.run.tiny-local", Action.NOOP, _local_run("0.001"), _local_run("0.001"),
                moved_from="local.run.tiny-local",
