@@ -64,7 +64,9 @@ class Checkpointing(SpecModel):
     total_limit: int | None = Field(default=None, ge=1, description="Checkpoints kept.")
     resume_from: str | None = Field(
         default=None, description="Checkpoint folder to resume from: file://, pvc:// or a path "
-        "on the machine that runs the launcher (restores weights, optimizer, scheduler, RNG).")
+        "on the machine that runs the launcher (restores weights, optimizer, scheduler, RNG). "
+        "accelerate: a checkpoint-N folder; torchtune: an epoch_N folder of a LoRA run (the "
+        "adapter; the recipe state lies beside it, in recipe_state/).")
 
 
 class EarlyStopping(SpecModel):
