@@ -34,6 +34,7 @@ from ftspec.reconciler.kubernetes.resources import (
 )
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, MERGE_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
+from ftspec.reconciler.progress import duration
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.ownership import SPEC_ID_LABEL
 
@@ -108,7 +109,7 @@ def _apply_after_needed(t: Transport, obj: dict[str, Any], force: bool, reporter
                 raise
             reporter.event(f"{addr}: waiting for the controller to see {needed} "
                            f"(admission webhook {exc.webhook} refused it) "
-                           f"[{elapsed:.0f}s elapsed]", address=addr, waiting=True,
+                           f"[{duration(elapsed)} elapsed]", address=addr, waiting=True,
                            elapsed=round(elapsed, 1))
             time.sleep(delay)
             delay = min(delay * 2, 4.0)
@@ -196,7 +197,7 @@ def _wait_gone(t: Transport, obj: dict[str, Any], reporter: Reporter, addr: str)
                                f"{DELETE_TIMEOUT_S:.0f} s (finalizers: {finalizers or 'none'})",
                                hint="check the controller that owns these finalizers; run apply "
                                "again once it is gone", retryable=True)
-        reporter.event(f"{addr}: waiting for deletion... [{elapsed:.0f}s elapsed]",
+        reporter.event(f"{addr}: waiting for deletion... [{duration(elapsed)} elapsed]",
                        address=addr, elapsed=round(elapsed, 1), waiting=True)
         time.sleep(0.25 if elapsed < 5 else 1.0)
 

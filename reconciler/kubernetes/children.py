@@ -24,6 +24,7 @@ from ftspec.reconciler.backend import BackendError, Reporter
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.resources import KINDS
 from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.progress import duration
 
 CHILDREN_TIMEOUT_S = 120.0
 
@@ -95,6 +96,6 @@ def wait_children_gone(t: Transport, obj: dict[str, Any], reporter: Reporter, ad
                     "kube-controller-manager, or delete it yourself, then run apply again",
                     retryable=True)
             reporter.event(f"{addr}: waiting until {child.what} is gone... "
-                           f"[{elapsed:.0f}s elapsed]", address=addr, waiting=True,
+                           f"[{duration(elapsed)} elapsed]", address=addr, waiting=True,
                            elapsed=round(elapsed, 1))
             time.sleep(0.25 if elapsed < 5 else 1.0)

@@ -5,8 +5,10 @@ its first log line (its start-up lines and old steps are not reported again)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
 from ftspec.cli.apply_flow import _FromNow, outcome_text, run_verdict
 from ftspec.cli.live import ConsoleReporter
 from ftspec.cli.output import plain_markup
@@ -64,3 +66,22 @@ def test_a_run_not_started_yet_is_followed_whole() -> None:
     reporter.event("a: loading the model", run_phase="loading the model")
     reporter.event("step 1", progress=True, step=1)
     assert seen.messages == ["a: loading the model", "step 1"]
+
+
+def test_show_full_prints_the_whole_generated_files(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from ftspec.reconciler.model import Action, Change, Plan
+    from ftspec.reconciler.saved import save_plan
+    from helpers.cli_run import run
+
+    config = "".join(f"key_{i}: {i}\n" for i in range(40))
+    after = {"spec_id": "tiny", "files": {"config.yaml": config}, "run_dir": ".ftspec/runs/tiny"}
+    save_plan(Plan("local", (Change("local.run.tiny", Action.CREATE, None, after),)),
+              tmp_path / "p.plan")
+    code, short, _ = run(capsys, "show", str(tmp_path / "p.plan"))
+    assert code == 0
+    assert 'files["config.yaml"] = (generated, 40 lines; -v shows them)' in short, short
+    assert "key_39: 39" not in short
+    code, full, _ = run(capsys, "show", str(tmp_path / "p.plan"), "--full")
+    assert code == 0
+    assert "key_0: 0" in full and "key_39: 39" in full, full
