@@ -83,6 +83,15 @@ class Preflighter(Protocol):
 
 
 @runtime_checkable
+class KeepsHistory(Protocol):
+    """A backend that keeps the runs a replace or destroy ended (``local/generations.py``)."""
+
+    def history(self, desired: Desired) -> list[dict[str, Any]]:
+        """The kept generations of ``desired``'s job, oldest first."""
+        ...
+
+
+@runtime_checkable
 class Measurer(Protocol):
     """A backend that can measure a run that ended (``reconciler.measured``)."""
 

@@ -29,10 +29,13 @@ from ftspec.cli.specs import spec_options
 @click.option("--compare", is_flag=True,
               help="A table of the sweep's points: the fields that differ, final loss, "
                    "measured properties, validity (the default for a spec with a sweep).")
+@click.option("--history", is_flag=True,
+              help="List the earlier runs of SPEC that a replace or destroy kept (local "
+                   "backend): generation, phase, steps, final loss, where they are.")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            plot: Path | None, compare: bool, as_json: bool) -> int:
+            plot: Path | None, compare: bool, history: bool, as_json: bool) -> int:
     """Show what SPEC's run produced: adapter / model, checkpoints, final metrics."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError, Measurer
@@ -41,6 +44,8 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
     try:
         backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
                                          identity_only=True)
+        if history:
+            return _history(backend, desired, as_json)
         if compare or len(desired) > 1:
             if name is not None:
                 raise BackendError(f"{spec} is a sweep of {len(desired)} points: NAME reads "
@@ -93,6 +98,39 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
         out.print(line, markup=False)
     if plot is not None:
         out.print(f"\nCurves drawn to {plot}", markup=False)
+    return 0
+
+
+def _history(backend: Any, desired: list[Any], as_json: bool) -> int:
+    from ftspec.reconciler.backend import BackendError, KeepsHistory
+
+    if not isinstance(backend, KeepsHistory):
+        raise BackendError(f"the {backend.name} backend keeps no earlier runs",
+                           hint="a cluster keeps what its jobs wrote where they wrote it")
+    rows = [{"address": d.job.spec_id, **g} for d in desired for g in backend.history(d)]
+    if as_json:
+        from ftspec.cli.output import emit_json
+
+        emit_json(rows)
+        return 0
+    if not rows:
+        console().print("No earlier runs kept: a replace or destroy keeps the run it ends.",
+                        markup=False)
+        return 0
+    import time
+
+    from ftspec.cli.output import print_markup
+    from ftspec.cli.render_list import table_lines
+    from ftspec.reconciler.progress import duration
+
+    cells = [[g["address"], str(g["generation"]), str(g.get("phase") or "-"),
+              "-" if g.get("steps") is None else str(g["steps"]),
+              f"{g['final_loss']:.4f}" if isinstance(g.get("final_loss"), float) else "-",
+              duration(time.time() - g["started_at"]) if isinstance(
+                  g.get("started_at"), (int, float)) else "-", g["path"]] for g in rows]
+    print_markup("\n".join(table_lines(["NAME", "GEN", "PHASE", "STEP", "LOSS", "AGE",
+                                        "KEPT IN"], cells,
+                                       [str(g.get("phase") or "") for g in rows], 2)))
     return 0
 
 

@@ -37,7 +37,7 @@ from ftspec.reconciler.backend import (
     StalePlanError,
 )
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
-from ftspec.reconciler.local import runner
+from ftspec.reconciler.local import generations, runner
 from ftspec.reconciler.local.compare import observational, run_changes
 from ftspec.reconciler.local.datascan import locate
 from ftspec.reconciler.local.launch import LAUNCH_DIR, compiled_files, prepare
@@ -150,6 +150,11 @@ class LocalBackend:
                 return record, move
         return None
 
+    def _keeps(self, record: RunRecord, job: Job) -> str:
+        """What a replace keeps of ``record``'s run (``generations.plan_note``)."""
+        return generations.plan_note(self.store, record.run_dir, record.spec_id,
+                                     str(location(job)["path"]))
+
     def _old_files(self, record: RunRecord) -> Callable[[str], str | None]:
         return lambda name: runner.launch_file(self.root, record.run_dir, name)
 
@@ -192,7 +197,8 @@ class LocalBackend:
             if view.phase is Phase.FAILED:
                 drift = not view.stop_requested
                 return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
-                              reason=f"the last run {view.message}; apply runs it again",
+                              reason=f"the last run {view.message}; apply runs it again; "
+                              + self._keeps(record, job),
                               drift=drift, moved_from=moved_from, moved=why)
             what = "is running" if view.active else "already succeeded"
             return Change(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
@@ -202,6 +208,7 @@ class LocalBackend:
                   else inputs.reason(read))
         if view.active:
             reason += f"; the active run (pid {record.supervisor_pid}) is stopped first"
+        reason += "; " + self._keeps(record, job)
         old_summary = applied.summary if applied and applied.summary else record.summary
         return Change(addr, Action.REPLACE, before, after, reason=reason,
                       fields=(*fields, *inputs.as_fields(read)),
@@ -250,6 +257,8 @@ class LocalBackend:
                 continue
             view = observe(record, self.root)
             how = "stops the active run and forgets it" if view.active else "forgets the run"
+            how += "; " + generations.plan_note(self.store, record.run_dir, record.spec_id,
+                                                None)
             old = address(record.spec_id)
             changes.append(Change(address(job_id), Action.DELETE, _before(view), None,
                                   reason=how, spec_file=spec_file,
@@ -308,6 +317,10 @@ class LocalBackend:
             return
         if change.action in (Action.DELETE, Action.REPLACE) and record is not None:
             runner.stop(self.root, record, reporter, self.stop_grace_s)
+            kept = generations.keep(self.store, observe(record, self.root))
+            if kept is not None:
+                reporter.event(f"{change.address}: the previous run is kept in {kept} "
+                               "(`ftspec output SPEC --history`)")
             if change.action is Action.DELETE:
                 self.store.remove(old_id)
                 reporter.event(f"{change.address}: destroyed")
@@ -375,6 +388,10 @@ class LocalBackend:
                        metrics=view.metrics(),
                        outputs=self._outputs(desired, view.record.started_at),
                        reason=view.reason)]
+
+    def history(self, desired: Desired) -> list[dict[str, Any]]:
+        """The runs of this job a replace or destroy kept (``generations``)."""
+        return generations.history(self.store, desired.job.spec_id)
 
     def measured(self, desired: Desired) -> dict[str, Any]:
         """The ended run's measured properties (``local/measure_run.py``; kept with it)."""

@@ -108,6 +108,13 @@ def test_changed_bytes_under_the_same_path_plan_a_retrain(
     assert second["phase"] == "Succeeded", second
     assert second["platform"]["started_at"] > first["platform"]["started_at"]
     assert plan(workdir, env)[0] == 0
+    # the replaced run was kept whole, its adapter with it (item 4)
+    (kept,) = json.loads(ftspec(workdir, env, "output", str(SPEC), "--history", "--json").stdout)
+    assert kept["generation"] == 1 and kept["phase"] == "Succeeded" and kept["steps"] == 16
+    assert kept["started_at"] == first["platform"]["started_at"], kept
+    assert (workdir / kept["path"] / "output/epoch_0/adapter_model.safetensors").is_file()
+    assert (workdir / ".ftspec/runs/tiny-local/output/epoch_0/adapter_model.safetensors"
+            ).is_file()  # the new run's own
 
     code, logging = plan(workdir, env, "--set", "training.logging.steps=2")
     assert code == 0, logging
@@ -117,3 +124,11 @@ def test_changed_bytes_under_the_same_path_plan_a_retrain(
     assert code == 2
     assert [f["path"] for f in lr["changes"][0]["fields"]] == [  # type: ignore[index]
         'files["config.yaml"].optimizer.lr']
+
+    gone = ftspec(workdir, env, "destroy", str(SPEC), "--auto-approve")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert "kept in .ftspec/history/tiny-local/2" in gone.stderr, gone.stderr  # an event
+    assert "kept as generation 2" in gone.stdout, gone.stdout  # the plan said so first
+    both = json.loads(ftspec(workdir, env, "output", str(SPEC), "--history", "--json").stdout)
+    assert [g["generation"] for g in both] == [1, 2], both
+    assert "tiny-local  2" in ftspec(workdir, env, "output", str(SPEC), "--history").stdout
