@@ -209,12 +209,22 @@ def _not_a_choice(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnos
         listed = f"{len(named)} names ({', '.join(named[:5])}, ...)"
         if path[-1:] == ("family",):
             listed += "; `ftspec explain --families` lists them"
-    hint = did_you_mean(str(instance), [str(c) for c in choices]) if isinstance(
+    hint = did_you_mean(str(instance), _suggestable(named, path)) if isinstance(
         instance, str) else None
     yield _diag(
         doc, path, f"invalid value: {_describe(instance, path)}; expected one of: {listed}",
         "schema.enum", hint=hint,
     )
+
+
+def _suggestable(choices: list[str], path: KeyPath) -> list[str]:
+    """The choices a hint may name: for ``model.family`` the catalog's keys and aliases, not
+    the -instruct / -base variants it also accepts (each warned as not the catalog's name)."""
+    if path[-1:] != ("family",):
+        return choices
+    from ftspec.spec.catalog.models import VARIANT_ALIASES
+
+    return [c for c in choices if c not in VARIANT_ALIASES]
 
 
 def _wrong_type(error: Any, doc: SourceDoc, path: KeyPath) -> Iterator[Diagnostic]:

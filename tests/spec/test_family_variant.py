@@ -46,6 +46,8 @@ def test_a_catalog_key_gives_no_warning_and_another_ending_stays_an_error() -> N
     key, shown = _validate("granite-34b-code-chat", "always")
     assert key is None and shown[0].startswith("spec.yaml:20:11: error: model.family: "
                                                "invalid value")
+    # the hint names the catalog's key, not the variant it also accepts (granite-34b-code)
+    assert shown[0].endswith('hint: did you mean "granite-34b-code-base"?'), shown
 
 
 def test_variants_are_neither_keys_nor_aliases_and_point_at_keys() -> None:
