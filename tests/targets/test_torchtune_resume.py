@@ -157,3 +157,22 @@ def test_resume_is_no_longer_a_torchtune_gap() -> None:
     assert not [f for f in _errors(_resume("/runs/a/epoch_0")) if f[1] == WHERE]
     assert not [f for f in _errors({"deploy": {"target": "kubeflow"}, "training": {
         "checkpointing": {"resume_from": "pvc://ckpts/a/epoch_0"}}}) if f[1] == WHERE]
+
+
+def test_kubeflow_distributed_resume_passes_the_keys_as_runtime_args() -> None:
+    """On 4 GPUs the runtime runs the distributed LoRA recipe, which restores the step; the
+    checkpoint's claim is mounted where the args point."""
+    from ftspec.targets.kube import pvc_volumes
+    from ftspec.targets.kubeflow_torchtune import trainer_args
+
+    job = make_job(training={"checkpointing": {"resume_from": "pvc://ckpts/a/epoch_0"}},
+                   output={"uri": "pvc://outputs/b"})
+    args = trainer_args(job)
+    assert {"resume_from_checkpoint=True",
+            "checkpointer.adapter_checkpoint=/mnt/ckpts/a/epoch_0/adapter_model.pt",
+            "checkpointer.recipe_checkpoint=/mnt/ckpts/a/recipe_state/recipe_state.pt"
+            } <= set(args)
+    volumes, mounts = pvc_volumes(job)
+    claims = {m["mountPath"]: v["persistentVolumeClaim"]["claimName"]
+              for v, m in zip(volumes, mounts, strict=True)}
+    assert claims["/mnt/ckpts"] == "ckpts"
