@@ -11,6 +11,7 @@ from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
 from ftspec.reconciler.backend import Desired, Prefetcher
 from ftspec.reconciler.backends import BackendOptions, get_backend
 from ftspec.reconciler.desired import prepare
+from ftspec.reconciler.inputs import states
 from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS
 from helpers.kubecli import prepare_namespace, run_cli, spec_copy, use_cluster
 
@@ -50,7 +51,8 @@ def test_prefetched_reads_are_used_once_and_decide_the_same(specs: list[SpecInpu
     first = [compile_spec(s, "identity", CompileOptions(schema="on-error")) for s in specs]
     opts = plain.compile_options([c.job for c in first], CompileOptions(schema="on-error"))
     plain.drop_prefetched()  # the LIST compile_options started: plan() lists anew
-    desired = [Desired(c.job, c.artifacts, str(c.source.path), c.doc)
+    desired = [Desired(c.job, c.artifacts, str(c.source.path), c.doc,
+                       inputs=states(c.job, Path.cwd()))  # what prepare reads too
                for c in (compile_spec(f, "artifacts", opts) for f in first)]
     again = plain.plan(desired)
     assert _without_reads(again.to_json()) == _without_reads(plan.to_json())
