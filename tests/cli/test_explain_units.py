@@ -28,7 +28,7 @@ def test_a_cpu_run_is_explained_for_the_cpu(capsys: pytest.CaptureFixture[str]) 
     assert "memory per process (estimate)" in out
     assert re.search(r"trainable params +16K of 115K \(14%\)", out), out
     assert not re.search(r"\de-\d", out), out  # no exponent in a human view
-    assert re.search(r"^a CPU run: needs about \d+ MiB of memory per process$", out, re.M), out
+    assert re.search(r"^a CPU run: needs about \d+ MiB of memory per process$", out, re.MULTILINE), out
 
 
 def test_a_gpu_run_keeps_the_accelerator_table(capsys: pytest.CaptureFixture[str]) -> None:
