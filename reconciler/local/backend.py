@@ -45,6 +45,7 @@ from ftspec.reconciler.local.measure_run import measured
 from ftspec.reconciler.local.observe import RunView, observe
 from ftspec.reconciler.local.preflight import preflight
 from ftspec.reconciler.local.record import LOG_NAME, RunRecord
+from ftspec.reconciler.local.resume_check import moved_by_apply
 from ftspec.reconciler.local.state import StateStore
 from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
 from ftspec.reconciler.model import (
@@ -123,6 +124,7 @@ class LocalBackend:
                 file_move(desired.job, desired.spec_file, record.spec_file, self.root)
             except DuplicateIdentity as exc:
                 found.append(duplicate_error(desired, exc.other_file))
+            found += moved_by_apply(desired, record.run_dir, self.store)
         return found
 
     # ------------------------------------------------------------------ plan

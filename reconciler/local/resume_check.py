@@ -7,16 +7,26 @@ recipe state per output folder, overwritten after every epoch but the last, so i
 to the latest epoch folder whose adapter was written before it (the checkpointer writes the
 adapter, then the recipe state): an older epoch folder, or a run's last one, would resume
 with another epoch's optimizer and data position.
+
+And on any launcher: a checkpoint inside the applied run's own folder, which apply moves to
+its kept generation (``generations``) before the new run starts, is refused with where it
+will be kept.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from ftspec.spec.diagnostics import KeyPath
+from ftspec.reconciler.backend import Desired
+from ftspec.reconciler.local import generations
+from ftspec.reconciler.local.state import StateStore
+from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
+from ftspec.spec.urls import is_uri, scheme
+from ftspec.targets.paths import local_path
 from ftspec.targets.torchtune_resume import ADAPTER_FILE, recipe_state_path
 
 WHERE: KeyPath = ("training", "checkpointing", "resume_from")
@@ -71,3 +81,30 @@ def _same_epoch(folder: Path, adapter: Path, state: Path, report: Report) -> Non
         report(f"the recipe state {state} is epoch_{later[-1]}'s, not {folder.name}'s "
                "(torchtune keeps the latest epoch's only)", "resume-other-epoch",
                f"resume from {folder.parent / f'epoch_{later[-1]}'}")
+
+
+def moved_by_apply(desired: Desired, run_dir: str, store: StateStore) -> list[Diagnostic]:
+    """An error when ``resume_from`` lies inside ``run_dir``, the folder of the run this
+    spec applied, which apply keeps as the next generation (moved away) before it starts
+    the new run."""
+    value = desired.job.spec.training.checkpointing.resume_from
+    if not value or (is_uri(value) and scheme(value) != "file"):
+        return []
+    path = local_path(value) if is_uri(value) else value
+    if os.path.isabs(path) and not os.path.isabs(run_dir):  # as the run folder is: relative
+        found = PurePosixPath(os.path.normpath(path))
+        root = PurePosixPath(os.path.normpath(store.root))
+        path = str(found.relative_to(root)) if found.is_relative_to(root) else path
+    if not generations.inside(run_dir, path):
+        return []
+    number = generations.next_number(store, desired.job.spec_id)
+    kept = PurePosixPath(store.dir.relative_to(store.root), generations.HISTORY,
+                         desired.job.spec_id, str(number))
+    rest = PurePosixPath(os.path.normpath(path)).relative_to(os.path.normpath(run_dir))
+    span = desired.doc.span_of(WHERE) if desired.doc is not None else None
+    return [Diagnostic(
+        Severity.ERROR, f"the checkpoint {path} lies in this run's own folder {run_dir}, "
+        f"which apply keeps as {kept} before the new run starts: the launcher would not "
+        "find it", path=WHERE, span=span, code="preflight.resume-moved",
+        hint=f"run `ftspec destroy` on this spec first (it keeps the folder as {kept}), "
+        f"then resume from file://{kept / rest}")]

@@ -7,9 +7,12 @@ local backend with the tiny model, through the ftspec CLI:
   resumed by torchtune: its checkpointer writes the recipe state (optimizer, seed, epochs run,
   the data loader's position) after every epoch but the last, so B is configured for 2 epochs
   and stopped after its first, as a preempted run is;
-- C: the spec with ``resume_from`` = B's ``epoch_0`` folder, in an output folder of its own.
+- C: the spec with ``resume_from`` = B's ``epoch_0`` folder, in an output folder of its own;
+- then B resumes its own checkpoint: refused at plan while it lies in B's run folder (apply
+  moves that folder to the kept generation first), then ``destroy`` keeps it as generation 1
+  and B is applied again with ``resume_from`` there.
 
-C must start at step 17 in epoch 2 (not at step 1: the shipped single-device recipe would
+C (and B resumed) must start at step 17 in epoch 2 (not at step 1: the shipped single-device recipe would
 restart there, which ``ftspec.runtime.torchtune_resume`` fixes) and train A's steps 17..32:
 the same learning rates (the schedule continues, no second warm-up) and the same losses.
 
@@ -166,3 +169,22 @@ def test_resumed_run_continues_the_stopped_one_to_the_reference_loss(
     want = torch.load(workdir / ".ftspec/runs/a-reference/output/epoch_1/adapter_model.pt")
     assert got.keys() == want.keys()
     assert all(torch.allclose(got[k], want[k], rtol=1e-5, atol=1e-7) for k in got)
+
+    # B resumes its own checkpoint: inside its run folder, which a replace moves to the
+    # kept generation before the new run starts, it is refused with where it will be kept
+    own = "file://.ftspec/runs/b-stopped/output/epoch_0"
+    refused = ftspec(workdir, e2e_env, "plan", str(spec_b), *_sets("b-stopped", own))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "error: training.checkpointing.resume_from: the checkpoint " in refused.stderr
+    kept = ".ftspec/history/b-stopped/1"
+    assert f"then resume from file://{kept}/output/epoch_0" in refused.stderr, refused.stderr
+    gone = ftspec(workdir, e2e_env, "destroy", str(spec_b), *sets_b, "--auto-approve")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert (workdir / kept / "output/recipe_state/recipe_state.pt").is_file()
+    sets_d = _sets("b-stopped", f"file://{kept}/output/epoch_0")
+    done = ftspec(workdir, e2e_env, "apply", str(spec_b), *sets_d, "--auto-approve", "--wait")
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = _steps(workdir, "b-stopped")
+    assert sorted(again) == list(range(STEPS_PER_EPOCH + 1, 33))
+    assert all(math.isclose(again[s][0], ref[s][0], rel_tol=REL_TOL) and again[s][1] == ref[s][1]
+               for s in again), (again, ref)
