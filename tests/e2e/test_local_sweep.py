@@ -42,6 +42,11 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
     applied = ftspec(workdir, env, "apply", SPEC, "--auto-approve", "--wait")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "Apply complete: 3 runs started." in applied.stdout
+    # one block for the three runs, naming what differs; the configs are not printed
+    assert (f"# 3 runs of {SPEC} will be created, differing in learning rate "
+            "(0.01, 0.003, 0.001)") in applied.stdout, applied.stdout
+    assert "lora_rank: 8" not in applied.stdout
+    assert applied.stdout.rstrip().endswith("3 runs succeeded."), applied.stdout
 
     got = _json(ftspec(workdir, env, "output", SPEC, "--compare", "--json"))
     assert got["fields"] == ["training.learning_rate"]
