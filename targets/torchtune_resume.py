@@ -21,9 +21,13 @@ started through ``ftspec.runtime.torchtune_resume`` (the recipe itself, with the
 restored as the distributed and full recipes restore it), by ``tune run``'s own custom-recipe
 form (a module path).
 
-Full fine-tuning is refused: the full recipes read the resumed weights as
-``checkpointer.checkpoint_files`` inside the new run's ``output_dir`` itself, while the
-checkpointer saved them under ``epoch_N`` with shard names of its own.
+Full fine-tuning is refused. Its recipes read the trained weights as
+``checkpointer.checkpoint_files`` joined to the new run's ``output_dir`` (the checkpointer
+saved them in ``epoch_N`` as ``model-0000i-of-0000N.safetensors``, which can be named that
+way), but with no adapter the checkpointer first looks for the latest ``epoch_N`` folder of
+that ``output_dir`` and fails on a fresh one (``get_adapter_checkpoint_path`` joins
+``None``: ``TypeError``), as tried with the tiny model. It resumes only inside the output
+folder of the run it continues, which a replace keeps as a generation.
 """
 
 from __future__ import annotations
@@ -77,10 +81,10 @@ def check(job: Job, output_dir: str) -> Iterator[Diagnostic]:
                               "or pvc:// location and resume from there")
         return
     if job.spec.method.kind == "full":
-        yield _FINDINGS.error(_WHERE, "torchtune 0.6.1's full fine-tuning recipes resume "
-                              "their weights from checkpointer.checkpoint_files inside the "
-                              "new run's output folder, not from the epoch folder their "
-                              "checkpointer saved (under shard names of its own)",
+        yield _FINDINGS.error(_WHERE, "torchtune 0.6.1's checkpointer cannot resume a full "
+                              "fine-tune into a new output folder: with no adapter it looks "
+                              "for the latest epoch_N folder of the new run's output_dir and "
+                              "fails when there is none (get_adapter_checkpoint_path)",
                               "resume-full", hint="use launcher: accelerate (the Trainer "
                               "resumes full fine-tuning), or start a new run from the epoch "
                               "folder's weights as model.uri (optimizer and schedule start "
