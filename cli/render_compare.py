@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.cli.render_list import table_lines
+from ftspec.cli.render_usage import USAGE_COLUMNS, usage_cells
 from ftspec.reconciler.progress import duration
 from rich.markup import escape
 
-_MEASURED = ("RUNTIME", "TOKENS/S", "TOKENS/S/DEV", "PEAK MEM", "VALIDITY")
+_MEASURED = ("RUNTIME", "TOKENS/S", "TOKENS/S/DEV", "PEAK MEM", *USAGE_COLUMNS, "VALIDITY")
 
 
 def _number(value: Any, digits: int = 1) -> str:
@@ -38,6 +39,7 @@ def _cells(row: dict[str, Any], fields: list[str]) -> list[str]:
             _number(m.get("dataset_tokens_per_second")),
             _number(m.get("dataset_tokens_per_second_per_device")),
             f"{peak['bytes'] / 2**20:.0f} MiB" if peak.get("bytes") else "",
+            *usage_cells(m.get("resources") or {}),
             row.get("validity") or ""]
 
 

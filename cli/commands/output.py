@@ -239,6 +239,10 @@ def _measured_rows(m: dict[str, Any]) -> list[tuple[str, Any]]:
     peak = m.get("peak_memory")
     if peak:
         rows.append(("peak_memory", f"{peak['bytes'] / 2**30:.3f} GiB ({peak['kind']})"))
+    if isinstance(m.get("resources"), dict):
+        from ftspec.cli.render_usage import usage_rows
+
+        rows += usage_rows(m["resources"])
     missing = m.get("unavailable")
     if isinstance(missing, dict):  # what the cluster cannot tell (Kubernetes), and why
         from ftspec.spec.text import escape_text

@@ -8,6 +8,10 @@ torch. It is given the config the spec compiles to now, on its standard input, a
 when the run's own launch file is that config (compared as ``plan`` compares them): a file
 in the run's folder is never handed to torchtune's loader, which would instantiate any
 component it names. A count that fails leaves the token figures out and says why.
+
+``resources``: the supervisor's ``usage.json`` (``reconciler.usage``), checked field by field
+each time it is read and never copied into ``measured.json`` (whose kept figures are
+returned as they were kept).
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from ftspec.reconciler.local.compare import same_file
 from ftspec.reconciler.local.observe import TERMINAL, RunView
 from ftspec.reconciler.local.runner import launch_file
 from ftspec.reconciler.local.state import guarded, open_run_dir
-from ftspec.reconciler.local.supervise import EXIT_FILE, read_json, write_json
+from ftspec.reconciler.local.supervise import EXIT_FILE, USAGE_FILE, read_json, write_json
 from ftspec.reconciler.logread import read_tail
 from ftspec.reconciler.measured import measure
 from ftspec.reconciler.progress import track_text, tracker_settings
+from ftspec.reconciler.usage import parse_usage
 from ftspec.spec.ir import Job
 from ftspec.spec.safe_files import SafeDir
 
@@ -82,7 +87,9 @@ def measured(job: Job, view: RunView, root: Path, files: Files) -> dict[str, Any
     if run is None:
         return {}
     with run:
-        return _measured(job, view, root, run, files)
+        out = _measured(job, view, root, run, files)
+        usage = parse_usage(read_json(run, USAGE_FILE))
+        return {**out, "resources": usage} if usage is not None else out
 
 
 def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
@@ -92,7 +99,8 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
     validity = _validity(view)
     if kept is not None and kept.get("started_at") == record.started_at:
         # the validity as read now: one kept by an ftspec that counted no steps said ok
-        return {**{k: v for k, v in kept.items() if k not in ("started_at", *validity)},
+        return {**{k: v for k, v in kept.items()
+                   if k not in ("started_at", "resources", *validity)},
                 **validity}
     text = read_tail(root / record.log, _LOG_BYTES)
     tracker = track_text(text, **tracker_settings(job))

@@ -26,11 +26,12 @@ from ftspec.reconciler.local.supervise import (
     EXIT_FILE,
     STOP_FILE,
     SUPERVISOR_FILE,
+    USAGE_FILE,
     SupervisorInfo,
     read_json,
 )
 
-_CONTROL_FILES = (SUPERVISOR_FILE, CHILD_FILE, EXIT_FILE, STOP_FILE)
+_CONTROL_FILES = (SUPERVISOR_FILE, CHILD_FILE, EXIT_FILE, USAGE_FILE, STOP_FILE)
 _ACCEPT_TIMEOUT_S = 30.0
 
 

@@ -2,7 +2,9 @@
 
 It detaches (fork + setsid, so it belongs to no ftspec process and survives one being killed),
 records itself in ``RUN_DIR/supervisor.json``, runs ARGV as its child in its own process group,
-records the child in ``child.json`` and, when the child ends, its exit in ``exit.json``. A later
+records the child in ``child.json`` and, when the child ends, its exit in ``exit.json``
+(after ``usage.json``: the child's process tree's CPU, memory and GPU use over the run,
+sampled once a second by ``sampler.py``). A later
 ``ftspec status`` reads those files, so exit codes are known even when the ftspec process that
 started the run died long before. stdout/stderr are inherited (the backend points them at the
 run's log file). The process that launched it returns once ``supervisor.json`` exists.
@@ -23,11 +25,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ftspec.reconciler.local.sampler import Sampler
 from ftspec.spec.safe_files import SafeDir
 
 SUPERVISOR_FILE = "supervisor.json"
 CHILD_FILE = "child.json"
 EXIT_FILE = "exit.json"
+USAGE_FILE = "usage.json"
 STOP_FILE = "stop-requested"
 _DETACH_TIMEOUT_S = 15.0
 _CONTROL_READ_LIMIT = 64 * 1024
@@ -141,7 +145,9 @@ def supervise(run_dir: SafeDir, argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
     write_json(run_dir, CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid)})
+    sampler = Sampler(child.pid).start()
     code = child.wait()
+    _write_usage(run_dir, sampler)
     sig_name = signal.Signals(-code).name if code < 0 else None
     _note(f"run ended: {'killed by ' + sig_name if sig_name else 'exit code ' + str(code)}")
     write_json(run_dir, EXIT_FILE, {
@@ -151,6 +157,14 @@ def supervise(run_dir: SafeDir, argv: list[str]) -> int:
         "max_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     })
     return 0
+
+
+def _write_usage(run_dir: SafeDir, sampler: Sampler) -> None:
+    """The sampler's summary; a failure here loses the figures, never the exit record."""
+    try:
+        write_json(run_dir, USAGE_FILE, sampler.stop())
+    except Exception as exc:  # noqa: BLE001 - exit.json must still be written
+        _note(f"resource use not recorded: {type(exc).__name__}: {exc}")
 
 
 def main(args: list[str]) -> int:
