@@ -50,17 +50,19 @@ class Span:
         self.weight += weight
 
     def to_json(self, digits: int = 1) -> dict[str, float] | None:
+        """Rounded to ``digits`` (whole numbers, such as bytes, as ints at 0); None
+        without a sample."""
         if self.weight <= 0:
             return None
         avg = min(max(self.weighted / self.weight, self.low), self.high)
-        return {"min": round(self.low, digits), "avg": round(avg, digits),
-                "max": round(self.high, digits)}
+        values = {"min": self.low, "avg": avg, "max": self.high}
+        return {k: round(v) if digits == 0 else round(v, digits) for k, v in values.items()}
 
 
 def _finite(value: Any, high: float) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) and 0 <= value <= high else None
+    return value if math.isfinite(value) and 0 <= value <= high else None  # an int stays one
 
 
 def _count(value: Any, high: int) -> int | None:

@@ -124,3 +124,65 @@ def test_output_rows_and_compare_cells() -> None:
     none = {**GOOD, "gpu": {"unavailable": "no GPU: \x1b[31mred"}}
     assert dict(usage_rows(none))["gpu"] == "unavailable: no GPU: \\x1b[31mred"
     assert usage_cells(none)[2] == "n/a"
+
+
+class _FakeNvml:
+    """pynvml's calls the sampler makes, for one device (no GPU here to read)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetName(self, handle: int) -> bytes:
+        return b"NVIDIA H200"
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> Any:
+        return type("Mem", (), {"total": 100 << 30, "used": 25 << 30})()
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> Any:
+        return type("Util", (), {"gpu": 70})()
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        raise self.NVMLError("Not Supported")  # a device without power readings
+
+
+def test_gpu_figures_through_nvml_and_a_device_without_power(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ftspec.reconciler.local.sampler import _Gpus
+
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml())
+    gpus = _Gpus()
+    gpus.sample(1.0)
+    gpus.sample(1.0)
+    summary = gpus.summary()
+    (device,) = summary["devices"]
+    assert device["name"] == "NVIDIA H200" and device["memory_total_bytes"] == 100 << 30
+    assert device["compute_utilization_percent"] == {"min": 70.0, "avg": 70.0, "max": 70.0}
+    assert device["memory_used_bytes"] == {"min": 25 << 30, "avg": 25 << 30, "max": 25 << 30}
+    assert device["memory_utilization_percent"]["max"] == 25.0
+    assert "power_watts" not in device  # never read: left out, not zero
+    assert parse_usage({"gpu": summary}) == {"gpu": summary}
+    assert usage_cells({"gpu": summary})[2] == "70.0%"
+
+
+def test_nvml_that_fails_to_start_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ftspec.reconciler.local.sampler import _Gpus
+
+    class Broken(_FakeNvml):
+        def nvmlInit(self) -> None:
+            raise RuntimeError("driver not loaded")
+
+    monkeypatch.setitem(sys.modules, "pynvml", Broken())
+    assert _Gpus().summary() == {
+        "unavailable": "no GPU: NVML could not be read (RuntimeError: driver not loaded)"}
