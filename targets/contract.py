@@ -74,6 +74,10 @@ NOT_IN_ARTIFACTS: dict[KeyPath, str] = {
     ("data", "validation", "num_examples"): "documentation only (evaluation size)",
     ("data", "mixture", "datasets", "*", "num_examples"): "steps per epoch in the Job",
     ("model", "params_b"): "the memory estimate",
+    **{(*at, "identity"): "read by plan: whether the input's content is compared with the "
+       "applied run's (reconciler.inputs)"
+       for at in (("model",), ("model", "tokenizer"), ("data", "train"), ("data", "validation"),
+                  ("data", "mixture", "datasets", "*"))},
     **{(*at, "as_chat"): "torchtune's instruct_dataset always renders rows as messages "
        "through the tokenizer's prompt template (accelerate: prepare.json)"
        for at in (("data", "train"), ("data", "validation"), ("data", "mixture", "datasets",
