@@ -145,9 +145,10 @@ def supervise(run_dir: SafeDir, argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
     write_json(run_dir, CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid)})
-    sampler = Sampler(child.pid).start()
+    sampler = _start_sampler(child.pid)
     code = child.wait()
-    _write_usage(run_dir, sampler)
+    if sampler is not None:
+        _write_usage(run_dir, sampler)
     sig_name = signal.Signals(-code).name if code < 0 else None
     _note(f"run ended: {'killed by ' + sig_name if sig_name else 'exit code ' + str(code)}")
     write_json(run_dir, EXIT_FILE, {
@@ -157,6 +158,16 @@ def supervise(run_dir: SafeDir, argv: list[str]) -> int:
         "max_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
     })
     return 0
+
+
+def _start_sampler(pid: int) -> Sampler | None:
+    """The child's resource sampler; None (no figures) rather than a supervisor that
+    fails to wait for its child."""
+    try:
+        return Sampler(pid).start()
+    except Exception as exc:  # noqa: BLE001 - the run goes on unsampled
+        _note(f"resource use not sampled: {type(exc).__name__}: {exc}")
+        return None
 
 
 def _write_usage(run_dir: SafeDir, sampler: Sampler) -> None:

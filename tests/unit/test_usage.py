@@ -186,3 +186,32 @@ def test_nvml_that_fails_to_start_says_why(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "pynvml", Broken())
     assert _Gpus().summary() == {
         "unavailable": "no GPU: NVML could not be read (RuntimeError: driver not loaded)"}
+
+
+def test_a_link_in_place_of_the_summary_is_not_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.json"
+    victim.write_text(json.dumps(GOOD))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / USAGE_FILE).symlink_to(victim)
+    with SafeDir.open(tmp_path / "run") as run:
+        assert parse_usage(read_json(run, USAGE_FILE)) is None
+
+
+def test_the_supervisor_writes_the_summary_before_the_exit_record(tmp_path: Path) -> None:
+    """The real supervisor (detached, as the backend starts it) on a short CPU-bound child:
+    once ``exit.json`` exists, ``usage.json`` is there and parses with CPU and RSS."""
+    import time
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    subprocess.run([sys.executable, "-m", "ftspec.reconciler.local.supervise", str(run), "--",
+                    sys.executable, "-c", SPIN], check=True, timeout=60,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (run / "exit.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with SafeDir.open(run) as folder:
+        assert (read_json(folder, "exit.json") or {}).get("returncode") == 0
+        got = parse_usage(read_json(folder, USAGE_FILE))
+    assert got is not None and got["samples"] >= 1
+    assert got["cpu_utilization_percent"]["max"] > 0 and got["rss_bytes"]["max"] > 64 << 20
