@@ -73,10 +73,12 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
     assert lines[0] == f"Sweep of {SPEC}: 3 points"
     assert lines[2].split() == ["NAME", "training.learning_rate", "PHASE", "STEPS",
                                 "FINAL", "LOSS", "RUNTIME", "TOKENS/S", "TOKENS/S/DEV",
-                                "PEAK", "MEM", "VALIDITY"]
+                                "PEAK", "MEM", "CPU/CORE", "AVG", "RSS", "MAX", "GPU", "AVG",
+                                "VALIDITY"]
     first = lines[3].split()
     assert first[:5] == [NAMES[0], "0.01", "Succeeded", "16/16", f"{losses[0]:.4f}"]
-    assert first[-1] == "ok"
+    assert first[-2:] == ["n/a", "ok"]  # no GPU here; then the validity
+    assert first[-5].endswith("%") and first[-3] == "MiB"  # CPU per core, RSS max
     assert (workdir / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     listed = _json(ftspec(workdir, env, "list", "--json"))
