@@ -47,7 +47,7 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
                        ("no-op", "llama32-1b-alpaca-lora-lr-2e-4")], actions
 
     grown = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
-    assert "Resources: 1 added, 0 changed, 0 destroyed." in grown.out, grown.out + grown.err
+    assert "Apply complete: 1 run started." in grown.out, grown.out + grown.err
     assert jobs["llama32-1b-alpaca-lora-lr-1e-4"]["metadata"]["labels"][
         "ftspec.dev/sweep"] == "llama32-1b-alpaca-lora"
 
@@ -64,7 +64,7 @@ def test_each_point_is_a_trainjob_and_the_grid_grows_by_one(
     assert "Plan: 0 to add, 0 to change, 1 to destroy." in human.out, human.out
     assert "'llama32-1b-alpaca-lora-lr-2e-4' is not a point of the spec's sweep.grid now" in human.out, human.out
     shrunk = run_cli(capsys, "apply", spec, "-n", ns, "--auto-approve")
-    assert "Resources: 0 added, 0 changed, 1 destroyed." in shrunk.out, shrunk.out + shrunk.err
+    assert "Apply complete: 1 destroyed." in shrunk.out, shrunk.out + shrunk.err
     assert sorted(trainjobs()) == ["llama32-1b-alpaca-lora-lr-1e-4",
                                    "llama32-1b-alpaca-lora-lr-5e-5"]
 
