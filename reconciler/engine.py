@@ -28,7 +28,7 @@ def plan(backend: Backend, desired: Sequence[Desired], replacing: Sequence[str] 
     found = backend.plan(list(desired))
     if replacing:
         found = replace(found, changes=forced(found.changes, replacing))
-    extra = [w for w in dict.fromkeys(unchecked_warning(d) for d in desired) if w]
+    extra = unchecked_warnings(desired)
     extra += [f"{c.address}: not run again: {c.reason}" for c in found.changes
               if c.action is Action.NOOP and c.fields and c.reason]
     return replace(found, warnings=(*found.warnings, *extra)) if extra else found
@@ -51,9 +51,12 @@ def forced(changes: Sequence[Change], replacing: Sequence[str]) -> tuple[Change,
         for c in changes)
 
 
-def unchecked_warning(d: Desired) -> str | None:
-    """One line naming the inputs of ``d`` whose content a plan does not compare, and why."""
-    parts = [f"{s.field} {s.uri} ({s.unchecked})" for s in d.inputs if s.unchecked]
-    if not parts:
-        return None
-    return f"{d.job.spec_id}: content not checked for " + "; ".join(parts)
+def unchecked_warnings(desired: Sequence[Desired]) -> list[str]:
+    """One line per set of inputs whose content a plan does not compare, and why, naming
+    the jobs that read them (a sweep's points share one line)."""
+    jobs: dict[str, list[str]] = {}
+    for d in desired:
+        parts = [f"{s.field} {s.uri} ({s.unchecked})" for s in d.inputs if s.unchecked]
+        if parts:
+            jobs.setdefault("; ".join(parts), []).append(d.job.spec_id)
+    return [f"{', '.join(ids)}: content not checked for {what}" for what, ids in jobs.items()]

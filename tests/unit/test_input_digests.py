@@ -279,3 +279,17 @@ def test_launcher_files_compare_key_by_key_and_logging_keys_only_change_how_a_ru
     assert all(observational(f) for f in sft)
     broken = file_changes("config.yaml", "a: [", "a: 1\n")  # the old one does not parse
     assert [f.path for f in broken] == ['files["config.yaml"]'] and not observational(broken[0])
+
+
+def test_inputs_not_checked_are_one_line_per_set_naming_the_jobs() -> None:
+    from types import SimpleNamespace
+
+    from ftspec.reconciler.engine import unchecked_warnings
+
+    hub = InputState("model.uri", "hf://org/m", unchecked="no model.revision")
+    point = [SimpleNamespace(job=SimpleNamespace(spec_id=f"sweep-lr-{i}"), inputs=(hub,))
+             for i in (1, 2)]
+    local = SimpleNamespace(job=SimpleNamespace(spec_id="local"), inputs=(_state("a"),))
+    assert unchecked_warnings([*point, local]) == [  # type: ignore[list-item]
+        ("sweep-lr-1, sweep-lr-2: content not checked for model.uri hf://org/m "
+        "(no model.revision)")]
