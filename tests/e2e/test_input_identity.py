@@ -10,25 +10,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.ftspec_proc import ftspec
 from helpers.pidns import private_pid_namespace
 from helpers.tinyspec import SPEC
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-FTSPEC = str(Path(sys.executable).parent / "ftspec")
 TINY = Path(".ftspec/tiny/llama2")
-
-
-def ftspec(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([FTSPEC, *args], check=False, cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
 
 
 def plan(workdir: Path, env: dict[str, str], *extra: str) -> tuple[int, dict[str, object]]:

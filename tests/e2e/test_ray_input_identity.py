@@ -9,25 +9,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.ftspec_proc import ftspec
 from helpers.tinyspec import SPEC, ray_sets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.ray, pytest.mark.slow]
 
-FTSPEC = str(Path(sys.executable).parent / "ftspec")
 TINY = Path(".ftspec/tiny/llama2")
-
-
-def _ftspec(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([FTSPEC, *args], check=False, cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
 
 
 def test_a_changed_dataset_plans_a_new_ray_job(workdir: Path, e2e_env: dict[str, str],
@@ -38,17 +29,17 @@ def test_a_changed_dataset_plans_a_new_ray_job(workdir: Path, e2e_env: dict[str,
     link.unlink()
     shutil.copytree(assets, link)
     sets = ray_sets(workdir, ray_head.address)
-    applied = _ftspec(workdir, env, "apply", str(SPEC), *sets, "--auto-approve")
+    applied = ftspec(workdir, env, "apply", str(SPEC), *sets, "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     try:
-        quiet = _ftspec(workdir, env, "plan", str(SPEC), *sets, "--detailed-exitcode")
+        quiet = ftspec(workdir, env, "plan", str(SPEC), *sets, "--detailed-exitcode")
         assert quiet.returncode == 0, quiet.stdout + quiet.stderr
 
         data = workdir / TINY / "dataset.jsonl"
         original = data.read_bytes()
         data.write_bytes(original.replace(b'"output": "six"', b'"output": "seven"', 1))
         assert data.read_bytes() != original
-        changed = _ftspec(workdir, env, "plan", str(SPEC), *sets, "--json",
+        changed = ftspec(workdir, env, "plan", str(SPEC), *sets, "--json",
                           "--detailed-exitcode")
         assert changed.returncode == 2, changed.stdout + changed.stderr
         (change,) = json.loads(changed.stdout)["changes"]
@@ -60,7 +51,7 @@ def test_a_changed_dataset_plans_a_new_ray_job(workdir: Path, e2e_env: dict[str,
                    for m in change["ml_changes"]), change["ml_changes"]
 
         data.write_bytes(original)
-        again = _ftspec(workdir, env, "plan", str(SPEC), *sets, "--detailed-exitcode")
+        again = ftspec(workdir, env, "plan", str(SPEC), *sets, "--detailed-exitcode")
         assert again.returncode == 0, again.stdout + again.stderr
     finally:
-        _ftspec(workdir, env, "destroy", str(SPEC), *sets, "--auto-approve")
+        ftspec(workdir, env, "destroy", str(SPEC), *sets, "--auto-approve")

@@ -7,32 +7,17 @@ record, on the local backend with the tiny model (a real torchtune process)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers.ftspec_proc import as_json, ftspec
 from helpers.pidns import private_pid_namespace
 from helpers.tinyspec import SPEC
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-FTSPEC = str(Path(sys.executable).parent / "ftspec")
 SHORT = Path("data/short.jsonl")
 SETS = ("--set", f"data.train.uri=file://{SHORT}")
-
-
-def ftspec(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([FTSPEC, *args], check=False, cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
-def as_json(done: subprocess.CompletedProcess[str]) -> Any:
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
-    return json.loads(done.stdout)
 
 
 @private_pid_namespace
