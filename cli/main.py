@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_", "Import another tool's config (torchtune, ...) as a spec."),
     "quickstart": ("quickstart", "Generate the tiny model, tokenizer and data of the quickstart."),
     "version": ("version", "Print the versions of ftspec and of the launchers it drives."),
+    "completion": ("completion", "Print the shell completion script (bash, zsh, fish)."),
 }
 
 

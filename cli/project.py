@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-UNROOTED = frozenset({"version", "schema", "validate", "compile", "import"})
+UNROOTED = frozenset({"version", "schema", "completion", "validate", "compile", "import"})
 """Commands that read no project state (a file in, a file or report out; the pre-commit
 hook's ``validate``): no walk, no line, paths shown as typed."""
 
