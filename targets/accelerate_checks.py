@@ -74,12 +74,35 @@ def fp16_on_cpu(job: Job, findings: Findings) -> Iterator[Diagnostic]:
                                "GPUs (resources.gpus_per_node)")
 
 
+def process_per_gpu(job: Job, findings: Findings) -> Iterator[Diagnostic]:
+    """The HF Trainer under ``accelerate launch`` trains one GPU per process. Fewer
+    processes than GPUs on a node: with one, that process sees every GPU and the Trainer
+    (``n_gpu > 1`` outside distributed mode) wraps the model in ``nn.DataParallel``, so each
+    step trains on the GPU count times the batch ftspec computes; with more than one, the
+    GPUs past the process count stay idle. Either way not the run the spec describes."""
+    r = job.spec.resources
+    n, gpus = r.processes_per_node, job.gpus_per_node
+    if n is None or gpus <= 1 or n >= gpus:
+        return
+    why = (f"one process sees all {gpus} GPUs and the HF Trainer wraps the model in "
+           f"nn.DataParallel, which splits {gpus} micro batches over them: each forward "
+           f"pass takes {gpus * job.micro_batch_size} rows, not micro_batch_size "
+           f"{job.micro_batch_size}"
+           if n == 1 else f"{n} processes train on {n} of the {gpus} GPUs; {gpus - n} stay "
+           "idle")
+    yield findings.error(("resources", "processes_per_node"), f"processes_per_node {n} on "
+                         f"{gpus} GPUs per node: {why}", "process-per-gpu",
+                         hint="remove processes_per_node (one process per GPU), or ask "
+                         f"for {n} GPU{'s' if n > 1 else ''} per node")
+
+
 def _check(job: Job) -> Iterator[Diagnostic]:
     from ftspec.targets import accelerate_ep, accelerate_tokens
     from ftspec.targets.chat_format import check_system_prompt
 
     yield from _loaders(job)
     yield from fp16_on_cpu(job, _FINDINGS)
+    yield from process_per_gpu(job, _FINDINGS)
     yield from _resume(job)
     yield from accelerate_tokens.check(job)
     yield from check_system_prompt(job, _FINDINGS)

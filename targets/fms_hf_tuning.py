@@ -222,10 +222,10 @@ _error = _FINDINGS.error
 
 def check(job: Job) -> list[Diagnostic]:
     """What ``tuning.sft_trainer``'s command line cannot say, located."""
-    from ftspec.targets.accelerate_checks import fp16_on_cpu
+    from ftspec.targets.accelerate_checks import fp16_on_cpu, process_per_gpu
 
     spec = job.spec
-    found: list[Diagnostic] = list(fp16_on_cpu(job, _FINDINGS))
+    found: list[Diagnostic] = [*fp16_on_cpu(job, _FINDINGS), *process_per_gpu(job, _FINDINGS)]
     fsdp = spec.distributed.fsdp
     if job.strategy == "fsdp" and fsdp is not None and fsdp.version == 2 \
             and fsdp.sharding not in ("full_shard", "shard_grad_op"):
