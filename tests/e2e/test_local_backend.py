@@ -244,7 +244,7 @@ def test_apply_while_active_is_noop_or_replace_never_a_duplicate(
     plan = ftspec(workdir, e2e_env, "plan", str(SPEC), "--detailed-exitcode", *LONG)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     again = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
-    assert again.returncode == 0 and "0 added, 0 changed, 0 destroyed" in again.stdout
+    assert again.returncode == 0 and "Apply complete: nothing changed." in again.stdout
     assert supervisor_pid(workdir) == pid
     assert len(wait_for(lambda: training_processes(workdir), 120, "the training")) == 1
 
@@ -344,7 +344,7 @@ def test_apply_killed_while_starting_never_runs_twice_and_a_deleted_folder_still
     first = json.loads((workdir / STATE).read_text())
     again = ftspec(workdir, e2e_env, "apply", str(SPEC), "--auto-approve", *LONG)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 added, 0 changed, 0 destroyed" in again.stdout, (first["state"], again.stdout)
+    assert "Apply complete: nothing changed." in again.stdout, (first["state"], again.stdout)
     record = json.loads((workdir / STATE).read_text())
     assert record["state"] == "started" and alive(record["supervisor_pid"]), record
     assert len(wait_for(lambda: training_processes(workdir), 120, "the training")) == 1

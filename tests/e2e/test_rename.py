@@ -71,7 +71,7 @@ def test_a_renamed_spec_file_plans_no_changes_and_applies_no_new_run(
 
     again = run(FTSPEC, workdir, e2e_env, "apply", "examples/renamed.yaml", "--auto-approve")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 added, 0 changed, 0 destroyed" in again.stdout
+    assert "Apply complete: nothing changed." in again.stdout
     (after,) = records(workdir).values()
     same = ("supervisor_pid", "supervisor_create_time", "started_at", "run_dir", "argv")
     assert {k: after[k] for k in same} == {k: before[k] for k in same}  # no new run
