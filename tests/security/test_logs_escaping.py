@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ftspec.cli.output import MAX_LINE_CHARS, MAX_MESSAGE_CHARS
 from ftspec.cli.render_status import render_status
+
 from security.localstate import REPO, RUN_DIR, SPEC, plant_record, record_for, run_cli
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
