@@ -45,6 +45,7 @@ SHOWN_HEX = 12
 """Hex digits of a digest a plan shows."""
 ENTRY_SUFFIX = ".digest.json"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def from_record(data: Any) -> dict[str, InputState]:
         digest, rows, revision = raw.get("sha256"), raw.get("rows"), raw.get("revision")
         out[key] = InputState(
             key, raw["uri"],
-            sha256=digest if isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)
+            sha256=digest if isinstance(digest, str) and _SHA256.fullmatch(digest)
             else None,
             rows=rows if type(rows) is int and rows >= 0 else None,
             revision=revision if isinstance(revision, str) else None)
@@ -300,7 +301,7 @@ def _cached(key: str, state: list[Any]) -> str | None:
     if not isinstance(entry, dict) or entry.get("state") != state:
         return None
     digest = entry.get("sha256")
-    return digest if isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest) \
+    return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) \
         else None
 
 

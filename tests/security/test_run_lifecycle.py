@@ -85,15 +85,21 @@ def test_an_intent_record_left_by_a_killed_apply_is_finished_not_run_twice(
     assert wait_gone(sup.pid) and _supervisors(root) == []
 
 
-@private_pid_namespace
-def test_an_intent_record_without_a_run_reads_as_never_started(tmp_path: Path) -> None:
-    root = project(tmp_path / "p")
+def _with_intent_record(root: Path) -> LocalBackend:
+    """A backend over ``root`` holding only the intent record of a run (no supervisor)."""
     backend = LocalBackend(root)
     after = sleep_after()
     backend.store.write(parse_record({
         **{k: after[k] for k in ("spec_id", "spec_hash", "spec_file", "launcher", "argv",
                                  "env", "run_dir", "log")},
         "cwd": str(root), "started_at": time.time(), "state": STARTING}, SPEC_ID))
+    return backend
+
+
+@private_pid_namespace
+def test_an_intent_record_without_a_run_reads_as_never_started(tmp_path: Path) -> None:
+    root = project(tmp_path / "p")
+    backend = _with_intent_record(root)
     view = observe(backend.store.read(SPEC_ID), root)  # type: ignore[arg-type]
     assert view.phase is Phase.FAILED and "never started" in view.message
     assert not view.active
@@ -106,12 +112,7 @@ def test_a_run_ending_between_the_exit_read_and_the_process_scan_reads_as_ended(
     code' for a run that trained every step. The exit file is read again once no supervisor
     is alive."""
     root = project(tmp_path / "p")
-    backend = LocalBackend(root)
-    after = sleep_after()
-    backend.store.write(parse_record({
-        **{k: after[k] for k in ("spec_id", "spec_hash", "spec_file", "launcher", "argv",
-                                 "env", "run_dir", "log")},
-        "cwd": str(root), "started_at": time.time(), "state": STARTING}, SPEC_ID))
+    backend = _with_intent_record(root)
     (root / RUN_DIR).mkdir(parents=True)
 
     def ends_now(*_args: object, **_kwargs: object) -> tuple[list[procs.ProcRef], None]:
