@@ -15,11 +15,12 @@ from ftspec.compiler.memory_lora import MLP_MODULES
 from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.spec.ir import Job, ModelFacts, RowFormat
+from ftspec.spec.ir import Job, ModelFacts
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER
+from ftspec.spec.rows import row_format
 from ftspec.spec.sweep import Point, with_point
 from ftspec.targets.kube_names import MAX_LABEL, name_limit
 
@@ -169,7 +170,7 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         global_batch_size=t.global_batch_size, max_seq_len=spec.data.max_seq_len,
         tokens_per_step=t.global_batch_size * (spec.data.max_seq_len or facts.context_len),
         steps_per_epoch=steps_per_epoch, total_steps=total, warmup_steps=warmup,
-        model=facts, lora_modules=lora_modules, memory=memory, row_format=_row_format(spec),
+        model=facts, lora_modules=lora_modules, memory=memory, row_format=row_format(spec),
         labels=labels, annotations=dict(spec.metadata.annotations),
         trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
         written=written_digest(spec), defaults=spec_defaults(spec),
@@ -221,13 +222,6 @@ def full_steps(rows: int, world: int, micro_batch: int, accumulation: int) -> in
     and steps after every ``accumulation`` of them. 0 when the rows fill no global batch."""
     per_rank = -(-rows // world)
     return per_rank // micro_batch // accumulation
-
-
-def _row_format(spec: FineTuneSpec) -> RowFormat:
-    d = spec.data
-    sources = [d.train] if d.train is not None else \
-        list(d.mixture.datasets) if d.mixture is not None else []
-    return RowFormat(tuple(ds.format for ds in sources))
 
 
 def train_examples(spec: FineTuneSpec) -> int | None:

@@ -105,6 +105,44 @@ RowFormatName = Literal["instruct", "alpaca", "chat", "sharegpt", "text", "compl
 """``data.*.format`` values (the spec model's ``DatasetFormat`` is this type)."""
 
 
+ColumnRole = Literal["instruction", "input", "output", "prompt", "completion", "messages",
+                     "text", "template"]
+"""What a column is to its format (``template``: a field a prompt/completion template names)."""
+
+
+@dataclass(frozen=True)
+class RowColumn:
+    """One dataset column a format reads: its name in the rows (after ``column_map``), its
+    role, the spec field (relative to the dataset) that asks for it, and the value it must
+    hold: ``text``, ``messages`` (a list of message objects) or ``any`` (formatted into a
+    template: anything but null)."""
+
+    name: str
+    role: ColumnRole
+    field: tuple[str | int, ...]
+    value: Literal["text", "messages", "any"]
+
+
+@dataclass(frozen=True)
+class DatasetRows:
+    """One dataset's rows as its format reads them (built by ``ftspec.spec.rows``)."""
+
+    path: tuple[str | int, ...]
+    """Where the dataset is in the spec (``("data", "train")``)."""
+    format: RowFormatName
+    columns: tuple[RowColumn, ...]
+    """The columns every row must hold, in the order the format names them."""
+    loss: Literal["completion", "all"]
+    """Which tokens the loss counts: the completion / assistant turns only, or every one
+    (``text`` rows, or ``train_on_input``)."""
+    conversation: bool
+    """Rows rendered as conversations: chat / sharegpt, or instruct rows with ``as_chat``."""
+
+    def column(self, role: ColumnRole) -> str | None:
+        """The column that plays ``role``, if the format reads one."""
+        return next((c.name for c in self.columns if c.role == role), None)
+
+
 @dataclass(frozen=True)
 class RowFormat:
     """How the training rows are laid out: the format of each training dataset (``data.train``,
@@ -112,6 +150,20 @@ class RowFormat:
     it, and the summary names it, so a change of format reads in ``plan``."""
 
     formats: tuple[RowFormatName, ...] = ()
+    datasets: tuple[DatasetRows, ...] = field(default=(), compare=False)
+    """Every dataset of the spec (training ones first, then ``data.validation``): the
+    columns its format reads and its loss mask, derived once (``ftspec.spec.rows``). Left
+    out of equality: two row formats are equal when their formats are (the columns follow
+    from the spec, which ``Job.spec_hash`` covers)."""
+
+    def at(self, path: tuple[str | int, ...]) -> DatasetRows | None:
+        """The rows of the dataset at ``path``; None where there is none."""
+        return next((rows for rows in self.datasets if rows.path == path), None)
+
+    @property
+    def training(self) -> tuple[DatasetRows, ...]:
+        """The training datasets' rows (``data.train`` or the mixture's, in order)."""
+        return tuple(r for r in self.datasets if r.path[:2] != ("data", "validation"))
 
     @property
     def name(self) -> str:

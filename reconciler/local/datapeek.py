@@ -12,11 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import string
 from pathlib import Path
 from typing import Any
 
-from ftspec.spec.model.data import Dataset
+from ftspec.spec.ir import DatasetRows
 
 HEAD_BYTES = 1 << 20
 ROWS = 5
@@ -116,48 +115,13 @@ def count_rows(path: Path, loader: str | None = None) -> int | None:
     return sum(1 for line in data.split(b"\n") if line.strip())
 
 
-def _template_fields(template: str | None) -> set[str]:
-    if not template:
-        return set()
-    try:
-        return {name.split(".")[0].split("[")[0]
-                for _, name, _, _ in string.Formatter().parse(template) if name}
-    except ValueError:
-        return set()
+def needed_columns(rows: DatasetRows) -> dict[str, tuple[str | int, ...]]:
+    """Dataset column -> the spec field (relative to the dataset) that asks for it (the
+    Job's row format, ``ftspec.spec.rows``)."""
+    return {c.name: c.field for c in rows.columns}
 
 
-def needed_columns(ds: Dataset) -> dict[str, tuple[str | int, ...]]:
-    """Dataset column -> the spec field (relative to the dataset) that asks for it."""
-    mapped = ds.column_map
-    out: dict[str, tuple[str | int, ...]] = {}
-
-    def want(column: str, field: tuple[str | int, ...] = ("format",)) -> None:
-        if column in mapped:
-            out[mapped[column]] = ("column_map", column)
-        else:
-            out[column] = field
-
-    if ds.format == "alpaca":
-        want("instruction")
-        want("output")
-    elif ds.format == "instruct" and not ds.prompt_template and not ds.prompt_func:
-        want("input")
-        want("output")
-    elif ds.format in ("chat", "sharegpt"):
-        column = ds.conversation_column or "conversations"
-        out[column] = ("conversation_column",) if ds.conversation_column else ("format",)
-    elif ds.format == "text":
-        out[ds.text_field or "text"] = ("text_field",) if ds.text_field else ("format",)
-    elif ds.format == "prompt_completion":
-        want("prompt")
-        want("completion")
-    for key in ("prompt_template", "completion_template"):
-        for column in _template_fields(getattr(ds, key)):
-            out.setdefault(column, (key,))
-    return out
-
-
-def missing_columns(ds: Dataset, rows: list[dict[str, Any]]
+def missing_columns(ds: DatasetRows, rows: list[dict[str, Any]]
                     ) -> list[tuple[str, tuple[str | int, ...], int]]:
     """(column, spec field, row number) for each needed column a first row lacks."""
     found = []

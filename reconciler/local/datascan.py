@@ -1,7 +1,7 @@
 """Every row of a local dataset checked for the values its ``format`` needs.
 
-``plan --check-data`` reports each row whose needed column (``datapeek.needed_columns``, the
-one table of what a format reads) is missing, null or of the wrong type: the launchers find
+``plan --check-data`` reports each row whose needed column (the Job's row format,
+``ftspec.spec.rows``: the one table of what a format reads) is missing, null or of the wrong type: the launchers find
 such a row only when a step reaches it, minutes into a run, with an error that names neither
 the row nor the column (torchtune: ``content must be of type List[Dict[str, Any]], got
 None``). The same check locates a failed run's data error (``reconciler.data_errors``) at
@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.data_errors import data_error
-from ftspec.reconciler.local.datapeek import kind_of, needed_columns
+from ftspec.reconciler.local.datapeek import kind_of
 from ftspec.spec.diagnostics import KeyPath, format_path
-from ftspec.spec.ir import Job
+from ftspec.spec.ir import DatasetRows, Job
 from ftspec.spec.model.data import Dataset
+from ftspec.spec.rows import dataset_rows
 from ftspec.spec.rules.data import datasets
 from ftspec.spec.urls import scheme
 from ftspec.targets.paths import local_path
@@ -36,7 +37,6 @@ MAX_PROBLEMS = 10
 """Problems kept per dataset (the rest are counted)."""
 ARRAY_BYTES = 256 << 20
 """A JSON array is parsed whole; larger ones are not scanned here."""
-CONVERSATION_FORMATS = ("chat", "sharegpt")
 LOCATE_BYTES = 64 << 20
 """``status`` of a failed run counts the other rows like the one it names in datasets up to
 this size; in larger ones it stops at the first (a few seconds per 64 MiB here)."""
@@ -88,19 +88,9 @@ def _type_name(value: Any) -> str:
     return "text" if isinstance(value, str) else type(value).__name__
 
 
-def needs(ds: Dataset) -> dict[str, tuple[KeyPath, str]]:
+def needs(rows: DatasetRows) -> dict[str, tuple[KeyPath, str]]:
     """Column -> (spec field, ``text`` | ``messages`` | ``any``): what each row must hold."""
-    conversation = ds.conversation_column or "conversations"
-    out: dict[str, tuple[KeyPath, str]] = {}
-    for column, where in needed_columns(ds).items():
-        if ds.format in CONVERSATION_FORMATS and column == conversation:
-            kind = "messages"
-        elif where[0] in ("prompt_template", "completion_template"):
-            kind = "any"  # formatted into a template: any value but null
-        else:
-            kind = "text"
-        out[column] = (where, kind)
-    return out
+    return {c.name: (c.field, c.value) for c in rows.columns}
 
 
 def row_problems(wanted: dict[str, tuple[KeyPath, str]], row: dict[str, Any]
@@ -172,15 +162,17 @@ def _rows(path: Path, kind: str) -> Iterator[tuple[int, int | None, Any]] | None
 
 def scan(path: Path, ds: Dataset,
          keep: Callable[[RowProblem], bool] = lambda p: True,
-         limit: int = MAX_PROBLEMS, stop: bool = False) -> Scan:
-    """Every row of ``path`` checked against what ``ds``'s format needs; ``keep`` picks the
-    problems kept (``locate``: those a failed run's error names); ``stop``: end at the
-    ``limit``-th problem (``more`` is then not counted). Raises OSError."""
+         limit: int = MAX_PROBLEMS, stop: bool = False,
+         layout: DatasetRows | None = None) -> Scan:
+    """Every row of ``path`` checked against what ``ds``'s format needs (``layout``: the
+    Job's rows of ``ds``, else derived from it); ``keep`` picks the problems kept
+    (``locate``: those a failed run's error names); ``stop``: end at the ``limit``-th
+    problem (``more`` is then not counted). Raises OSError."""
     kind = kind_of(path, ds.loader)
     rows = _rows(path, kind) if kind is not None else None
     if rows is None:
         return Scan(checked=False)
-    wanted = needs(ds)
+    wanted = needs(layout or dataset_rows(ds))
     found: list[RowProblem] = []
     more = count = 0
     try:
@@ -222,7 +214,8 @@ def locate(reason: dict[str, Any], job: Job, root: Path) -> dict[str, Any] | Non
         try:
             big = path.is_file() and path.stat().st_size > LOCATE_BYTES
             found = scan(path, ds, keep=lambda p: error.matches(p.problem, p.value, p.column),
-                         limit=1, stop=big) if path.is_file() else None
+                         limit=1, stop=big, layout=job.row_format.at(base)
+                         ) if path.is_file() else None
         except OSError:
             continue
         if found is None or not found.problems:

@@ -39,8 +39,9 @@ from ftspec.reconciler.local.resume_check import WHERE as RESUME
 from ftspec.reconciler.local.resume_check import check_resume
 from ftspec.reconciler.local.tokcheck import tokenizer_problem
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
-from ftspec.spec.ir import Job
+from ftspec.spec.ir import DatasetRows, Job
 from ftspec.spec.model.data import Dataset
+from ftspec.spec.rows import dataset_rows
 from ftspec.spec.rules.data import datasets
 from ftspec.spec.urls import scheme
 from ftspec.targets.paths import default_paths, local_path
@@ -92,7 +93,7 @@ def preflight(desired: Desired, root: Path, *, check_data: bool = False) -> list
         if bundled.is_file():  # read from the model folder
             _tokenizer(checks, ("model", "uri"), bundled)
     for path, ds in datasets(spec):
-        _dataset(checks, path, ds)
+        _dataset(checks, path, ds, job.row_format.at(path) or dataset_rows(ds, path))
     _counted_rows(checks, job)
     resume = spec.training.checkpointing.resume_from
     if resume and scheme(resume) == "file":
@@ -199,14 +200,14 @@ def _safetensors_problem(file: Path) -> str | None:
     return None
 
 
-def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
+def _dataset(checks: _Checks, path: KeyPath, ds: Dataset, layout: DatasetRows) -> None:
     if scheme(ds.uri) != "file":
         return
     where = _readable(checks, (*path, "uri"), ds.uri, "dataset")
     if where is None or where.is_dir():
         return
     if checks.check_data:
-        _every_row(checks, path, ds, where)
+        _every_row(checks, path, ds, where, layout)
         return
     try:
         rows = first_rows(where, ds.loader)
@@ -216,13 +217,13 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
         return
     if rows is None:
         return
-    for column, field, number in missing_columns(ds, rows):
+    for column, field, number in missing_columns(layout, rows):
         have = ", ".join(sorted(rows[number - 1])) or "none"
         checks.error((*path, *field), f"row {number} of {where} has no column {column!r} "
                      f"(format {ds.format}; its columns: {have})", "missing-column",
                      hint="point it at one of the dataset's columns" if field[0] != "format" else
                      f"map it to a column of the dataset: column_map: {{{column}: <column>}}")
-    wanted = needs(ds)
+    wanted = needs(layout)
     for number, row in enumerate(rows, 1):
         for column, field, problem, _value in row_problems(wanted, row):
             if problem != "is missing":  # said above, with the row's columns
@@ -232,11 +233,12 @@ def _dataset(checks: _Checks, path: KeyPath, ds: Dataset) -> None:
                              "every row")
 
 
-def _every_row(checks: _Checks, path: KeyPath, ds: Dataset, where: Path) -> None:
+def _every_row(checks: _Checks, path: KeyPath, ds: Dataset, where: Path,
+               layout: DatasetRows) -> None:
     """``plan --check-data``: each problem row (up to ``datascan.MAX_PROBLEMS``) an error
     at the spec field that asks for its column."""
     try:
-        found = scan(where, ds)
+        found = scan(where, ds, layout=layout)
     except OSError as exc:
         checks.error((*path, "uri"), f"the dataset {where} cannot be read: "
                      f"{exc.strerror or exc}", "unreadable")
