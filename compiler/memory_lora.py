@@ -53,7 +53,7 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
             else:
                 attention += _adapter(rank, i, o, dora)
     extra = _all_linear_extra(model, rank, dora) if all_linear else 0.0
-    return float(attention * _attention_layers(model) + mlp * model.num_layers) + extra
+    return float(attention * attention_layers(model) + mlp * model.num_layers) + extra
 
 
 def _adapter(rank: int, fan_in: int, fan_out: int, dora: bool) -> int:
@@ -92,6 +92,6 @@ def reached_modules(model: ModelFacts, modules: tuple[str, ...]) -> tuple[str, .
     return tuple(m for m in modules if m not in MLP_MODULES)
 
 
-def _attention_layers(model: ModelFacts) -> int:
+def attention_layers(model: ModelFacts) -> int:
     """Layers with attention projections: all of them, or a hybrid stack's attention ones."""
     return model.num_layers if model.mamba is None else len(model.mamba.attention_layers)
