@@ -105,9 +105,11 @@ def validate_findings(compiled: Any) -> list[Diagnostic]:
     from ftspec.compiler import crd_rules
     from ftspec.compiler.dispatch import compile_job, default_target
     from ftspec.compiler.pipeline import place
+    from ftspec.spec.platforms import PLATFORMS
 
     dirs = crd_rules.crd_dirs()
-    if not dirs or job is None or not compiled.ok or job.target not in ("kubeflow", "kuberay"):
+    if not dirs or job is None or not compiled.ok \
+            or "crd-rules" not in PLATFORMS[job.target].preflight:
         return []
     if not crd_rules.evaluator_available():
         return place([Diagnostic(Severity.WARNING, "CRD rules not checked: cel-python is not "

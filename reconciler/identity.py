@@ -25,8 +25,7 @@ from pathlib import Path
 from ftspec.reconciler.backend import Desired
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
-
-KUBERNETES_TARGETS = ("kubeflow", "kuberay")
+from ftspec.spec.platforms import PLATFORMS
 
 
 @dataclass(frozen=True)
@@ -124,9 +123,9 @@ class DuplicateIdentity(Exception):
 
 
 def _key(job: Job) -> tuple[str, str, str]:
-    backend = "kubernetes" if job.target in KUBERNETES_TARGETS else job.target
-    namespace = job.namespace if backend == "kubernetes" else ""
-    return backend, namespace, job.spec_id
+    platform = PLATFORMS[job.target]
+    namespace = job.namespace if platform.kubernetes else ""
+    return platform.backend, namespace, job.spec_id
 
 
 def identity_path(job: Job) -> KeyPath:
@@ -137,7 +136,7 @@ def duplicate_error(d: Desired, other_file: str) -> Diagnostic:
     job = d.job
     path = identity_path(job)
     where = (f"namespace {job.namespace!r}, target {job.target}"
-             if job.target in KUBERNETES_TARGETS else f"target {job.target}")
+             if PLATFORMS[job.target].kubernetes else f"target {job.target}")
     return Diagnostic(
         Severity.ERROR,
         f"duplicate identity: {other_file} also declares the job {job.spec_id!r} ({where}); "

@@ -170,11 +170,11 @@ def kube_rows(transport: Any, namespace: str) -> list[RunRow]:
     from ftspec.reconciler.kubernetes.errors import ApiError
     from ftspec.reconciler.kubernetes.measure import progress
     from ftspec.reconciler.kubernetes.observe import times
-    from ftspec.reconciler.kubernetes.resources import KINDS
+    from ftspec.reconciler.kubernetes.resources import JOB_KIND, KINDS
     from ftspec.reconciler.kubernetes.status import phase_of
 
     rows = []
-    for kind, target in (("TrainJob", "kubeflow"), ("RayJob", "kuberay")):
+    for target, kind in JOB_KIND.items():
         try:
             found = transport.request(
                 "GET", KINDS[kind].path(namespace),

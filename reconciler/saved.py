@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError
+from ftspec.reconciler.backends import BACKENDS as BACKEND_MODULES
 from ftspec.reconciler.model import PLAN_FORMAT_VERSION, Action, Change, FieldChange, Plan
 
 PLAN_KIND = "ftspec-plan"
 READABLE_VERSIONS = (1, PLAN_FORMAT_VERSION)
-BACKENDS = ("kubernetes", "ray", "local")
+BACKENDS = tuple(BACKEND_MODULES)
 MAX_PLAN_BYTES = 64 << 20
 MAX_DEPTH = 64
 """Nesting a saved plan may have: its objects' own (a TrainJob's ~15 levels) and the plan's."""

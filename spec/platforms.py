@@ -70,23 +70,77 @@ LAUNCHER_FACTS: dict[str, LauncherFacts] = {f.name: f for f in (
 assert tuple(LAUNCHER_FACTS) == LAUNCHERS
 
 
+NameRule = Literal["jobset", "raycluster"]
+"""How a Kubernetes platform's controller bounds the job's name (``targets.kube_names``):
+``jobset``: the longest pod name of the JobSet the Trainer makes from the runtime's replicated
+jobs is an RFC 1035 label (the runtime decides; one only the cluster knows is read at
+``plan``); ``raycluster``: KubeRay's RayCluster ``<name>-#####`` is at most 53 characters."""
+
+Check = Literal["inputs", "packages", "disk", "placement", "objects", "access", "name-length",
+                "crd-rules"]
+"""What ftspec can find wrong before ``apply`` starts anything (at ``plan``; the CRD rules
+at ``validate``): ``inputs`` (local files: model, tokenizer, dataset rows, resume folder),
+``packages`` (the launcher is installed),
+``disk`` (room for the checkpoints), ``placement`` (a node of the cluster fits the job),
+``objects`` (namespace, runtime, Secrets and claims the job names exist), ``access`` (the
+user may make the changes), ``name-length`` (the name the runtime read from the cluster
+allows), ``crd-rules`` (the objects pass the CRDs' schema and CEL rules, ``validate`` with
+``FTSPEC_CRD_DIR``)."""
+
+
 @dataclass(frozen=True)
 class Platform:
+    """Where a job runs, as data: read wherever a choice depends on the platform, so no
+    module asks "is this a Kubernetes target" by comparing names. A fifth platform is a
+    row here, its compile target (``targets/<name>.py``) and its backend
+    (``reconciler.backends.BACKENDS``); ``tests/targets/test_platform_rows.py`` fails when
+    a part is missing."""
+
     target: str
     """The ``deploy.target`` value."""
     compile_target: str | None
     """The compile target ``apply`` needs; None: the launcher's own artifacts."""
     backend: str
     """The reconciler backend that applies it."""
+    kubernetes: bool
+    """Runs as Kubernetes objects: the namespace is part of the job's identity, secrets are
+    Secret references, the objects meet their CRDs."""
+    kinds: tuple[str, ...] = ()
+    """The Kubernetes kinds ftspec creates for it (listed by label to find orphans), the
+    job's own kind first."""
+    name_rule: NameRule | None = None
+    """How its controller bounds the job's name (Kubernetes platforms)."""
+    preflight: tuple[Check, ...] = ()
+    """What ``plan`` checks before anything starts."""
+
+    @property
+    def job_kind(self) -> str | None:
+        """The kind that carries the job (TrainJob, RayJob); None off Kubernetes."""
+        return self.kinds[0] if self.kinds else None
 
 
 PLATFORMS: dict[str, Platform] = {p.target: p for p in (
-    Platform("local", None, "local"),
-    Platform("kubeflow", "kubeflow", "kubernetes"),
-    Platform("kuberay", "kuberay", "kubernetes"),
-    Platform("ray", "ray", "ray"),
+    Platform("local", None, "local", kubernetes=False,
+             preflight=("inputs", "packages", "disk")),
+    Platform("kubeflow", "kubeflow", "kubernetes", kubernetes=True,
+             kinds=("TrainJob", "TrainingRuntime", "ConfigMap"), name_rule="jobset",
+             preflight=("objects", "access", "name-length", "crd-rules")),
+    Platform("kuberay", "kuberay", "kubernetes", kubernetes=True,
+             kinds=("RayJob", "ConfigMap"), name_rule="raycluster",
+             preflight=("objects", "access", "crd-rules")),
+    Platform("ray", "ray", "ray", kubernetes=False, preflight=("placement",)),
 )}
 assert tuple(PLATFORMS) == DEPLOY_TARGETS
+
+KUBERNETES_PLATFORMS: tuple[str, ...] = tuple(t for t, p in PLATFORMS.items() if p.kubernetes)
+"""The ``deploy.target`` values that run as Kubernetes objects."""
+
+
+def on_kubernetes(target: str) -> bool:
+    """Whether ``deploy.target`` ``target`` runs as Kubernetes objects."""
+    platform = PLATFORMS.get(target)
+    return platform is not None and platform.kubernetes
+
 
 COMPILE_TARGETS: tuple[str, ...] = LAUNCHERS + tuple(
     p.compile_target for p in PLATFORMS.values() if p.compile_target is not None)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
 from ftspec.spec.ir import Job
-from ftspec.spec.platforms import LAUNCHERS
+from ftspec.spec.platforms import KUBERNETES_PLATFORMS, LAUNCHERS
 from ftspec.targets.gap import Gap
 from pydantic import BaseModel
 
@@ -35,7 +35,7 @@ SECTIONS: dict[KeyPath, tuple[str, ...]] = {
     ("deploy", "ray"): ("ray",),
     ("deploy", "local"): ("local",),
     ("deploy", "ray_nodes"): ("ray", "kuberay"),
-    ("deploy", "scheduling"): ("kubeflow", "kuberay"),
+    ("deploy", "scheduling"): KUBERNETES_PLATFORMS,
     ("overrides", "trainjob"): ("kubeflow",),
     ("overrides", "rayjob"): ("kuberay",),
     ("overrides", "torchtune"): ("torchtune",),
@@ -44,9 +44,9 @@ SECTIONS: dict[KeyPath, tuple[str, ...]] = {
     ("entrypoint",): ("accelerate",),
     ("metadata", "labels"): ("kubeflow", "kuberay", "ray"),
     ("metadata", "annotations"): ("kubeflow", "kuberay", "ray"),
-    ("metadata", "namespace"): ("kubeflow", "kuberay"),
+    ("metadata", "namespace"): KUBERNETES_PLATFORMS,
     ("resources", "cpu"): ("kubeflow", "kuberay", "ray"),
-    ("resources", "memory"): ("kubeflow", "kuberay"),
+    ("resources", "memory"): KUBERNETES_PLATFORMS,
 }
 """Section -> the deploy targets / launchers that read it."""
 

@@ -12,6 +12,7 @@ from typing import Any
 from ftspec.spec.catalog.accelerators import NODE_LABEL, accelerator_of
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, format_path
 from ftspec.spec.ir import Job
+from ftspec.spec.platforms import on_kubernetes
 from ftspec.spec.urls import pvc_parts, scheme
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -129,7 +130,7 @@ def wandb_needs_key(job: Job, target: str) -> list[Diagnostic]:
     sinks = job.spec.training.logging.report_to
     if "wandb" not in sinks or wandb_key(job) is not None:
         return []
-    how = "{env: VAR}" if target == "ray" else "{secretRef: {name: SECRET, key: KEY}}"
+    how = "{secretRef: {name: SECRET, key: KEY}}" if on_kubernetes(target) else "{env: VAR}"
     return [Diagnostic(
         Severity.ERROR, f"report_to lists wandb but the {target} target has no W&B API key "
         "to give the trainer (W&B cannot log in unattended)",

@@ -29,6 +29,7 @@ from typing import Any
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.model import FineTuneSpec
+from ftspec.spec.platforms import PLATFORMS
 
 MAX_LABEL = 63
 """An RFC 1035 label (a pod name must be one)."""
@@ -149,12 +150,12 @@ def name_limit(spec: FineTuneSpec, target: str | None = None) -> NameLimit | Non
     """The longest job name ``target`` (default: the spec's ``deploy.target``) accepts,
     when known without a cluster: a RayJob's; a TrainJob's on ftspec's generated runtime
     or an upstream one. None: a runtime only the cluster knows (``plan`` reads it), none
-    at all, or a target that runs no Kubernetes job."""
-    target = target or spec.deploy.target
-    if target == "kuberay":
+    at all, or a target that runs no Kubernetes job (its platform row's ``name_rule``)."""
+    rule = PLATFORMS[target or spec.deploy.target].name_rule
+    if rule == "raycluster":
         return NameLimit(RAYJOB_MAX, "KubeRay names the RayCluster <name>-##### (##### "
                          "random) and refuses RayCluster names over 53 characters")
-    if target != "kubeflow":
+    if rule != "jobset":
         return None
     found = runtime_of(spec)
     if found is None:

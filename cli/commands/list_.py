@@ -87,6 +87,7 @@ def _places(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     from ftspec.cli.output import print_diagnostics
     from ftspec.compiler.pipeline import CompileOptions, SpecInput, compile_spec
     from ftspec.reconciler.ray.jobsapi import resolve_address
+    from ftspec.spec.platforms import on_kubernetes
 
     rays: list[str] = []
     namespaces: list[str] = []
@@ -101,6 +102,6 @@ def _places(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
             address = resolve_address(job.spec.deploy.ray.address)
             if address not in rays:
                 rays.append(address)
-        elif job.target in ("kubeflow", "kuberay") and job.namespace not in namespaces:
+        elif on_kubernetes(job.target) and job.namespace not in namespaces:
             namespaces.append(job.namespace)
     return rays, namespaces

@@ -25,11 +25,13 @@ from typing import Any
 
 from ftspec.compiler.importers.base import Imported, SpecDraft
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity, Span, format_path
+from ftspec.spec.platforms import DEPLOY_TARGETS, PLATFORMS
 
 LAUNCHER_AIMS = ("torchtune", "accelerate")
 """``--target`` values that are launchers: the spec's ``launcher`` becomes the target."""
-PLATFORM_AIMS = ("kubeflow", "kuberay", "ray", "local")
-"""``--target`` values that are platforms: the spec's ``deploy.target`` becomes the target."""
+PLATFORM_AIMS = tuple(sorted(DEPLOY_TARGETS, key=lambda t: PLATFORMS[t].compile_target is None))
+"""``--target`` values that are platforms: the spec's ``deploy.target`` becomes the target
+(those with a compile target of their own first, then ``local``)."""
 AIMS = LAUNCHER_AIMS + PLATFORM_AIMS
 ROUNDS = 4
 """Compile-and-answer rounds (an answer can uncover an error the first compile hid)."""
@@ -126,7 +128,8 @@ def _errors(draft: SpecDraft, target: str) -> list[Diagnostic]:
     from ftspec.compiler.importers.render import rendered
     from ftspec.compiler.pipeline import CompileOptions, compile_spec
 
-    compile_as = None if target == "local" else target
+    platform = PLATFORMS.get(target)
+    compile_as = target if platform is None else platform.compile_target
     result = compile_spec(rendered(draft), "artifacts", CompileOptions(target=compile_as))
     return [d for d in result.diagnostics if d.is_error]
 

@@ -14,6 +14,7 @@ from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.resources import resource_of
 from ftspec.reconciler.kubernetes.transport import Transport
 from ftspec.spec.diagnostics import Diagnostic
+from ftspec.spec.platforms import PLATFORMS
 from ftspec.targets.kube_names import (
     jobs_of_runtime,
     limit_from_jobs,
@@ -43,7 +44,7 @@ def name_check(t: Transport, desired: Desired, seen: dict[str, dict[str, Any] | 
     it references and only the cluster knows that runtime; ``seen``: runtimes read by this
     plan (path -> object), shared by its specs."""
     job = desired.job
-    if job.target != "kubeflow" or name_limit(job.spec, "kubeflow") is not None:
+    if PLATFORMS[job.target].name_rule != "jobset" or name_limit(job.spec, job.target) is not None:
         return []
     found = runtime_of(job.spec)
     if found is None:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from ftspec.reconciler.backend import BackendError
 from ftspec.spec.patterns import DNS_LABEL, DNS_SUBDOMAIN
-from ftspec.spec.platforms import TRAINER_API_VERSION, TRAINER_GROUP
+from ftspec.spec.platforms import PLATFORMS, TRAINER_API_VERSION, TRAINER_GROUP
 
 _LABEL = re.compile(DNS_LABEL)
 _SUBDOMAIN = re.compile(DNS_SUBDOMAIN)
@@ -78,12 +78,13 @@ KINDS: dict[str, Resource] = {
 }
 
 MANAGED_KINDS: dict[str, tuple[str, ...]] = {
-    "kubeflow": ("TrainJob", "TrainingRuntime", "ConfigMap"),
-    "kuberay": ("RayJob", "ConfigMap"),
-}
-"""deploy.target -> kinds ftspec may create for it (listed by label to find orphans)."""
+    p.target: p.kinds for p in PLATFORMS.values() if p.kubernetes}
+"""deploy.target -> kinds ftspec may create for it (listed by label to find orphans): the
+platform rows' ``kinds``."""
 
-JOB_KIND: dict[str, str] = {"kubeflow": "TrainJob", "kuberay": "RayJob"}
+JOB_KIND: dict[str, str] = {
+    p.target: p.job_kind for p in PLATFORMS.values() if p.job_kind is not None}
+"""deploy.target -> the kind that carries the job."""
 
 
 def runtime_needed(obj: dict[str, Any]) -> tuple[str, str] | None:
