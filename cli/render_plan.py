@@ -219,6 +219,9 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
     add, change, destroy_n = summary_counts(data)
     noun = "Plan"
     out.append(f"[bold]{noun}:[/bold] {add} to add, {change} to change, {destroy_n} to destroy.")
+    estimate = data.get("estimate")
+    if isinstance(estimate, dict) and estimate.get("line"):
+        out.append(_esc(str(estimate["line"])))
     if saved_to:
         out += ["", f"Saved the plan to: {_esc(saved_to)}", "",
                 "To perform exactly these actions, run the following command to apply:",

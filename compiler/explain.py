@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ftspec.compiler.memory import fit_by_accelerator
+from ftspec.compiler.time_cost import estimate_time
 from ftspec.compiler.units import size
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.catalog.verified import numbers_source
 from ftspec.spec.ir import Job
 
 
-def explain_data(job: Job) -> dict[str, Any]:
+def explain_data(job: Job, prices: Mapping[str, float] | None = None) -> dict[str, Any]:
     m = job.memory
+    estimate, why = estimate_time(job, prices)
     fits = fit_by_accelerator(m, job.spec.model.dtype)
     acc = job.spec.resources.accelerator
     verdict = _verdict(job)
@@ -61,6 +64,7 @@ def explain_data(job: Job) -> dict[str, Any]:
             "notes": list(m.notes),
         },
         "verdict": verdict,
+        "time": estimate.to_json() if estimate else {"unpredicted": why},
         "accelerators": [
             {"key": f.key, "display": f.display, "capacity_gib": f.capacity_gib,
              "need_gib": f.need_gib, "fits": f.fits, "bf16": f.bf16,

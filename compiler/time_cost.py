@@ -30,8 +30,9 @@ from ftspec.spec.ir import Job
 from ftspec.spec.platforms import LAUNCHER_FACTS
 
 STARTUP_S = 30.0
-"""Seconds before the first timed step: the recorded H100 runs' wall time less their
-steps at the measured pace was 20 to 49 s (torchtune 20, TRL 39 to 49; 1B model)."""
+"""Seconds before the first timed step: the recorded H100 runs' wall time (from ``ftspec
+apply``) less their steps at the measured pace was 18 to 49 s (torchtune 18 to 25, TRL 39
+to 49; a 1B model read from a local disk)."""
 LOAD_GBPS = 1.0
 """GB/s the weights are read at (a local SSD or a network volume): an assumption."""
 SAVE_GBPS = 1.0

@@ -51,8 +51,9 @@ def _checksum(body: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
-    """The saved form: header first, then the plan, who made it, and its checksum."""
+def plan_document(plan: Plan, *, estimate: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The saved form: header first, then the plan, who made it, and its checksum;
+    ``estimate`` (``plan --json``: the predicted time and cost) under the checksum too."""
     from ftspec.reconciler.applied import ftspec_version
 
     body = plan.to_json()
@@ -61,6 +62,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     doc: dict[str, Any] = {"kind": PLAN_KIND, "format_version": plan.format_version,
                            "made_by": meta, **body}
+    if estimate is not None:
+        doc["estimate"] = estimate
     doc["checksum"] = _checksum(doc)
     return doc
 

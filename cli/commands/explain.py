@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 from ftspec.cli.output import emit_json, print_diagnostics, use_color
+from ftspec.cli.pricing import pricing_option, read_prices
 from ftspec.cli.specs import spec_options
 from ftspec.compiler.units import count, size
 
@@ -15,10 +16,13 @@ from ftspec.compiler.units import count, size
 @click.argument("spec_file", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the same data as JSON.")
 @click.option("--families", is_flag=True, help="List the known model families.")
+@pricing_option
 @spec_options
 def command(spec_file: Path | None, as_json: bool, families: bool,
-            overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
-    """Show what SPEC_FILE means: batch math, steps, memory per device and where it fits."""
+            overlays: tuple[Path, ...], sets: tuple[str, ...], pricing: Path | None) -> int:
+    """Show what SPEC_FILE means: batch math, steps, memory per device and where it fits,
+    and the predicted time (and cost, with --pricing)."""
+    from ftspec.cli.live import CommandFailed
     from ftspec.compiler.explain import explain_data, families_data
 
     if families:
@@ -40,7 +44,11 @@ def command(spec_file: Path | None, as_json: bool, families: bool,
         else:
             print_diagnostics(diags, err=True)
         return 1
-    data = explain_data(result.job)
+    try:
+        prices = read_prices(pricing)
+    except CommandFailed as exc:
+        return exc.code
+    data = explain_data(result.job, prices)
     if as_json:
         emit_json(data)
         return 0
@@ -84,11 +92,44 @@ def render(data: dict[str, Any]) -> None:
                   "" if a["bf16"] else "no bf16"] for a in data["accelerators"]]
         _table("fit by accelerator (same topology)", ["accelerator", "memory", "fits",
                                                        "headroom", "note"], arows)
+    _time(data["time"])
     fits = mem["fits"]
     line = data["verdict"]
     if use_color():
         line = click.style(line, fg="green" if fits or fits is None else "red", bold=not fits)
     click.echo(line)
+
+
+def _time(est: dict[str, Any]) -> None:
+    """The time estimate's terms, or why there is none."""
+    from ftspec.compiler.time_cost import duration
+
+    if "unpredicted" in est:
+        click.echo(f"  time: not predicted: {est['unpredicted']}")
+        click.echo("")
+        return
+    t = est["terms"]
+    low, high = est["seconds_range"]
+    rows = [
+        ["wall time", f"~{duration(est['seconds'])} ({duration(low)}–{duration(high)})"],
+        ["  startup (load, warm-up)", duration(t["startup_s"])],
+        [f"  {est['steps']} steps", f"{duration(t['train_s'])} at {t['step_s']:.3g} s/step"],
+        [f"  {t['saves']} checkpoint saves", duration(t["saves_s"])],
+        ["tokens/s per device", f"{t['tokens_per_s_per_device']:,.0f}"],
+        ["FLOPs per token", f"{t['flops_per_token']:.3g}"],
+        ["step at peak: compute / memory", f"{t['compute_s']:.3g} s / {t['memory_s']:.3g} s"],
+        ["  LoRA adapter traffic", f"{t['adapter_s']:.3g} s"],
+        ["  communication", f"{t['comm_s']:.3g} s"],
+        ["launcher efficiency (fitted)", f"{t['efficiency']:.3g}"],
+        ["device-hours", f"{est['device_hours']:.3g} on {est['devices']}x {est['accelerator']}"],
+    ]
+    if est["cost"] is not None:
+        clow, chigh = est["cost_range"]
+        price = est["price_per_device_hour"]
+        cost = f"~{est['cost']:.2f} ({clow:.2f}–{chigh:.2f}) at {price:g} per device-hour"
+        rows.append(["cost", cost])
+    _table(f"time (estimate, ±{100 * est['band']:.0f}%: the fit's leave-one-out error)",
+           ["term", "value"], rows)
 
 
 def _params(trainable_b: float, total_b: float) -> str:

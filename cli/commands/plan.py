@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from ftspec.cli.live import connection_options
+from ftspec.cli.pricing import pricing_option
 from ftspec.cli.specs import replace_option, spec_options
 
 
@@ -24,19 +25,23 @@ from ftspec.cli.specs import replace_option, spec_options
 @click.option("-v", "--verbose", is_flag=True,
               help="Show every attribute of a created object (the whole generated launcher "
               "files), each run of a sweep on its own.")
+@pricing_option
 @click.option("--check-data", is_flag=True,
               help="Check every row of the local datasets (nulls, missing columns, wrong "
               "types), not only the first ones; each problem at its spec field.")
 def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
             replacing: tuple[str, ...], out: Path | None, as_json: bool,
-            detailed_exitcode: bool, verbose: bool, check_data: bool) -> int:
+            detailed_exitcode: bool, verbose: bool, check_data: bool,
+            pricing: Path | None) -> int:
     """Compare SPECS with the live objects and show the changes apply would make."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
+    from ftspec.cli.pricing import read_prices
     from ftspec.reconciler import engine
     from ftspec.reconciler.backend import BackendError
 
     try:
+        prices = read_prices(pricing)
         backend, desired = prepare_specs(specs, overlays, sets, namespace, kubeconfig, context,
                                          check_data=check_data)
         plan = engine.plan(backend, desired, replacing)
@@ -45,7 +50,11 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     except BackendError as exc:
         report_error(exc)
         return 1
+    from ftspec.cli.plan_estimate import plan_estimate
     from ftspec.reconciler.saved import plan_document, save_plan
+
+    view = plan.to_json()
+    estimate = plan_estimate(desired, view["changes"], prices)
 
     if out is not None:
         from dataclasses import replace
@@ -63,13 +72,14 @@ def command(specs: tuple[Path, ...], overlays: tuple[Path, ...], sets: tuple[str
     if as_json:
         from ftspec.cli.output import emit_json
 
-        emit_json(plan_document(plan))
+        emit_json(plan_document(plan, estimate=estimate))
     else:
         from ftspec.cli.output import print_markup
         from ftspec.cli.render_plan import render_plan
 
-        print_markup(render_plan(plan.to_json(), saved_to=str(out) if out else None,
-                                 verbose=verbose))
+        if estimate is not None:
+            view["estimate"] = estimate
+        print_markup(render_plan(view, saved_to=str(out) if out else None, verbose=verbose))
     if detailed_exitcode and plan.has_changes:
         return 2
     return 0
