@@ -6,7 +6,7 @@ from typing import Any
 
 from ftspec.cli.render_list import table_lines
 from ftspec.cli.render_usage import USAGE_COLUMNS, usage_cells
-from ftspec.reconciler.progress import duration
+from ftspec.reconciler.pace import duration
 from rich.markup import escape
 
 _MEASURED = ("RUNTIME", "TOKENS/S", "TOKENS/S/DEV", "PEAK MEM", *USAGE_COLUMNS, "VALIDITY")

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ftspec.reconciler.progress import duration
+from ftspec.reconciler.pace import duration, left_text, step_text
 from rich.markup import escape
 
-COLUMNS = ("NAME", "TARGET", "WHERE", "PHASE", "STEP", "LOSS", "AGE", "OUTPUT")
+COLUMNS = ("NAME", "TARGET", "WHERE", "PHASE", "STEP", "LEFT", "LOSS", "AGE", "OUTPUT")
 COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    step = "-" if row.get("step") is None else str(row["step"])
-    if step and row.get("total_steps"):
-        step += f"/{row['total_steps']}"
+    step = step_text(row) or "-"
     phase = row["phase"]
     if row.get("validity") == "invalid":
         phase += " (invalid)"
@@ -23,7 +21,8 @@ def _cells(row: dict[str, Any]) -> list[str]:
         name += " (spec deleted)"
     loss = "-" if row.get("loss") is None else f"{row['loss']:.4f}"
     age = "" if row.get("age_s") is None else duration(row["age_s"])
-    return [name, row["target"], row["where"], phase, step, loss, age, row.get("output") or ""]
+    return [name, row["target"], row["where"], phase, step, left_text(row), loss, age,
+            row.get("output") or ""]
 
 
 def render_rows(rows: list[dict[str, Any]]) -> str:

@@ -8,7 +8,8 @@ from typing import Any
 from ftspec.cli.output import MAX_MESSAGE_CHARS, capped
 from ftspec.reconciler.failure import describe
 from ftspec.reconciler.model import Status
-from ftspec.reconciler.progress import duration, position, sparkline
+from ftspec.reconciler.pace import duration, position, timing
+from ftspec.reconciler.progress import sparkline
 from rich.markup import escape
 
 COLORS = {"Succeeded": "green", "Failed": "red", "Running": "cyan", "Pending": "yellow"}
@@ -96,12 +97,7 @@ def _node(n: dict[str, Any]) -> str:
 
 
 def _steps(m: dict[str, Any]) -> str:
-    parts = position(m)
-    if m.get("elapsed_s") is not None:
-        parts.append(f"{duration(m['elapsed_s'])} elapsed")
-    if m.get("seconds_left") is not None:
-        parts.append(f"{duration(m['seconds_left'])} left")
-    return " · ".join(parts)
+    return " · ".join(position(m) + timing(m))
 
 
 def _outputs(out: dict[str, Any]) -> str:

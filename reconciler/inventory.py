@@ -32,6 +32,8 @@ class RunRow:
     """``local``, ``ray <address>``, ``<namespace>`` of a Kubernetes job."""
     step: int | None = None
     total_steps: int | None = None
+    seconds_left: float | None = None
+    """The time left (``pace.Progress``, as ``status`` says it); None where unknown."""
     loss: float | None = None
     started_at: float | None = None
     """Epoch seconds."""
@@ -55,7 +57,10 @@ class RunRow:
         return max(0.0, (time.time() if now is None else now) - self.started_at)
 
     def to_json(self, now: float | None = None) -> dict[str, Any]:
+        from ftspec.reconciler.pace import Progress
+
         out = asdict(self)
+        out["percent"] = Progress(self.step, self.total_steps).percent
         if isinstance(self.loss, float) and not math.isfinite(self.loss):
             out["loss"] = None  # a diverged run's nan: JSON has no such number
         age = self.age_s(now)
@@ -85,6 +90,7 @@ def local_rows(root: Path) -> list[RunRow]:
         rows.append(RunRow(
             name=record.spec_id, target="local", phase=view.phase.value, where="local",
             step=last.step if last else None, total_steps=total,
+            seconds_left=view.metrics().get("seconds_left"),
             loss=last.loss if last else None, started_at=record.started_at,
             output=_local_output(store.root, record.run_dir, record.argv),
             spec_file=record.spec_file,
@@ -128,7 +134,7 @@ def ray_rows(address: str) -> list[RunRow]:
     from ftspec.reconciler.measured import short_of_plan
     from ftspec.reconciler.model import Phase
     from ftspec.reconciler.progress import track_text
-    from ftspec.reconciler.ray.backend import PHASES, SPEC_FILE_KEY
+    from ftspec.reconciler.ray.backend import PHASES, SPEC_FILE_KEY, job_elapsed
     from ftspec.reconciler.ray.jobsapi import JobsApi
 
     api = JobsApi(address)
@@ -146,14 +152,17 @@ def ray_rows(address: str) -> list[RunRow]:
         meta = job.get("metadata") or {}
         phase = PHASES.get(str(job.get("status")))
         text = api.logs(str(job["submission_id"]))
-        tracker = track_text(text)
+        summary = applied_summary(meta, SUMMARY_ANNOTATION)
+        total = _int(summary.get("max steps"))
+        tracker = track_text(text, total_steps=total)
         last = tracker.last
         start = job.get("start_time")
-        short = short_of_plan(text, tracker, applied_summary(meta, SUMMARY_ANNOTATION)) \
-            if phase is Phase.SUCCEEDED else {}
+        ended = phase in (Phase.SUCCEEDED, Phase.FAILED)
+        short = short_of_plan(text, tracker, summary) if phase is Phase.SUCCEEDED else {}
         rows.append(RunRow(
             name=sid, target="ray", phase=phase.value if phase else "Unknown",
-            where=f"ray {address}", step=last.step if last else None,
+            where=f"ray {address}", step=last.step if last else None, total_steps=total,
+            seconds_left=tracker.progress(elapsed_s=job_elapsed(job), ended=ended).seconds_left,
             loss=last.loss if last else None,
             started_at=start / 1000 if isinstance(start, (int, float)) else None,
             spec_file=meta.get(SPEC_FILE_KEY),

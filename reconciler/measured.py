@@ -32,11 +32,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ftspec.reconciler.failure import short_run
-from ftspec.reconciler.progress import Tracker, split_lines
+from ftspec.reconciler.progress import BAR, Tracker, split_lines
 from ftspec.reconciler.stopped import stopped
 
-_BAR = re.compile(r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<[^,\]]*"
-                  r"(?:, *(\d+(?:\.\d+)?)(it/s|s/it))?")
 BAR_EXACT_S = 10
 """From this many seconds on, the bar's whole-second elapsed time is within 10%."""
 _PEAK_ALLOC = re.compile(r"peak_memory_alloc:([\d.]+)")
@@ -49,7 +47,7 @@ def bar_runtime(text: str) -> float | None:
     last: tuple[int, int, float] | None = None
     seen = False
     for line in split_lines(text):
-        for found in _BAR.finditer(line):
+        for found in BAR.finditer(line):
             n, of = int(found.group(1)), int(found.group(2))
             elapsed = float(int(found.group(3) or 0) * 3600 + int(found.group(4)) * 60
                             + int(found.group(5)))
@@ -70,7 +68,7 @@ def bar_position(text: str) -> tuple[int, int] | None:
     """The last ``n/of`` a progress bar printed (the HF trainer's bar counts global steps)."""
     last = None
     for line in split_lines(text):
-        for found in _BAR.finditer(line):
+        for found in BAR.finditer(line):
             last = (int(found.group(1)), int(found.group(2)))
     return last
 

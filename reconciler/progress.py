@@ -17,9 +17,11 @@ One parser for what the launchers ftspec compiles print, in order of preference:
   the metric logger writes elsewhere (TensorBoard, W&B): step and loss, nothing else.
 - ``step=3 loss=5.7712 lr=0.01``: ftspec's former hf_sft entrypoint (older runs' logs).
 
-Progress bars are not read for anything else: carriage-return fragments are split off and
-dropped (``split_lines``). Hand-written on purpose: each launcher's record is one regular
-line and no library parses these formats.
+The progress bar both launchers print after each step (``3/16 [00:05<00:20, 1.6s/it]``,
+``parse_bar``) gives each step its time on the launcher's own clock, and the Hugging Face
+trainer's bar the run's total steps: the step times of ``pace.progress`` (the time left).
+Carriage-return fragments are split into lines (``split_lines``). Hand-written on purpose:
+each launcher's record is one regular line and no library parses these formats.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ftspec.reconciler import pace
+from ftspec.reconciler.pace import Progress, StepTime, position, timing
+
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
 _TORCHTUNE_METRICS = re.compile(r"(?<!\w)Step (\d+) \| (.*)$")
 _KEY_VALUE = re.compile(r"([A-Za-z_][\w/.-]*):" + _NUM)
@@ -38,6 +43,9 @@ _STEP_LOSS = re.compile(r"(?:^|\s)step=(\d+) loss=" + _NUM + r"(?: lr=" + _NUM +
 _TRAINER_RECORD = re.compile(r"\{'[a-z_]+': [^{}]*\}")
 # numbers as Python prints them, also numpy scalars' repr (``np.float64(0.5)``)
 _TRAINER_VALUE = re.compile(r"'(\w+)': (?:np\.\w+\()?'?" + _NUM)
+# tqdm's ``n/total [elapsed<remaining, rate]`` (elapsed ``MM:SS`` or ``H:MM:SS``)
+BAR = re.compile(r"(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d+)<[^,\]]*"
+                 r"(?:, *(\d+(?:\.\d+)?)(it/s|s/it))?")
 SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -55,6 +63,26 @@ class Record:
     final: dict[str, float] = field(default_factory=dict)
     """The trainer's end-of-training summary (``train_runtime``, ``train_loss`` …)."""
     eval_loss: float | None = None
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A progress bar's position: ``n`` of ``of`` after ``elapsed_s`` (whole seconds)."""
+
+    n: int
+    of: int
+    elapsed_s: float
+
+
+def parse_bar(line: str) -> Bar | None:
+    """The last progress-bar position a line shows, else None."""
+    found = None
+    for found in BAR.finditer(line):
+        pass
+    if found is None:
+        return None
+    elapsed = int(found.group(3) or 0) * 3600 + int(found.group(4)) * 60 + int(found.group(5))
+    return Bar(int(found.group(1)), int(found.group(2)), float(elapsed))
 
 
 def _float(value: Any) -> float | None:
@@ -126,7 +154,13 @@ class Point:
     tokens_per_s: float | None
     tokens: float | None
     at: float
-    """When the tracker saw it (monotonic seconds), for rates and time left."""
+    """When the tracker saw it (monotonic seconds): the reader's clock."""
+    bar: Bar | None = None
+    """The launcher's progress bar as the step was recorded: its time on the launcher's clock."""
+    segment: int = 0
+    """Which bar it was read from (torchtune starts a bar, and its clock, each epoch)."""
+    counted: bool = False
+    """Its record carried no step (the trainer's dicts: the tracker counted it)."""
 
 
 @dataclass
@@ -143,11 +177,16 @@ class Tracker:
     clock: Any = time.monotonic
     phase: str | None = None
     """The last start-up / saving phase reported (``phases.phase_line``)."""
+    _bar: Bar | None = field(default=None, repr=False)
+    """The bar last printed since the last step was recorded."""
 
     def feed(self, lines: Iterable[str]) -> list[Point]:
         """Parse ``lines``; return the points of steps not seen before (in order)."""
         new: list[Point] = []
         for line in lines:
+            bar = parse_bar(line)
+            if bar is not None:
+                self._bar = bar
             record = parse_line(line)
             if record is None:
                 continue
@@ -190,8 +229,20 @@ class Tracker:
         epoch = record.epoch
         if epoch is None and self.steps_per_epoch:
             epoch = (step - 1) // self.steps_per_epoch + 1
+        bar, self._bar = self._bar, None
         return Point(step, record.loss, record.lr, epoch, record.tokens_per_s, record.tokens,
-                     self.clock())
+                     self.clock(), bar, self._segment(bar), record.step is None)
+
+    def _segment(self, bar: Bar | None) -> int:
+        """The bar ``bar`` continues the last timed step's, or a new one (a new epoch's bar,
+        its clock from zero again)."""
+        timed = next((p for p in reversed(self.points) if p.bar is not None), None)
+        if timed is None or timed.bar is None:
+            return 0
+        if bar is not None and bar.of == timed.bar.of and bar.n > timed.bar.n \
+                and bar.elapsed_s >= timed.bar.elapsed_s:
+            return timed.segment
+        return timed.segment + 1
 
     # ---- derived values -------------------------------------------------------------
 
@@ -243,23 +294,52 @@ class Tracker:
                 return int(point.tokens)
         return None
 
-    def seconds_left(self) -> float | None:
-        last, per_step = self.last, self.seconds_per_step()
-        if last is None or per_step is None or not self.total_steps:
-            return None
-        return max(0.0, (self.total_steps - last.step) * per_step)
-
-    def event(self) -> dict[str, Any]:
-        """The latest step as one JSON-able event (what ``--json`` emits)."""
+    def planned_total(self) -> int | None:
+        """The run's total steps: the compiled job's, else the Hugging Face trainer's bar
+        (it counts the run's optimizer steps; torchtune's counts an epoch's)."""
         last = self.last
-        out: dict[str, Any] = {}
+        if self.total_steps:
+            return self.total_steps
+        if last is not None and last.counted and last.bar is not None and last.bar.of > 0:
+            return last.bar.of
+        return None
+
+    def logged_times(self) -> list[StepTime]:
+        """The last step and those before it on the same bar, timed by the launcher's clock."""
+        last = self.last
+        if last is None or last.bar is None:
+            return []
+        out = []
+        for point in reversed(self.points):
+            if point.bar is None or point.segment != last.segment:
+                break
+            out.append(StepTime(point.step, point.bar.elapsed_s))
+        return out[::-1]
+
+    def progress(self, *, elapsed_s: float | None = None, ended: bool = False,
+                 following: bool = False) -> Progress:
+        """Where the run is (``pace.progress``): ``elapsed_s`` since it started, where the
+        reader knows it; ``following``: the log was fed as it grew, so the times the tracker
+        saw each step are a last resort (a log read at once has none worth the name)."""
+        last = self.last
+        seen = [StepTime(p.step, p.at) for p in self.points] if following else []
+        return pace.progress(None if last is None else last.step, self.planned_total(),
+                             logged=self.logged_times(), elapsed_s=elapsed_s, ended=ended,
+                             observed=seen)
+
+    def seconds_left(self) -> float | None:
+        return self.progress(following=True).seconds_left
+
+    def event(self, *, elapsed_s: float | None = None) -> dict[str, Any]:
+        """The latest step as one JSON-able event (what ``--json`` emits; ``apply --wait``
+        follows the log)."""
+        last = self.last
         if last is None:
-            return out
-        out = {"step": last.step, "total_steps": self.total_steps, "epoch": last.epoch,
-               "loss": last.loss, "trend": self.trend() or None, "lr": last.lr,
-               "tokens_per_s": _round(self.tokens_per_s()),
-               "seconds_left": _round(self.seconds_left())}
-        return out
+            return {}
+        return {**self.progress(elapsed_s=elapsed_s, following=True).fields(),
+                "epoch": last.epoch,
+                "loss": last.loss, "trend": self.trend() or None, "lr": last.lr,
+                "tokens_per_s": _round(self.tokens_per_s())}
 
     def curve(self, limit: int = 5000) -> dict[str, list[Any]]:
         """The recorded points as columns (``step``, ``loss``, ``lr``): plots, sparklines."""
@@ -294,12 +374,12 @@ def track_text(text: str, **settings: Any) -> Tracker:
 
 def status_metrics(tracker: Tracker, *, elapsed_s: float | None, ended: bool
                    ) -> dict[str, Any]:
-    """What ``status`` shows of a run, on every backend: the tracker's summary, the time
-    elapsed and, while it runs, the time left at the average pace so far. A log read at once
-    gives every step the same clock, so the tracker's own pace (time left, tokens a second)
-    does not apply here: the rate is the launcher's own figure, else the run's tokens over
-    its runtime (the trainer's ``train_runtime`` once it ended, else the time elapsed). Once
-    the run ended there is no time left, and its last loss is the final one."""
+    """What ``status`` shows of a run, on every backend: the tracker's summary and its
+    progress (``Tracker.progress``: percent, elapsed, time left, as ``apply --wait`` shows
+    them). A log read at once gives every step the same clock, so the reader's pace (tokens
+    a second) does not apply here: the rate is the launcher's own figure, else the run's
+    tokens over its runtime (the trainer's ``train_runtime`` once it ended, else the time
+    elapsed). Once the run ended there is no time left, and its last loss is the final one."""
     out = tracker.summary()
     out.pop("seconds_left", None)
     out.pop("tokens_per_s", None)
@@ -309,12 +389,11 @@ def status_metrics(tracker: Tracker, *, elapsed_s: float | None, ended: bool
     if elapsed_s is not None:
         out["elapsed_s"] = round(max(0.0, elapsed_s), 1)
     last = tracker.last
-    if ended:
-        if last is not None and last.loss is not None:
-            out["final_loss"] = last.loss
-    elif last is not None and last.step > 0 and tracker.total_steps and elapsed_s is not None:
-        pace = max(0.0, elapsed_s) / last.step
-        out["seconds_left"] = round(pace * max(0, tracker.total_steps - last.step), 1)
+    if last is not None:
+        fields = tracker.progress(elapsed_s=elapsed_s, ended=ended).fields()
+        out.update({k: v for k, v in fields.items() if v is not None})
+    if ended and last is not None and last.loss is not None:
+        out["final_loss"] = last.loss
     return out
 
 
@@ -359,32 +438,6 @@ def sparkline(values: list[float], width: int = 20) -> str:
                    for v in values)
 
 
-def duration(seconds: float | None) -> str:
-    """``42s``, ``3m 05s``, ``1h 02m``, ``2d 03h``: every duration a person reads."""
-    if seconds is None:
-        return "?"
-    s = round(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60:02d}m"
-    return f"{s // 86400}d {s % 86400 // 3600:02d}h"
-
-
-def position(event: dict[str, Any]) -> list[str]:
-    """``step n/N (p%)`` and ``epoch e`` of a progress event or ``Status.metrics``."""
-    parts = []
-    step, total = event.get("step"), event.get("total_steps")
-    if step is not None:
-        parts.append(f"step {step}/{total} ({100 * int(step) // total}%)" if total
-                     else f"step {step}")
-    if event.get("epoch") is not None:
-        parts.append(f"epoch {float(event['epoch']):g}")
-    return parts
-
-
 def progress_line(event: dict[str, Any]) -> str:
     """One human line from a progress event (``apply --wait``'s live line)."""
     parts = position(event)
@@ -395,19 +448,19 @@ def progress_line(event: dict[str, Any]) -> str:
         parts.append(f"lr {event['lr']:.2e}")
     if event.get("tokens_per_s") is not None:
         parts.append(f"{event['tokens_per_s']:,.0f} tok/s")
-    if event.get("seconds_left") is not None:
-        parts.append(f"{duration(event['seconds_left'])} left")
-    return " · ".join(parts)
+    return " · ".join(parts + timing(event))
 
 
-def report(tracker: Tracker, lines: Iterable[str], reporter: Any, address: str) -> None:
+def report(tracker: Tracker, lines: Iterable[str], reporter: Any, address: str,
+           elapsed_s: float | None = None) -> None:
     """Feed ``lines``; report one ``progress`` event per new step (every backend's wait),
-    and each start-up / saving phase a line announces (``phases.phase_line``)."""
+    and each start-up / saving phase a line announces (``phases.phase_line``).
+    ``elapsed_s``: since the run started, where the backend knows it."""
     from ftspec.reconciler.phases import phase_line
 
     for line in lines:
         if tracker.feed([line]):
-            event = tracker.event()
+            event = tracker.event(elapsed_s=elapsed_s)
             reporter.event(progress_line(event), progress=True, address=address, **event)
             continue
         for part in line.split("\r"):

@@ -27,6 +27,9 @@ class Observed:
     phase: Phase
     lines: list[str] = field(default_factory=list)
     message: str | None = None
+    elapsed_s: float | None = None
+    """Seconds since the run started, where the backend knows it (the progress line's
+    elapsed time, and its time left where the log has no step times: ``pace.progress``)."""
 
 
 def wait_until_done(observe: Callable[[], Observed], final: Callable[[], Status], *,
@@ -42,7 +45,7 @@ def wait_until_done(observe: Callable[[], Observed], final: Callable[[], Status]
             reporter.event(f"{seen.phase.value}: {seen.message}", phase=seen.phase.value,
                            address=address)
             last = (seen.phase, seen.message)
-        report(tracker, seen.lines, reporter, address)
+        report(tracker, seen.lines, reporter, address, seen.elapsed_s)
         if seen.phase in TERMINAL or (deadline is not None and time.monotonic() > deadline):
             return final()
         time.sleep(poll_s)

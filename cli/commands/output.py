@@ -121,7 +121,7 @@ def _history(backend: Any, desired: list[Any], as_json: bool) -> int:
 
     from ftspec.cli.output import print_markup
     from ftspec.cli.render_list import table_lines
-    from ftspec.reconciler.progress import duration
+    from ftspec.reconciler.pace import duration
 
     cells = [[g["address"], str(g["generation"]), str(g.get("phase") or "-"),
               "-" if g.get("steps") is None else str(g["steps"]),

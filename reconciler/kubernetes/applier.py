@@ -34,7 +34,7 @@ from ftspec.reconciler.kubernetes.resources import (
 )
 from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, MERGE_PATCH, Transport
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
-from ftspec.reconciler.progress import duration
+from ftspec.reconciler.pace import duration
 from ftspec.spec.loader import SourceDoc
 from ftspec.spec.ownership import SPEC_ID_LABEL
 

@@ -278,7 +278,7 @@ class KubernetesBackend:
             status, lines = self._status(desired)
             latest[:] = [status]
             return Observed(status.phase, seen.new_lines("\n".join(lines) + "\n"),
-                            status.message)
+                            status.message, status.metrics.get("elapsed_s"))
 
         return wait_until_done(look, lambda: latest[0], tracker=tracker_for(desired.job),
                                reporter=reporter, address=self._address(desired),

@@ -24,7 +24,7 @@ from ftspec.reconciler.backend import BackendError, Reporter
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.resources import KINDS
 from ftspec.reconciler.kubernetes.transport import Transport
-from ftspec.reconciler.progress import duration
+from ftspec.reconciler.pace import duration
 
 CHILDREN_TIMEOUT_S = 120.0
 

@@ -418,7 +418,8 @@ class LocalBackend:
 
         def look() -> Observed:
             lines = follower.read_new()
-            return Observed(observe(record, self.root).phase, lines)
+            view = observe(record, self.root)
+            return Observed(view.phase, lines, elapsed_s=view.metrics().get("elapsed_s"))
 
         return wait_until_done(look, lambda: self.status(desired)[0],
                                tracker=tracker_for(desired.job), reporter=reporter,

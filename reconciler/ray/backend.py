@@ -407,10 +407,7 @@ class RayBackend:
         phase = PHASES.get(raw, Phase.UNKNOWN)
         text = self.api(desired).logs(sid)
         progress = track_text(text, **tracker_settings(desired.job))
-        start, end = job.get("start_time"), job.get("end_time")
-        # Ray reports milliseconds since the epoch
-        elapsed = ((end or time.time() * 1000) - start) / 1000 if start else None
-        metrics = status_metrics(progress, elapsed_s=elapsed,
+        metrics = status_metrics(progress, elapsed_s=job_elapsed(job),
                                  ended=phase in (Phase.SUCCEEDED, Phase.FAILED))
         message = f"job {sid} {raw}"
         if job.get("message"):
@@ -475,7 +472,7 @@ class RayBackend:
                                    hint="run `ftspec apply` first")
             text = self.api(desired).logs(str(job["submission_id"]))
             return Observed(PHASES.get(str(job.get("status")), Phase.UNKNOWN),
-                            seen.new_lines(text))
+                            seen.new_lines(text), elapsed_s=job_elapsed(job))
 
         return wait_until_done(look, lambda: self.status(desired)[0],
                                tracker=tracker_for(desired.job), reporter=reporter,
@@ -500,6 +497,15 @@ class RayBackend:
             if done:
                 return
             time.sleep(1.0)
+
+
+def job_elapsed(job: dict[str, Any]) -> float | None:
+    """Seconds since the job started, to its end once it ended (Ray counts milliseconds)."""
+    start, end = job.get("start_time"), job.get("end_time")
+    if not isinstance(start, (int, float)) or isinstance(start, bool) or not start:
+        return None
+    stop = end if isinstance(end, (int, float)) and end else time.time() * 1000
+    return (stop - start) / 1000
 
 
 def make_backend(options: object = None) -> RayBackend:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 
 from ftspec.reconciler.logread import LogFollowerText
+from ftspec.reconciler.pace import duration
 from ftspec.reconciler.progress import (
     Tracker,
     clean_lines,
-    duration,
     parse_line,
     progress_line,
     sparkline,

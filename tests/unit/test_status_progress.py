@@ -53,7 +53,13 @@ def test_no_time_left_once_ended_and_the_last_loss_is_final() -> None:
     tracker = track_text(TORCHTUNE_LOG, total_steps=100, steps_per_epoch=100)
     for_failed = status_metrics(tracker, elapsed_s=50.0, ended=True)
     assert "seconds_left" not in for_failed and for_failed["final_loss"] == 5.5
+    # no start time: the bars' own clock still times the steps; without bars nothing does
     unknown = status_metrics(tracker, elapsed_s=None, ended=False)
+    assert unknown["seconds_left"] == 950.0 and "elapsed_s" not in unknown
+    no_bars = track_text("".join(line.split("\r")[-1] for line in
+                                 TORCHTUNE_LOG.splitlines(keepends=True)), total_steps=100)
+    assert [p.step for p in no_bars.points] == [1, 2, 3, 4, 5]
+    unknown = status_metrics(no_bars, elapsed_s=None, ended=False)
     assert "seconds_left" not in unknown and "elapsed_s" not in unknown
 
 
