@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ftspec.compiler.memory import estimate_memory
-from ftspec.compiler.memory_lora import MLP_MODULES
 from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import Job, ModelFacts
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
+from ftspec.spec.module_names import LINEAR_MODULES, MLP_MODULES
 from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER
 from ftspec.spec.rows import row_format
@@ -124,7 +124,7 @@ def _lora_modules(spec: FineTuneSpec) -> tuple[str, ...]:
         return ()
     modules = list(lora.target_modules)
     if modules == [ALL_LINEAR]:  # a decoder block's linear layers, as torchtune names them
-        modules = ["q_proj", "k_proj", "v_proj", "o_proj", *MLP_MODULES]
+        modules = list(LINEAR_MODULES)
     if lora.mlp:
         modules += [m for m in MLP_MODULES if m not in modules]
     return tuple(modules)

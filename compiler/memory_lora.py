@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from ftspec.spec.catalog.family import FUSED_MLP_LAYERS
 from ftspec.spec.ir import ModelFacts
-
-MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
+from ftspec.spec.module_names import MLP_MODULES
 
 
 def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int,

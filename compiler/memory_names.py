@@ -17,6 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ftspec.spec.ir import ModelFacts
+from ftspec.spec.module_names import (
+    ATTENTION_MODULES,
+    LINEAR_MODULES,  # noqa: F401 (tests read it here)
+    MLP_MODULES,
+)
 
 LLAMA_NAMED = frozenset({
     "", "LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer", "Qwen3DecoderLayer",
@@ -28,7 +33,6 @@ built by transformers' Llama classes)."""
 _QKV_BIAS = frozenset({"Qwen2DecoderLayer"})
 _QK_NORM = frozenset({"Qwen3DecoderLayer", "Gemma3DecoderLayer"})
 _FFN_NORMS = frozenset({"Gemma2DecoderLayer", "Gemma3DecoderLayer"})
-LINEAR_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
@@ -71,14 +75,14 @@ def _layer(model: ModelFacts, at: str) -> list[Param]:
     cls, h, hd = model.hf_layer_cls, model.hidden_size, model.attn_head_dim
     shapes = linear_shapes(model)
     out: list[Param] = []
-    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+    for name in ATTENTION_MODULES:
         fan_in, fan_out = shapes[name]
         out.append(Param(f"{at}self_attn.{name}.weight", fan_in * fan_out, name))
         if cls in _QKV_BIAS and name != "o_proj":
             out.append(Param(f"{at}self_attn.{name}.bias", fan_out))
     if cls in _QK_NORM:
         out += [Param(f"{at}self_attn.{n}.weight", hd) for n in ("q_norm", "k_norm")]
-    for name in ("gate_proj", "up_proj", "down_proj"):
+    for name in MLP_MODULES:
         fan_in, fan_out = shapes[name]
         out.append(Param(f"{at}mlp.{name}.weight", fan_in * fan_out, name))
     norms = ["input_layernorm", "post_attention_layernorm"]

@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
+from ftspec.spec.dtypes import BYTES
+
+DTYPE_BYTES = {name: float(size) for name, size in BYTES.items()}

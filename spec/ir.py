@@ -142,6 +142,13 @@ class DatasetRows:
         """The column that plays ``role``, if the format reads one."""
         return next((c.name for c in self.columns if c.role == role), None)
 
+    def column_for(self, role: ColumnRole) -> str:
+        """The column that plays ``role``, which the format reads (a bug otherwise)."""
+        name = self.column(role)
+        if name is None:
+            raise LookupError(f"{self.format} rows have no {role} column")
+        return name
+
 
 @dataclass(frozen=True)
 class RowFormat:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ftspec.spec.ir import Job
 from ftspec.spec.model.data import Dataset
+from ftspec.spec.rows import dataset_rows
 from ftspec.targets.chat_format import torchtune_layout
 from ftspec.targets.paths import DataSource, data_source
 
@@ -37,15 +38,14 @@ def _templates(ds: Dataset) -> tuple[str | None, str | None]:
 def rendering(ds: Dataset) -> dict[str, Any]:
     """The entrypoint's source keys for how ``ds`` renders (defaults left out)."""
     prompt, completion = _templates(ds)
+    rows = dataset_rows(ds)
     out: dict[str, Any] = {"format": "chat" if ds.format == "sharegpt" else ds.format}
     if ds.column_map:
         out["column_map"] = dict(sorted(ds.column_map.items()))
     for key, value in (("prompt_template", prompt), ("completion_template", completion),
                        ("prompt_func", ds.prompt_func), ("completion_func", ds.completion_func),
                        ("text_field", ds.text_field),
-                       ("conversation_column", ds.conversation_column
-                        or ("conversations" if ds.format in ("chat", "sharegpt")
-                            else None)),  # torchtune's
+                       ("conversation_column", rows.column("messages")),  # torchtune's
                        ("conversation_style", "sharegpt" if ds.format == "sharegpt"
                         else ds.conversation_style),
                        ("new_system_prompt", ds.new_system_prompt),
@@ -65,7 +65,7 @@ def rendering(ds: Dataset) -> dict[str, Any]:
 
 def is_chat(ds: Dataset) -> bool:
     """Rows rendered as conversations: chat, or instruct rows with as_chat."""
-    return ds.format in ("chat", "sharegpt") or (ds.format == "instruct" and ds.as_chat)
+    return dataset_rows(ds).conversation
 
 
 def _location(src: DataSource) -> str:

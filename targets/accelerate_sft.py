@@ -15,9 +15,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ftspec.spec.dtypes import TORCH_NAMES
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR, IA3, PromptTuning
 from ftspec.spec.model.training import Scheduler
+from ftspec.spec.rows import TEXT_COLUMN
 from ftspec.spec.urls import is_uri
 from ftspec.targets.accelerate_data import is_chat, prepare_sources, trl_reads
 from ftspec.targets.accelerate_ep import distributed_config, expert_parallel
@@ -31,8 +33,6 @@ HF_OPTIMIZERS: dict[str, str] = {
     "paged_adamw_32bit": "paged_adamw_32bit", "lion": "lion_32bit", "rmsprop": "rmsprop",
 }
 """Spec optimizer -> Hugging Face ``optim`` name (adamw + fused -> adamw_torch_fused)."""
-BNB_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "uint8": "uint8"}
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def hf_optim(job: Job) -> str:
@@ -152,17 +152,17 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
     if d.packed:  # bfd: padding-free, no attention across examples; wrapped: causal over all
         out["packing_strategy"] = "bfd" if d.packed_attention == "per_example" else "wrapped"
     if needs_preparation(job, p) or d.train is None:
-        sources = d.mixture.datasets if d.mixture is not None else [d.train] if d.train else []
+        sources = job.row_format.training
         from ftspec.targets.accelerate_tokens import torchtune_tokenized
 
         if torchtune_tokenized(job):
             out["completion_only_loss"] = True  # the rows' completion_mask: torchtune's mask
         elif any(s.format == "multimodal" for s in sources):  # prompt / completion messages
-            out["completion_only_loss"] = not sources[0].trains_on_input
-        elif all(s.format == "text" or s.trains_on_input for s in sources):
+            out["completion_only_loss"] = sources[0].loss == "completion"
+        elif all(s.loss == "all" for s in sources):
             out["completion_only_loss"] = False  # every token trained, BOS included
-        chats = [s for s in sources if is_chat(s)]
-        if chats and torchtune_layout(job) is None and not chats[0].trains_on_input:
+        chats = [s for s in sources if s.conversation]
+        if chats and torchtune_layout(job) is None and chats[0].loss == "completion":
             out["assistant_only_loss"] = True  # messages rows: TRL masks by the template
         return out
     src = p.train
@@ -175,13 +175,13 @@ def _data(job: Job, p: RunPaths) -> dict[str, Any]:
         builder = "parquet" if (src.files or "").endswith(".parquet") else "json"
         out["datasets"] = [{"path": builder, "data_files": src.files or "",
                             "split": "train"}]
-    fmt = job.row_format.only  # data.train's format (no mixture here)
-    if fmt == "text" and d.train.text_field not in (None, "text"):
-        out["dataset_text_field"] = d.train.text_field
-    if fmt in ("completion", "prompt_completion"):
-        out["completion_only_loss"] = not d.train.trains_on_input
-    if fmt == "chat":  # loss on every assistant turn
-        out["assistant_only_loss"] = not d.train.trains_on_input
+    rows = job.row_format.training[0]  # data.train's (no mixture here)
+    if rows.format == "text" and rows.column_for("text") != TEXT_COLUMN:
+        out["dataset_text_field"] = rows.column_for("text")
+    if rows.format in ("completion", "prompt_completion"):
+        out["completion_only_loss"] = rows.loss == "completion"
+    if rows.format == "chat":  # loss on every assistant turn
+        out["assistant_only_loss"] = rows.loss == "completion"
     return out
 
 
@@ -204,12 +204,12 @@ def _precision(job: Job) -> dict[str, Any]:
     spec = job.spec
     dtype = spec.model.dtype
     mixed = spec.model.autocasts
-    load = "float32" if spec.model.precision_mode == "mixed" else TORCH_DTYPES[dtype]
+    load = "float32" if spec.model.precision_mode == "mixed" else TORCH_NAMES[dtype]
     q = spec.method.quantization
     if spec.method.kind == "qlora" and q is not None and q.bits == 4:
-        load = BNB_DTYPES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype
+        load = TORCH_NAMES[q.compute_dtype]  # TRL: ModelConfig.dtype is bnb's compute dtype
     elif spec.method.kind == "gptq_lora" and q is not None:  # the GPTQ kernels' dtype; the
-        load = BNB_DTYPES[q.compute_dtype]  # adapters PEFT keeps in fp32 are the master copy
+        load = TORCH_NAMES[q.compute_dtype]  # adapters PEFT keeps in fp32 are the master copy
     out = {"bf16": mixed and dtype == "bf16", "fp16": mixed and dtype == "fp16", "dtype": load}
     if mixed and job.device == "cpu":
         out["use_cpu"] = True  # TrainingArguments refuses bf16 autocast without a GPU unless told
@@ -298,7 +298,7 @@ def _peft(job: Job) -> dict[str, Any]:
             return out
         out.update(load_in_4bit=True, bnb_4bit_quant_type=q.quant_type,
                    use_bnb_nested_quant=q.double_quant,
-                   bnb_4bit_quant_storage=BNB_DTYPES[q.storage_dtype])
+                   bnb_4bit_quant_storage=TORCH_NAMES[q.storage_dtype])
     return out
 
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ftspec.spec.diagnostics import Diagnostic, Findings
+from ftspec.spec.dtypes import TORCH_NAMES
 from ftspec.spec.ir import Job
 from ftspec.spec.model.method import ALL_LINEAR
 from ftspec.spec.platforms import LAUNCHER_FACTS
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 MODULE = "tuning.sft_trainer"
 CONFIG_FILE = accelerate.CONFIG_FILE
 COMMAND_FILE = "command.sh"
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 PEFT_METHODS = {"full": "none", "lora": "lora", "prompt_tuning": "pt"}
 """Spec method -> fms-hf-tuning's ``--peft_method``."""
 ROW_FIELDS = {"text": "dataset_text_field", "chat": "dataset_conversation_field"}
@@ -62,7 +62,7 @@ def trainer_args(job: Job, paths: RunPaths | None = None) -> dict[str, Any]:
     a: dict[str, Any] = {
         "model_name_or_path": p.model_id,
         "torch_dtype": "float32" if spec.model.precision_mode == "mixed"
-        else TORCH_DTYPES[spec.model.dtype],
+        else TORCH_NAMES[spec.model.dtype],
         "use_flash_attn": spec.model.attn_implementation == "flash_attention_2",
         "training_data_path": p.train.files,
     }

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ftspec.spec import module_names
 from ftspec.spec.catalog.loaders import LOADERS, detect, is_folder
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.ir import Job
@@ -47,7 +48,7 @@ COMMAND_FILE = "command.sh"
 
 HF_TO_TORCHTUNE_ATTN = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj",
                         "o_proj": "output_proj"}
-MLP_MODULES = frozenset({"gate_proj", "up_proj", "down_proj"})
+MLP_MODULES = frozenset(module_names.MLP_MODULES)
 
 OPTIMIZERS: dict[str, str] = {
     "adamw": "torch.optim.AdamW",
@@ -418,7 +419,8 @@ def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     spec = job.spec
     ds = spec.data.train
     fmt = job.row_format.only
-    assert ds is not None and fmt is not None
+    rows = job.row_format.at(("data", "train"))
+    assert ds is not None and fmt is not None and rows is not None
     out: dict[str, Any] = {"_component_": DATASETS[fmt]}
     out.update(dataset_location(ds.uri, ds.loader, paths.train.files))
     out["split"] = literal(ds.split)
@@ -427,18 +429,18 @@ def _dataset(job: Job, paths: RunPaths) -> dict[str, Any]:
     if fmt in ("instruct", "alpaca"):
         if ds.column_map:
             out["column_map"] = {k: literal(v) for k, v in ds.column_map.items()}
-        out["train_on_input"] = ds.trains_on_input
+        out["train_on_input"] = rows.loss == "all"
         if ds.new_system_prompt is not None and fmt == "instruct":
             out["new_system_prompt"] = literal(ds.new_system_prompt)
     elif fmt in ("chat", "sharegpt"):
-        out["conversation_column"] = literal(ds.conversation_column or "conversations")
+        out["conversation_column"] = literal(rows.column_for("messages"))
         out["conversation_style"] = ("sharegpt" if fmt == "sharegpt"
                                      else ds.conversation_style or "sharegpt")
-        out["train_on_input"] = ds.trains_on_input
+        out["train_on_input"] = rows.loss == "all"
         if ds.new_system_prompt is not None:
             out["new_system_prompt"] = literal(ds.new_system_prompt)
     elif fmt == "text":
-        out["column"] = literal(ds.text_field or "text")
+        out["column"] = literal(rows.column_for("text"))
     out["packed"] = spec.data.packed
     return out
 

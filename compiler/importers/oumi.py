@@ -29,9 +29,10 @@ from ftspec.compiler.importers.trl_defaults import SFT_DEFAULTS
 from ftspec.compiler.importers.trl_defaults import TOOL as TRL_TOOL
 from ftspec.compiler.importers.trl_reader import hub_or_file_uri
 from ftspec.spec.diagnostics import Diagnostic, Severity, SpecError
+from ftspec.spec.dtypes import FROM_TORCH
 
-DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "f16": "fp16",
-          "half": "fp16", "float32": "fp32", "f32": "fp32", "float": "fp32"}
+DTYPES = {**FROM_TORCH, "bf16": "bf16", "f16": "fp16", "half": "fp16", "f32": "fp32",
+          "float": "fp32"}
 """Oumi's ``torch_dtype_str`` spellings -> the spec's ``model.dtype``."""
 ATTN = ("sdpa", "eager", "flash_attention_2")
 SFT_TRAINERS = ("TRL_SFT", "HF", "OUMI")

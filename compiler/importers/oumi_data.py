@@ -25,9 +25,10 @@ from ftspec.compiler.importers.oumi_source import OumiReader
 from ftspec.compiler.importers.prequantized import prequantized, put_prequantized
 from ftspec.compiler.importers.trl_reader import hub_or_file_uri
 from ftspec.spec.diagnostics import KeyPath
+from ftspec.spec.dtypes import STORAGE_FROM_TORCH
 
 SPLIT_KEYS = ("datasets", "pack", "mixture_strategy", "target_col", "collator_name")
-BNB_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "uint8": "uint8"}
+BNB_DTYPES = STORAGE_FROM_TORCH
 LORA_INIT = {"DEFAULT": "default", "GAUSSIAN": "gaussian", "PISSA": "pissa", "OLORA": "olora"}
 
 

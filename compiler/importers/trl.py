@@ -38,6 +38,7 @@ from ftspec.compiler.importers.trl_defaults import (
 )
 from ftspec.compiler.importers.trl_precision import import_precision, peft_on
 from ftspec.compiler.importers.trl_reader import Reader, hub_or_file_uri
+from ftspec.spec.dtypes import STORAGE_FROM_TORCH
 from ftspec.spec.loader import SourceDoc, load_spec_file
 
 OPTIMIZERS: dict[str, tuple[str, bool]] = {
@@ -208,7 +209,7 @@ def _method(r: Reader) -> None:
     r.put(("method", "task_type"), "lora_task_type", r.model)
 
 
-STORAGE = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "uint8": "uint8"}
+STORAGE = STORAGE_FROM_TORCH
 """bitsandbytes' ``bnb_4bit_quant_storage`` names -> the spec's ``storage_dtype``."""
 
 

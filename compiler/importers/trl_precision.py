@@ -18,8 +18,9 @@ transformers' and so fms's is False). The spec says what is stored and what is c
 from __future__ import annotations
 
 from ftspec.compiler.importers.trl_reader import Reader
+from ftspec.spec.dtypes import FROM_TORCH
 
-NAMED = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+NAMED = FROM_TORCH
 
 
 def import_precision(r: Reader) -> None:

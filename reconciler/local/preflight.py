@@ -39,6 +39,7 @@ from ftspec.reconciler.local.resume_check import WHERE as RESUME
 from ftspec.reconciler.local.resume_check import check_resume
 from ftspec.reconciler.local.tokcheck import tokenizer_problem
 from ftspec.spec.diagnostics import Diagnostic, KeyPath, Severity
+from ftspec.spec.dtypes import BYTES
 from ftspec.spec.ir import DatasetRows, Job
 from ftspec.spec.model.data import Dataset
 from ftspec.spec.rows import dataset_rows
@@ -49,7 +50,6 @@ from ftspec.targets.paths import default_paths, local_path
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 ADAPTER_PREFIX = "adapter_model."
 """A PEFT or torchtune adapter file: no base weights."""
-_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 class _Checks:
@@ -290,7 +290,7 @@ def checkpoint_bytes(job: Job) -> int:
     PEFT method, plus the merged model unless the output keeps the adapter only; the whole
     model for full fine-tuning) in the training dtype, times the saves that are kept."""
     spec = job.spec
-    dtype = _DTYPE_BYTES.get(spec.model.dtype, 2)
+    dtype = BYTES.get(spec.model.dtype, 2)
     full = int(job.model.params_b * 1e9 * dtype)
     adapter = int(job.memory.trainable_params_b * 1e9 * dtype)
     out = spec.output

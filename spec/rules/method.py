@@ -9,9 +9,8 @@ from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY, QUANTIZED_LORA, Method
+from ftspec.spec.module_names import MLP_MODULES
 from ftspec.spec.rules._diag import error, warning
-
-_MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
 
 
 def settings_match_method(spec: FineTuneSpec) -> Iterator[Diagnostic]:
@@ -114,11 +113,11 @@ def lora_targets_reachable(spec: FineTuneSpec) -> Iterator[Diagnostic]:
     fused_mlp = family is not None and family.hf_layer_cls in FUSED_MLP_LAYERS
     if family is None or not (family.num_experts or fused_mlp):
         return
-    named = [n for n in lora.target_modules if n in _MLP_NAMES]
+    named = [n for n in lora.target_modules if n in MLP_MODULES]
     if not named and not lora.mlp:
         return
     path = ("method", "lora", "mlp" if lora.mlp and not named else "target_modules")
-    missed = "/".join(named or _MLP_NAMES)
+    missed = "/".join(named or MLP_MODULES)
     if not family.num_experts:
         yield warning(path, f"{family.display}'s MLP is one fused shared_mlp.input_linear / "
                       f"output_linear, not gate/up/down projections: LoRA adapts no {missed} "

@@ -8,6 +8,7 @@ from typing import Any
 from ftspec.spec.ir import RowColumn
 from ftspec.spec.model.data import Dataset
 from ftspec.spec.rows import dataset_rows, template_fields
+
 from tests.helpers.jobs import make_job
 
 
