@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from ftspec.spec.diagnostic_codes import prefix_of
 from ftspec.spec.secrets import redact
 from ftspec.spec.text import escape_text
 
@@ -130,9 +131,15 @@ class Diagnostics:
 
 @dataclass(frozen=True)
 class Findings:
-    """Makes a check's diagnostics: path-addressed (no span yet), codes under one prefix."""
+    """Makes a check's diagnostics: path-addressed (no span yet), codes under one prefix
+    (one of ``spec.diagnostic_codes.PREFIXES``)."""
 
     prefix: str
+
+    def __post_init__(self) -> None:
+        if prefix_of(self.prefix) is None:
+            raise ValueError(f"diagnostic code prefix {self.prefix!r} is not in "
+                             "spec.diagnostic_codes.PREFIXES")
 
     def error(self, path: KeyPath, summary: str, code: str, hint: str | None = None
               ) -> Diagnostic:
