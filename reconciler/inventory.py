@@ -89,7 +89,7 @@ def local_rows(root: Path) -> list[RunRow]:
         spec = store.root / record.spec_file
         rows.append(RunRow(
             name=record.spec_id, target="local", phase=view.phase.value, where="local",
-            step=last.step if last else None, total_steps=total,
+            step=last.step if last else None, total_steps=view.progress.planned_total(),
             seconds_left=view.metrics().get("seconds_left"),
             loss=last.loss if last else None, started_at=record.started_at,
             output=_local_output(store.root, record.run_dir, record.argv),
@@ -161,7 +161,8 @@ def ray_rows(address: str) -> list[RunRow]:
         short = short_of_plan(text, tracker, summary) if phase is Phase.SUCCEEDED else {}
         rows.append(RunRow(
             name=sid, target="ray", phase=phase.value if phase else "Unknown",
-            where=f"ray {address}", step=last.step if last else None, total_steps=total,
+            where=f"ray {address}", step=last.step if last else None,
+            total_steps=tracker.planned_total(),
             seconds_left=tracker.progress(elapsed_s=job_elapsed(job), ended=ended).seconds_left,
             loss=last.loss if last else None,
             started_at=start / 1000 if isinstance(start, (int, float)) else None,

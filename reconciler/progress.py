@@ -296,12 +296,14 @@ class Tracker:
 
     def planned_total(self) -> int | None:
         """The run's total steps: the compiled job's, else the Hugging Face trainer's bar
-        (it counts the run's optimizer steps; torchtune's counts an epoch's)."""
+        (it counts the run's optimizer steps, so its position is the step counted; torchtune's
+        counts an epoch's, and a bar before the first step may be the model loading's)."""
         last = self.last
         if self.total_steps:
             return self.total_steps
-        if last is not None and last.counted and last.bar is not None and last.bar.of > 0:
-            return last.bar.of
+        bar = None if last is None or not last.counted else last.bar
+        if last is not None and bar is not None and bar.n == last.step and bar.of >= bar.n:
+            return bar.of
         return None
 
     def logged_times(self) -> list[StepTime]:

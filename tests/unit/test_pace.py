@@ -117,6 +117,10 @@ def test_tracker_times_steps_by_the_trainers_bar_and_reads_its_total() -> None:
     assert progress_line(event).startswith("step 5/8 (62%) · epoch 0.625 · loss 4.5000")
     assert progress_line(event).endswith(" · 6s left")
     assert track_text(HF_LOG, total_steps=10).planned_total() == 10  # the job's first
+    # the trainer's bar turned off (disable_tqdm): the model loading's bar is no total
+    loading = "Loading weights: 100%|██████████| 21/21 [00:00<00:00, 7685.23it/s]\n"
+    first = next(x for x in HF_LOG.split("\r") if x.startswith("{'loss'"))
+    assert track_text(loading + first).planned_total() is None
 
 
 def test_torchtune_bars_restart_each_epoch_and_count_only_the_epoch() -> None:
