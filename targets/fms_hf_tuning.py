@@ -4,7 +4,7 @@ the command line of the SFTTrainer actuator (ado), flag for flag in its order:
     accelerate launch --config_file accelerate.yaml --num_processes N \\
         -m tuning.sft_trainer --model_name_or_path M --torch_dtype bfloat16 \\
         --use_flash_attn True --training_data_path D --response_template R \\
-        --dataset_text_field F --log_level debug --num_train_epochs 1 \\
+        --dataset_text_field F --log_level info --num_train_epochs 1 \\
         --per_device_train_batch_size B --max_seq_length L --eval_strategy no \\
         --output_dir O --gradient_accumulation_steps G --save_strategy no \\
         --learning_rate 1e-05 --weight_decay 0.0 --warmup_ratio 0.03 \\
@@ -13,6 +13,8 @@ the command line of the SFTTrainer actuator (ado), flag for flag in its order:
         --optim adamw_torch --bf16 False --gradient_checkpointing_kwargs '{...}'
 
 then the spec's other settings (seed, gradient clipping, LoRA's rank and modules, ...).
+Where this command line differs from the actuator's on purpose (the logging flags), the
+difference and why are listed in ``fms_hf_tuning_gaps.ACTUATOR_DIFFERENCES``.
 Artifacts: ``accelerate.yaml`` (the accelerate launcher's config: the same distributed
 settings) and ``command.sh``. ``trainer_args`` is the typed mapping; the argv is rendered
 from it once (``argv``), as ``HfArgumentParser`` reads it back
@@ -71,7 +73,7 @@ def trainer_args(job: Job, paths: RunPaths | None = None) -> dict[str, Any]:
     column = train.text_field if job.row_format.only == "text" else train.conversation_column
     a[ROW_FIELDS[job.row_format.only]] = column or \
         ("text" if job.row_format.only == "text" else "messages")
-    a["log_level"] = "debug"
+    a["log_level"] = "info"  # the actuator's (ACTUATOR_DIFFERENCES: the seed's text says debug)
     if t.max_steps is not None:
         a["max_steps"] = t.max_steps
     else:
@@ -119,7 +121,8 @@ def _rest(job: Job) -> dict[str, Any]:
         out.update(adam_beta1=o.betas[0], adam_beta2=o.betas[1])
     if o.eps != 1e-8:
         out["adam_epsilon"] = o.eps
-    out["logging_strategy"] = t.logging.strategy  # fms-hf-tuning's default is epoch
+    # fms-hf-tuning's default (and the actuator's) is epoch: ACTUATOR_DIFFERENCES says why not
+    out["logging_strategy"] = t.logging.strategy
     if t.checkpointing.strategy == "steps":
         out["save_steps"] = t.checkpointing.steps or 500
     if t.checkpointing.total_limit is not None:

@@ -118,3 +118,22 @@ GAPS: tuple[Gap, ...] = (
     Gap(("method", "unfrozen_parameters"), _E, _NO_FLAG.format("freezing patterns"),
         "use launcher: accelerate"),
 )
+
+
+ACTUATOR_DIFFERENCES: dict[str, str] = {
+    "logging_strategy": (
+        "the actuator passes none, so fms-hf-tuning's default (epoch) logs one record per "
+        "epoch: its figures come from its own metrics callback. ftspec passes the spec's "
+        "training.logging.strategy (steps by default): `ftspec status`, `apply --wait` and "
+        "the compare table read the trainer's per-step records (reconciler/progress.py: "
+        "step, loss, learning rate, ETA), which a one-epoch run logged per epoch prints "
+        "once, at the end. The trained weights are the same"),
+    "log_level": (
+        "the seed's command-line text shows debug; the actuator's code passes info (its "
+        "wrapper's hard-coded arguments), and so does ftspec. Nothing ftspec reads depends "
+        "on the level: the trainer prints its records at any level"),
+}
+"""Flags where the fms_hf_tuning launcher's command line differs on purpose from the one
+the SFTTrainer actuator runs for the same point, and why (all logging: nothing that trains).
+``tests/targets/test_sfttrainer_actuator_argv.py`` compares each seed example's command line
+with the actuator's and sets aside only these flags and the paths."""

@@ -7,20 +7,15 @@ transformers 5 / TRL 1 stack, so it is not installed: its wheel and the transfor
 process puts first on its path, over ftspec's environment. Its ``TrainingArguments`` then
 subclasses transformers 4.55's, as it does where the actuator runs it (transformers 5 dropped
 ``warmup_ratio`` and ``include_tokens_per_second``, which the seed's command line passes).
-Only its argument dataclasses (``tuning.config.configs``, ``tuning.config.peft_config``) are
-imported. The parser is built as ``tuning.sft_trainer.get_parser``
-builds it: its dataclass list and its extra ``add_argument`` flags are read from that
-function's source (the module itself imports names transformers 5 no longer has); the
-acceleration-plugin dataclasses need ``fms_acceleration``, so the test proves that no flag
-ftspec writes belongs to them instead of parsing them.
+The parser is ``helpers.fms_site.parse`` (built as ``tuning.sft_trainer.get_parser`` builds
+it); the acceleration-plugin dataclasses need ``fms_acceleration``, so the test proves that no
+flag ftspec writes belongs to them instead of parsing them.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,29 +31,10 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sfttrainer-fms-hf-tuning.yaml"
-PARSED_DATACLASSES = ("ModelArguments", "DataArguments", "TrainingArguments",
-                      "TrainerControllerArguments", "LoraConfig", "PromptTuningConfig")
 
 
 def _wheel_tree() -> Path:
     return fms_site.site()
-
-
-def _get_parser_source(tree: Path) -> tuple[list[str], list[str]]:
-    """(dataclass names, extra flags) of ``tuning.sft_trainer.get_parser``, read as data."""
-    module = ast.parse((tree / "tuning" / "sft_trainer.py").read_text(encoding="utf-8"))
-    fn = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "get_parser")
-    classes: list[str] = []
-    flags: list[str] = []
-    for node in ast.walk(fn):
-        if isinstance(node, ast.keyword) and node.arg == "dataclass_types":
-            assert isinstance(node.value, ast.Tuple)
-            classes = [ast.unparse(e).rsplit(".", 1)[-1] for e in node.value.elts]
-        if isinstance(node, ast.Call) and ast.unparse(node.func) == "parser.add_argument":
-            first = node.args[0]
-            assert isinstance(first, ast.Constant)
-            flags.append(str(first.value))
-    return classes, flags
 
 
 def _dataclass_fields(tree: Path, folder: str) -> set[str]:
@@ -70,40 +46,6 @@ def _dataclass_fields(tree: Path, folder: str) -> set[str]:
                 names |= {s.target.id for s in node.body
                           if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
     return names
-
-
-CHILD = r"""
-import json, sys
-import transformers
-from tuning.config import configs, peft_config
-classes = [getattr(configs, n, None) or getattr(peft_config, n) for n in json.loads(sys.argv[1])]
-parser = transformers.HfArgumentParser(classes)
-for flag in json.loads(sys.argv[2]):
-    parser.add_argument(flag, type=str.lower if flag in ("--peft_method",
-                        "--quantization_method") else str, default=None)
-*parsed, rest = parser.parse_args_into_dataclasses(args=json.loads(sys.argv[3]),
-                                                   return_remaining_strings=True)
-out = {"rest": rest}
-for obj in parsed:
-    for key, value in vars(obj).items():
-        if isinstance(value, (set, frozenset)):  # PEFT keeps target_modules as a set
-            value = sorted(value)
-        out.setdefault(key, value if isinstance(value, (str, int, float, bool, list, dict,
-                                                         type(None))) else str(value))
-print(json.dumps(out))
-"""
-
-
-def _parsed(tree: Path, argv: list[str]) -> dict[str, Any]:
-    classes, flags = _get_parser_source(tree)
-    assert set(PARSED_DATACLASSES) <= set(classes), classes
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(PARSED_DATACLASSES),
-                           json.dumps(flags), json.dumps(argv)],
-                          cwd=tree, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, check=False, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return out
 
 
 def _sft_argv(job: Any) -> list[str]:
@@ -137,7 +79,7 @@ def test_fms_hf_tuning_parses_the_command_line_into_the_typed_arguments(case: st
     job = _example_job() if case == "example" else make_job(**CASES[case])
     assert not [d for d in get_launcher("fms_hf_tuning").check(job) if d.is_error]
     typed = trainer_args(job)
-    parsed = _parsed(tree, _sft_argv(job))
+    parsed = fms_site.parse(tree, _sft_argv(job))
     assert parsed.pop("rest") == []
     for key, value in typed.items():
         got = parsed[key]
@@ -169,7 +111,7 @@ def test_precision_as_fms_hf_tuning_parses_it(dtype: str, precision: str, loaded
     job = make_job(**LOCAL, data=FILE_DATA, model={"dtype": dtype, "precision": precision})
     assert job.spec.method.kind == "lora"
     # TrainingArguments checks bf16 against this machine's GPU unless told it is a CPU run
-    parsed = _parsed(_wheel_tree(), [*_sft_argv(job), "--use_cpu", "true"])
+    parsed = fms_site.parse(_wheel_tree(), [*_sft_argv(job), "--use_cpu", "true"])
     assert (str(parsed["torch_dtype"]).removeprefix("torch."), parsed["bf16"],
             parsed["fp16"]) == (loaded, autocast == "bf16", autocast == "fp16")
     files = {a.path: a.content for a in get_launcher("fms_hf_tuning").compile(job)}

@@ -15,7 +15,7 @@ exec accelerate launch \
     --response_template '
 ### Response:' \
     --dataset_text_field output \
-    --log_level debug \
+    --log_level info \
     --num_train_epochs 1 \
     --per_device_train_batch_size 2 \
     --max_seq_length 4096 \

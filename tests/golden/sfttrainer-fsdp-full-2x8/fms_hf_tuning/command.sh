@@ -13,7 +13,7 @@ exec accelerate launch \
     --use_flash_attn True \
     --training_data_path /mnt/bench-data/news-tokens-16384plus-entries-4096.jsonl \
     --dataset_text_field output \
-    --log_level debug \
+    --log_level info \
     --num_train_epochs 1 \
     --per_device_train_batch_size 2 \
     --max_seq_length 4096 \

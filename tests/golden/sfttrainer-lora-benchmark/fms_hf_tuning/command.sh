@@ -9,10 +9,12 @@ exec accelerate launch \
     --torch_dtype bfloat16 \
     --use_flash_attn True \
     --training_data_path /mnt/bench-data/news-tokens-16384plus-entries-4096.jsonl \
+    --response_template '
+### Response:' \
     --dataset_text_field output \
-    --log_level debug \
+    --log_level info \
     --num_train_epochs 1 \
-    --per_device_train_batch_size 2 \
+    --per_device_train_batch_size 8 \
     --max_seq_length 4096 \
     --eval_strategy no \
     --output_dir /tmp/granite-8b-lora-benchmark \

@@ -9,10 +9,12 @@ exec accelerate launch \
     --torch_dtype bfloat16 \
     --use_flash_attn True \
     --training_data_path /mnt/bench-data/news-chars-2048-entries-4096.jsonl \
+    --response_template '
+### Response:' \
     --dataset_text_field output \
-    --log_level debug \
+    --log_level info \
     --num_train_epochs 1 \
-    --per_device_train_batch_size 2 \
+    --per_device_train_batch_size 8 \
     --max_seq_length 2048 \
     --eval_strategy no \
     --output_dir /mnt/bench-outputs/llama31-8b-pt \
@@ -33,5 +35,6 @@ exec accelerate launch \
     --seed 42 \
     --max_grad_norm 1.0 \
     --logging_strategy steps \
-    --num_virtual_tokens 20 \
-    --prompt_tuning_init RANDOM
+    --num_virtual_tokens 8 \
+    --prompt_tuning_init TEXT \
+    --prompt_tuning_init_text 'Classify if the tweet is a complaint or not:'
