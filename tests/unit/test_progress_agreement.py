@@ -1,6 +1,7 @@
 """`apply --wait` (and `status --watch`) and `status` print the same progress for the same run
-state: the recorded logs of a real tiny accelerate run (TRL's SFTTrainer through ftspec's
-compiled command) and of a real tiny torchtune run are written out line by line, followed
+state: the recorded logs of real tiny runs on each launcher (accelerate: TRL's SFTTrainer
+through ftspec's compiled command; fms_hf_tuning: ``tuning.sft_trainer`` 3.2.2 on
+transformers 4.55; torchtune 0.6.1's LoRA recipe) are written out line by line, followed
 by the one wait loop every backend runs (``waiting.wait_until_done`` over the local backend's
 ``LogFollower``), and at each step the log written so far is read at once as `status` reads
 it; the step, percent, elapsed time and time left of the live line are those of `status`."""
@@ -83,7 +84,7 @@ def _parts(line: str) -> tuple[str, str]:
     return step, timing
 
 
-@pytest.mark.parametrize("name", ["accelerate", "torchtune"])
+@pytest.mark.parametrize("name", ["accelerate", "fms_hf_tuning", "torchtune"])
 def test_the_live_line_and_status_say_the_same_progress(name: str, tmp_path: Path) -> None:
     recorded = (DATA / f"{name}_tiny_train.log").read_text()
     recorder = _follow(recorded, tmp_path / "train.log")
