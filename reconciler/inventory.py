@@ -206,7 +206,8 @@ def kube_rows(transport: Any, namespace: str) -> list[RunRow]:
             rows.append(RunRow(
                 name=str(labels.get(SPEC_ID_LABEL) or meta.get("name")), target=target,
                 phase=phase.value, where=namespace, started_at=start, step=seen.step,
-                total_steps=seen.total_steps, loss=seen.loss, progress_note=seen.note,
+                total_steps=seen.total_steps, seconds_left=seen.seconds_left, loss=seen.loss,
+                progress_note=seen.note,
                 spec_file=(meta.get("annotations") or {}).get("ftspec.dev/spec-file"),
                 validity={"Succeeded": "ok", "Failed": "failed"}.get(phase.value),
                 job=f"{kind}/{meta.get('name')}", warning=warning))

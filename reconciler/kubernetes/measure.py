@@ -14,15 +14,17 @@ Kubernetes API does not keep it: a pod's peak memory, the dataset's token count)
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
+from ftspec.reconciler import pace
 from ftspec.reconciler.applied import RECORD_KEY, applied_summary, decode
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.failure import describe
 from ftspec.reconciler.kubernetes.logs import recent_lines
-from ftspec.reconciler.kubernetes.observe import failure, metric_lines
+from ftspec.reconciler.kubernetes.observe import failure, metric_lines, times
 from ftspec.reconciler.kubernetes.status import phase_of
 from ftspec.reconciler.kubernetes.transport import Transport
 from ftspec.reconciler.measured import bar_position, measure, short_of_plan
@@ -43,6 +45,8 @@ class LogProgress:
     loss: float | None = None
     note: str | None = None
     """Why step / loss are not known (None when they are)."""
+    seconds_left: float | None = None
+    """The time left (``pace.progress``: as ``status`` and ``apply --wait`` say it)."""
 
 
 def _int(value: Any) -> int | None:
@@ -73,8 +77,9 @@ def _read(t: Transport, live: dict[str, Any], tail: int, limit: int
     return [], pods, "its pods' logs are empty" if pods else "the job has no pods"
 
 
-def progress(t: Transport, live: dict[str, Any]) -> LogProgress:
-    """Step / total steps and the last loss of a job, from the end of its trainer's log."""
+def progress(t: Transport, live: dict[str, Any], now: float | None = None) -> LogProgress:
+    """Step / total steps, the last loss and the time left of a job, from the end of its
+    trainer's log (``now``: the clock, for the time elapsed since the job started)."""
     phase = phase_of(live)[0]
     total = applied_total_steps(live)
     if phase is Phase.PENDING:
@@ -96,7 +101,12 @@ def progress(t: Transport, live: dict[str, Any]) -> LogProgress:
         total = total or (bar[1] if bar else None)
     note = None if step is not None else \
         "the trainer's records carry no step number and no progress bar was read"
-    return LogProgress(step, total, loss, note)
+    start, end = times(live)
+    clock = time.time() if now is None else now
+    elapsed = None if start is None else (end or clock) - start
+    left = pace.progress(step, total, logged=tracker.logged_times(), elapsed_s=elapsed,
+                         ended=phase in (Phase.SUCCEEDED, Phase.FAILED)).seconds_left
+    return LogProgress(step, total, loss, note, left)
 
 
 PEAK_UNAVAILABLE = ("the launcher logged no CUDA peak (torchtune: log_peak_memory_stats; a "

@@ -73,6 +73,26 @@ def test_a_torchtune_trainjob_shows_its_last_step_and_loss_read_with_bounds() ->
          "limitBytes": str(LIST_LIMIT_BYTES)}]
 
 
+def test_a_running_trainjobs_row_has_the_time_left_status_would_say() -> None:
+    """``list``'s LEFT: torchtune's bar timed step 1 at 4 s and step 2 at 12 s, so the 6
+    steps to go of the 8 planned take 48 s (the job's 100 s since it was created include
+    its start-up, which the run's average pace would count)."""
+    from ftspec.reconciler.applied import RECORD_KEY, AppliedRecord, encode
+    from ftspec.reconciler.kubernetes.observe import times
+
+    api = Recorder({"jobset.sigs.k8s.io/jobset-name=tt": ["tt-node-0-0"]},
+                   {"tt-node-0-0": TORCHTUNE.replace("/2 [", "/8 [")})
+    live = trainjob()
+    live["metadata"]["annotations"] = {RECORD_KEY: encode(AppliedRecord(
+        "1", "w", {}, {"max steps": "8"}))}
+    start, _ = times(live)
+    assert start is not None
+    got = progress(api, live, now=start + 100)  # type: ignore[arg-type]
+    assert (got.step, got.total_steps, got.seconds_left) == (2, 8, 48.0)
+    done = progress(api, trainjob([CONDITION_DONE]), now=start + 100)  # type: ignore[arg-type]
+    assert done.step == 2 and done.seconds_left is None  # ended: nothing left
+
+
 def test_a_kuberay_job_reads_the_submitters_log_and_the_trainer_dicts_give_no_step() -> None:
     by_pod: dict[str, list[str]] = defaultdict(list)
     for line in KUBERAY_LOG.splitlines():

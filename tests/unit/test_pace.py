@@ -145,3 +145,17 @@ def test_a_log_followed_and_a_log_read_at_once_give_the_same_time_left() -> None
         following.feed([fragment])
     at_once = track_text(HF_LOG, total_steps=8)
     assert following.event()["seconds_left"] == at_once.progress().seconds_left == 6.0
+
+
+def test_list_says_the_same_words_as_status() -> None:
+    from ftspec.cli.render_list import render_rows
+    from ftspec.reconciler.inventory import RunRow
+
+    running = RunRow("tiny", "local", "Running", "local", step=3, total_steps=16,
+                     seconds_left=65.0).to_json(now=0.0)
+    past = RunRow("long", "local", "Running", "local", step=18, total_steps=16).to_json(now=0.0)
+    assert (running["percent"], past["percent"]) == (18, 100)
+    table = render_rows([running, past]).splitlines()
+    assert table[0].split()[4:6] == ["STEP", "LEFT"]
+    assert "  3/16 (18%)  " in table[1] and "  1m 05s  " in table[1]
+    assert "  18/16 (past the plan)  -  " in table[2]
