@@ -72,7 +72,10 @@ def dataset_rows(ds: Dataset, path: tuple[str | int, ...] = ()) -> DatasetRows:
     """What the rows of ``ds`` (at ``path`` in the spec) must hold for its format."""
     return DatasetRows(
         path=path, format=ds.format, columns=_columns(ds),
-        loss="all" if ds.format == "text" or ds.trains_on_input else "completion",
+        # text rows train every token unless a response template marks where the completion
+        # starts (then the tokens after it only, as fms-hf-tuning's --response_template)
+        loss="all" if (ds.format == "text" and ds.response_template is None)
+        or ds.trains_on_input else "completion",
         conversation=ds.format in CONVERSATION_FORMATS
         or (ds.format == "instruct" and ds.as_chat))
 

@@ -49,6 +49,9 @@ def test_the_loss_mask_and_conversation_facts() -> None:
         return r.loss, r.conversation
 
     assert rows(format="text") == ("all", False)
+    # a response template: the tokens after the marker only (the SFTTrainer seed's text rows)
+    assert rows(format="text", response_template="\n### Response:") == ("completion", False)
+    assert rows(format="text", response_template="A:", train_on_input=True) == ("all", False)
     assert rows(format="alpaca") == ("all", False)  # alpaca trains on the prompt by default
     assert rows(format="chat") == ("completion", True)
     assert rows(format="chat", train_on_input=True) == ("all", True)

@@ -164,6 +164,9 @@ def test_accelerate_runs_the_same_batch_template_and_prompt(example: str) -> Non
     for key in ("per_device_train_batch_size", "gradient_accumulation_steps"):
         assert sft[key] == _values(seed[key]), key
     assert prepare["train"][0]["response_template"] == seed["response_template"][0]
+    # the rows are split at the template; TRL's default (None) masks the prompt of
+    # prompt-completion rows, false would train every token (what the actuator does not)
+    assert sft.get("completion_only_loss") is not False
     if seed["peft_method"] == ["pt"]:
         assert (prepare["peft"]["num_virtual_tokens"], prepare["peft"]["init_text"]) == \
             (int(FMS_DEFAULTS["num_virtual_tokens"]), FMS_DEFAULTS["prompt_tuning_init_text"])
