@@ -33,6 +33,15 @@ def grid_of(compiled: Compiled) -> dict[str, list[Any]] | None:
     return grid
 
 
+def max_parallel_of(compiled: Compiled) -> int | None:
+    """The validated spec's ``sweep.max_parallel`` (None: not set, or no sweep)."""
+    if grid_of(compiled) is None:
+        return None
+    assert compiled.doc is not None
+    value = compiled.doc.data["sweep"].get("max_parallel")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def expand(compiled: Compiled, stage: Stage, options: CompileOptions | None = None
            ) -> list[Compiled]:
     """``compiled``'s points, each compiled to ``stage``; a spec without a sweep: itself."""

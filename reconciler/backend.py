@@ -19,6 +19,18 @@ from ftspec.targets.base import Artifact
 
 
 @dataclass(frozen=True)
+class SweepPlace:
+    """Where a job sits in its sweep: the sweep's id (the spec's id without the point), the
+    point's position in grid order (0-based), the number of points, and
+    ``sweep.max_parallel`` (None: the backend's default)."""
+
+    sweep_id: str
+    position: int
+    size: int
+    max_parallel: int | None = None
+
+
+@dataclass(frozen=True)
 class Desired:
     """One spec's desired state: its Job, the compiled artifacts, where the spec came from.
 
@@ -32,6 +44,8 @@ class Desired:
     inputs: tuple[InputState, ...] = ()
     """What the job reads, by content (``reconciler.inputs``): recorded with the run it
     applies and compared with the applied run's at plan."""
+    sweep: SweepPlace | None = None
+    """The job's place in its sweep; None outside one."""
 
 
 class Reporter(Protocol):

@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ftspec.compiler.pipeline import Compiled, CompileOptions, SpecInput, compile_spec
-from ftspec.reconciler.backend import Backend, BackendError, Desired, Prefetcher, Preflighter
+from ftspec.reconciler.backend import (
+    Backend,
+    BackendError,
+    Desired,
+    Prefetcher,
+    Preflighter,
+    SweepPlace,
+)
 from ftspec.reconciler.backends import BackendOptions, backend_name, get_backend
 from ftspec.reconciler.identity import duplicates
 from ftspec.spec.diagnostics import Diagnostic
@@ -52,11 +59,9 @@ def with_namespace(sets: tuple[str, ...], namespace: str | None) -> tuple[str, .
 
 def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
             identity_only: bool = False, preflight: bool = True) -> Prepared:
-    from ftspec.compiler.sweep import expand
-
     base = CompileOptions(schema="on-error")
-    first = [point for src in inputs  # a sweep: one spec per point
-             for point in expand(compile_spec(src, "identity", base), "identity", base)]
+    places: dict[int, SweepPlace] = {}  # id() of a point's Compiled -> its place
+    first = _expanded(inputs, base, places)
     failed = [d for c in first if not c.ok
               for d in (c.diagnostics if identity_only else _failed(c, base))]
     if failed:
@@ -71,7 +76,7 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
                            hint="plan or apply specs of one deploy.target family at a time")
     backend = get_backend(names.pop(), options)
     if identity_only:
-        return Prepared(backend, tuple(_desired(c) for c in first))
+        return Prepared(backend, tuple(_desired(c, place=places.get(id(c))) for c in first))
     early = backend if isinstance(backend, Prefetcher) else None
     done: list[tuple[Compiled, Desired | None]] = []
     try:
@@ -79,7 +84,7 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
         root = _root(backend)
         for each in first:  # a spec's live reads start while the next one compiles
             compiled = compile_spec(each, "artifacts", opts)
-            ready = _desired(compiled, root) if compiled.ok else None
+            ready = _desired(compiled, root, places.get(id(each))) if compiled.ok else None
             done.append((compiled, ready))
             if early is not None and ready is not None:
                 early.prefetch(ready)  # the same Desired goes to the plan
@@ -98,6 +103,24 @@ def prepare(inputs: Sequence[SpecInput], options: BackendOptions, *,
     return Prepared(backend, tuple(ready for _, ready in done if ready is not None))
 
 
+def _expanded(inputs: Sequence[SpecInput], base: CompileOptions,
+              places: dict[int, SweepPlace]) -> list[Compiled]:
+    """Each spec compiled to its identity, a sweep as one spec per point; ``places`` gets
+    each point's place in its sweep (keyed by ``id`` of the point's ``Compiled``)."""
+    from ftspec.compiler.sweep import expand, max_parallel_of
+
+    out: list[Compiled] = []
+    for src in inputs:
+        spec = compile_spec(src, "identity", base)
+        points = expand(spec, "identity", base)
+        if spec.job is not None and points and points[0] is not spec:
+            limit = max_parallel_of(spec)
+            for i, point in enumerate(points):
+                places[id(point)] = SweepPlace(spec.job.spec_id, i, len(points), limit)
+        out += points
+    return out
+
+
 def _failed(compiled: Compiled, options: CompileOptions) -> tuple[Diagnostic, ...]:
     """What a spec that fails lists: its validation errors and, where its Job could still
     be derived, its deploy target's errors too (what ``compile`` lists for it). A sweep
@@ -107,7 +130,8 @@ def _failed(compiled: Compiled, options: CompileOptions) -> tuple[Diagnostic, ..
     return compile_spec(compiled, "artifacts", options).diagnostics
 
 
-def _desired(compiled: Compiled, root: Path | None = None) -> Desired:
+def _desired(compiled: Compiled, root: Path | None = None,
+             place: SweepPlace | None = None) -> Desired:
     """``compiled`` as a desired state; with ``root`` (where relative ``file://`` paths
     start), the content of every input it reads too (``reconciler.inputs``)."""
     from ftspec.reconciler.inputs import states
@@ -115,7 +139,8 @@ def _desired(compiled: Compiled, root: Path | None = None) -> Desired:
     job = compiled.job
     assert job is not None
     return Desired(job=job, artifacts=compiled.artifacts, spec_file=str(compiled.source.path),
-                   doc=compiled.doc, inputs=() if root is None else states(job, root))
+                   doc=compiled.doc, inputs=() if root is None else states(job, root),
+                   sweep=place)
 
 
 def _root(backend: object) -> Path:

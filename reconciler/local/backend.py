@@ -35,9 +35,11 @@ from ftspec.reconciler.backend import (
     Desired,
     Reporter,
     StalePlanError,
+    SweepPlace,
 )
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import generations, runner
+from ftspec.reconciler.local.capacity import Machine, default_parallel
 from ftspec.reconciler.local.compare import observational, run_changes
 from ftspec.reconciler.local.datascan import locate
 from ftspec.reconciler.local.launch import LAUNCH_DIR, compiled_files, prepare
@@ -111,6 +113,7 @@ class LocalBackend:
         self.stop_grace_s = stop_grace_s
         self.check_data = check_data
         """``plan --check-data``: preflight reads every row of the local datasets."""
+        self._machine: Machine | None = None
 
     def compile_options(self, jobs: Sequence[Job], base: CompileOptions) -> CompileOptions:
         return base
@@ -131,11 +134,26 @@ class LocalBackend:
 
     def _after(self, d: Desired) -> dict[str, Any]:
         launch = prepare(d)
+        queue = {} if d.sweep is None else {"queue": self._queue(d, d.sweep)}
         return {"spec_id": d.job.spec_id,
                 "spec_file": _spec_file(d.spec_file, self.root), "launcher": d.job.launcher,
                 "summary": d.job.summary, "applied": encode(record_of(d.job, d.inputs)),
                 "name": d.job.name,
-                **launch.to_json()}
+                **launch.to_json(), **queue}
+
+    def _queue(self, d: Desired, place: SweepPlace) -> dict[str, Any]:
+        """The point's place in its sweep's queue (``slots.py``): at most
+        ``sweep.max_parallel`` points run at once, else what this machine holds
+        (``capacity.py``). Not compared by plan: a new limit does not retrain a point."""
+        if place.max_parallel is not None:
+            limit, why = place.max_parallel, "sweep.max_parallel"
+        else:
+            if self._machine is None:
+                self._machine = Machine.here()
+            fit = default_parallel(d.job, place.size, self._machine)
+            limit, why = fit.limit, f"default: what this machine holds ({fit.why})"
+        return {"sweep": place.sweep_id, "max_parallel": limit, "why": why,
+                "position": place.position, "size": place.size}
 
     def _earlier(self, d: Desired, after: dict[str, Any], taken: set[str]
                  ) -> tuple[RunRecord, Moved] | None:
@@ -334,7 +352,9 @@ class LocalBackend:
             for note in change.after.get("notes", []):
                 reporter.event(note)
             new = runner.start(self.store, change.after, reporter)
-            reporter.event(f"{change.address}: {change.action.value}d, running",
+            how = "queued" if "queue" in change.after and observe(
+                new, self.root).phase is Phase.PENDING else "running"
+            reporter.event(f"{change.address}: {change.action.value}d, {how}",
                            pid=new.supervisor_pid)
 
     def _move(self, record: RunRecord, after: dict[str, Any]) -> None:

@@ -20,6 +20,8 @@ from ftspec.reconciler.backend import BackendError, Reporter
 from ftspec.reconciler.local import procs
 from ftspec.reconciler.local.launch import LAUNCH_DIR
 from ftspec.reconciler.local.record import LOG_NAME, STARTED, STARTING, RunRecord
+from ftspec.reconciler.local.slots import ENV as QUEUE_ENV
+from ftspec.reconciler.local.slots import QUEUE_DIR, QUEUED_FILE, Queue
 from ftspec.reconciler.local.state import StateStore, guarded, open_run_dir
 from ftspec.reconciler.local.supervise import (
     CHILD_FILE,
@@ -31,7 +33,7 @@ from ftspec.reconciler.local.supervise import (
     read_json,
 )
 
-_CONTROL_FILES = (SUPERVISOR_FILE, CHILD_FILE, EXIT_FILE, USAGE_FILE, STOP_FILE)
+_CONTROL_FILES = (SUPERVISOR_FILE, CHILD_FILE, EXIT_FILE, USAGE_FILE, STOP_FILE, QUEUED_FILE)
 _ACCEPT_TIMEOUT_S = 30.0
 
 
@@ -64,9 +66,22 @@ def _prepare(root: Path, after: dict[str, Any]) -> int:
         return run.open_fd(LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
 
 
+def _queue(store: StateStore, after: dict[str, Any]) -> Queue | None:
+    """The sweep queue ``after`` runs in (``LocalBackend._after``: ``queue``), its slot
+    folder made; None outside a sweep."""
+    spec = after.get("queue")
+    if not isinstance(spec, dict):
+        return None
+    with guarded(store.dir), store.state_dir(f"{QUEUE_DIR}/{spec['sweep']}",
+                                             create=True) as folder:
+        where = str(folder.path)
+    return Queue(where, int(spec["max_parallel"]), int(spec["position"]), int(spec["size"]))
+
+
 def start(store: StateStore, after: dict[str, Any], reporter: Reporter) -> RunRecord:
     """Write the launch files and the intent record, start the supervisor detached, record
-    it; return once the training command has been started (the job is accepted)."""
+    it; return once the training command has been started or queued behind its sweep's
+    other points (the job is accepted)."""
     root = store.root
     run_abs = root / after["run_dir"]
     with guarded(run_abs):
@@ -83,6 +98,9 @@ def start(store: StateStore, after: dict[str, Any], reporter: Reporter) -> RunRe
             state=STARTING)
         store.write(intent)
         env = {**os.environ, **after["env"]}
+        queue = _queue(store, after)
+        if queue is not None:  # for the supervisor only: it takes it out of its environment
+            env[QUEUE_ENV] = queue.to_env()
         cmd = [sys.executable, "-m", procs.SUPERVISOR_MODULE, str(run_abs), "--",
                *after["argv"]]
         launcher = subprocess.Popen(cmd, stdout=log_fd, stderr=subprocess.STDOUT,
@@ -98,17 +116,33 @@ def start(store: StateStore, after: dict[str, Any], reporter: Reporter) -> RunRe
     if code != 0 or record.state != STARTED:
         raise BackendError(f"the local run did not start; see {root / after['log']}",
                            retryable=True)
-    reporter.event(f"started {record.argv[0].rsplit('/', 1)[-1]} (pid {record.supervisor_pid}, "
-                   f"log {record.log})", pid=record.supervisor_pid, log=record.log)
-    run = open_run_dir(root, record.run_dir)
-    if run is not None:
-        with run:
-            deadline = time.monotonic() + _ACCEPT_TIMEOUT_S
-            while not (run.exists(CHILD_FILE) or run.exists(EXIT_FILE)):
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
+    program = record.argv[0].rsplit('/', 1)[-1]
+    if _accepted(root, record) == QUEUED_FILE:
+        assert queue is not None
+        reporter.event(f"queued {program}: point {queue.position + 1} of {queue.size} waits for "
+                       f"a slot (pid {record.supervisor_pid}, log {record.log})",
+                       pid=record.supervisor_pid, log=record.log, queued=True)
+    else:
+        reporter.event(f"started {program} (pid {record.supervisor_pid}, log {record.log})",
+                       pid=record.supervisor_pid, log=record.log)
     return record
+
+
+def _accepted(root: Path, record: RunRecord) -> str | None:
+    """Wait until the supervisor started the training command, recorded its exit, or queued
+    the run behind its sweep's other points: which of those files it wrote (None: none
+    within the timeout)."""
+    run = open_run_dir(root, record.run_dir)
+    if run is None:
+        return None
+    with run:
+        deadline = time.monotonic() + _ACCEPT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            for name in (CHILD_FILE, EXIT_FILE, QUEUED_FILE):
+                if run.exists(name):
+                    return name
+            time.sleep(0.05)
+    return None
 
 
 def settle(store: StateStore, record: RunRecord) -> RunRecord:

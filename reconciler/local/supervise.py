@@ -1,7 +1,9 @@
 """The supervisor of one local run: ``python -m ftspec.reconciler.local.supervise RUN_DIR -- ARGV``.
 
 It detaches (fork + setsid, so it belongs to no ftspec process and survives one being killed),
-records itself in ``RUN_DIR/supervisor.json``, runs ARGV as its child in its own process group,
+records itself in ``RUN_DIR/supervisor.json``, waits for a slot of its sweep's queue when
+the backend gave it one (``slots.py``: ``sweep.max_parallel``; meanwhile ``queued.json``
+says so), runs ARGV as its child in its own process group,
 records the child in ``child.json`` and, when the child ends, its exit in ``exit.json``
 (after ``usage.json``: the child's process tree's CPU, memory and GPU use over the run,
 sampled once a second by ``sampler.py``). A later
@@ -26,6 +28,8 @@ from types import FrameType
 from typing import Any
 
 from ftspec.reconciler.local.sampler import Sampler
+from ftspec.reconciler.local.slots import ENV as QUEUE_ENV
+from ftspec.reconciler.local.slots import QUEUED_FILE, Queue, Slot, take
 from ftspec.spec.safe_files import SafeDir
 
 SUPERVISOR_FILE = "supervisor.json"
@@ -121,11 +125,65 @@ def _create_time(pid: int) -> float:
     return float(psutil.Process(pid).create_time())
 
 
-def supervise(run_dir: SafeDir, argv: list[str]) -> int:
+class _Stopped(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_waiting(signum: int, _frame: FrameType | None) -> None:
+    raise _Stopped(signum)
+
+
+def _queued(run_dir: SafeDir, queue: Queue) -> Slot | None:
+    """A slot of the sweep's queue (None: stopped while waiting; its exit is written)."""
+    handlers = {sig: signal.signal(sig, _stop_waiting)
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+
+    def waiting() -> None:
+        write_json(run_dir, QUEUED_FILE, {**queue.as_json(), "since": time.time()})
+        _note(f"queued: point {queue.position + 1} of {queue.size} waits for one of "
+              f"{queue.slots} slots (sweep.max_parallel)")
+
+    try:
+        slot = take(queue, waiting)
+    except _Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        _note(f"stopped by {name} while queued: the run never started")
+        write_json(run_dir, EXIT_FILE, {
+            "returncode": -stop.signum, "signal": name, "ended_at": time.time(),
+            "stop_requested": run_dir.exists(STOP_FILE),
+            "message": f"never started: stopped by {name} while queued for a slot"})
+        return None
+    except OSError as exc:  # the run goes on unqueued rather than never
+        _note(f"the sweep's queue cannot be read ({exc}); starting without a slot")
+        slot = Slot(-1, -1)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if run_dir.exists(QUEUED_FILE):
+        _note(f"slot {slot.index + 1} of {queue.slots} taken: starting")
+    return slot
+
+
+def supervise(run_dir: SafeDir, argv: list[str], queue: Queue | None = None) -> int:
     write_json(run_dir, SUPERVISOR_FILE, {
         "pid": os.getpid(), "create_time": _create_time(os.getpid()), "pgid": os.getpgid(0),
         "started_at": time.time(),
     })
+    slot = None
+    if queue is not None:
+        slot = _queued(run_dir, queue)
+        if slot is None:
+            return 0
+    try:
+        return _run(run_dir, argv)
+    finally:
+        if slot is not None:
+            slot.release()
+
+
+def _run(run_dir: SafeDir, argv: list[str]) -> int:
     _note(f"run started (supervisor pid {os.getpid()}): {' '.join(argv)}")
     try:
         child = subprocess.Popen(argv)
@@ -144,7 +202,8 @@ def supervise(run_dir: SafeDir, argv: list[str]) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
-    write_json(run_dir, CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid)})
+    write_json(run_dir, CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid),
+                                     "started_at": time.time()})
     sampler = _start_sampler(child.pid)
     code = child.wait()
     if sampler is not None:
@@ -184,6 +243,7 @@ def main(args: list[str]) -> int:
         return 2
     # the run folder was made (without links) by the backend, which names it here
     run_dir, argv = SafeDir.open(Path(args[0])), args[2:]
+    queue = Queue.parse(os.environ.pop(QUEUE_ENV, None))  # the training command never sees it
     run_dir.unlink(SUPERVISOR_FILE)
     if os.fork() > 0:  # the launching process: return once the detached supervisor is recorded
         deadline = time.monotonic() + _DETACH_TIMEOUT_S
@@ -194,7 +254,7 @@ def main(args: list[str]) -> int:
         return 1
     os.setsid()
     try:
-        code = supervise(run_dir, argv)
+        code = supervise(run_dir, argv, queue)
     finally:
         sys.stdout.flush()
     os._exit(code)

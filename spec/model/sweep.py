@@ -3,6 +3,8 @@
 ``sweep.grid`` maps a dotted spec path (``training.learning_rate``) to the values it
 takes; the points are every combination (``ftspec.spec.sweep``). What a path may name is
 checked by ``rules/sweep.py``; each point is validated as a spec of its own.
+``sweep.max_parallel`` bounds how many points of a local sweep run at once
+(``reconciler/local/queue.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ GRID_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$"
 MAX_DIMENSIONS = 8
 MAX_VALUES = 64
 """Per dimension; the points in all are bounded by ``ftspec.spec.sweep.MAX_POINTS``."""
+MAX_PARALLEL = 64
+"""No sweep has more points (``ftspec.spec.sweep.MAX_POINTS``)."""
 
 _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]
 _VALUE = {"anyOf": [*_SCALAR, {"type": "array", "items": {"type": "string"}}]}
@@ -47,4 +51,12 @@ class Sweep(SpecModel):
         "the values each takes. One run per combination; each point's name and identity are "
         "metadata.name and the spec's id with the point's values appended "
         "(tiny-lr-1e-4-rank-8).",
+    )
+    max_parallel: int | None = Field(
+        None, ge=1, le=MAX_PARALLEL,
+        description="At most this many points run at once on the local backend; the others "
+        "wait queued and start as earlier points end (grid order). Default: what this "
+        "machine holds, from the memory estimate against its memory and the cores (GPUs for "
+        "a GPU spec), at least 1. Points that run at the same time share the machine, so "
+        "output --compare flags the measured runtime and throughput of such points.",
     )

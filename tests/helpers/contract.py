@@ -161,6 +161,7 @@ VALUES: dict[tuple[str, ...], Any] = {
     ("training", "gradient_accumulation_steps"): None,
     ("model", "device_map"): "auto",
     ("sweep", "grid"): {"training.learning_rate": [1.0e-4, 2.0e-4]},
+    ("sweep", "max_parallel"): None,  # needs sweep.grid beside it
 }
 """Non-default values where a generic one would be invalid or meaningless; None: the leaf is
 not varied on its own (listed in ``NOT_VARIED`` with the reason)."""
@@ -181,6 +182,8 @@ NOT_VARIED: dict[tuple[str, ...], str] = {
     ("resources", "gpus"): "exclusive with gpus_per_node, which the base sets",
     ("training", "gradient_accumulation_steps"): "derived from the batch sizes; any other "
     "value is an error of the batch arithmetic",
+    ("sweep", "max_parallel"): "valid only beside sweep.grid; read by the local backend at "
+    "apply (tests/unit/test_sweep_slots.py, security/test_sweep_queue.py)",
 }
 
 
