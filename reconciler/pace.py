@@ -140,11 +140,11 @@ def duration(seconds: float | None) -> str:
 
 
 def step_text(fields: Mapping[str, Any]) -> str:
-    """``3/16 (18%)``, ``18/16 (past the plan)``, ``3`` without a total; empty without a
-    step (the ``list`` STEP cell; ``position`` prefixes ``step``)."""
+    """``3/16 (18%)``, ``18/16 (past the plan)``, ``3`` without a total, ``-/16`` without a
+    step, empty without either (the ``list`` STEP cell; ``position`` prefixes ``step``)."""
     step, total = fields.get("step"), fields.get("total_steps")
     if step is None:
-        return ""
+        return f"-/{total}" if total else ""
     if not total:
         return str(step)
     if int(step) > int(total):
@@ -158,9 +158,8 @@ def step_text(fields: Mapping[str, Any]) -> str:
 def position(fields: Mapping[str, Any]) -> list[str]:
     """``step n/N (p%)`` and ``epoch e`` of a progress event or ``Status.metrics``."""
     parts = []
-    where = step_text(fields)
-    if where:
-        parts.append(f"step {where}")
+    if fields.get("step") is not None:
+        parts.append(f"step {step_text(fields)}")
     if fields.get("epoch") is not None:
         parts.append(f"epoch {float(fields['epoch']):g}")
     return parts

@@ -90,6 +90,7 @@ def test_the_words_are_drawn_from_the_fields() -> None:
     assert position(fields) == ["step 3/16 (18%)"]
     assert timing(fields) == ["12s elapsed", "1m 05s left"]
     assert step_text({"step": 3}) == "3" and step_text({}) == ""
+    assert step_text({"total_steps": 16}) == "-/16" and position({"total_steps": 16}) == []
     assert left_text(fields) == "1m 05s"
 
 
