@@ -11,7 +11,7 @@ process each; target <= 1). kubectl is used for the comparison only.
 The N specs are taken twice: unchanged since `apply` (ftspec then knows from each object's
 recorded digest and managedFields that the server's dry-run would return it unchanged, and
 skips it: ``reconciler/kubernetes/drift.unchanged_since_applied``), and each with a new
-label (every object changed: both tools dry-run every one).
+annotation (every object changed: both tools dry-run every one).
 
 Each ftspec figure is taken twice: with the compile cache as a user has it after `apply`
 (warm: the specs unchanged since they were compiled; ``ftspec.compiler.cache``) and with
@@ -54,6 +54,15 @@ def _once(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> fl
     return took
 
 
+def _output(cmd: list[str], env: dict[str, str]) -> str:
+    """Run one setup command; its output, or its error shown whole."""
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:6])}... exited {proc.returncode}:\n"
+                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
 def _alternate(first: Callable[[], float], second: Callable[[], float], runs: int
                ) -> tuple[float, float]:
     """Median of each, the two interleaved run by run."""
@@ -90,17 +99,20 @@ def main() -> None:
         cluster.request("POST", "/api/v1/namespaces/ml/secrets", {
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token"},
             "stringData": {"token": "x"}})
+        cluster.request("POST", "/api/v1/namespaces/ml/persistentvolumeclaims", {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "ft-outputs"},
+            "spec": {"accessModes": ["ReadWriteMany"],
+                     "resources": {"requests": {"storage": "1Gi"}}}})
         text = EXAMPLE.read_text(encoding="utf-8")
         specs, manifests = [], []
         for i in range(args.specs):
             spec = work / f"job{i:02d}.yaml"
             spec.write_text(text.replace("name: llama32-1b-alpaca-lora", f"name: job-{i:02d}"))
             specs.append(str(spec))
-        subprocess.run([*FTSPEC, "apply", *specs, "--auto-approve"], env=env, check=True,
-                       capture_output=True)
+        _output([*FTSPEC, "apply", *specs, "--auto-approve"], env)
         # the exact objects ftspec applies, for kubectl (one plan over every spec)
-        out = subprocess.run([*FTSPEC, "plan", *specs, "--json"], env=env, check=True,
-                             capture_output=True, text=True).stdout
+        out = _output([*FTSPEC, "plan", *specs, "--json"], env)
         after = {c["after"]["metadata"]["name"]: c["after"] for c in json.loads(out)["changes"]}
         for i in range(args.specs):
             path = work / f"trainjob{i:02d}.json"
@@ -138,12 +150,12 @@ def main() -> None:
         for spec in specs:  # the same file names: a spec's id comes from its file name
             path = edited / Path(spec).name
             path.write_text(Path(spec).read_text(encoding="utf-8").replace(
-                "labels: {team: nlp}", "labels: {team: nlp, edited: 'yes'}"))
+                "labels: {team: nlp}",
+                "labels: {team: nlp}\n  annotations: {edited: 'yes'}"))
             past = time.time() - 10  # edited a while ago: a result read within the same
             os.utime(path, (past, past))  # second is never kept (compiler/cache.py: racy)
             changed.append(str(path))
-        out = subprocess.run([*FTSPEC, "plan", *changed, "--json"], env=env, check=True,
-                             capture_output=True, text=True).stdout
+        out = _output([*FTSPEC, "plan", *changed, "--json"], env)
         for i, change in enumerate(json.loads(out)["changes"]):
             assert change["action"] == "update", change["action"]
             (changed_dir / f"trainjob{i:02d}.json").write_text(json.dumps(change["after"]))

@@ -14,15 +14,15 @@ from ftspec.compiler.memory import estimate_memory
 from ftspec.compiler.summary import ml_summary
 from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.models import MODEL_FAMILIES
-from ftspec.spec.ir import Job, ModelFacts
+from ftspec.spec.ir import InputRef, Job, ModelFacts
 from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.model.method import ALL_LINEAR, LORA_FAMILY
 from ftspec.spec.module_names import LINEAR_MODULES, MLP_MODULES
 from ftspec.spec.ownership import ownership_labels
-from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER
+from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER, PLATFORMS
 from ftspec.spec.rows import row_format
 from ftspec.spec.sweep import Point, with_point
-from ftspec.targets.kube_names import MAX_LABEL, name_limit
+from ftspec.targets.kube_names import MAX_LABEL, name_limit, runtime_of
 
 
 def _digest(data: Any) -> str:
@@ -173,9 +173,36 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         model=facts, lora_modules=lora_modules, memory=memory, row_format=row_format(spec),
         labels=labels, annotations=dict(spec.metadata.annotations),
         trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
-        written=written_digest(spec), defaults=spec_defaults(spec),
+        written=written_digest(spec), defaults=spec_defaults(spec), inputs=input_refs(spec),
+        cluster_runtime=_cluster_runtime(spec),
     )
     return replace(job, summary=ml_summary(job))
+
+
+def _cluster_runtime(spec: FineTuneSpec) -> tuple[str, str] | None:
+    """The runtime whose name limit ``plan`` reads from the cluster (``Job.cluster_runtime``)."""
+    if PLATFORMS[spec.deploy.target].name_rule != "jobset" or name_limit(spec) is not None:
+        return None
+    found = runtime_of(spec)
+    return None if found is None else (found[0], found[1])
+
+
+def input_refs(spec: FineTuneSpec) -> tuple[InputRef, ...]:
+    """Every location ``spec`` reads (its output left out), with its holder's identity
+    rule, a dataset's loader and the model's revision."""
+    refs = []
+    for path, uri in spec.uris():
+        if path[0] == "output":
+            continue
+        holder: Any = spec
+        for part in path[:-1]:
+            holder = holder[part] if isinstance(part, int) else getattr(holder, part, None)
+        refs.append(InputRef(
+            field=".".join(str(p) for p in path), uri=uri,
+            identity=getattr(holder, "identity", "content"),
+            loader=getattr(holder, "loader", None) if path[0] == "data" else None,
+            revision=spec.model.revision if path == ("model", "uri") else None))
+    return tuple(refs)
 
 
 def _strategy(spec: FineTuneSpec) -> Literal["none", "ddp", "fsdp", "deepspeed"]:

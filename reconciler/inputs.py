@@ -155,27 +155,10 @@ def _what(field: str) -> str:
 # ---------------------------------------------------------------------- reading
 
 def states(job: Job, root: Path) -> tuple[InputState, ...]:
-    """What is known of each input ``job`` reads; relative ``file://`` paths from ``root``."""
-    spec = job.spec
-    out = []
-    for path, uri in spec.uris():
-        if path[0] == "output":
-            continue
-        field = ".".join(str(p) for p in path)
-        holder = _holder(spec, path)
-        out.append(_state(field, uri, str(getattr(holder, "identity", "content")),
-                          spec.model.revision, root,
-                          getattr(holder, "loader", None) if path[0] == "data" else None))
-    return tuple(out)
-
-
-def _holder(spec: Any, path: tuple[str | int, ...]) -> Any:
-    """The spec object that holds the value at ``path`` (``spec.data.train`` for
-    ``data.train.uri``)."""
-    node = spec
-    for part in path[:-1]:
-        node = node[part] if isinstance(part, int) else getattr(node, part, None)
-    return node
+    """What is known of each input ``job`` reads; relative ``file://`` paths from ``root``.
+    Read from the IR (``Job.inputs``), so a warm plan validates no spec for it."""
+    return tuple(_state(ref.field, ref.uri, ref.identity, ref.revision, root, ref.loader)
+                 for ref in job.inputs)
 
 
 def _state(field: str, uri: str, identity: str, revision: str | None, root: Path,

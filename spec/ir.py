@@ -185,6 +185,23 @@ class RowFormat:
 
 
 @dataclass(frozen=True)
+class InputRef:
+    """One location a job reads (``FineTuneSpec.uris`` less the output), with what the plan
+    needs to tell whether its content changed: kept in the IR so that a warm ``plan`` reads
+    them without validating the spec again."""
+
+    field: str
+    """The spec key path, dotted (``data.train.uri``, ``data.mixture.datasets.0.uri``)."""
+    uri: str
+    identity: Literal["content", "path"] = "content"
+    """The holder's ``identity`` field: ``path`` keeps the path as the input's identity."""
+    loader: str | None = None
+    """A dataset's ``loader`` (its file format), for the content digest's row reading."""
+    revision: str | None = None
+    """``model.revision`` for ``model.uri``; None elsewhere."""
+
+
+@dataclass(frozen=True)
 class Job(Deferred):
     spec: FineTuneSpec
     spec_id: str
@@ -239,6 +256,12 @@ class Job(Deferred):
     point: dict[str, Any] = field(default_factory=dict)
     """The sweep point this job is (dotted path -> value, ``sweep.grid``'s order); empty
     outside a sweep."""
+    inputs: tuple[InputRef, ...] = ()
+    cluster_runtime: tuple[str, str] | None = None
+    """(kind, name) of the runtime a kubeflow TrainJob references when only the cluster
+    knows the name limit it sets (``plan`` reads it: ``reconciler.kubernetes.names``);
+    None when ``validate`` knew the limit or there is no such runtime."""
+    """What the job reads, in the spec's order (``compiler.build.input_refs``)."""
     summary: dict[str, str] = field(default_factory=dict)
     """The job in ML terms (``ftspec.compiler.summary.ml_summary``): what ``explain`` shows,
     what platform objects carry and what ``plan`` words its changes with."""

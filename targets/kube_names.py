@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ftspec.spec.diagnostics import Diagnostic, Severity
-from ftspec.spec.model import FineTuneSpec
 from ftspec.spec.platforms import PLATFORMS
+
+if TYPE_CHECKING:  # a warm plan reads the limit of a cached job without the spec model
+    from ftspec.spec.model import FineTuneSpec
 
 MAX_LABEL = 63
 """An RFC 1035 label (a pod name must be one)."""

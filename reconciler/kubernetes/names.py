@@ -14,13 +14,10 @@ from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.resources import resource_of
 from ftspec.reconciler.kubernetes.transport import Transport
 from ftspec.spec.diagnostics import Diagnostic
-from ftspec.spec.platforms import PLATFORMS
 from ftspec.targets.kube_names import (
     jobs_of_runtime,
     limit_from_jobs,
     name_diagnostic,
-    name_limit,
-    runtime_of,
 )
 
 
@@ -44,12 +41,9 @@ def name_check(t: Transport, desired: Desired, seen: dict[str, dict[str, Any] | 
     it references and only the cluster knows that runtime; ``seen``: runtimes read by this
     plan (path -> object), shared by its specs."""
     job = desired.job
-    if PLATFORMS[job.target].name_rule != "jobset" or name_limit(job.spec, job.target) is not None:
+    if job.cluster_runtime is None:
         return []
-    found = runtime_of(job.spec)
-    if found is None:
-        return []
-    kind, name, _generated = found
+    kind, name = job.cluster_runtime
     path = resource_of(kind).path(job.namespace, name)
     if path not in seen:
         seen[path] = read_runtime(t, kind, name, job.namespace)

@@ -15,6 +15,7 @@ from ftspec.compiler.crd_rules import Violation
 from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
+from ftspec.reconciler.kubernetes.drift import unchanged_since_applied
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.locate import locate
 from ftspec.reconciler.kubernetes.planner import (
@@ -180,7 +181,10 @@ def created_here(ctx: Context, p: Pending) -> str | None:
 def read_server(ctx: Context, p: Pending) -> ServerRead:
     """The live object and the dry-run of ``p``; raises what refuses the object."""
     live = ctx.by_addr.get(p.addr) if p.live is None else p.live.result()
-    broken, moved = ctx.rules.violations(p.obj, live)
+    # an object unchanged since ftspec applied it is not written again: the CRD's rules
+    # have nothing to refuse (evaluating them would build the CEL parser for nothing)
+    broken, moved = ([], []) if live is not None and unchanged_since_applied(live, p.obj) \
+        else ctx.rules.violations(p.obj, live)
     if broken:  # a modern server refuses this object whatever is live
         overrides = p.desired.job.spec.overrides.model_dump()
         raise_first([rule_error(p.obj, v, overrides) for v in broken])

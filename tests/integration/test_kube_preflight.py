@@ -3,6 +3,7 @@ claim, runtime) must exist; each missing one is an error at the spec field that 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +44,34 @@ def test_missing_secret_claim_and_runtime_are_errors_at_their_fields(
     ok = run_cli(capsys, "plan", fixed, "-n", kube_namespace)
     assert ok.code == 0, ok.err
     assert "will be created" in ok.out
+
+
+def test_a_name_too_long_for_a_runtime_only_the_cluster_knows_is_an_error_at_plan(
+        env: Any, kube_namespace: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """validate cannot know the replicated jobs of a runtime that is not an upstream one:
+    plan reads it from the cluster and checks the TrainJob's name against the pod names
+    JobSet would derive (``<name>-<job>-0-0-#####``, 63 characters at most)."""
+    job = "a-replicated-job-named-at-length-35"
+    assert len(job) == 35
+    name = "rt-" + hashlib.sha256(kube_namespace.encode()).hexdigest()[:10]  # cluster-wide
+    env.request("POST", "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes", {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {"replicatedJobs": [{
+            "name": job, "replicas": 1,
+            "template": {"spec": {"template": {"spec": {"containers": [
+                {"name": "node", "image": "busybox"}]}}}}}]}}}})
+    prepare_namespace(env, kube_namespace)
+    spec = spec_copy(tmp_path, replace={"name: torchtune-llama3.2-1b": f"name: {name}"})
+    res = run_cli(capsys, "plan", spec, "-n", kube_namespace)
+    limit = 63 - len(f"-{job}-0-0") - 6
+    assert res.code == 1, res.out + res.err
+    assert (f"{spec}:12:9: error: metadata.name: a TrainJob name may have at most {limit} "
+            f"characters here (this one, 'llama32-1b-alpaca-lora', has 22)") in res.err, res.err
+
+    short = spec_copy(tmp_path, "short.yaml", replace={
+        "name: torchtune-llama3.2-1b": f"name: {name}",
+        "name: llama32-1b-alpaca-lora ": "name: llama-a "})
+    ok = run_cli(capsys, "plan", short, "-n", kube_namespace)
+    assert ok.code == 0, ok.err

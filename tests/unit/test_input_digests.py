@@ -121,6 +121,22 @@ def test_states_of_a_job(tmp_path: Path) -> None:
     assert not any(s.unchecked for s in found.values())
 
 
+def test_a_job_read_back_from_the_compile_cache_gives_its_states_without_its_spec(
+        tmp_path: Path) -> None:
+    """A warm plan reads a cached Job, whose spec is kept as text and validated (pydantic)
+    only when read: the inputs come from the IR, so they leave it unread."""
+    from ftspec.compiler import cache_codec
+    from ftspec.spec.ir import Job
+
+    job = _spec(tmp_path)
+    kept = cache_codec.decode(json.loads(json.dumps(cache_codec.encode(job, Job))), Job)
+    assert "spec" not in kept.__dict__  # still the kept text
+    assert inputs.states(kept, tmp_path) == inputs.states(job, tmp_path)
+    assert "spec" not in kept.__dict__
+    assert [r.field for r in kept.inputs] == ["model.uri", "model.tokenizer.uri",
+                                              "data.train.uri"]
+
+
 def test_identity_path_is_not_checked_and_says_so(tmp_path: Path) -> None:
     job = _spec(tmp_path, identity="path")
     found = {s.field: s for s in inputs.states(job, tmp_path)}

@@ -82,3 +82,36 @@ def test_anything_that_may_differ_is_left_to_the_server(case: str) -> None:
         owned["fieldsV1"]["f:metadata"]["f:labels"]["f:extra"] = {}
         live["metadata"]["labels"]["extra"] = "1"
     assert not unchanged_since_applied(live, desired)
+
+
+class _CountingRules:
+    """Stands for the live CRDs' rules: counts the objects it is asked to check."""
+
+    def __init__(self) -> None:
+        self.checked: list[dict[str, Any]] = []
+
+    def violations(self, obj: dict[str, Any], live: dict[str, Any] | None) -> tuple[list, list]:
+        self.checked.append(obj)
+        return [], []
+
+
+@pytest.mark.parametrize("unchanged", [True, False])
+def test_the_crd_rules_are_checked_only_for_an_object_apply_would_write(unchanged: bool) -> None:
+    """An object unchanged since ftspec applied it is not written again, so its CRD's rules
+    (CEL: building its parser is a second of a plan's time) have nothing to refuse; any
+    other object is checked."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from ftspec.reconciler.kubernetes.plan_steps import Context, Pending, read_server
+
+    desired = DESIRED if unchanged else _changed_spec()
+    live, dry = _live(), Future()
+    dry.set_result(live)
+    rules = _CountingRules()
+    ctx = Context(reader=SimpleNamespace(), rules=rules,  # type: ignore[arg-type]
+                  by_addr={"a": live}, taken=set(), version=None)
+    read = read_server(ctx, Pending(SimpleNamespace(), desired, "a",  # type: ignore[arg-type]
+                                    None, dry))
+    assert read.live is live
+    assert rules.checked == ([] if unchanged else [desired])
