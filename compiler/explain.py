@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ftspec.compiler.memory import fit_by_accelerator
-from ftspec.compiler.time_cost import estimate_time
+from ftspec.compiler.time_cost import estimate_time, throughput_of
 from ftspec.compiler.units import size
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.catalog.verified import numbers_source
@@ -64,7 +64,7 @@ def explain_data(job: Job, prices: Mapping[str, float] | None = None) -> dict[st
             "notes": list(m.notes),
         },
         "verdict": verdict,
-        "time": estimate.to_json() if estimate else {"unpredicted": why},
+        "time": estimate.to_json() if estimate else _unpredicted(job, why),
         "accelerators": [
             {"key": f.key, "display": f.display, "capacity_gib": f.capacity_gib,
              "need_gib": f.need_gib, "fits": f.fits, "bf16": f.bf16,
@@ -72,6 +72,16 @@ def explain_data(job: Job, prices: Mapping[str, float] | None = None) -> dict[st
             for f in fits
         ],
     }
+
+
+def _unpredicted(job: Job, why: str) -> dict[str, Any]:
+    """Why no time is predicted, and the throughput where the accelerator's peak is known
+    (the steps are not)."""
+    pred = throughput_of(job)
+    out: dict[str, Any] = {"unpredicted": why}
+    if pred is not None:
+        out["tokens_per_s_per_device"] = round(pred.tokens_per_s, 1)
+    return out
 
 
 def _lora(job: Job) -> dict[str, Any] | None:

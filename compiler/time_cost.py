@@ -116,6 +116,15 @@ def _saves(job: Job) -> int:
     return middle + 1
 
 
+def throughput_of(job: Job) -> Prediction | None:
+    """The job's predicted throughput on its accelerator at its launcher's fitted
+    efficiency (None where ``hardware_of`` has no peak)."""
+    hardware = hardware_of(job)
+    if hardware is None:
+        return None
+    return predict(job, hardware, efficiency_for(LAUNCHER_FACTS[job.launcher].memory_profile))
+
+
 def estimate_time(job: Job, prices: Mapping[str, float] | None = None
                   ) -> tuple[TimeEstimate | None, str]:
     """The job's time and cost, or None and why none is predicted."""
@@ -127,10 +136,9 @@ def estimate_time(job: Job, prices: Mapping[str, float] | None = None
         if acc is None:
             return None, "no resources.accelerator: no peak to predict from"
         return None, f"the catalog has no published peak for {acc}"
-    if job.total_steps is None:
+    pred = throughput_of(job)
+    if job.total_steps is None or pred is None:
         return None, "the number of steps is unknown (the dataset's size is not known)"
-    family = LAUNCHER_FACTS[job.launcher].memory_profile
-    pred = predict(job, hardware, efficiency_for(family))
     weight = load_bytes(job.spec)
     startup = STARTUP_S + job.model.params_b * 1e9 * weight / (LOAD_GBPS * 1e9)
     saves = _saves(job)

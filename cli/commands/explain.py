@@ -106,6 +106,9 @@ def _time(est: dict[str, Any]) -> None:
 
     if "unpredicted" in est:
         click.echo(f"  time: not predicted: {est['unpredicted']}")
+        if "tokens_per_s_per_device" in est:
+            click.echo(f"  throughput: ~{est['tokens_per_s_per_device']:,.0f} tokens/s per "
+                       "device (predicted)")
         click.echo("")
         return
     t = est["terms"]

@@ -151,3 +151,17 @@ def test_pricing_file_is_read_and_wrong_entries_are_located(tmp_path: Path) -> N
     lines = [d.format() for d in err.value.diagnostics]
     assert any(f"{bad}:1:19" in line and "must be a number" in line for line in lines), lines
     assert any(f"{bad}:2:1" in line and "unknown accelerator" in line for line in lines), lines
+
+
+def test_unknown_steps_give_no_time_but_explain_keeps_the_throughput() -> None:
+    from ftspec.compiler.explain import explain_data
+    from ftspec.compiler.throughput_fit import efficiency_for
+
+    j = job(data={"train": {"uri": "hf://tatsu-lab/alpaca"}, "max_seq_len": SEQ})
+    est, why = estimate_time(j)
+    assert est is None and "steps is unknown" in why
+    time = explain_data(j)["time"]
+    assert time["unpredicted"] == why
+    hw = hardware_of(j)
+    assert hw is not None
+    assert time["tokens_per_s_per_device"] == round(predict(j, hw, efficiency_for("hf")).tokens_per_s, 1)
