@@ -45,7 +45,8 @@ def rendering(ds: Dataset) -> dict[str, Any]:
     for key, value in (("prompt_template", prompt), ("completion_template", completion),
                        ("prompt_func", ds.prompt_func), ("completion_func", ds.completion_func),
                        ("text_field", ds.text_field),
-                       ("conversation_column", rows.column("messages")),  # torchtune's
+                       ("conversation_column", ds.conversation_column
+                        or rows.column("messages")),  # chat rows: torchtune's default
                        ("conversation_style", "sharegpt" if ds.format == "sharegpt"
                         else ds.conversation_style),
                        ("new_system_prompt", ds.new_system_prompt),

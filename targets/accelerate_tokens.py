@@ -36,7 +36,7 @@ def torchtune_tokenized(job: Job) -> bool:
     prompt / completion text (the Alpaca prompt for alpaca) and tokenized by TRL."""
     from ftspec.targets.torchtune import tokenizer_config
 
-    return any(ds.format in TORCHTUNE_TOKENIZED for _, ds in _datasets(job)) \
+    return any(rows.format in TORCHTUNE_TOKENIZED for rows in job.row_format.datasets) \
         and tokenizer_config(job) is not None
 
 

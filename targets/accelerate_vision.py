@@ -34,9 +34,7 @@ IMAGE_TOKEN_KEYS = ("image_seq_length", "mm_tokens_per_image")
 
 
 def multimodal(job: Job) -> bool:
-    from ftspec.spec.rules.data import datasets
-
-    return any(ds.format == "multimodal" for _, ds in datasets(job.spec))
+    return any(rows.format == "multimodal" for rows in job.row_format.datasets)
 
 
 def check_vision(job: Job) -> Iterator[Diagnostic]:
