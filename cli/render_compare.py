@@ -33,14 +33,25 @@ def _cells(row: dict[str, Any], fields: list[str]) -> list[str]:
         steps += f"/{metrics['total_steps']}"
     peak = m.get("peak_memory") or {}
     runtime = m.get("train_runtime_s")
+    shared = _shared(row)
     return [row["name"], *(_value(row["point"].get(f)) for f in fields), row["phase"], steps,
             "" if row.get("final_loss") is None else f"{row['final_loss']:.4f}",
-            _runtime(runtime),
-            _number(m.get("dataset_tokens_per_second")),
-            _number(m.get("dataset_tokens_per_second_per_device")),
+            shared(_runtime(runtime)),
+            shared(_number(m.get("dataset_tokens_per_second"))),
+            shared(_number(m.get("dataset_tokens_per_second_per_device"))),
             f"{peak['bytes'] / 2**20:.0f} MiB" if peak.get("bytes") else "",
             *usage_cells(m.get("resources") or {}),
             row.get("validity") or ""]
+
+
+SHARED_MARK = "*"
+"""After a runtime or throughput measured while another point of the sweep trained."""
+
+
+def _shared(row: dict[str, Any]) -> Any:
+    """Marks a measured time or rate of a point that ran at the same time as another."""
+    marked = bool(row.get("ran_with"))
+    return lambda cell: f"{cell}{SHARED_MARK}" if marked and cell else cell
 
 
 def _runtime(seconds: float | None) -> str:
@@ -60,6 +71,12 @@ def render_comparison(data: dict[str, Any]) -> str:
     out = [f"Sweep of {escape(data['spec_file'])}: {len(rows)} point{plural}", ""]
     out += table_lines(header, [_cells(r, fields) for r in rows], [r["phase"] for r in rows],
                        1 + len(fields))
+    shared = [r for r in rows if r.get("ran_with") and (r.get("measured") or {})]
+    if shared:
+        names = ", ".join(escape(r["name"]) for r in shared)
+        out += ["", (f"{SHARED_MARK} measured while other points of the sweep trained on the "
+                     f"same machine ({names}): RUNTIME and TOKENS/S include the contention; "
+                     "sweep.max_parallel: 1 runs the points one at a time")]
     if data.get("best"):
         best = next(r for r in rows if r["name"] == data["best"])
         out += ["", f"Lowest final loss: {escape(best['name'])} ({best['final_loss']:.4f})"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import click
 from ftspec.cli.live import connection_options
@@ -37,12 +36,13 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
     characters are escaped and lines over 16 KiB cut, unless --raw."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.cli.output import log_line
+    from ftspec.cli.points import one_point
     from ftspec.reconciler.backend import BackendError
 
     try:
         backend, desired = prepare_specs((spec,), overlays, sets, namespace, kubeconfig, context,
                                          identity_only=True)
-        one = _one(desired, point, spec)
+        one = one_point(desired, point, spec)
         for line in backend.logs(one, tail=tail, follow=follow, selector=selector):
             # a job may print a credential: never echoed; --raw keeps its colour codes too
             click.echo(log_line(line, raw=raw), color=True if raw else None)
@@ -52,19 +52,3 @@ def command(spec: Path, overlays: tuple[Path, ...], sets: tuple[str, ...],
         report_error(exc)
         return 1
     return 0
-
-
-def _one(desired: list[Any], point: str | None, spec: Path) -> Any:
-    """The job whose logs are asked for: the spec's, or one point of a sweep."""
-    from ftspec.reconciler.backend import BackendError
-
-    if point is None and len(desired) == 1:
-        return desired[0]
-    names = [d.job.name for d in desired]
-    chosen = [d for d in desired if point in (d.job.name, d.job.spec_id)
-              or d.job.name.endswith(f"-{point}")]
-    if len(chosen) != 1:
-        what = f"has no point named {point!r}" if point else \
-            f"is a sweep of {len(desired)} points: name one with --point"
-        raise BackendError(f"{spec} {what}", hint="points: " + ", ".join(names))
-    return chosen[0]

@@ -5,7 +5,9 @@ and eval loss, steps, tokens, wall time), read from the run's files and logged m
 NAME prints one value alone (`adapter`, `model`, `train_loss`, ...) for scripts.
 `--compare` (and any spec with a ``sweep``) prints the points side by side: the swept
 fields that differ, phase, final loss, the measured properties and validity
-(``reconciler.comparison``); `--plot` then overlays the points' loss curves.
+(``reconciler.comparison``); `--plot` then overlays the points' loss curves. `--point
+best|NAME` reads one point of a sweep as a run of its own (`ftspec output SWEEP adapter
+--point best`: the adapter of the valid point with the lowest final loss).
 """
 
 from __future__ import annotations
@@ -32,10 +34,15 @@ from ftspec.cli.specs import spec_options
 @click.option("--history", is_flag=True,
               help="List the earlier runs of SPEC that a replace or destroy kept (local "
                    "backend): generation, phase, steps, final loss, where they are.")
+@click.option("--point", default=None, metavar="best|NAME",
+              help="A sweep: read one point as a run of its own, by name (tiny-sweep-lr-1e-2, "
+                   "or its label lr-1e-2), or best: the valid point with the lowest final "
+                   "loss (as --compare picks it).")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tuple[str, ...],
             kubeconfig: str | None, context: str | None, namespace: str | None,
-            plot: Path | None, compare: bool, history: bool, as_json: bool) -> int:
+            plot: Path | None, compare: bool, history: bool, point: str | None,
+            as_json: bool) -> int:
     """Show what SPEC's run produced: adapter / model, checkpoints, final metrics."""
     from ftspec.cli.live import CommandFailed, prepare_specs, report_error
     from ftspec.reconciler.backend import BackendError, Measurer
@@ -46,10 +53,18 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
                                          identity_only=True)
         if history:
             return _history(backend, desired, as_json)
-        if compare or len(desired) > 1:
+        if point is not None and compare:
+            raise BackendError("--point reads one point; --compare shows every point",
+                               hint="leave one of them out")
+        if point is not None:
+            desired = [_point(backend, desired, point, spec)]
+        elif compare or len(desired) > 1:
             if name is not None:
                 raise BackendError(f"{spec} is a sweep of {len(desired)} points: NAME reads "
-                                   "one run's output", hint="use --compare --json")
+                                   "one run's output",
+                                   hint=f"name the point: `ftspec output {spec} {name} --point "
+                                   "best` (or --point NAME); --compare --json has every "
+                                   "point's")
             return _compare(backend, desired, plot, as_json)
         (status, *_) = backend.status(desired[0])
     except CommandFailed as exc:
@@ -132,6 +147,24 @@ def _history(backend: Any, desired: list[Any], as_json: bool) -> int:
                                         "KEPT IN"], cells,
                                        [str(g.get("phase") or "") for g in rows], 2)))
     return 0
+
+
+def _point(backend: Any, desired: list[Any], point: str, spec: Path) -> Any:
+    """The point ``--point`` names; ``best``: the comparison's best (the valid point with the
+    lowest final loss)."""
+    from ftspec.cli.points import one_point
+
+    if point != "best":
+        return one_point(desired, point, spec)
+    from ftspec.reconciler.backend import BackendError
+    from ftspec.reconciler.comparison import compare
+
+    best = compare(backend, desired).best
+    if best is None:
+        raise BackendError(f"{spec}: no point has succeeded with a valid final loss yet, so "
+                           "none is best", hint=f"`ftspec output {spec} --compare` shows each "
+                           "point's phase and validity")
+    return next(d for d in desired if d.job.name == best.name)
 
 
 def _compare(backend: Any, desired: list[Any], plot: Path | None, as_json: bool) -> int:

@@ -42,3 +42,31 @@ def test_differing_keeps_grid_order_and_tells_types_apart() -> None:
     assert differing([{"a": 1, "b": True}, {"a": 1, "b": 1}]) == ["b"]
     assert differing([{"x": [1], "y": "k"}, {"x": [2], "y": "k"}]) == ["x"]
     assert differing([]) == []
+
+
+def test_points_that_trained_at_the_same_time_are_named_and_their_rates_marked() -> None:
+    from dataclasses import replace
+
+    from ftspec.reconciler.comparison import overlaps, span_of
+
+    # a and b overlap; c started exactly as b ended (one at a time); d never ran
+    spans = [("s-a", (0.0, 10.0)), ("s-b", (5.0, 20.0)), ("s-c", (20.0, 30.0)), ("s-d", None)]
+    assert overlaps(spans) == [("s-b",), ("s-a",), (), None]
+    # a queued point that has not started has trained at no time; a running one until now
+    assert span_of({"started_at": 1.0, "queued": {"position": 1}, "run_started_at": None},
+                   now=9.0) is None
+    assert span_of({"started_at": 1.0, "run_started_at": 4.0, "ended_at": None},
+                   now=9.0) == (4.0, 9.0)
+    assert span_of({"exists": True}, now=9.0) is None  # a backend that does not say
+
+    rows = (replace(_row("s-a", 1e-4, 8, "Succeeded", 2.5, OK), ran_with=("s-b",)),
+            replace(_row("s-b", 3e-4, 8, "Succeeded", 2.0, OK), ran_with=("s-a",)),
+            replace(_row("s-c", 1e-3, 8, "Succeeded", 1.5, OK), ran_with=()))
+    data = Comparison("s.yaml", rows).to_json()
+    assert [p["ran_with"] for p in data["points"]] == [["s-b"], ["s-a"], []]
+    lines = Text.from_markup(render_comparison(data)).plain.splitlines()
+    assert lines[3].split()[4:8] == ["2.5000", "12.0s*", "100.0*", "50.0*"]
+    assert lines[5].split()[4:8] == ["1.5000", "12.0s", "100.0", "50.0"]
+    assert lines[-3] == ("* measured while other points of the sweep trained on the same "
+                         "machine (s-a, s-b): RUNTIME and TOKENS/S include the contention; "
+                         "sweep.max_parallel: 1 runs the points one at a time")

@@ -183,6 +183,25 @@ def test_logs_of_a_sweep_name_the_point(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 1 and "sweep.yaml has no point named 'rank-16'" in err, err
 
 
+@pytest.mark.usefixtures("_plain")
+def test_output_of_a_sweep_names_the_point(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``output SWEEP NAME`` asks which point (best or one by name); ``--point`` picks it
+    before anything is read (no run exists here)."""
+    _spec(tmp_path, "    method.lora.rank: [4, 8]\n")
+    code, _, err = run(capsys, "output", "sweep.yaml", "adapter")
+    assert code == 1 and "sweep.yaml is a sweep of 2 points: NAME reads one run's output" in err
+    assert "hint: name the point: `ftspec output sweep.yaml adapter --point best`" in err, err
+    code, _, err = run(capsys, "output", "sweep.yaml", "adapter", "--point", "rank-16")
+    assert code == 1 and "sweep.yaml has no point named 'rank-16'" in err, err
+    code, _, err = run(capsys, "output", "sweep.yaml", "adapter", "--point", "rank-8")
+    assert code == 1 and "no run to read outputs from" in err, err
+    code, _, err = run(capsys, "output", "sweep.yaml", "--point", "best")
+    assert code == 1 and "no point has succeeded with a valid final loss yet" in err, err
+    code, _, err = run(capsys, "output", "sweep.yaml", "--point", "best", "--compare")
+    assert code == 1 and "--point reads one point; --compare shows every point" in err, err
+
+
 @pytest.mark.parametrize("example,kind,limit", [
     ("kubeflow-llama32-1b-lora-alpaca.yaml", "TrainJob", 63),
     ("sfttrainer-ray-2x8-roce.yaml", "RayJob", 47),
