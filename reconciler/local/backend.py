@@ -103,6 +103,20 @@ def _before(view: RunView) -> dict[str, Any]:
             "exit_code": view.returncode}
 
 
+def _positions(plan: Plan) -> dict[str, int]:
+    """Each sweep point's position in its queue: its place among the plan's runs of its
+    sweep (the plan lists a sweep's points in grid order)."""
+    out: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for change in plan.changes:
+        queue = (change.after or {}).get("queue")
+        if isinstance(queue, dict):
+            sweep = str(queue.get("sweep"))
+            out[change.address] = seen.get(sweep, 0)
+            seen[sweep] = out[change.address] + 1
+    return out
+
+
 class LocalBackend:
     name = "local"
 
@@ -142,9 +156,10 @@ class LocalBackend:
                 **launch.to_json(), **queue}
 
     def _queue(self, d: Desired, place: SweepPlace) -> dict[str, Any]:
-        """The point's place in its sweep's queue (``slots.py``): at most
-        ``sweep.max_parallel`` points run at once, else what this machine holds
-        (``capacity.py``). Not compared by plan: a new limit does not retrain a point."""
+        """The point's sweep queue (``slots.py``): at most ``sweep.max_parallel`` points run
+        at once, else what this machine holds (``capacity.py``). Not compared by plan: a new
+        limit does not retrain a point. The point's position is its place in the plan
+        (``_positions``: grid order), so the plan's runs differ in nothing but their point."""
         if place.max_parallel is not None:
             limit, why = place.max_parallel, "sweep.max_parallel"
         else:
@@ -153,7 +168,7 @@ class LocalBackend:
             fit = default_parallel(d.job, place.size, self._machine)
             limit, why = fit.limit, f"default: what this machine holds ({fit.why})"
         return {"sweep": place.sweep_id, "max_parallel": limit, "why": why,
-                "position": place.position, "size": place.size}
+                "size": place.size}
 
     def _earlier(self, d: Desired, after: dict[str, Any], taken: set[str]
                  ) -> tuple[RunRecord, Moved] | None:
@@ -312,7 +327,11 @@ class LocalBackend:
                                     + waited_for)
                     raise StalePlanError(f"Saved plan is stale: {message}",
                                          hint="run `ftspec plan` again")
+            positions = _positions(plan)
             for change in plan.changes:
+                if change.address in positions and change.after is not None:
+                    change = replace(change, after={**change.after, "queue": {
+                        **change.after["queue"], "position": positions[change.address]}})
                 try:
                     record = self.store.read((change.moved_from or change.address)[len(PREFIX):])
                     if record is not None:  # finish what a killed apply left

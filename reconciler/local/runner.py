@@ -75,7 +75,8 @@ def _queue(store: StateStore, after: dict[str, Any]) -> Queue | None:
     with guarded(store.dir), store.state_dir(f"{QUEUE_DIR}/{spec['sweep']}",
                                              create=True) as folder:
         where = str(folder.path)
-    return Queue(where, int(spec["max_parallel"]), int(spec["position"]), int(spec["size"]))
+    position = int(spec["position"])
+    return Queue(where, int(spec["max_parallel"]), position, max(int(spec["size"]), position + 1))
 
 
 def start(store: StateStore, after: dict[str, Any], reporter: Reporter) -> RunRecord:

@@ -5,6 +5,7 @@ run's delete beside two no-ops, and destroy (of the shrunk grid) removes all thr
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import shutil
@@ -111,3 +112,41 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
     assert _json(ftspec(workdir, env, "list", "--json")) == []
     assert all(s["phase"] == "Unknown" for s in _json(ftspec(workdir, env, "status", SPEC,
                                                              "--json")))
+
+
+def test_one_point_at_a_time_the_runs_never_overlap(workdir: Path,
+                                                    e2e_env: dict[str, str]) -> None:
+    """``sweep.max_parallel: 1``: apply returns with one point running and two queued, the
+    points then train one after another in grid order (their run intervals, read back from
+    status, never overlap), and the comparison says no point shared the machine."""
+    shutil.copy(REPO / SPEC, workdir / SPEC)
+    env = {**e2e_env, "NO_COLOR": "1"}
+    sets = ("--set", "sweep.max_parallel=1", "--set", "training.max_steps=2")
+    applied = ftspec(workdir, env, "apply", SPEC, *sets, "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    said = applied.stdout + applied.stderr  # the apply's events go to stderr
+    assert f"local.run.{NAMES[0]}: created, running" in said, said
+    for name in NAMES[1:]:
+        assert f"local.run.{name}: created, queued" in said, said
+    # the plan's runs differ in their learning rate only (a point's queue place is not shown)
+    assert "differing in learning rate (0.01, 0.003, 0.001)\n" in applied.stdout, said
+    assert "queue.max_parallel = 1" in applied.stdout, said
+    waited = ftspec(workdir, env, "apply", SPEC, *sets, "--auto-approve", "--wait")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert waited.stdout.rstrip().endswith("3 runs succeeded."), waited.stdout
+
+    statuses = _json(ftspec(workdir, env, "status", SPEC, "--json"))
+    spans = []
+    for name, status in zip(NAMES, statuses, strict=True):
+        assert status["address"] == f"local.run.{name}" and status["phase"] == "Succeeded"
+        platform = status["platform"]
+        spans.append((platform["run_started_at"], platform["ended_at"]))
+    assert [s[0] for s in spans] == sorted(s[0] for s in spans)  # grid order
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end <= start, spans
+    assert statuses[2]["platform"]["queued"]["max_parallel"] == 1  # it had to wait
+
+    got = _json(ftspec(workdir, env, "output", SPEC, *sets, "--compare", "--json"))
+    assert [p["ran_with"] for p in got["points"]] == [[], [], []]
+    table = ftspec(workdir, env, "output", SPEC, *sets, "--compare")
+    assert "*" not in table.stdout and "measured while other points" not in table.stdout
