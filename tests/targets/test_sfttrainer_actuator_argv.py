@@ -40,6 +40,7 @@ DATA = Path(__file__).parent / "data" / "sfttrainer_seed"
 
 CASES = {  # example -> the actuator's argv for its point
     "sfttrainer-fms-hf-tuning.yaml": "argv_fms_hf_tuning.txt",
+    "sfttrainer-full-benchmark.yaml": "argv_full_benchmark.txt",
     "sfttrainer-lora-benchmark.yaml": "argv_lora_benchmark.txt",
     "sfttrainer-pt-benchmark.yaml": "argv_pt_benchmark.txt",
 }
@@ -152,7 +153,8 @@ def test_example_argv_is_the_actuators_flag_by_flag(example: str) -> None:
     assert _compare(seed, ours, _read_flag) == []
 
 
-@pytest.mark.parametrize("example", ["sfttrainer-lora-benchmark.yaml",
+@pytest.mark.parametrize("example", ["sfttrainer-full-benchmark.yaml",
+                                     "sfttrainer-lora-benchmark.yaml",
                                      "sfttrainer-pt-benchmark.yaml"])
 def test_accelerate_runs_the_same_batch_template_and_prompt(example: str) -> None:
     """What the accelerate launcher (the examples' own) runs for the settings fixed here."""

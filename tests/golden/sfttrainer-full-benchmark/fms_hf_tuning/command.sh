@@ -9,6 +9,8 @@ exec accelerate launch \
     --torch_dtype bfloat16 \
     --use_flash_attn True \
     --training_data_path /mnt/bench-data/news-tokens-16384plus-entries-4096.jsonl \
+    --response_template '
+### Response:' \
     --dataset_text_field output \
     --log_level info \
     --num_train_epochs 1 \
