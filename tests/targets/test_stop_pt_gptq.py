@@ -129,7 +129,7 @@ accelerate launch --config_file ${PATH_ACCELERATE_CONFIG} --num_processes ${NUMB
 """
 """The seed's GPTQ-LoRA command line (finetune_gtpq-lora_benchmark-v1.0.0), verbatim."""
 
-FILLED = {  # the example's entity-space point: 2 GPUs, batch 16, mistral-7b-v0.1
+FILLED = {  # the example's entity-space point: 2 GPUs, batch_size 4 (2 per GPU), mistral-7b-v0.1
     "${BATCH_SIZE/NUM_GPUS}": "2", "${MODEL_MAX_LENGTH}": "4096",
     "${GRADIENT_ACCUMULATION_STEPS}": "4", "${SPACE SEPARATED LAYER NAMES}": "q_proj v_proj",
     "${OPTIM}": "adamw_torch", "${BF16}": "False",
@@ -190,8 +190,11 @@ def test_gptq_lora_compiles_the_seeds_trainer_settings() -> None:
     for flag, key in TRAINER_FLAGS.items():
         assert _same(seed[flag], sft[key]), f"--{flag} {seed[flag]} vs {key}: {sft[key]}"
     # the rows' text column: prepare.json's (the stop rule runs ftspec's entrypoint)
-    assert json.loads(files["prepare.json"])["train"][0]["text_field"] == \
-        seed["dataset_text_field"][0] == "output"
+    train = json.loads(files["prepare.json"])["train"][0]
+    assert train["text_field"] == seed["dataset_text_field"][0] == "output"
+    # completions only, after the seed's marker (TRL's default masks the split rows' prompt)
+    assert train["response_template"] == seed["response_template"][0].replace("\\n", "\n")
+    assert sft.get("completion_only_loss") is not False
     # LoRA through TRL's ModelConfig; the seed's r / lora_alpha defaults
     assert (sft["use_peft"], sft["lora_r"], sft["lora_alpha"]) == (True, 4, 16.0)
     # the seed's warmup_ratio 0.03: transformers reads a warmup_steps below 1 as a ratio
