@@ -121,7 +121,7 @@ def trl_value(name: str, convert: Any = None) -> Got:
 
 def figures(tool: str, outs: list[Outcome]) -> tuple[list[int], set[str]]:
     """[imported, validated, compiled, equal] and the fields warned, printed as the line the
-    README quotes."""
+    import reference (docs/reference/import-and-models.md) quotes."""
     counts = [sum(o.imported for o in outs), sum(o.validated for o in outs),
               sum(o.compiled for o in outs), sum(o.equal for o in outs)]
     warned = {f for o in outs for f in o.warned}

@@ -228,7 +228,7 @@ def test_shipped_runtime_is_named_when_torchtune_runs_on_kubeflow(tmp_path: Path
 
 def test_figures(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """compiled for the target / compiled once the listed additions are made, per tool and
-    target, printed as the README quotes them (``-k figures -s``)."""
+    target, printed as docs/reference/import-and-models.md quotes them (``-k figures -s``)."""
     from ftspec.spec.rules import PREREQUISITES
 
     rows: Counter[tuple[str, str, str]] = Counter()

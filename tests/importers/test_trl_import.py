@@ -179,7 +179,7 @@ def test_import_validate_compile_equal(name: str) -> None:
 
 def test_corpus_figures() -> None:
     """imported / validated as imported / compiled / equal / warned / silent, printed as the
-    README quotes it (``-s``)."""
+    import reference (docs/reference/import-and-models.md) quotes it (``-s``)."""
     outs = [_outcome(n) for n in CONFIGS]
     valid = [o for o in outs if o.validated]
     equal = [o for o in valid if not o.diffs and not o.warned]
