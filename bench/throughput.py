@@ -1,6 +1,7 @@
 """Benchmark: the throughput model's predicted tokens/s against measured ones, per case.
 
     python bench/throughput.py [--cpu-steps 2] [--no-cpu] [--json OUT.json]
+    python bench/throughput.py --cpu-from bench/results/throughput-2026-11-28.json
 
 Two sets of cases:
 
@@ -175,6 +176,27 @@ def cpu_runs(steps: int) -> tuple[list[Any], dict[str, float]]:
     return runs, probes
 
 
+def _rate(tokens_per_s: float) -> str:
+    return f"{tokens_per_s:,.0f}" if tokens_per_s >= 100 else f"{tokens_per_s:.2f}"
+
+
+def recorded_cpu_runs(path: Path) -> list[Any]:
+    """The CPU runs of an earlier ``--json`` file, priced again by the installed model
+    (each with the probe taken before it)."""
+    from ftspec.compiler.throughput import Hardware
+    from ftspec.compiler.throughput_fit import measured_run
+
+    report = json.loads(path.read_text())
+    runs = []
+    for row in report["cpu"]:
+        case = row["case"].removeprefix("cpu:")
+        probe = report["cpu_probe"][case]
+        hardware = Hardware(probe["peak_gflops_fp32"] * 1e9, probe["memory_gbps"] * 1e9, 1.0,
+                            "cpu")
+        runs.append(measured_run(row["case"], cpu_job(case), hardware, row["measured"]))
+    return runs
+
+
 def table(title: str, runs: list[Any]) -> list[dict[str, Any]]:
     from ftspec.compiler.throughput_fit import fit, leave_one_out
 
@@ -188,10 +210,10 @@ def table(title: str, runs: list[Any]) -> list[dict[str, Any]]:
     rows = []
     for run in runs:
         h = held.get(run.case)
-        pred = f"{h.predicted:,.0f}" if h else "n/a (alone in its family)"
+        pred = _rate(h.predicted) if h else "n/a (alone in its family)"
         err = f"{100 * h.error:+.1f}%" if h else "n/a"
         print(f"| {run.case} | {run.family} | {run.efficiency:.3f} | {pred} | "
-              f"{run.tokens_per_s:,.0f} | {err} |")
+              f"{_rate(run.tokens_per_s)} | {err} |")
         rows.append({"case": run.case, "family": run.family,
                      "efficiency": round(run.efficiency, 4),
                      "predicted": round(h.predicted, 1) if h else None,
@@ -209,9 +231,15 @@ def main() -> None:
     parser.add_argument("--cpu-steps", type=int, default=2)
     parser.add_argument("--no-cpu", action="store_true", help="only the recorded H100 runs")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cpu-from", type=Path, default=None, metavar="FILE",
+                        help="price the CPU runs recorded in FILE (an earlier --json) "
+                        "instead of measuring new ones")
     args = parser.parse_args()
     report: dict[str, Any] = {"h100": table("H100 (recorded)", h100_runs())}
-    if not args.no_cpu:
+    if args.cpu_from:
+        report["cpu"] = table(f"CPU (recorded in {args.cpu_from})",
+                              recorded_cpu_runs(args.cpu_from))
+    elif not args.no_cpu:
         runs, probe = cpu_runs(args.cpu_steps)
         report["cpu_probe"] = probe
         report["cpu"] = table("CPU (measured now)", runs)
