@@ -151,17 +151,25 @@ def estimate_time(job: Job, prices: Mapping[str, float] | None = None
                         saves, devices, acc, GPU_LOO_ERROR, pred, price), ""
 
 
-def duration(seconds: float) -> str:
-    """``42 min``, ``3.5 h``, ``40 s``."""
-    if seconds < 90:
+def duration(seconds: float, like: float | None = None) -> str:
+    """``42 min``, ``3.5 h``, ``40 s``: the unit chosen by ``like`` when given (a band's
+    ends in its centre's unit)."""
+    scale = seconds if like is None else like
+    if scale < 90:
         return f"{seconds:.0f} s"
-    if seconds < 5400:
+    if scale < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
 
 
+def band_text(seconds: float, band: float) -> str:
+    """``~46 min (41–51 min)``."""
+    low, high = duration(seconds * (1 - band), seconds), duration(seconds * (1 + band), seconds)
+    return f"~{duration(seconds)} ({low.split()[0]}–{high})"
+
+
 def short_line(estimates: list[TimeEstimate]) -> str:
-    """One line for the plan: ``time: ~42 min (38–47 min) on 8x NVIDIA H100 80GB, 5.6
+    """One line for the plan: ``time: ~42 min (37–47 min) on 8x NVIDIA H100 80GB, 5.6
     device-hours``; several jobs (a sweep) summed, run one after another."""
     seconds = sum(e.seconds for e in estimates)
     hours = sum(e.device_hours for e in estimates)
@@ -169,8 +177,7 @@ def short_line(estimates: list[TimeEstimate]) -> str:
     accs = sorted({(e.devices, e.accelerator) for e in estimates})
     where = ", ".join(f"{n}x {ACCELERATORS[a].display}" for n, a in accs)
     runs = f" for {len(estimates)} runs in turn" if len(estimates) > 1 else ""
-    line = (f"time: ~{duration(seconds)} ({duration(seconds * (1 - band))}–"
-            f"{duration(seconds * (1 + band))}){runs} on {where}, {hours:.2g} device-hours")
+    line = f"time: {band_text(seconds, band)}{runs} on {where}, {hours:.2g} device-hours"
     costs = [e.cost for e in estimates]
     if costs and all(c is not None for c in costs):
         cost = sum(c for c in costs if c is not None)

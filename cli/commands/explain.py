@@ -102,7 +102,7 @@ def render(data: dict[str, Any]) -> None:
 
 def _time(est: dict[str, Any]) -> None:
     """The time estimate's terms, or why there is none."""
-    from ftspec.compiler.time_cost import duration
+    from ftspec.compiler.time_cost import band_text, duration
 
     if "unpredicted" in est:
         click.echo(f"  time: not predicted: {est['unpredicted']}")
@@ -112,9 +112,8 @@ def _time(est: dict[str, Any]) -> None:
         click.echo("")
         return
     t = est["terms"]
-    low, high = est["seconds_range"]
     rows = [
-        ["wall time", f"~{duration(est['seconds'])} ({duration(low)}–{duration(high)})"],
+        ["wall time", band_text(est["seconds"], est["band"])],
         ["  startup (load, warm-up)", duration(t["startup_s"])],
         [f"  {est['steps']} steps", f"{duration(t['train_s'])} at {t['step_s']:.3g} s/step"],
         [f"  {t['saves']} checkpoint saves", duration(t["saves_s"])],

@@ -165,3 +165,11 @@ def test_unknown_steps_give_no_time_but_explain_keeps_the_throughput() -> None:
     hw = hardware_of(j)
     assert hw is not None
     assert time["tokens_per_s_per_device"] == round(predict(j, hw, efficiency_for("hf")).tokens_per_s, 1)
+
+
+def test_a_band_is_written_in_its_centres_unit() -> None:
+    from ftspec.compiler.time_cost import band_text
+
+    assert band_text(46 * 60, 0.11) == "~46 min (41–51 min)"
+    assert band_text(5500, 0.11) == "~1.5 h (1.4–1.7 h)"
+    assert band_text(60, 0.5) == "~60 s (30–90 s)"
