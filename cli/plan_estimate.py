@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ftspec.compiler.time_cost import TimeEstimate, estimate_time, short_line
 from ftspec.reconciler.backend import Desired
+
+if TYPE_CHECKING:  # imported when a run starts: the model behind it reads the spec (pydantic)
+    from ftspec.compiler.time_cost import TimeEstimate
 
 STARTS = ("create", "replace")
 
@@ -31,6 +33,10 @@ def plan_estimate(desired: Iterable[Desired], changes: Iterable[Mapping[str, Any
     """``{"runs": [...], "total": {...} | None, "line": str | None}`` for the runs the plan
     starts; None when it starts none."""
     ids, addresses = _started(changes)
+    if not addresses:  # a plan that starts nothing (No changes) predicts nothing
+        return None
+    from ftspec.compiler.time_cost import estimate_time, short_line
+
     runs: list[dict[str, Any]] = []
     predicted: list[TimeEstimate] = []
     gpu = False

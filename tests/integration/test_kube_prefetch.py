@@ -78,3 +78,31 @@ def test_failed_compile_drops_the_prefetched_reads(specs: list[SpecInput],
 def _without_reads(plan: dict[str, Any]) -> dict[str, Any]:
     """The plan without resourceVersion-based digests of reads made at other moments."""
     return {k: v for k, v in plan.items() if k != "read_digests"}
+
+
+WARM_PLAN = """\
+import sys
+from ftspec.cli.main import main
+code = main(["plan", *sys.argv[1:]])
+heavy = ("ftspec.spec.model", "pydantic", "celpy", "lark", "ftspec.compiler.time_cost")
+print("IMPORTED", [m for m in heavy if m in sys.modules], "EXIT", code)
+"""
+
+
+def test_a_plan_of_unchanged_live_objects_validates_no_spec_and_builds_no_cel_parser(
+        specs: list[SpecInput], tmp_path: Path) -> None:
+    """The warm path a user repeats most: every spec unchanged since compiled and applied.
+    The Job comes from the compile cache with its spec kept as text, the objects are
+    unchanged since applied (no dry-run, no CRD rule to check) and no run starts (no time
+    to predict), so the plan imports neither pydantic's spec model nor cel-python."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FTSPEC_COMPILE_CACHE": "on", "FTSPEC_CACHE_DIR": str(tmp_path / "c")}
+    argv = [str(s.path) for s in specs[:2]] + ["--set", specs[0].sets[0]]
+    for _ in range(2):  # the first fills the compile cache (the suite runs with it off)
+        proc = subprocess.run([sys.executable, "-c", WARM_PLAN, *argv], capture_output=True,
+                              text=True, check=False, env=env)
+    assert proc.stdout.strip().endswith("IMPORTED [] EXIT 0"), proc.stdout + proc.stderr
+    assert "No changes" in proc.stdout
