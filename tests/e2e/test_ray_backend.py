@@ -159,9 +159,11 @@ def test_logs_follow_and_status_of_a_running_job(
     (mid,) = running
     m = mid["metrics"]
     assert m["elapsed_s"] > 0 and m["seconds_left"] > 0, m  # not "0s left"
+    # the time left is torchtune's own pace (its bar's clock, start-up excluded), else the
+    # job's average pace since it started: never more than the average's
     pace = m["elapsed_s"] / m["step"]
     slack = 0.05 * (total - m["step"]) / m["step"] + 0.1  # elapsed_s is rounded to 0.1 s
-    assert abs(m["seconds_left"] - pace * (total - m["step"])) <= slack, m
+    assert m["seconds_left"] <= pace * (total - m["step"]) + slack, m
     st = status(workdir, e2e_env, *sets)
     assert st["phase"] == "Succeeded" and "seconds_left" not in st["metrics"], st["metrics"]
 
