@@ -4,4 +4,4 @@ import os
 # key (files on disk) cannot see. tests/compiler/test_cache.py turns it on where it is tested.
 os.environ["FTSPEC_COMPILE_CACHE"] = "off"
 
-pytest_plugins = ["harness.fixtures", "helpers.golden"]
+pytest_plugins = ["harness.fixtures", "helpers.golden", "helpers.area_times"]
