@@ -115,6 +115,14 @@ class Measurer(Protocol):
         ...
 
 
+CAPABILITIES: tuple[type, ...] = (Prefetcher, Preflighter, KeepsHistory, Measurer)
+"""What a backend may offer beside :class:`Backend` (the CLI asks with ``isinstance``). Each
+backend module declares its class as ``CHECKED: tuple[type[Backend], type[<capability>],
+...]``: mypy --strict (tests/test_types.py) checks the class against each protocol named
+there, and tests/reconciler/test_backend_protocols.py that the names are exactly the
+capabilities the class has."""
+
+
 class Backend(Protocol):
     name: str
 

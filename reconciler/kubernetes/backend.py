@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.reconciler.backend import BackendError, Desired, Reporter
+from ftspec.reconciler.backend import Backend, BackendError, Desired, Measurer, Prefetcher, Reporter
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.crd_check import SKIPPED as CEL_SKIPPED
@@ -310,3 +310,8 @@ class KubernetesBackend:
 
 def make_backend(options: BackendOptions) -> KubernetesBackend:
     return KubernetesBackend(options)
+
+CHECKED: tuple[type[Backend], type[Prefetcher], type[Measurer]] = (
+    KubernetesBackend, KubernetesBackend, KubernetesBackend)
+"""The Backend protocol and the capabilities KubernetesBackend offers
+(``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""

@@ -31,8 +31,12 @@ from ftspec.compiler.summary import describe_changes
 from ftspec.reconciler import inputs
 from ftspec.reconciler.applied import decode, encode, record_of, upgrade_note
 from ftspec.reconciler.backend import (
+    Backend,
     BackendError,
     Desired,
+    KeepsHistory,
+    Measurer,
+    Preflighter,
     Reporter,
     StalePlanError,
     SweepPlace,
@@ -496,3 +500,8 @@ def make_backend(options: object = None) -> LocalBackend:
     """Factory used by ``ftspec.reconciler.backends``: state in the working directory (the
     project root: the CLI runs there, ``ftspec.cli.project``)."""
     return LocalBackend(Path.cwd(), check_data=bool(getattr(options, "check_data", False)))
+
+CHECKED: tuple[type[Backend], type[Preflighter], type[KeepsHistory], type[Measurer]] = (
+    LocalBackend, LocalBackend, LocalBackend, LocalBackend)
+"""The Backend protocol and the capabilities LocalBackend offers
+(``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""

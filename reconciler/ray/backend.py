@@ -36,7 +36,15 @@ from ftspec.reconciler.applied import (
     record_of,
     upgrade_note,
 )
-from ftspec.reconciler.backend import BackendError, Desired, Reporter, StalePlanError
+from ftspec.reconciler.backend import (
+    Backend,
+    BackendError,
+    Desired,
+    Measurer,
+    Preflighter,
+    Reporter,
+    StalePlanError,
+)
 from ftspec.reconciler.failure import describe, reason
 from ftspec.reconciler.identity import Moved, moved
 from ftspec.reconciler.logread import LogFollowerText, tail_lines
@@ -511,6 +519,11 @@ def job_elapsed(job: dict[str, Any]) -> float | None:
 def make_backend(options: object = None) -> RayBackend:
     """Factory used by ``ftspec.reconciler.backends``."""
     return RayBackend(getattr(options, "ray_address", None))
+
+CHECKED: tuple[type[Backend], type[Preflighter], type[Measurer]] = (
+    RayBackend, RayBackend, RayBackend)
+"""The Backend protocol and the capabilities RayBackend offers
+(``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""
 
 
 def _summary(job: dict[str, Any]) -> dict[str, str]:
