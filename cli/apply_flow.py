@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -262,22 +263,13 @@ def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: 
         report_error(BackendError("--wait has no job to follow",
                                   hint="use `ftspec status --watch`"))
         return 1
-    failed = False
-    statuses = []
-    ended: set[str] = set()  # the runs that had ended before this apply
+    from ftspec.cli.sweep_follow import sweep_points
+
+    sweep = sweep_points(desired)
+    table = sweep and not as_json and sys.stderr.isatty()
     try:
-        for d in desired:
-            status, step = _before(backend, d, started) if started is not None else \
-                (None, None)
-            if status is None:
-                reporter = ConsoleReporter(json_events=as_json)
-                status = backend.wait(d, reporter if step is None else _FromNow(reporter, step),
-                                      timeout)
-                reporter.close()
-            else:
-                ended.add(status.address)
-            statuses.append(status)
-            failed |= status.phase is not Phase.SUCCEEDED
+        statuses, ended = _together(backend, desired, timeout, started) if table else \
+            _one_by_one(backend, desired, timeout, as_json, started, named=sweep)
     except BackendError as exc:
         report_error(exc)
         return 1
@@ -289,16 +281,66 @@ def _wait(backend: Any, desired: list[Desired], timeout: float | None, as_json: 
     if as_json:
         from ftspec.cli.output import emit_json
 
-        emit_json({**ok_data, "ok": not failed, "status": [status_json(s) for s in statuses]})
+        emit_json({**ok_data, "ok": not failed(statuses),
+                   "status": [status_json(s) for s in statuses]})
     else:
         out = console()
         for s in statuses:
+            if table and s.phase is Phase.SUCCEEDED:
+                continue  # its row in the table says it all
             out.print()
             for line in render_status(status_json(s)):
                 out.print(line)
         out.print()
         out.print(run_verdict(statuses, ended))
-    return 1 if failed else 0
+    return 1 if failed(statuses) else 0
+
+
+def failed(statuses: list[Status]) -> bool:
+    return any(s.phase is not Phase.SUCCEEDED for s in statuses)
+
+
+def _one_by_one(backend: Any, desired: list[Desired], timeout: float | None, as_json: bool,
+                started: set[str] | None, *, named: bool) -> tuple[list[Status], set[str]]:
+    """Follow each run's log in turn (``named``: each line names its run, for a sweep's
+    points); the statuses and the runs that had ended before this apply."""
+    from ftspec.cli.sweep_follow import Named
+
+    statuses = []
+    ended: set[str] = set()
+    for d in desired:
+        status, step = _before(backend, d, started) if started is not None else (None, None)
+        if status is None:
+            reporter = ConsoleReporter(json_events=as_json)
+            shown: Any = Named(reporter, d.job.spec_id) if named else reporter
+            status = backend.wait(d, shown if step is None else _FromNow(shown, step),
+                                  timeout)
+            reporter.close()
+        else:
+            ended.add(status.address)
+        statuses.append(status)
+    return statuses, ended
+
+
+def _together(backend: Any, desired: list[Desired], timeout: float | None,
+              started: set[str] | None) -> tuple[list[Status], set[str]]:
+    """A sweep's points on a terminal: one live table (``sweep_follow``); the statuses and
+    the runs that had ended before this apply."""
+    from ftspec.cli.sweep_follow import follow_table
+
+    first: list[Status] = []  # the first look: which runs had already ended
+
+    def look() -> list[Status]:
+        statuses = [backend.status(d)[0] for d in desired]
+        if not first:
+            first.extend(statuses)
+        return statuses
+
+    statuses = follow_table([d.job.spec_id for d in desired], look, console(err=True),
+                            timeout_s=timeout)
+    ended = {s.address for s in first if s.phase in (Phase.SUCCEEDED, Phase.FAILED)
+             and started is not None and s.address not in started}
+    return statuses, ended
 
 
 def run_verdict(statuses: list[Status], ended: set[str]) -> str:
