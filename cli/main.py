@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("validate", "Check spec files against the schema and the semantic rules."),
     "schema": ("schema", "Print the JSON Schema of the spec format."),
     "explain": ("explain", "Show a spec's derived values, memory estimate and accelerator fit."),
+    "tune": ("tune", "Find the fastest batch/checkpointing settings that fit; write an overlay."),
     "compile": ("compile", "Write a target's artifacts (torchtune, accelerate, kubeflow, ...)."),
     "plan": ("plan", "Show the changes apply would make to the live objects."),
     "apply": ("apply", "Apply specs (or a saved plan) to the live objects."),

@@ -1,0 +1,96 @@
+"""`ftspec tune SPEC`: the fastest settings that fit, written as an overlay."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from ftspec.cli.output import emit_json, escape_text, print_diagnostics
+from ftspec.cli.specs import spec_options
+
+if TYPE_CHECKING:
+    from ftspec.compiler.tune import Tuned
+
+
+@click.command("tune")
+@click.argument("spec_file", type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out", type=click.Path(path_type=Path), default=None,
+              help="The overlay to write (default: SPEC's folder, NAME.tuned.yaml).")
+@click.option("--margin", type=click.FloatRange(0.0, 0.9), default=0.1, show_default=True,
+              help="Share of the device's memory the estimate must leave free.")
+@click.option("--json", "as_json", is_flag=True, help="Print the same data as JSON.")
+@spec_options
+def command(spec_file: Path, out: Path | None, margin: float, as_json: bool,
+            overlays: tuple[Path, ...], sets: tuple[str, ...]) -> int:
+    """Search micro batch x accumulation (same global batch), activation checkpointing and
+    DDP/FSDP for the highest predicted tokens/s whose memory estimate fits with MARGIN left,
+    and write the choice as an overlay (apply it with -f). Never touches learning rate,
+    data or method; writes nothing when the spec as written is already the fastest."""
+    from ftspec.compiler.pipeline import SpecInput, compile_spec
+    from ftspec.compiler.tune import overlay_text, tune, unpredicted
+
+    source = SpecInput(spec_file, overlays, sets)
+    result = compile_spec(source, "identity")
+    diags = list(result.diagnostics)
+    if not result.ok or result.job is None:
+        if as_json:
+            emit_json({"ok": False, "diagnostics": [d.to_json() for d in diags]})
+        else:
+            print_diagnostics(diags, err=True)
+        return 1
+    why = unpredicted(result.job)
+    if why is not None:
+        if as_json:
+            emit_json({"ok": True, "tuned": False, "reason": why})
+        else:
+            click.echo(f"not tuned: {why}")
+        return 0
+    tuned = tune(source, result.job, margin)
+    target = out or spec_file.with_name(f"{spec_file.stem}.tuned.yaml")
+    if tuned.choice is not None:
+        from ftspec.spec.safe_files import SafeDir
+
+        text = overlay_text(tuned, spec_file.name)
+        with SafeDir.open(target.parent, create=True, private=False) as folder:
+            folder.write(target.name, text, mode=0o644)
+    if as_json:
+        emit_json({"ok": True, "tuned": tuned.choice is not None,
+                   "margin": margin, "limit_gib": tuned.limit_gib,
+                   "written": tuned.written.to_json(),
+                   "choice": tuned.choice.to_json() if tuned.choice else None,
+                   "gain": round(tuned.gain, 4),
+                   "overlay": str(target) if tuned.choice else None,
+                   "candidates": [c.to_json() for c in tuned.candidates]})
+        return 0
+    print_diagnostics(diags, err=True)
+    _render(tuned)
+    if tuned.choice is None:
+        click.echo("nothing beats the spec as written: no overlay written")
+    else:
+        click.echo(f"predicted +{100 * tuned.gain:.1f}% tokens/s per device; "
+                   f"wrote {escape_text(str(target))} (apply it with -f)")
+    return 0
+
+
+def _render(tuned: Tuned) -> None:
+    from ftspec.cli.commands.explain import _table
+
+    rows = []
+    for c in tuned.candidates:
+        s = c.setting
+        mark = ("written" if c is tuned.written else "chosen" if c is tuned.choice else "")
+        fits = "refused" if c.refused else ("yes" if c.fits else "no")
+        speed = "-" if c.tokens_per_s is None else f"{c.tokens_per_s:,.0f}"
+        mem = "-" if c.memory_gib is None else f"{c.memory_gib:g}"
+        rows.append([str(s.micro_batch_size), str(s.gradient_accumulation_steps),
+                     "on" if s.gradient_checkpointing else "off", s.strategy, mem, fits,
+                     speed, mark])
+    _table(f"candidates (fit: estimate <= {tuned.limit_gib:g} GiB, "
+           f"{100 * tuned.margin:g}% of {tuned.capacity_gib:g} GiB free)",
+           ["micro", "accum", "checkpointing", "strategy", "GiB", "fits",
+            "tokens/s/device", ""], rows)
+    refusals = Counter(c.refused for c in tuned.candidates if c.refused)
+    for why, n in refusals.items():
+        click.echo(f"  refused ({n}): {escape_text(why)}")
