@@ -32,7 +32,7 @@ def command(spec_file: Path, out: Path | None, margin: float, as_json: bool,
     from ftspec.compiler.tune import overlay_text, tune, unpredicted
 
     source = SpecInput(spec_file, overlays, sets)
-    result = compile_spec(source, "identity")
+    result = compile_spec(source, "artifacts")
     diags = list(result.diagnostics)
     if not result.ok or result.job is None:
         if as_json:

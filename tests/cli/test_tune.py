@@ -110,3 +110,13 @@ def test_a_bad_spec_is_a_located_error(tmp_path: Path,
                 if "micro_batch_size: many" in text)
     assert code == 1 and f"bad.yaml:{line}:" in err and "Traceback" not in err, err
     assert not (tmp_path / "t.yaml").exists()
+
+
+def test_a_written_spec_the_launcher_refuses_is_an_error_not_a_baseline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # torchtune's distributed recipes refuse DDP when the artifacts are rendered, after
+    # validation: tune compiles as far as compile does and stops with that error
+    out = tmp_path / "t.yaml"
+    code, _, err = run(capsys, "tune", KUBE, "--set", "distributed.strategy=ddp", "-o", str(out))
+    assert code == 1 and "--set[0]:1:" in err and "strategy ddp is not available" in err, err
+    assert not out.exists()
