@@ -120,3 +120,20 @@ def test_a_written_spec_the_launcher_refuses_is_an_error_not_a_baseline(
     code, _, err = run(capsys, "tune", KUBE, "--set", "distributed.strategy=ddp", "-o", str(out))
     assert code == 1 and "--set[0]:1:" in err and "strategy ddp is not available" in err, err
     assert not out.exists()
+
+
+def test_an_accelerate_example_searches_both_strategies(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = str(ROOT / "examples" / "sfttrainer-lora-benchmark.yaml")  # 2 GPUs, DDP, global 64
+    overlay = tmp_path / "t.yaml"
+    data = _tune(capsys, spec, "-o", str(overlay))
+    cands = data["candidates"]
+    assert {c["strategy"] for c in cands} == {"ddp", "fsdp"}
+    assert not [c for c in cands if c["refused"]]
+    assert {c["micro_batch_size"] * c["gradient_accumulation_steps"] for c in cands} == {32}
+    choice = data["choice"]
+    assert choice["fits"] and choice["tokens_per_s_per_device"] >= \
+        data["written"]["tokens_per_s_per_device"]
+    after = _explain(capsys, spec, "-f", str(overlay))
+    assert after["derived"]["global_batch_size"] == 64
+    assert after["derived"]["learning_rate"] == _explain(capsys, spec)["derived"]["learning_rate"]
