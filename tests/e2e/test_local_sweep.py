@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -134,6 +135,12 @@ def test_one_point_at_a_time_the_runs_never_overlap(workdir: Path,
     waited = ftspec(workdir, env, "apply", SPEC, *sets, "--auto-approve", "--wait")
     assert waited.returncode == 0, waited.stdout + waited.stderr
     assert waited.stdout.rstrip().endswith("3 runs succeeded."), waited.stdout
+    # piped, the points' step lines are told apart: each names its point (the third point
+    # was still queued when the wait began, so its steps are all followed)
+    steps = [line for line in waited.stderr.splitlines() if re.search(r"\bstep \d+/", line)]
+    assert steps and all(re.match(rf"({'|'.join(NAMES)}): step \d+/\d+ ", line)
+                         for line in steps), waited.stderr
+    assert any(line.startswith(f"{NAMES[2]}: step 2/") for line in steps), steps
 
     statuses = _json(ftspec(workdir, env, "status", SPEC, "--json"))
     spans = []
