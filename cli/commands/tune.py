@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from ftspec.cli.output import emit_json, escape_text, print_diagnostics
+from ftspec.cli.output import emit_json, print_diagnostics
 from ftspec.cli.specs import spec_options
+from ftspec.spec.text import escape_text
 
 if TYPE_CHECKING:
     from ftspec.compiler.tune import Tuned
