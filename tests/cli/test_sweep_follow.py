@@ -175,6 +175,6 @@ def test_one_run_piped_keeps_its_lines_as_they_were(
         monkeypatch: pytest.MonkeyPatch) -> None:
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
-    one = Desired(SimpleNamespace(spec_id=NAMES[0]), (), "a.yaml")  # type: ignore[arg-type]
+    one = Desired(SimpleNamespace(spec_id=NAMES[0]), (), "a.yaml")
     assert _wait(_Backend(SCRIPT), [one], None, False, {}, STARTED) == 0
     assert "step 1/2 (50%) · loss 1.0000" in err.getvalue().splitlines()
