@@ -7,11 +7,15 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from ftspec.spec.diagnostics import Diagnostic, Severity
 from ftspec.spec.secrets import redact, redact_data
+
+if TYPE_CHECKING:
+    from ftspec.compiler.pipeline import Compiled
+    from ftspec.spec.ir import Job
 from ftspec.spec.text import escape_text
 
 
@@ -86,6 +90,20 @@ def print_diagnostics(diags: Iterable[Diagnostic], *, err: bool = False) -> None
     color = use_color(stream)
     for diag in diags:
         click.echo(render_diagnostic(diag, color), err=err, color=color)
+
+
+def compiled_job(result: Compiled, as_json: bool) -> Job | None:
+    """The job of a compile ``result``; None when it gave none, after showing why (its
+    diagnostics on stderr, or ``{"ok": false, "diagnostics": [...]}`` with ``--json``): what
+    a command that reads one compiled job (explain, tune) says before exiting 1."""
+    if result.ok and result.job is not None:
+        return result.job
+    diags = list(result.diagnostics)
+    if as_json:
+        emit_json({"ok": False, "diagnostics": [d.to_json() for d in diags]})
+    else:
+        print_diagnostics(diags, err=True)
+    return None
 
 
 # rich's console-markup tag syntax (rich.markup.RE_TAGS): a run of backslashes, then a tag

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from ftspec.cli.output import emit_json, print_diagnostics, use_color
+from ftspec.cli.output import compiled_job, emit_json, print_diagnostics, use_color
 from ftspec.cli.pricing import pricing_option, read_prices
 from ftspec.cli.specs import spec_options
 from ftspec.compiler.units import count, size
@@ -37,18 +37,15 @@ def command(spec_file: Path | None, as_json: bool, families: bool,
     from ftspec.compiler.pipeline import SpecInput, compile_spec
 
     result = compile_spec(SpecInput(spec_file, overlays, sets), "identity")
-    diags = list(result.diagnostics)
-    if not result.ok or result.job is None:
-        if as_json:
-            emit_json({"ok": False, "diagnostics": [d.to_json() for d in diags]})
-        else:
-            print_diagnostics(diags, err=True)
+    job = compiled_job(result, as_json)
+    if job is None:
         return 1
+    diags = list(result.diagnostics)
     try:
         prices = read_prices(pricing)
     except CommandFailed as exc:
         return exc.code
-    data = explain_data(result.job, prices)
+    data = explain_data(job, prices)
     if as_json:
         emit_json(data)
         return 0

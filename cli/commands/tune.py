@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from ftspec.cli.output import emit_json, print_diagnostics
+from ftspec.cli.output import compiled_job, emit_json, print_diagnostics
 from ftspec.cli.specs import spec_options
 from ftspec.spec.text import escape_text
 
@@ -34,21 +34,18 @@ def command(spec_file: Path, out: Path | None, margin: float, as_json: bool,
 
     source = SpecInput(spec_file, overlays, sets)
     result = compile_spec(source, "artifacts")
-    diags = list(result.diagnostics)
-    if not result.ok or result.job is None:
-        if as_json:
-            emit_json({"ok": False, "diagnostics": [d.to_json() for d in diags]})
-        else:
-            print_diagnostics(diags, err=True)
+    job = compiled_job(result, as_json)
+    if job is None:
         return 1
-    why = unpredicted(result.job)
+    diags = list(result.diagnostics)
+    why = unpredicted(job)
     if why is not None:
         if as_json:
             emit_json({"ok": True, "tuned": False, "reason": why})
         else:
             click.echo(f"not tuned: {why}")
         return 0
-    tuned = tune(source, result.job, margin)
+    tuned = tune(source, job, margin)
     target = out or spec_file.with_name(f"{spec_file.stem}.tuned.yaml")
     if tuned.choice is not None:
         from ftspec.spec.safe_files import SafeDir

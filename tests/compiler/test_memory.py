@@ -11,6 +11,7 @@ from ftspec.spec.catalog.accelerators import ACCELERATORS
 from ftspec.spec.ir import Job
 from ftspec.spec.validate import spec_from_data
 from helpers.jobs import make_job
+from helpers.specdata import with_keys
 
 GIB = 1 << 30
 
@@ -28,12 +29,7 @@ def job(**over: Any) -> Job:
         "resources": {"gpus_per_node": 1, "accelerator": "nvidia-a100-80gb"},
         "launcher": "accelerate",
     }
-    for key, value in over.items():
-        node = data
-        *parents, last = key.split("__")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
+    with_keys(data, over)
     return build_job(spec_from_data(data))
 
 

@@ -40,6 +40,7 @@ from ftspec.compiler.memory_peak import (
 from ftspec.compiler.memory_placement import Placement, placement
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.model import FineTuneSpec
+from helpers.specdata import with_keys
 
 PARAMS = 201728.0
 LAYERS, H, INTER, VOCAB = 2, 64, 128, 1000
@@ -59,12 +60,7 @@ def spec(**over: Any) -> FineTuneSpec:
         "resources": {"gpus_per_node": 1},
         "launcher": "accelerate",
     }
-    for key, value in over.items():
-        node = data
-        *parents, last = key.split("__")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[last] = value
+    with_keys(data, over)
     return FineTuneSpec.model_validate(data)
 
 
