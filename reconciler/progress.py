@@ -65,6 +65,9 @@ class Tracker:
     """The last start-up / saving phase reported (``phases.phase_line``)."""
     _bar: Bar | None = field(default=None, repr=False)
     """The bar last printed since the last step was recorded."""
+    _bar_total: int | None = field(default=None, repr=False)
+    """The run's total steps as the trainer's bar gave it at a step it counted; kept, since a
+    later record may be written before its step's bar (two streams in one log)."""
 
     def feed(self, lines: Iterable[str]) -> list[Point]:
         """Parse ``lines``; return the points of steps not seen before (in order)."""
@@ -116,8 +119,11 @@ class Tracker:
         if epoch is None and self.steps_per_epoch:
             epoch = (step - 1) // self.steps_per_epoch + 1
         bar, self._bar = self._bar, None
+        counted = record.step is None
+        if counted and bar is not None and bar.n == step and bar.of >= bar.n:
+            self._bar_total = bar.of
         return Point(step, record.loss, record.lr, epoch, record.tokens_per_s, record.tokens,
-                     self.clock(), bar, self._segment(bar), record.step is None)
+                     self.clock(), bar, self._segment(bar), counted)
 
     def _segment(self, bar: Bar | None) -> int:
         """The bar ``bar`` continues the last timed step's, or a new one (a new epoch's bar,
@@ -183,14 +189,10 @@ class Tracker:
     def planned_total(self) -> int | None:
         """The run's total steps: the compiled job's, else the Hugging Face trainer's bar
         (it counts the run's optimizer steps, so its position is the step counted; torchtune's
-        counts an epoch's, and a bar before the first step may be the model loading's)."""
-        last = self.last
-        if self.total_steps:
-            return self.total_steps
-        bar = None if last is None or not last.counted else last.bar
-        if last is not None and bar is not None and bar.n == last.step and bar.of >= bar.n:
-            return bar.of
-        return None
+        counts an epoch's, and a bar before the first step may be the model loading's): the
+        bar's total at the last step whose bar stood at that step, kept for the steps after
+        it whose record came before their bar."""
+        return self.total_steps or self._bar_total
 
     def logged_times(self) -> list[StepTime]:
         """The last step and those before it on the same bar, timed by the launcher's clock."""

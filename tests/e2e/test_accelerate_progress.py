@@ -30,7 +30,7 @@ def test_accelerate_progress_line_has_total_percent_and_time_left(
     assert "max steps -" in applied.stdout  # the compiled job does not know the total
     lines = [x for x in applied.stderr.splitlines() if x.startswith("step ")]
     found = [LINE.match(x) for x in lines]
-    assert len(lines) == 16 and all(found), lines
+    assert len(lines) == 16 and all(found), [x for x in lines if not LINE.match(x)] or lines
     steps = [(int(m[1]), int(m[2]), m[4]) for m in found if m]
     assert [(s, p) for s, p, _ in steps] == [(s, 100 * s // 16) for s in range(1, 17)]
     assert steps[0][2] is None  # one step is no pace

@@ -124,6 +124,28 @@ def test_tracker_times_steps_by_the_trainers_bar_and_reads_its_total() -> None:
     assert track_text(loading + first).planned_total() is None
 
 
+def test_the_bars_total_holds_for_a_step_whose_record_came_before_its_bar() -> None:
+    """The trainer writes its bar and its records on two streams: in the log a step's record
+    may come before that step's bar. The total the bar gave stays (it flickered: that step's
+    line lost its /8 and percent)."""
+    fragments = HF_LOG.split("\r")
+    third = next(i for i, f in enumerate(fragments) if "| 3/8 [" in f)
+    record = next(i for i in range(third, len(fragments)) if fragments[i].startswith("{'loss'"))
+    swapped = fragments[:third] + [fragments[record], fragments[third]] + fragments[third + 1:record] \
+        + fragments[record + 1:]
+    tracker = track_text("\r".join(swapped))
+    assert [p.step for p in tracker.points] == [1, 2, 3, 4, 5]
+    assert tracker.points[2].bar is None  # its bar came after it
+    assert tracker.planned_total() == 8
+    lines = []
+    following = Tracker()
+    for fragment in swapped:
+        if following.feed([fragment]):
+            lines.append(progress_line(following.event()))
+    assert [x.split(" · ")[0] for x in lines] == [f"step {i}/8 ({100 * i // 8}%)"
+                                                   for i in range(1, 6)], lines
+
+
 def test_torchtune_bars_restart_each_epoch_and_count_only_the_epoch() -> None:
     """torchtune draws a bar per epoch (its clock from zero again): the pace is the
     current bar's, and its count is no total."""
