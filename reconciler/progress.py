@@ -66,8 +66,10 @@ class Tracker:
     _bar: Bar | None = field(default=None, repr=False)
     """The bar last printed since the last step was recorded."""
     _bar_total: int | None = field(default=None, repr=False)
-    """The run's total steps as the trainer's bar gave it at a step it counted; kept, since a
-    later record may be written before its step's bar (two streams in one log)."""
+    """The run's total steps as the trainer's bar gave it at a step it counted (the bar at
+    that step, or at the one before when the record came first: the first step's record may
+    come before any bar but ``0/N``); kept, since a later record may be written before its
+    step's bar (two streams in one log)."""
 
     def feed(self, lines: Iterable[str]) -> list[Point]:
         """Parse ``lines``; return the points of steps not seen before (in order)."""
@@ -120,8 +122,10 @@ class Tracker:
             epoch = (step - 1) // self.steps_per_epoch + 1
         bar, self._bar = self._bar, None
         counted = record.step is None
-        if counted and bar is not None and bar.n == step and bar.of >= bar.n:
+        if counted and bar is not None and step - 1 <= bar.n <= step and bar.of >= step:
             self._bar_total = bar.of
+        if counted and bar is not None and bar.n != step:
+            bar = None  # a bar not yet at this step (its record came first): not its time
         return Point(step, record.loss, record.lr, epoch, record.tokens_per_s, record.tokens,
                      self.clock(), bar, self._segment(bar), counted)
 

@@ -131,14 +131,21 @@ class _Stopped(Exception):
         self.signum = signum
 
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def _stop_waiting(signum: int, _frame: FrameType | None) -> None:
+    """Stop waiting, once: ``stop`` signals the process group and then the supervisor
+    itself, so a second SIGTERM follows the first at once; raised again while the exit is
+    written, it would end the supervisor with nothing written (read as "killed")."""
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     raise _Stopped(signum)
 
 
 def _queued(run_dir: SafeDir, queue: Queue) -> Slot | None:
     """A slot of the sweep's queue (None: stopped while waiting; its exit is written)."""
-    handlers = {sig: signal.signal(sig, _stop_waiting)
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    handlers = {sig: signal.signal(sig, _stop_waiting) for sig in _STOP_SIGNALS}
 
     def waiting() -> None:
         write_json(run_dir, QUEUED_FILE, {**queue.as_json(), "since": time.time()})
@@ -200,7 +207,7 @@ def _run(run_dir: SafeDir, argv: list[str]) -> int:
         except ProcessLookupError:
             pass
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for sig in _STOP_SIGNALS:
         signal.signal(sig, forward)
     write_json(run_dir, CHILD_FILE, {"pid": child.pid, "create_time": _create_time(child.pid),
                                      "started_at": time.time()})

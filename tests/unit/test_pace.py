@@ -146,6 +146,30 @@ def test_the_bars_total_holds_for_a_step_whose_record_came_before_its_bar() -> N
                                                    for i in range(1, 6)], lines
 
 
+def test_the_first_steps_record_before_its_bar_takes_the_total_from_the_bar_at_zero() -> None:
+    """The trainer's bar may not yet show step 1 when step 1's record is written (tqdm draws
+    at most every 0.1 s): the bar before it stands at ``0/8``. Its total counts (before, the
+    first line had no /8 and percent); its clock is not step 1's time."""
+    fragments = HF_LOG.split("\r")
+    first_bar = next(i for i, f in enumerate(fragments) if "| 1/8 [" in f)
+    record = next(i for i in range(first_bar, len(fragments)) if fragments[i].startswith("{'loss'"))
+    swapped = fragments[:first_bar] + [fragments[record], fragments[first_bar]] \
+        + fragments[first_bar + 1:record] + fragments[record + 1:]
+    assert "| 0/8 [" in swapped[first_bar - 1]
+    lines = []
+    following = Tracker()
+    for fragment in swapped:
+        if following.feed([fragment]):
+            lines.append(progress_line(following.event()))
+    assert [x.split(" · ")[0] for x in lines] == [f"step {i}/8 ({100 * i // 8}%)"
+                                                   for i in range(1, 6)], lines
+    assert following.points[0].bar is None  # the 0/8 bar is not step 1's time
+    assert [t.step for t in following.logged_times()] == [2, 3, 4, 5]
+    # a bar past the step counted gives no total: it is not the training bar
+    assert track_text("\r 25%|█  | 2/8 [00:04<00:10]\r{'loss': '4.9', 'epoch': '0.5'}\n",
+                      ).planned_total() is None
+
+
 def test_torchtune_bars_restart_each_epoch_and_count_only_the_epoch() -> None:
     """torchtune draws a bar per epoch (its clock from zero again): the pace is the
     current bar's, and its count is no total."""
