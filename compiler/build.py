@@ -22,7 +22,7 @@ from ftspec.spec.ownership import ownership_labels
 from ftspec.spec.platforms import LAUNCHER_FACTS, NEWEST_TRAINER, PLATFORMS
 from ftspec.spec.rows import row_format
 from ftspec.spec.sweep import Point, with_point
-from ftspec.targets.kube_names import MAX_LABEL, name_limit, runtime_of
+from ftspec.targets.kube_names import MAX_LABEL, NameLimit, name_limit, runtime_of
 
 
 def _digest(data: Any) -> str:
@@ -80,7 +80,13 @@ def file_id(source: Path | str) -> str:
 def point_id(ident: str, spec: FineTuneSpec, point: Point | None) -> tuple[str, str]:
     """A sweep point's (identity, job name): ``spec_id`` and ``metadata.name`` with the
     point's label (``ftspec.spec.sweep.with_point``); outside a sweep, both unchanged."""
-    limit = name_limit(spec)  # the runtime's: JobSet / KubeRay derive longer names
+    return _point_id(ident, spec, point, name_limit(spec))
+
+
+def _point_id(ident: str, spec: FineTuneSpec, point: Point | None, limit: NameLimit | None
+              ) -> tuple[str, str]:
+    """``point_id`` under ``limit``, the spec's ``name_limit`` (the runtime's: JobSet and
+    KubeRay derive longer names)."""
     return with_point(ident, point), with_point(spec.metadata.name, point,
                                                 limit.limit if limit else MAX_LABEL)
 
@@ -152,7 +158,8 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         procs_per_node=r.procs_per_node, micro_batch_size=t.micro_batch_size, accumulation=accum,
     )
     base = spec_id(spec)
-    ident, name = point_id(base, spec, point)
+    limit = name_limit(spec)
+    ident, name = _point_id(base, spec, point, limit)
     digest = spec_hash(spec)
     pin = None if spec.deploy.kubeflow.trainer_version == "auto" else \
         spec.deploy.kubeflow.trainer_version
@@ -174,14 +181,15 @@ def build_job(spec: FineTuneSpec, source: Path | None = None,
         labels=labels, annotations=dict(spec.metadata.annotations),
         trainer_version=trainer_version or pin or NEWEST_TRAINER, trainer_pin=pin,
         written=written_digest(spec), defaults=spec_defaults(spec), inputs=input_refs(spec),
-        cluster_runtime=_cluster_runtime(spec),
+        cluster_runtime=_cluster_runtime(spec, limit),
     )
     return replace(job, summary=ml_summary(job))
 
 
-def _cluster_runtime(spec: FineTuneSpec) -> tuple[str, str] | None:
-    """The runtime whose name limit ``plan`` reads from the cluster (``Job.cluster_runtime``)."""
-    if PLATFORMS[spec.deploy.target].name_rule != "jobset" or name_limit(spec) is not None:
+def _cluster_runtime(spec: FineTuneSpec, limit: NameLimit | None) -> tuple[str, str] | None:
+    """The runtime whose name limit ``plan`` reads from the cluster (``Job.cluster_runtime``;
+    ``limit``: the spec's ``name_limit``)."""
+    if PLATFORMS[spec.deploy.target].name_rule != "jobset" or limit is not None:
         return None
     found = runtime_of(spec)
     return None if found is None else (found[0], found[1])

@@ -129,3 +129,28 @@ def test_sweep_point_names_fit_the_runtime() -> None:
         metadata={"name": "a" * 45}, deploy={"target": "kuberay"})), "spec.yaml")).spec
     assert ray is not None
     assert len(point_id("ident", ray, point)[1]) <= 47
+
+
+@pytest.mark.parametrize("runtime", [None, "team-runtime"], ids=["upstream", "cluster's"])
+def test_build_job_reads_the_name_limit_once(monkeypatch: pytest.MonkeyPatch,
+                                             runtime: str | None) -> None:
+    """A Job's sweep point name and the runtime plan reads from the cluster both need the
+    runtime's name limit: ``build_job`` works it out once (before, once for each)."""
+    from ftspec.compiler import build
+
+    limits: list[Any] = []
+
+    def counted(*args: Any) -> Any:
+        limits.append(name_limit(*args))
+        return limits[-1]
+
+    monkeypatch.setattr(build, "name_limit", counted)
+    change = {"deploy": {"kubeflow": {"runtime": {"name": runtime}}}} if runtime else {}
+    spec = validate_doc(parse_yaml(yaml.safe_dump(spec_data(
+        metadata={"name": "a" * 40}, **change)), "spec.yaml")).spec
+    assert spec is not None
+    job = build.build_job(spec, point=Point((("training.learning_rate", 0.001),), (0,)))
+    assert len(limits) == 1
+    assert (limits[0] is None) == (runtime is not None)
+    assert len(job.name) <= (63 if runtime else 33)
+    assert job.cluster_runtime == (("ClusterTrainingRuntime", runtime) if runtime else None)
