@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from ftspec.compiler.crd_rules import Violation
 from ftspec.reconciler.backend import BackendError, Desired
 from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
-from ftspec.reconciler.kubernetes.drift import unchanged_since_applied
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.locate import locate
 from ftspec.reconciler.kubernetes.planner import (
@@ -28,7 +28,7 @@ from ftspec.reconciler.kubernetes.planner import (
     orphan,
     owner_of,
 )
-from ftspec.reconciler.kubernetes.reads import Early, Reader, raise_first
+from ftspec.reconciler.kubernetes.reads import Applying, Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, runtime_needed
 from ftspec.reconciler.kubernetes.runtime_drift import live_runtime_drift
 from ftspec.reconciler.model import Action, Change
@@ -103,13 +103,13 @@ def destroy_owned(desired: Sequence[Desired], owned: Owned, strays: list[Stray],
 @dataclass(frozen=True)
 class Pending:
     """A rendered object with its reads under way: the live object (None: it was listed
-    among the owned ones) and the server-side dry-run."""
+    among the owned ones) and what applying it would make of it."""
 
     desired: Desired
     obj: Obj
     addr: str
     live: Future[Obj | None] | None
-    dry: Future[Obj | None]
+    applying: Applying
 
 
 def submit_reads(reader: Reader, early: Early | None, rendered: list[tuple[Desired, Obj]],
@@ -119,9 +119,9 @@ def submit_reads(reader: Reader, early: Early | None, rendered: list[tuple[Desir
     for d, obj in rendered:
         addr = address(d.job.target, obj)
         live = None if addr in by_addr else reader.submit(reader.get, obj)
-        dry = ((early and early.take_dry_run(obj))
-               or reader.submit(reader.applied_result, obj, by_addr.get(addr)))
-        pending.append(Pending(d, obj, addr, live, dry))
+        applying = ((early and early.take_dry_run(obj))
+                    or reader.applying(obj, partial(by_addr.get, addr)))
+        pending.append(Pending(d, obj, addr, live, applying))
     return pending
 
 
@@ -183,13 +183,13 @@ def read_server(ctx: Context, p: Pending) -> ServerRead:
     live = ctx.by_addr.get(p.addr) if p.live is None else p.live.result()
     # an object unchanged since ftspec applied it is not written again: the CRD's rules
     # have nothing to refuse (evaluating them would build the CEL parser for nothing)
-    broken, moved = ([], []) if live is not None and unchanged_since_applied(live, p.obj) \
+    broken, moved = ([], []) if p.applying.unchanged.result() \
         else ctx.rules.violations(p.obj, live)
     if broken:  # a modern server refuses this object whatever is live
         overrides = p.desired.job.spec.overrides.model_dump()
         raise_first([rule_error(p.obj, v, overrides) for v in broken])
     try:
-        return ServerRead(live, p.dry.result(), moved, None)
+        return ServerRead(live, p.applying.result.result(), moved, None)
     except ApiError as exc:
         needed = created_here(ctx, p) if exc.webhook else None
         if needed:  # refused because its runtime is not there yet: apply creates it first

@@ -104,14 +104,81 @@ def test_the_crd_rules_are_checked_only_for_an_object_apply_would_write(unchange
     from types import SimpleNamespace
 
     from ftspec.reconciler.kubernetes.plan_steps import Context, Pending, read_server
+    from ftspec.reconciler.kubernetes.reads import Applying
 
     desired = DESIRED if unchanged else _changed_spec()
-    live, dry = _live(), Future()
+    live, dry, verdict = _live(), Future(), Future()
     dry.set_result(live)
+    verdict.set_result(unchanged_since_applied(live, desired))
     rules = _CountingRules()
     ctx = Context(reader=SimpleNamespace(), rules=rules,  # type: ignore[arg-type]
                   by_addr={"a": live}, taken=set(), version=None)
     read = read_server(ctx, Pending(SimpleNamespace(), desired, "a",  # type: ignore[arg-type]
-                                    None, dry))
+                                    None, Applying(verdict, dry)))
     assert read.live is live
     assert rules.checked == ([] if unchanged else [desired])
+
+
+class _Server:
+    """Stands for the API server behind a ``Reader``: lists ``live``, answers a dry-run
+    with the object sent; records each request."""
+
+    def __init__(self, live: dict[str, Any]) -> None:
+        self.live = live
+        self.requests: list[str] = []
+
+    def request(self, method: str, path: str, body: Any = None, **_: Any) -> dict[str, Any]:
+        self.requests.append(method)
+        if method == "GET":
+            return {"items": [json.loads(json.dumps(self.live))]}
+        return dict(json.loads(body))
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["read by the plan", "read early"])
+@pytest.mark.parametrize("unchanged", [True, False], ids=["unchanged", "changed"])
+def test_whether_an_object_is_unchanged_is_decided_once(
+        monkeypatch: pytest.MonkeyPatch, unchanged: bool, early: bool) -> None:
+    """The one verdict skips both the server's dry-run and the CRD's rules (before, the
+    reads and the plan step each computed it)."""
+    from types import SimpleNamespace
+
+    from ftspec.reconciler.kubernetes import plan_steps, reads
+    from ftspec.reconciler.kubernetes.plan_steps import Context, read_server, submit_reads
+    from ftspec.reconciler.kubernetes.planner import address
+
+    verdicts: list[bool] = []
+
+    def counted(live: dict[str, Any], desired: dict[str, Any]) -> bool:
+        verdicts.append(unchanged_since_applied(live, desired))
+        return verdicts[-1]
+
+    for module in (reads, plan_steps):
+        monkeypatch.setattr(module, "unchanged_since_applied", counted, raising=False)
+    server = _Server(_live())
+    desired = DESIRED if unchanged else _changed_spec()
+    reader = reads.Reader(server)  # type: ignore[arg-type]
+    ahead = reads.Early(server) if early else None  # type: ignore[arg-type]
+    try:
+        if ahead is not None:  # as the prefetch starts them: the list, then the dry-run
+            ahead.owned("TrainJob", "ml")
+            ahead.dry_run(desired)
+            listed = ahead.take_owned("TrainJob", "ml")
+            assert listed is not None
+            live = listed.result()[0]
+        else:
+            live = reader.owned("TrainJob", "ml")[0]
+        job = SimpleNamespace(job=SimpleNamespace(target="kubeflow"))
+        by_addr = {address("kubeflow", live): live}
+        pending = submit_reads(reader, ahead, [(job, desired)], by_addr)  # type: ignore[list-item]
+        rules = _CountingRules()
+        ctx = Context(reader, rules, by_addr, set(), None,  # type: ignore[arg-type]
+                      {p.addr: p for p in pending})
+        read = read_server(ctx, pending[0])
+    finally:
+        reader.close()
+        if ahead is not None:
+            ahead.close()
+    assert verdicts == [unchanged]
+    assert server.requests == (["GET"] if unchanged else ["GET", "PATCH"])
+    assert rules.checked == ([] if unchanged else [desired])
+    assert (read.dry is live) == unchanged
