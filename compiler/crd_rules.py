@@ -91,8 +91,8 @@ def _walk(node: dict[str, Any], value: Any, old: Any, path: Path_, meter: Meter,
                         + ", ".join(repr(v) for v in enum), "enum")
     rules = node.get("x-kubernetes-validations") or []
     if rules:
-        seen = _root_view(value) if root else value
-        old_seen = _root_view(old) if root and old is not None else old
+        seen = root_view(value) if root else value
+        old_seen = root_view(old) if root and old is not None else old
         for rule in rules if isinstance(rules, list) else []:
             if isinstance(rule, dict):
                 yield from _evaluate(rule, seen, old_seen, path, meter)
@@ -112,7 +112,9 @@ def _walk(node: dict[str, Any], value: Any, old: Any, path: Path_, meter: Meter,
             yield from _walk(items, item, olds[i], path + (i,), meter)
 
 
-def _root_view(obj: Any) -> Any:
+def root_view(obj: Any) -> Any:
+    """What a rule at an object's root sees of it (as kube-apiserver shows it): of its
+    metadata, only ``name`` and ``generateName``."""
     if not isinstance(obj, dict):
         return obj
     meta = obj.get("metadata") or {}

@@ -10,7 +10,8 @@ a modern one refuses; checking here gives the same answer on every server. Two o
   plan replaces the object, so the server's refusal of the update dry run is expected.
 
 The CRDs are read once per plan (``Reader.crd``); without permission to read them, or
-without cel-python, the plan says so in a warning and relies on the server.
+without cel-python, the plan says so in a warning and relies on the server. A verdict is
+kept between runs (``cel_verdicts``): planning the same change again builds no CEL parser.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from ftspec.compiler.crd_rules import Violation, check, evaluator_available
 from ftspec.reconciler.backend import BackendError
+from ftspec.reconciler.kubernetes import cel_verdicts
 from ftspec.reconciler.kubernetes.reads import Reader
 from ftspec.reconciler.kubernetes.resources import resource_of
 
@@ -44,6 +46,8 @@ class CrdRules:
         self.reader = reader
         self.available = evaluator_available()
         self._crds: dict[str, dict[str, Any] | None] = known if known is not None else {}
+        self._schemas: dict[int, str] = {}
+        """id(CRD) -> the digest of its schemas (``cel_verdicts``), for the CRDs above."""
 
     def _crd(self, kind: str) -> dict[str, Any] | None:
         res = resource_of(kind)
@@ -63,6 +67,22 @@ class CrdRules:
         crd = self._crd(str(obj.get("kind")))
         if crd is None:
             return [], []
+        if not cel_verdicts.enabled():
+            return self._check(obj, crd, live)
+        schema = self._schemas.get(id(crd))
+        if schema is None:
+            schema = self._schemas[id(crd)] = cel_verdicts.schema_digest(crd)
+        key = cel_verdicts.key_of(schema, obj, live)
+        kept = cel_verdicts.recall(key)
+        if kept is not None:
+            return kept
+        verdict = self._check(obj, crd, live)
+        cel_verdicts.keep(key, verdict)
+        return verdict
+
+    @staticmethod
+    def _check(obj: dict[str, Any], crd: dict[str, Any], live: dict[str, Any] | None
+               ) -> tuple[list[Violation], list[Violation]]:
         fresh = check(obj, crd)
         if live is None:
             return fresh, []
