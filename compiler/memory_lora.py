@@ -8,7 +8,11 @@ architectures, with and without DoRA.
 
 from __future__ import annotations
 
-from ftspec.spec.catalog.family import FUSED_MLP_LAYERS
+from ftspec.spec.catalog.family import (
+    FUSED_MLP_LAYERS,
+    LINEAR_ROUTER_LAYERS,
+    SHARED_EXPERT_MLP_LAYERS,
+)
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.module_names import MLP_MODULES
 
@@ -29,16 +33,18 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     fused 3-D parameters (``experts.gate_up_proj`` / ``experts.down_proj``), not
     ``nn.Linear`` layers, so PEFT's LoRA reaches none of them, neither by ``all-linear``
     nor by ``gate_proj`` / ``up_proj`` / ``down_proj``; the router is no ``nn.Linear``
-    either. Granite 4.0's MLP (dense models too) is ``shared_mlp.input_linear`` /
+    either. Llama 4's shared expert beside them is a gated MLP the gate/up/down names do
+    reach (``SHARED_EXPERT_MLP_LAYERS``), and its router is linear (``LINEAR_ROUTER_LAYERS``).
+    Granite 4.0's MLP (dense models too) is ``shared_mlp.input_linear`` /
     ``output_linear``, which the gate/up/down names do not reach either
     (``FUSED_MLP_LAYERS``). ``all_linear`` (PEFT's ``all-linear``, not torchtune's) also
-    adapts a hybrid stack's Mamba-2 projections and that shared MLP (``_all_linear_extra``).
-    tests/compiler/test_memory_moe_lora.py compares with PEFT.
+    adapts a hybrid stack's Mamba-2 projections, that shared MLP and a linear router
+    (``_all_linear_extra``). tests/compiler/test_memory_moe_lora.py compares with PEFT.
     """
     h = model.hidden_size
     q = model.num_heads * model.attn_head_dim
     kv = model.num_kv_heads * model.attn_head_dim
-    inter = model.intermediate_size
+    inter = model.shared_intermediate_size if model.num_experts else model.intermediate_size
     shapes = {
         "q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
         "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
@@ -63,9 +69,10 @@ def _adapter(rank: int, fan_in: int, fan_out: int, dora: bool) -> int:
 def _all_linear_extra(model: ModelFacts, rank: int, dora: bool) -> float:
     """What PEFT's ``all-linear`` adapts beyond the q/k/v/o and gate/up/down names: each
     Mamba-2 layer's ``in_proj`` (h -> 2 x inner + 2 x groups x N + heads) and ``out_proj``
-    (inner -> h), and a fused shared MLP in every layer (``input_linear`` h -> 2 x S,
+    (inner -> h), a fused shared MLP in every layer (``input_linear`` h -> 2 x S,
     ``output_linear`` S -> h; transformers' GraniteMoeHybrid: beside the experts, or the
-    whole MLP of a dense Granite 4.0, S its intermediate size)."""
+    whole MLP of a dense Granite 4.0, S its intermediate size), and a linear router in
+    every layer (h -> experts)."""
     h = model.hidden_size
     extra = 0.0
     if model.mamba is not None:
@@ -74,18 +81,22 @@ def _all_linear_extra(model: ModelFacts, rank: int, dora: bool) -> float:
         mamba_layers = model.num_layers - len(m.attention_layers)
         extra += mamba_layers * (_adapter(rank, h, in_out, dora)
                                  + _adapter(rank, m.inner, h, dora))
-    shared = model.shared_intermediate_size if model.num_experts else (
-        model.intermediate_size if model.hf_layer_cls in FUSED_MLP_LAYERS else 0)
-    if shared:
+    if model.hf_layer_cls in FUSED_MLP_LAYERS:
+        shared = model.shared_intermediate_size if model.num_experts else \
+            model.intermediate_size
         extra += model.num_layers * (_adapter(rank, h, 2 * shared, dora)
                                      + _adapter(rank, shared, h, dora))
+    if model.num_experts and model.hf_layer_cls in LINEAR_ROUTER_LAYERS:
+        extra += model.num_layers * _adapter(rank, h, model.num_experts, dora)
     return extra
 
 
 def reached_modules(model: ModelFacts, modules: tuple[str, ...]) -> tuple[str, ...]:
     """The LoRA target modules PEFT finds on the model: a mixture of experts' MLP
-    projections are fused 3-D expert parameters that LoRA does not reach, and a Granite
-    4.0 MLP has no gate/up/down projections."""
+    projections are fused 3-D expert parameters that LoRA does not reach (a Llama 4 shared
+    expert's gate/up/down it does), and a Granite 4.0 MLP has no gate/up/down projections."""
+    if model.hf_layer_cls in SHARED_EXPERT_MLP_LAYERS and model.shared_intermediate_size:
+        return modules
     if not model.num_experts and model.hf_layer_cls not in FUSED_MLP_LAYERS:
         return modules
     return tuple(m for m in modules if m not in MLP_MODULES)

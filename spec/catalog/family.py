@@ -19,6 +19,15 @@ FUSED_MLP_LAYERS = ("GraniteMoeHybridDecoderLayer",)
 and ``output_linear``, not ``gate_proj`` / ``up_proj`` / ``down_proj`` (transformers'
 GraniteMoeHybrid ``shared_mlp``, dense Granite 4.0 included)."""
 
+SHARED_EXPERT_MLP_LAYERS = ("Llama4TextDecoderLayer",)
+"""Mixture-of-experts layers whose shared expert is a gated MLP of ``gate_proj`` /
+``up_proj`` / ``down_proj`` linear layers beside the fused routed experts (transformers'
+``Llama4TextMoe.shared_expert``): LoRA's gate/up/down names reach it."""
+
+LINEAR_ROUTER_LAYERS = ("Llama4TextDecoderLayer",)
+"""Mixture-of-experts layers whose router is a linear layer (``Llama4Router``, h -> experts),
+which PEFT's ``all-linear`` adapts; the other MoE routers are no ``nn.Linear``."""
+
 
 @dataclass(frozen=True)
 class ModelFamily:

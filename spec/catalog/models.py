@@ -210,6 +210,7 @@ FAMILY_ALIASES: dict[str, str] = {
     "ibm-granite/granite-4.0-350m-base": "granite-4.0-350m",
     "mistralai/Mistral-Large-Instruct-2411": "mistral-large-2407",
     "allenai/Olmo-3.1-32B-Instruct": "olmo3-32b",  # OLMo 3 32B trained further (verified.py)
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama4-scout-17b-16e",
 }
 """Other names for catalog families: the actuator's short names and the Hugging Face repo
 ids of each entry's source; ``model.family`` accepts them and resolves to the key."""
@@ -243,7 +244,8 @@ LINEAGE: dict[str, str] = {
 }
 """Architecture types torchtune 0.6.1 ships no builder for -> the one they descend from."""
 
-TORCHTUNE_UNRELEASED: dict[str, str] = {"qwen3": "Qwen3", "qwen3_moe": "Qwen3", "llama4": "Llama 4"}
+TORCHTUNE_UNRELEASED: dict[str, str] = {
+    "qwen3": "Qwen3", "qwen3_moe": "Qwen3", "llama4": "Llama 4", "llama4_text": "Llama 4"}
 """Architecture types whose builders and recipe configs are on torchtune's main branch
 (``torchtune.models.qwen3``, ``torchtune.models.llama4``) but in no release: 0.6.1, the
 newest on PyPI, has neither (``docs/runtime.md``)."""

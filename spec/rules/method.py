@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ftspec.spec.catalog.family import FUSED_MLP_LAYERS
+from ftspec.spec.catalog.family import FUSED_MLP_LAYERS, SHARED_EXPERT_MLP_LAYERS
 from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.diagnostics import Diagnostic
 from ftspec.spec.model import FineTuneSpec
@@ -124,6 +124,12 @@ def lora_targets_reachable(spec: FineTuneSpec) -> Iterator[Diagnostic]:
                       "there (PEFT skips them, or fails when nothing else is targeted)",
                       "lora-fused-mlp", hint="target [all-linear] to adapt the MLP too, or "
                       "the attention projections only")
+        return
+    if family.hf_layer_cls in SHARED_EXPERT_MLP_LAYERS:
+        yield warning(path, f"{family.display} keeps its routed experts as fused parameters, "
+                      f"not linear layers: LoRA's {missed} adapt its shared expert only",
+                      "lora-moe-experts", hint="the routed experts stay frozen under LoRA; "
+                      "full fine-tuning trains them")
         return
     yield warning(path, f"{family.display} keeps its experts as fused parameters, not linear "
                   f"layers: LoRA adapts no {missed} there (PEFT "

@@ -109,3 +109,18 @@ def test_torchtune_refuses_custom_numbers_without_a_base_and_names_the_nearest()
     errors = [d for d in result.diagnostics if d.is_error]
     assert [d.code for d in errors] == ["target.torchtune.architecture"]
     assert errors[0].hint is not None and "model.family llama3_1-8b" in errors[0].hint
+
+
+@pytest.mark.parametrize(("family", "says"), [
+    ("llama4-scout-17b-16e", "LoRA's up_proj adapt its shared expert only"),
+    ("mixtral-8x7b", "LoRA adapts no up_proj there"),
+])
+def test_lora_on_moe_mlp_names_says_what_is_reached(family: str, says: str) -> None:
+    """Llama 4's gate/up/down reach its shared expert (a gated MLP of linear layers), not
+    its fused routed experts; Mixtral's reach nothing."""
+    from ftspec.spec.rules.method import lora_targets_reachable
+
+    data = _spec(family, "accelerate")
+    data["method"] = {"kind": "lora", "lora": {"target_modules": ["q_proj", "up_proj"]}}
+    messages = [d.summary for d in lora_targets_reachable(spec_from_data(data))]
+    assert len(messages) == 1 and says in messages[0], messages

@@ -40,6 +40,8 @@ def _text_numbers(c: Any) -> dict[str, object]:
     shared = getattr(c, "shared_intermediate_size", 0) or 0
     if c.model_type == "granitemoehybrid" and not experts:
         inner, shared = shared, 0  # Granite 4.0 without experts: the "shared" MLP is the MLP
+    if c.model_type == "llama4_text":
+        shared = c.intermediate_size  # each MoE layer's one shared expert, of the experts' size
     return {
         "arch": c.model_type, "num_layers": c.num_hidden_layers, "hidden_size": c.hidden_size,
         "num_heads": heads, "num_kv_heads": kv,
@@ -109,15 +111,23 @@ def _layer_class(c: Any) -> str:
     text = getattr(c, "text_config", None) or c
     model_cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[text.model_type])
     blocks = model_cls._no_split_modules
-    assert isinstance(blocks, list) and len(blocks) == 1, blocks
-    return str(blocks[0])
+    assert isinstance(blocks, (list, set)) and len(blocks) == 1, blocks
+    return str(next(iter(blocks)))
+
+
+def _text_only(family: ModelFamily, config: Any) -> bool:
+    """A "(text)" entry: the text decoder of a vision-language checkpoint, its tower not
+    priced (the Gemma 3 and Llama 4 entries)."""
+    return family.vision is None and getattr(config, "text_config", None) is not None
 
 
 @pytest.mark.parametrize("key", sorted(CONFIG_COPIES))
 def test_catalog_numbers_match_the_models_config_json(key: str) -> None:
     family = MODEL_FAMILIES[key]
     config = _load(key)
-    text = getattr(config, "text_config", None) if family.vision else config
+    text_only = _text_only(family, config)
+    text = config.text_config if family.vision or text_only else config
+    assert text_only == family.display.endswith("(text)")
     numbers = _text_numbers(text)
     if family.vision:
         numbers["arch"] = config.model_type
@@ -127,7 +137,7 @@ def test_catalog_numbers_match_the_models_config_json(key: str) -> None:
     assert (_vision_numbers(config) if family.vision else None) == (
         vars(family.vision) if family.vision else None)
     assert family.hf_layer_cls == _layer_class(config)
-    assert param_count(family) == _weight_matrices(config)
+    assert param_count(family) == _weight_matrices(text if text_only else config)
 
 
 def test_every_copy_is_named_in_sources_with_its_commit() -> None:
@@ -163,3 +173,24 @@ def test_a_wrong_number_or_layer_class_is_caught() -> None:
     assert _layer_class(config) != replace(family, hf_layer_cls="MistralDecoderLayer").hf_layer_cls
     assert param_count(family) == _weight_matrices(config)
     assert param_count(replace(family, gated_mlp=False)) != _weight_matrices(config)
+
+
+def test_a_text_entry_is_its_checkpoints_text_decoder() -> None:
+    """Llama 4 Scout's entry is the decoder of a vision-language checkpoint: its numbers are
+    the text config's, its count the text model's (the tower's 0.87B left out, not hidden);
+    a missing shared expert, a second routed expert or Maverick's dense-and-MoE stack differ."""
+    from dataclasses import replace
+
+    family, config = MODEL_FAMILIES["llama4-scout-17b-16e"], _load("llama4-scout-17b-16e")
+    assert _text_only(family, config) and config.vision_config.num_hidden_layers == 34
+    text = _weight_matrices(config.text_config)
+    assert param_count(family) == text
+    assert _weight_matrices(config) - text == 871_303_040  # the vision tower and projector
+    for wrong in (replace(family, shared_intermediate_size=0),
+                  replace(family, experts_per_token=2), replace(family, max_seq_len=1048576)):
+        assert _catalog_numbers(wrong) != _text_numbers(config.text_config)
+    assert param_count(replace(family, shared_intermediate_size=0)) != text
+    maverick = config.text_config
+    maverick.interleave_moe_layer_step = 2  # half the layers dense, as Maverick's
+    maverick.moe_layers = list(range(1, maverick.num_hidden_layers, 2))
+    assert _weight_matrices(maverick) != text

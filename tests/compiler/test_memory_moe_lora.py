@@ -36,6 +36,8 @@ _ARCH: dict[str, dict[str, Any]] = {
                          "mamba_n_groups": 1, "mamba_expand": 2},
     "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2,
                 "layer_types": ["sliding_attention", "full_attention"]},
+    "llama4_text": {"num_local_experts": 4, "num_experts_per_tok": 2,
+                    "interleave_moe_layer_step": 1},
 }
 _DENSE_GRANITE4: dict[str, dict[str, Any]] = {
     "granite-4.0-350m": {"num_local_experts": 0, "shared_intermediate_size": 32,
@@ -55,11 +57,13 @@ def _family_key(arch: str) -> str:
 
 
 def _tiny_facts(arch: str, family: str | None = None) -> ModelFacts:
-    """The catalog family's facts at the tiny model's sizes."""
+    """The catalog family's facts at the tiny model's sizes (a shared expert: Granite's
+    ``shared_intermediate_size`` 48, or Llama 4's, the experts' size)."""
     facts = _facts_of(MODEL_FAMILIES[family or _family_key(arch)], None)
     mamba = facts.mamba and replace(facts.mamba, attention_layers=(1,), state_size=16,
                                     n_groups=1, num_heads=8, head_dim=16)
-    shared = 48 if facts.shared_intermediate_size else 0
+    shared = 0 if not facts.shared_intermediate_size else \
+        32 if facts.shared_intermediate_size == facts.intermediate_size else 48
     return replace(facts, num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2,
                    head_dim=16, intermediate_size=32, num_experts=0 if family else 4, mamba=mamba,
                    shared_intermediate_size=shared)

@@ -332,6 +332,13 @@ WARNING_CASES: list[tuple[str, Rule, dict[str, Any], dict[str, Any], str, str]] 
      {"model.family": "mixtral-8x7b",
       "method": {"kind": "lora", "lora": {"target_modules": ["q_proj", "up_proj"]}}},
      "rule.lora-moe-experts", "method.lora.target_modules"),
+    # Llama 4's shared expert is a gated MLP of linear layers beside the fused experts
+    ("lora-moe-shared-expert", method.lora_targets_reachable,
+     {"model.family": "llama4-scout-17b-16e",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj", "v_proj"]}}},
+     {"model.family": "llama4-scout-17b-16e",
+      "method": {"kind": "lora", "lora": {"target_modules": ["q_proj", "up_proj"]}}},
+     "rule.lora-moe-experts", "method.lora.target_modules"),
     ("lora-moe-experts-mlp", method.lora_targets_reachable,
      {"method": {"kind": "lora", "lora": {"target_modules": ["q_proj"], "mlp": True}}},
      {"model.family": "gpt-oss-20b",
