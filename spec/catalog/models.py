@@ -93,6 +93,8 @@ _FAMILIES: tuple[ModelFamily, ...] = (
         head_dim=128),
     _m("qwen3-30b-a3b", "Qwen3 30B-A3B (MoE)", 30.5, 48, 2048, 32, 4, 768, 151936, 40960,
         "Qwen3MoeDecoderLayer", arch="qwen3_moe", head_dim=128, experts=(128, 8)),
+    _m("qwen3-235b-a22b", "Qwen3 235B-A22B (MoE)", 235.1, 94, 4096, 64, 4, 1536, 151936, 40960,
+        "Qwen3MoeDecoderLayer", arch="qwen3_moe", head_dim=128, experts=(128, 8)),
     # Gemma / Gemma 2 / Gemma 3 (text)
     _m("gemma-2b", "Gemma 2B", 2.51, 18, 2048, 8, 1, 16384, 256000, 8192, _GEMMA, tt="gemma/2B",
         arch="gemma", head_dim=256, tied=True),

@@ -113,6 +113,8 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
     "qwen3-32b": _aic("Qwen/Qwen3-32B"),
     "qwen3-30b-a3b": _aic("Qwen/Qwen3-30B-A3B"),
     "gpt-oss-20b": _aic("openai/gpt-oss-20b"),
+    "gpt-oss-120b": _aic("openai/gpt-oss-120b"),
+    "qwen3-235b-a22b": _aic("Qwen/Qwen3-235B-A22B"),
     "smollm3-3b": ConfigCopy(
         "fetchwiki/HuggingFaceTB-SmolLM3-3B", "config.json",
         "24f7882f92998ee0e691d105ade637afc3e5171f", "HuggingFaceTB/SmolLM3-3B",
