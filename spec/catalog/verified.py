@@ -115,6 +115,10 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
     "gpt-oss-20b": _aic("openai/gpt-oss-20b"),
     "gpt-oss-120b": _aic("openai/gpt-oss-120b"),
     "qwen3-235b-a22b": _aic("Qwen/Qwen3-235B-A22B"),
+    "llama3_3-70b": ConfigCopy(
+        _AIC, "src/aiconfigurator/model_configs/meta-llama--Llama-3.3-70B-Instruct_config.json",
+        "f577ab8432dfc9970fea27853a24861a6d3076cf", "meta-llama/Llama-3.3-70B-Instruct",
+        "aiconfigurator's copy before its aic-core move; Llama 3.3 has only the instruct model"),
     "smollm3-3b": ConfigCopy(
         "fetchwiki/HuggingFaceTB-SmolLM3-3B", "config.json",
         "24f7882f92998ee0e691d105ade637afc3e5171f", "HuggingFaceTB/SmolLM3-3B",
