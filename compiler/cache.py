@@ -76,7 +76,8 @@ def enabled() -> bool:
 
 def folder(kind: str = "compiled") -> Path:
     """ftspec's cache folder for ``kind`` (``compiled``; ``digests``: the input digests
-    of ``reconciler.inputs``)."""
+    of ``reconciler.inputs``; ``cel``: the CRD rules' verdicts of
+    ``reconciler.kubernetes.cel_verdicts``)."""
     base = os.environ.get("FTSPEC_CACHE_DIR")
     if base:
         return Path(base) / kind

@@ -138,7 +138,7 @@ def _correlate(node: dict[str, Any], value: list[Any], old: Any) -> list[Any]:
 def _evaluate(rule: dict[str, Any], value: Any, old: Any, path: Path_, meter: Meter
               ) -> Iterator[Violation]:
     text = str(rule.get("rule", ""))
-    transition = re.search(r"\boldSelf\b", text) is not None
+    transition = is_transition(text)
     if transition and old is None and not rule.get("optionalOldSelf"):
         return
     program, problem = _program(text)
@@ -169,6 +169,11 @@ def _evaluate(rule: dict[str, Any], value: Any, old: Any, path: Path_, meter: Me
         field = rule.get("fieldPath") or _single_field(text)
         where = path + _field_path(str(field)) if field else path
         yield Violation(where, str(rule.get("message") or f"failed rule: {text}"), text)
+
+
+def is_transition(text: str) -> bool:
+    """Whether a rule reads ``oldSelf`` (a transition rule: it runs only on update)."""
+    return re.search(r"\boldSelf\b", text) is not None
 
 
 def _single_field(text: str) -> str | None:

@@ -5,7 +5,8 @@ second of each process that checks one); planning the same change again (``plan`
 ``plan --out``, then ``apply``, which plans again) gives the same verdict. The verdict is
 a function of what ``compiler.crd_rules.check`` reads, and the key is the SHA-256 of all
 of it: the schema of the object's version, the object and the live one as the rules see
-them (``crd_rules.root_view``; the live one's status included), and the evaluator (the
+them (``crd_rules.root_view``; of the live one, only the fields the object sets, unless a
+rule at the root reads ``oldSelf``: ``live_view``), and the evaluator (the
 source of ftspec's rule walk, budget and this check, the installed cel-python and lark).
 Any difference is a miss. A verdict that holds a rule not evaluated is not kept: the
 budget counts time, so on a loaded machine a rule may not finish that would another time.
@@ -31,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ftspec.compiler.crd_rules import Violation, root_view
+from ftspec.compiler.crd_rules import Violation, is_transition, root_view, schema_of
 
 FORMAT = 1
 """Bumped when what an entry holds changes shape."""
@@ -71,12 +72,27 @@ def schema_digest(crd: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()
 
 
-def key_of(schema: str, obj: dict[str, Any], live: dict[str, Any] | None) -> str:
-    """The key of ``obj``'s verdict under the CRD of digest ``schema`` (``live``: the
-    object it updates, or None)."""
+def key_of(crd: dict[str, Any], schema: str, obj: dict[str, Any],
+           live: dict[str, Any] | None) -> str:
+    """The key of ``obj``'s verdict under ``crd`` (``schema``: the digest of its schemas;
+    ``live``: the object it updates, or None)."""
     text = json.dumps([FORMAT, evaluator(), schema, root_view(obj),
-                       None if live is None else root_view(live)], sort_keys=True)
+                       None if live is None else live_view(crd, obj, live)], sort_keys=True)
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def live_view(crd: dict[str, Any], obj: dict[str, Any], live: dict[str, Any]) -> Any:
+    """What checking ``obj`` reads of ``live``: what the rules at the root see of it, less
+    the fields ``obj`` does not set (its status, which the controller keeps changing),
+    unless a rule at the root reads ``oldSelf``. The check enters only the fields the
+    object sets, and only a transition rule sees ``oldSelf``."""
+    seen = root_view(live)
+    schema = schema_of(crd, str(obj.get("apiVersion", "")).rpartition("/")[2]) or {}
+    rules = schema.get("x-kubernetes-validations")
+    if not isinstance(seen, dict) or (isinstance(rules, list) and any(
+            isinstance(r, dict) and is_transition(str(r.get("rule", ""))) for r in rules)):
+        return seen
+    return {key: value for key, value in seen.items() if key in obj}
 
 
 def _folder() -> Path | None:

@@ -72,7 +72,7 @@ class CrdRules:
         schema = self._schemas.get(id(crd))
         if schema is None:
             schema = self._schemas[id(crd)] = cel_verdicts.schema_digest(crd)
-        key = cel_verdicts.key_of(schema, obj, live)
+        key = cel_verdicts.key_of(crd, schema, obj, live)
         kept = cel_verdicts.recall(key)
         if kept is not None:
             return kept

@@ -105,6 +105,21 @@ def test_a_change_to_what_the_rules_read_is_checked_anew(
     assert moved == (["spec.trainer.numNodes: nodes never shrink"] if change == "live object" else [])
 
 
+@pytest.mark.parametrize("root_reads_old", [False, True], ids=["no rule", "a root rule"])
+def test_the_live_status_is_in_the_key_only_where_a_rule_reads_it(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch, root_reads_old: bool) -> None:
+    """The check enters only the fields the object sets: the live object's status (the
+    controller keeps changing it) is read only by a rule at the root that reads oldSelf."""
+    crd = _crd()
+    if root_reads_old:
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
+            "x-kubernetes-validations"] = [{"rule": "oldSelf.metadata.name == self.metadata.name"}]
+    _Run(monkeypatch, crd).violations(_job(3), {**_job(3), "status": {"phase": "Running"}})
+    run = _Run(monkeypatch, crd)
+    assert run.violations(_job(3), {**_job(3), "status": {"phase": "Succeeded"}}) == ([], [])
+    assert (run.evaluated != []) == root_reads_old
+
+
 def test_a_verdict_with_a_rule_not_evaluated_is_not_kept(
         cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = _Run(monkeypatch, _crd("self.numNodes <= ("))  # not CEL
