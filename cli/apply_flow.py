@@ -130,8 +130,7 @@ def _shown_and_confirmed(plan: Plan, *, saved: bool, destroy: bool, as_json: boo
     out = console()
     data = plan.to_json()
     if not as_json:
-        out.print(render_plan(data, destroy=destroy, saved_to=None, verbose=verbose)
-                  if not saved else render_plan(data, destroy=True, verbose=verbose))
+        out.print(render_plan(data, destroy=destroy, out_hint=not saved, verbose=verbose))
     if plan.has_changes and not saved:
         question = ("Do you really want to destroy all objects of these specs?" if destroy
                     else "Do you want to perform these actions?")

@@ -34,7 +34,8 @@ def _cells(row: dict[str, Any], fields: list[str]) -> list[str]:
     peak = m.get("peak_memory") or {}
     runtime = m.get("train_runtime_s")
     shared = _shared(row)
-    return [row["name"], *(_value(row["point"].get(f)) for f in fields), row["phase"], steps,
+    phase = row["phase"] if row.get("applied", True) else NOT_APPLIED
+    return [row["name"], *(_value(row["point"].get(f)) for f in fields), phase, steps,
             "" if row.get("final_loss") is None else f"{row['final_loss']:.4f}",
             shared(_runtime(runtime)),
             shared(_number(m.get("dataset_tokens_per_second"))),
@@ -43,6 +44,9 @@ def _cells(row: dict[str, Any], fields: list[str]) -> list[str]:
             *usage_cells(m.get("resources") or {}),
             row.get("validity") or ""]
 
+
+NOT_APPLIED = "not applied"
+"""The phase cell of a point the backend has no run of."""
 
 SHARED_MARK = "*"
 """After a runtime or throughput measured while another point of the sweep trained."""
@@ -77,6 +81,9 @@ def render_comparison(data: dict[str, Any]) -> str:
         out += ["", (f"{SHARED_MARK} measured while other points of the sweep trained on the "
                      f"same machine ({names}): RUNTIME and TOKENS/S include the contention; "
                      "sweep.max_parallel: 1 runs the points one at a time")]
+    if rows and not any(r.get("applied", True) for r in rows):
+        out += ["", (f"No point of this sweep has run yet: `ftspec apply "
+                     f"{escape(data['spec_file'])}` starts them.")]
     if data.get("best"):
         best = next(r for r in rows if r["name"] == data["best"])
         out += ["", f"Lowest final loss: {escape(best['name'])} ({best['final_loss']:.4f})"]

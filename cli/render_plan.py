@@ -179,9 +179,12 @@ def _blocks(changes: list[dict[str, Any]], verbose: bool) -> list[list[str]]:
 
 
 def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
-                destroy: bool = False, verbose: bool = False) -> str:
+                destroy: bool = False, out_hint: bool = True, verbose: bool = False) -> str:
     """Rich markup text for a plan (``Plan.to_json()``): the signal by default, every
-    attribute of a created object with ``verbose`` (``cli.render_plan_body``)."""
+    attribute of a created object with ``verbose`` (``cli.render_plan_body``). ``destroy``:
+    the plan of ``destroy`` (its "No changes" says nothing is there to destroy);
+    ``out_hint``: end with the note that an unsaved plan is not bound (not for a saved plan
+    shown or applied, nor for destroy, which has no ``--out``)."""
     out: list[str] = []
     for warning in data.get("warnings") or []:
         out.append(f"[yellow]Warning:[/yellow] {_esc(warning)}")
@@ -201,6 +204,11 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
             head = _esc(c["address"]) if c["moved_from"] == c["address"] else \
                 f"{_esc(c['moved_from'])} has moved to {_esc(c['address'])}"
             out.append(f"  [cyan]>[/cyan] {head} [dim]# {_esc(c.get('moved') or '')}[/dim]")
+    if not changes and destroy:
+        out += ["", "[green bold]No changes.[/green bold] No objects need to be destroyed.",
+                "", ("Either these specs were never applied, or their live objects were "
+                     "already deleted.")]
+        return "\n".join(out)
     if not changes:
         out += ["", "[green bold]No changes.[/green bold] Your live objects match the spec.",
                 "", ("ftspec has compared the spec with the live objects and found no "
@@ -226,7 +234,7 @@ def render_plan(data: dict[str, Any], *, saved_to: str | None = None,
         out += ["", f"Saved the plan to: {_esc(saved_to)}", "",
                 "To perform exactly these actions, run the following command to apply:",
                 f"    ftspec apply --plan {_esc(saved_to)}"]
-    elif not destroy:
+    elif out_hint and not destroy:
         out += ["", "─" * 77, "",
                 ("Note: You didn't use the --out option to save this plan, so ftspec can't "
                 "guarantee to take exactly these actions if you run \"ftspec apply\" now.")]

@@ -43,6 +43,8 @@ class PointRow:
     """The other points whose run overlapped this one's in time (None: not known)."""
     outputs: dict[str, Any] = field(default_factory=dict)
     """What the point wrote (``outputs.produced``): its adapter, model and output location."""
+    applied: bool = True
+    """The backend has the point's run (False: never applied, or its run was destroyed)."""
 
     @property
     def final_loss(self) -> float | None:
@@ -56,6 +58,7 @@ class PointRow:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "address": self.address, "phase": self.phase,
+                "applied": self.applied,
                 "point": self.point, "final_loss": self.final_loss,
                 "validity": self.validity, "metrics": self.metrics, "measured": self.measured,
                 "ran_with": None if self.ran_with is None else list(self.ran_with),
@@ -139,7 +142,7 @@ def compare(backend: Backend, desired: Sequence[Desired]) -> Comparison:
             measured=measured, curve=dict(status.metrics.get("curve") or {}),
             span=span_of(status.platform, now) if exists else None,
             outputs={k: status.outputs[k] for k in ("adapter", "model", "uri")
-                     if k in status.outputs}))
+                     if k in status.outputs}, applied=exists))
     ran_with = overlaps([(r.name, r.span) for r in rows])
     rows = [replace(r, ran_with=w) for r, w in zip(rows, ran_with, strict=True)]
     return Comparison(desired[0].spec_file if desired else "", tuple(rows))

@@ -46,7 +46,7 @@ def command(plan_file: Path, as_json: bool, full: bool) -> int:
     from rich.markup import escape
 
     print_markup("\n".join(escape(line) for line in lines) + "\n"
-                 + render_plan(plan.to_json(), destroy=True, verbose=full))
+                 + render_plan(plan.to_json(), out_hint=False, verbose=full))
     if plan.has_changes:
         print_markup(f"\nTo perform exactly these actions, run:\n    ftspec apply --plan "
                      f"{escape(str(plan_file))}")

@@ -70,3 +70,21 @@ def test_points_that_trained_at_the_same_time_are_named_and_their_rates_marked()
     assert lines[-3] == ("* measured while other points of the sweep trained on the same "
                          "machine (s-a, s-b): RUNTIME and TOKENS/S include the contention; "
                          "sweep.max_parallel: 1 runs the points one at a time")
+
+
+def test_points_never_applied_say_so_instead_of_an_unknown_phase() -> None:
+    """Before, ``--compare`` before any apply showed each point's phase as ``Unknown``."""
+    from dataclasses import replace
+
+    rows = tuple(replace(_row(f"s-{x}", lr, 8, "Unknown", None, {}), metrics={}, applied=False)
+                 for x, lr in (("a", 1e-4), ("b", 3e-4)))
+    data = Comparison("s.yaml", rows).to_json()
+    assert [p["applied"] for p in data["points"]] == [False, False]
+    lines = Text.from_markup(render_comparison(data)).plain.splitlines()
+    assert lines[3].split() == ["s-a", "0.0001", "not", "applied"]
+    assert lines[-1] == "No point of this sweep has run yet: `ftspec apply s.yaml` starts them."
+    # one point applied: the others are not applied, and no line says none ran
+    mixed = Comparison("s.yaml", (replace(rows[0], applied=True, phase="Succeeded"), rows[1]))
+    lines = Text.from_markup(render_comparison(mixed.to_json())).plain.splitlines()
+    assert lines[3].split()[2] == "Succeeded" and lines[4].split()[2:] == ["not", "applied"]
+    assert not lines[-1].startswith("No point")
