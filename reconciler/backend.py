@@ -73,6 +73,10 @@ class StalePlanError(BackendError):
     """A saved plan whose inputs changed since it was made."""
 
 
+ABSENT = "absent"
+"""The digest of an address where nothing was read (``Plan.read_digests``)."""
+
+
 @runtime_checkable
 class Prefetcher(Protocol):
     """A backend that can start a spec's live reads while the next spec compiles."""
@@ -115,7 +119,19 @@ class Measurer(Protocol):
         ...
 
 
-CAPABILITIES: tuple[type, ...] = (Prefetcher, Preflighter, KeepsHistory, Measurer)
+@runtime_checkable
+class DigestReader(Protocol):
+    """A backend that reads again what its plan read, digested as the plan digested it:
+    what ``engine.check_fresh`` compares with ``Plan.read_digests`` before applying."""
+
+    def read_digests(self, plan: Plan) -> dict[str, str]:
+        """For each address of ``plan.read_digests`` this backend can read, the digest of
+        what is there now (``ABSENT``: nothing)."""
+        ...
+
+
+CAPABILITIES: tuple[type, ...] = (Prefetcher, Preflighter, KeepsHistory, Measurer,
+                                  DigestReader)
 """What a backend may offer beside :class:`Backend` (the CLI asks with ``isinstance``). Each
 backend module declares its class as ``CHECKED: tuple[type[Backend], type[<capability>],
 ...]``: mypy --strict (tests/test_types.py) checks the class against each protocol named

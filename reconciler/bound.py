@@ -43,6 +43,7 @@ from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.model import Change, Plan
 from ftspec.spec.diagnostics import Diagnostic
 
+_READ = engine.StaleWords("{address}")
 _AGAIN = "make the plan again with `ftspec plan SPEC --out FILE` and apply the new one"
 
 
@@ -147,13 +148,12 @@ def _what(change: Change) -> str:
 
 def compare(saved: Plan, fresh: Plan) -> None:
     """Refuse (``StalePlanError``) unless ``saved`` is exactly ``fresh`` (step 3)."""
-    for addr in sorted(set(saved.read_digests) | set(fresh.read_digests)):
-        was, now = saved.read_digests.get(addr), fresh.read_digests.get(addr)
-        if was is None or now is None:
-            continue  # an address only one side read: its change is compared below
-        if was != now:
-            how = "created" if was == "absent" else "removed" if now == "absent" else "changed"
-            raise _stale(f"{addr} was {how} since the plan was made (planned {was}, now {now})")
+    # an address only one side read is left to the comparison of its change below
+    stale = engine.stale_reads(dict(sorted(saved.read_digests.items())), fresh.read_digests)
+    if stale:
+        addr, was, now = stale[0]
+        raise _stale(f"{addr} {_READ.how(was, now)} since the plan was made (planned {was}, "
+                     f"now {now})")
     planned = {c.address: c for c in fresh.changes}
     for i, change in enumerate(saved.changes):
         ours = planned.get(change.address)

@@ -7,14 +7,18 @@ plan cannot compare (``reconciler.inputs``: an unpinned hub revision, a ``pvc://
 ``identity: path``), a note for each run kept although some fields differ (a change the
 backend found cannot alter what it trained: logging cadence), and the runs the user asked to run again although nothing changed
 (``--replace ADDRESS``, as Terraform's ``-replace``: the no-op becomes a replace).
+
+At apply, ``check_fresh`` is the one staleness check: what the backend reads now
+(``backend.DigestReader``: a digest per address, as its plan digested it) against what the
+plan read, and the one way of saying what changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from ftspec.reconciler.backend import Backend, BackendError, Desired
+from ftspec.reconciler.backend import ABSENT, Backend, BackendError, Desired, StalePlanError
 from ftspec.reconciler.model import Action, Change, Plan
 
 REPLACE_REASON = ("replace requested (--replace): the run is done again with the same spec "
@@ -60,3 +64,37 @@ def unchecked_warnings(desired: Sequence[Desired]) -> list[str]:
         if parts:
             jobs.setdefault("; ".join(parts), []).append(d.job.spec_id)
     return [f"{', '.join(ids)}: content not checked for {what}" for what, ids in jobs.items()]
+
+
+@dataclass(frozen=True)
+class StaleWords:
+    """How a backend names what its plan read at ``address`` and how it changed, in
+    "Saved plan is stale: {subject} {how} since the plan was made"."""
+
+    subject: str
+    """With ``{address}``: "the run of {address}"."""
+    created: str = "was created"
+    removed: str = "was removed"
+    changed: str = "was changed"
+
+    def how(self, was: str, now: str) -> str:
+        return self.created if was == ABSENT else self.removed if now == ABSENT else \
+            self.changed
+
+
+def stale_reads(planned: Mapping[str, str], now: Mapping[str, str]
+                ) -> list[tuple[str, str, str]]:
+    """(address, digest planned, digest now) of each address both read that differs."""
+    return [(a, was, now[a]) for a, was in planned.items() if a in now and now[a] != was]
+
+
+def check_fresh(plan: Plan, now: Mapping[str, str], words: StaleWords, note: str = ""
+                ) -> None:
+    """Refuse (``StalePlanError``) ``plan`` when what it read differs from what is read
+    ``now`` (the first address that differs, then ``note``); nothing has been changed."""
+    stale = stale_reads(plan.read_digests, now)
+    if stale:
+        addr, was, is_now = stale[0]
+        raise StalePlanError(f"Saved plan is stale: {words.subject.format(address=addr)} "
+                             f"{words.how(was, is_now)} since the plan was made{note}",
+                             hint="run `ftspec plan` again")

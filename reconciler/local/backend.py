@@ -20,8 +20,7 @@ spec file and leaves the process and its run folder alone (``RunRecord.run_id``)
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -34,13 +33,15 @@ from ftspec.reconciler.backend import (
     Backend,
     BackendError,
     Desired,
+    DigestReader,
     KeepsHistory,
     Measurer,
     Preflighter,
     Reporter,
-    StalePlanError,
     SweepPlace,
 )
+from ftspec.reconciler.driver_logs import one_log, refuse_selector
+from ftspec.reconciler.engine import StaleWords, check_fresh
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import generations, runner
 from ftspec.reconciler.local.capacity import Machine, default_parallel
@@ -53,7 +54,7 @@ from ftspec.reconciler.local.preflight import preflight
 from ftspec.reconciler.local.record import LOG_NAME, RunRecord
 from ftspec.reconciler.local.resume_check import moved_by_apply
 from ftspec.reconciler.local.state import StateStore
-from ftspec.reconciler.logread import LogFollower, read_tail, tail_lines
+from ftspec.reconciler.logread import LogFollower
 from ftspec.reconciler.model import (
     Action,
     ApplyResult,
@@ -70,6 +71,7 @@ from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
+_STALE = StaleWords("the run of {address}", created="was recorded", changed="was replaced")
 
 
 def address(spec_id: str) -> str:
@@ -306,9 +308,16 @@ class LocalBackend:
 
     def _plan(self, changes: list[Change], desired: Sequence[Desired]) -> Plan:
         addresses = [a for c in changes for a in (c.address, c.moved_from) if a]
-        digests = {a: self.store.digest(a[len(PREFIX):]) for a in addresses}
-        return Plan(backend=self.name, changes=tuple(changes), read_digests=digests,
+        return Plan(backend=self.name, changes=tuple(changes),
+                    read_digests=self._digests(addresses),
                     specs={d.spec_file: d.job.written for d in desired})
+
+    def read_digests(self, plan: Plan) -> dict[str, str]:
+        return self._digests(plan.read_digests)
+
+    def _digests(self, addresses: Iterable[str]) -> dict[str, str]:
+        """What a plan remembers of each address's run record (``StateStore.digest``)."""
+        return {a: self.store.digest(a[len(PREFIX):]) for a in addresses}
 
     # ------------------------------------------------------------------ apply
 
@@ -320,17 +329,9 @@ class LocalBackend:
             reporter.event(f"waiting for the local state lock, held by {holder}")
 
         with self.store.lock(on_wait=waiting) as waited_for:
-            for addr, digest in plan.read_digests.items():
-                now = self.store.digest(addr[len(PREFIX):])
-                if now != digest:
-                    what = "recorded" if digest == "absent" else \
-                        "removed" if now == "absent" else "replaced"
-                    message = f"the run of {addr} was {what} since the plan was made"
-                    if waited_for:
-                        message += (", by another ftspec that held the state lock meanwhile: "
-                                    + waited_for)
-                    raise StalePlanError(f"Saved plan is stale: {message}",
-                                         hint="run `ftspec plan` again")
+            held = (", by another ftspec that held the state lock meanwhile: " + waited_for
+                    if waited_for else "")
+            check_fresh(plan, self.read_digests(plan), _STALE, held)
             positions = _positions(plan)
             for change in plan.changes:
                 if change.address in positions and change.after is not None:
@@ -471,29 +472,14 @@ class LocalBackend:
 
     def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
              selector: str | None = None) -> Iterator[str]:
-        if selector:
-            raise BackendError("--selector picks pods of a Kubernetes job; a local job has "
-                               "one log", hint="leave --selector out")
+        refuse_selector(selector, "a local job")
         record = self._record(desired)
         if record is None:
             raise BackendError(f"no local run recorded for {desired.spec_file}",
                                hint="run `ftspec apply` first")
-        path = self.root / record.log
-        if tail is not None:
-            yield from tail_lines(read_tail(path), tail)
-            follower = LogFollower(path)
-            follower.offset = path.stat().st_size if path.exists() else 0
-        else:
-            follower = LogFollower(path)
-            yield from follower.read_new()
-        while follow:
-            lines = follower.read_new()
-            yield from lines
-            if not lines:
-                if not observe(record, self.root).active:
-                    yield from follower.read_new()
-                    return
-                time.sleep(0.25)
+        yield from one_log(LogFollower(self.root / record.log),
+                           lambda: not observe(record, self.root).active,
+                           follow=follow, tail=tail, pause_s=0.25)
 
 
 def make_backend(options: object = None) -> LocalBackend:
@@ -501,7 +487,8 @@ def make_backend(options: object = None) -> LocalBackend:
     project root: the CLI runs there, ``ftspec.cli.project``)."""
     return LocalBackend(Path.cwd(), check_data=bool(getattr(options, "check_data", False)))
 
-CHECKED: tuple[type[Backend], type[Preflighter], type[KeepsHistory], type[Measurer]] = (
-    LocalBackend, LocalBackend, LocalBackend, LocalBackend)
+CHECKED: tuple[type[Backend], type[Preflighter], type[KeepsHistory], type[Measurer],
+               type[DigestReader]] = (
+    LocalBackend, LocalBackend, LocalBackend, LocalBackend, LocalBackend)
 """The Backend protocol and the capabilities LocalBackend offers
 (``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""

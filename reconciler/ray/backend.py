@@ -37,17 +37,20 @@ from ftspec.reconciler.applied import (
     upgrade_note,
 )
 from ftspec.reconciler.backend import (
+    ABSENT,
     Backend,
     BackendError,
     Desired,
+    DigestReader,
     Measurer,
     Preflighter,
     Reporter,
-    StalePlanError,
 )
+from ftspec.reconciler.driver_logs import one_log, refuse_selector
+from ftspec.reconciler.engine import StaleWords, check_fresh
 from ftspec.reconciler.failure import describe, reason
 from ftspec.reconciler.identity import Moved, moved
-from ftspec.reconciler.logread import LogFollowerText, tail_lines
+from ftspec.reconciler.logread import LogFollowerText, TextLog, tail_lines
 from ftspec.reconciler.measured import measure, short_of_plan
 from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
 from ftspec.reconciler.outputs import location, scan
@@ -69,6 +72,8 @@ from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
 from ftspec.targets.ray_payload import NAME_KEY
 
 PREFIX = "ray.job."
+_STALE = StaleWords("the Ray jobs of {address}", created="changed", removed="changed",
+                    changed="changed")
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
 PHASES = {"PENDING": Phase.PENDING, "RUNNING": Phase.RUNNING, "SUCCEEDED": Phase.SUCCEEDED,
           "FAILED": Phase.FAILED, "STOPPED": Phase.FAILED}
@@ -140,7 +145,7 @@ def _started(job: dict[str, Any]) -> float:
 
 def _digest(jobs: list[dict[str, Any]]) -> str:
     ids = sorted(str(j.get("submission_id")) for j in jobs)
-    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] if ids else "absent"
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] if ids else ABSENT
 
 
 def _strays(desired: Sequence[Desired], listed: dict[str, list[dict[str, Any]]],
@@ -329,20 +334,33 @@ class RayBackend:
 
     # ------------------------------------------------------------------ apply
 
+    def read_digests(self, plan: Plan) -> dict[str, str]:
+        """The digest of each planned address's Ray jobs now (one listing per cluster)."""
+        listed: dict[str, list[dict[str, Any]]] = {}
+        now: dict[str, str] = {}
+        for change in plan.changes:
+            if change.address not in plan.read_digests:
+                continue
+            api = self._api_of(change)
+            if api.address not in listed:
+                listed[api.address] = _owned(api.list_jobs())
+            spec_id = (change.moved_from or change.address)[len(PREFIX):]
+            now[change.address] = _digest([j for j in listed[api.address]
+                                           if j["metadata"][SPEC_ID_LABEL] == spec_id])
+        return now
+
+    def _api_of(self, change: Change) -> JobsApi:
+        url = (change.after or change.before or {})["address"]
+        return self._apis.setdefault(url, JobsApi(url, self.timeout_s))
+
     def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
         applied: list[Change] = []
         failed: list[tuple[str, str]] = []
+        check_fresh(plan, self.read_digests(plan), _STALE)
         for change in plan.changes:
-            url = (change.after or change.before or {})["address"]
-            api = self._apis.setdefault(url, JobsApi(url, self.timeout_s))
-            spec_id = (change.moved_from or change.address)[len(PREFIX):]
-            live = [j for j in _owned(api.list_jobs()) if j["metadata"][SPEC_ID_LABEL] == spec_id]
-            if _digest(live) != plan.read_digests.get(change.address, _digest(live)):
-                raise StalePlanError(f"Saved plan is stale: the Ray jobs of {change.address} "
-                                     "changed since the plan was made",
-                                     hint="run `ftspec plan` again")
             if change.action is Action.NOOP:
                 continue
+            api = self._api_of(change)
             try:
                 old = [str(j["submission_id"]) for j in (change.before or {}).get("jobs", [])]
                 for sid in old:
@@ -488,23 +506,15 @@ class RayBackend:
 
     def logs(self, desired: Desired, *, follow: bool = False, tail: int | None = None,
              selector: str | None = None) -> Iterator[str]:
-        if selector:
-            raise BackendError("--selector picks pods of a Kubernetes job; a Ray job has "
-                               "one log", hint="leave --selector out")
+        refuse_selector(selector, "a Ray job")
         job = self._current(desired)
         if job is None:
             raise BackendError(f"no Ray job of {desired.spec_file}",
                                hint="run `ftspec apply` first")
-        sid = str(job["submission_id"])
-        seen = LogFollowerText()
-        lines = seen.new_lines(self.api(desired).logs(sid), final=not follow)
-        yield from (lines[-tail:] if tail is not None else lines)
-        while follow:
-            done = (self.api(desired).get_job(sid) or {}).get("status") in TERMINAL
-            yield from seen.new_lines(self.api(desired).logs(sid), final=done)
-            if done:
-                return
-            time.sleep(1.0)
+        sid, api = str(job["submission_id"]), self.api(desired)
+        yield from one_log(TextLog(lambda: api.logs(sid)),
+                           lambda: (api.get_job(sid) or {}).get("status") in TERMINAL,
+                           follow=follow, tail=tail, pause_s=1.0)
 
 
 def job_elapsed(job: dict[str, Any]) -> float | None:
@@ -520,8 +530,8 @@ def make_backend(options: object = None) -> RayBackend:
     """Factory used by ``ftspec.reconciler.backends``."""
     return RayBackend(getattr(options, "ray_address", None))
 
-CHECKED: tuple[type[Backend], type[Preflighter], type[Measurer]] = (
-    RayBackend, RayBackend, RayBackend)
+CHECKED: tuple[type[Backend], type[Preflighter], type[Measurer], type[DigestReader]] = (
+    RayBackend, RayBackend, RayBackend, RayBackend)
 """The Backend protocol and the capabilities RayBackend offers
 (``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""
 

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,20 @@ def plant_record(root: Path, data: Any) -> Path:
     else:
         path.write_text(data if isinstance(data, str) else json.dumps(data))
     return path
+
+
+def ended_run(root: Path, log: str, returncode: int = 0) -> Path:
+    """A project at ``root`` holding the quickstart spec and its local run, ended with
+    ``returncode`` and ``log`` as its log (the record names a pid no process has)."""
+    (root / "examples").mkdir()
+    shutil.copy(REPO / SPEC, root / SPEC)
+    run = root / RUN_DIR
+    run.mkdir(parents=True)
+    (run / "train.log").write_text(log)
+    (run / "exit.json").write_text(json.dumps({"returncode": returncode,
+                                               "ended_at": time.time()}))
+    plant_record(root, record_for(2**22 - 7, time.time()))
+    return root
 
 
 def run_cli(args: list[str]) -> tuple[int, str]:

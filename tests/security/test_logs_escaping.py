@@ -5,16 +5,13 @@ redacted). ``status`` cuts a platform's long message alike."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import time
 from pathlib import Path
 
 import pytest
 from ftspec.cli.output import MAX_LINE_CHARS, MAX_MESSAGE_CHARS
 from ftspec.cli.render_status import render_status
 
-from security.localstate import REPO, RUN_DIR, SPEC, plant_record, record_for, run_cli
+from security.localstate import SPEC, ended_run, run_cli
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 TITLE = "\x1b]0;you have been owned\x07"
@@ -25,15 +22,8 @@ TOKEN = "hf_" + "Fake0Token1ForLogs2Test3" * 2
 @pytest.fixture
 def logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose spec has an ended local run with a hostile log."""
-    (tmp_path / "examples").mkdir()
-    shutil.copy(REPO / SPEC, tmp_path / SPEC)
-    run = tmp_path / RUN_DIR
-    run.mkdir(parents=True)
-    (run / "train.log").write_text(
-        f"step 1 {OSC52}copied\n{TITLE}titled\n{CLEAR}cleared\n"
-        f"token {TOKEN}\n" + "x" * (5 << 20) + "\nlast line\n")
-    (run / "exit.json").write_text(json.dumps({"returncode": 0, "ended_at": time.time()}))
-    plant_record(tmp_path, record_for(2**22 - 7, time.time()))
+    ended_run(tmp_path, f"step 1 {OSC52}copied\n{TITLE}titled\n{CLEAR}cleared\n"
+                        f"token {TOKEN}\n" + "x" * (5 << 20) + "\nlast line\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
