@@ -127,7 +127,7 @@ def lora_targets_reachable(spec: FineTuneSpec) -> Iterator[Diagnostic]:
         return
     if family.hf_layer_cls in SHARED_EXPERT_MLP_LAYERS:
         yield warning(path, f"{family.display} keeps its routed experts as fused parameters, "
-                      f"not linear layers: LoRA's {missed} adapt its shared expert only",
+                      f"not linear layers: LoRA adapts only the shared expert's {missed}",
                       "lora-moe-experts", hint="the routed experts stay frozen under LoRA; "
                       "full fine-tuning trains them")
         return

@@ -112,7 +112,7 @@ def test_torchtune_refuses_custom_numbers_without_a_base_and_names_the_nearest()
 
 
 @pytest.mark.parametrize(("family", "says"), [
-    ("llama4-scout-17b-16e", "LoRA's up_proj adapt its shared expert only"),
+    ("llama4-scout-17b-16e", "LoRA adapts only the shared expert's up_proj"),
     ("mixtral-8x7b", "LoRA adapts no up_proj there"),
 ])
 def test_lora_on_moe_mlp_names_says_what_is_reached(family: str, says: str) -> None:
