@@ -33,3 +33,27 @@ def test_long_and_infinite_numbers_are_refused() -> None:
         loads_limited("[1e999]")
     with pytest.raises(ValueError, match="Infinity is not a JSON number"):
         loads_limited("[Infinity]")
+
+
+def test_the_token_scan_matches_its_plain_form() -> None:
+    """``_TOKEN`` writes a string as runs of plain characters between escapes (faster): on
+    any text (unterminated strings, escapes at the end, newlines) it finds the same tokens
+    as the plain alternation of one character or one escape at a time."""
+    import re
+
+    from ftspec.spec.jsonlimits import _TOKEN
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    plain = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?[0-9][0-9.eE+-]*')
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(st.text(alphabet='"\\[]{}09-.eE+ a\n', max_size=60))
+    def same(text: str) -> None:
+        assert [m.span() for m in _TOKEN.finditer(text)] == \
+            [m.span() for m in plain.finditer(text)]
+
+    same()
+    crd_like = json.dumps({"description": 'a "quoted" \\ path\n' * 50, "enum": [1, -2.5e3]})
+    assert [m.group() for m in _TOKEN.finditer(crd_like)] == \
+        [m.group() for m in plain.finditer(crd_like)]
