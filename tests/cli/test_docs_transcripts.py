@@ -95,6 +95,7 @@ def test_the_day_two_guide_has_transcripts() -> None:
     assert "day-two.md" in DOC_FILES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DOC_FILES)
 def test_transcripts_are_the_real_output(name: str, tmp_path: Path, update_golden: bool) -> None:
     path = DOCS / name

@@ -49,6 +49,7 @@ def _run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, 
     return result
 
 
+@pytest.mark.slow
 def test_identity_commands_work_without_launcher_packages(tmp_path: Path) -> None:
     (tmp_path / "examples").mkdir()
     shutil.copy(ROOT / "examples" / "tiny-local.yaml", tmp_path / "examples")
@@ -68,6 +69,7 @@ def test_identity_commands_work_without_launcher_packages(tmp_path: Path) -> Non
     assert "no local run recorded" in str(logs["err"]), logs
 
 
+@pytest.mark.slow
 def test_the_block_is_real(tmp_path: Path) -> None:
     """The same probe makes a command that needs the launcher fail: the block can bite."""
     (tmp_path / "examples").mkdir()
@@ -78,6 +80,7 @@ def test_the_block_is_real(tmp_path: Path) -> None:
     assert any(word in err for word in ("ModuleNotFoundError", "blocked", "not installed")), err
 
 
+@pytest.mark.slow
 def test_validate_runs_the_launcher_checks_without_the_launcher_package() -> None:
     """validate's answer does not depend on this machine: torchtune's checks read the
     committed snapshot of its configs, never the package (blocked here)."""

@@ -20,6 +20,7 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_import_writes_a_valid_spec_with_origins(capsys: pytest.CaptureFixture[str],
                                                  config: Path) -> None:
     code, _, err = run(capsys, "import", "torchtune", config.name, "batch_size=2",

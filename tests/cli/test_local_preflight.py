@@ -162,6 +162,7 @@ def test_first_rows_null_is_a_plan_error(capsys: pytest.CaptureFixture[str],
             "(format alpaca)") in err, err
 
 
+@pytest.mark.slow
 def test_check_data_reads_every_row(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Row 51's null is past the rows a default plan reads; --check-data finds it, with
     the other bad rows, each at the spec field that asks for its column."""

@@ -71,6 +71,7 @@ def test_the_plan_view_draws_the_line_under_the_summary() -> None:
     assert lines[at + 1].startswith("time: ~") and "device-hours" in lines[at + 1], lines
 
 
+@pytest.mark.slow
 def test_explain_gives_time_and_cost_with_pricing(tmp_path: Path) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text("nvidia-a100-80gb: 2\n")
@@ -86,6 +87,7 @@ def test_explain_gives_time_and_cost_with_pricing(tmp_path: Path) -> None:
     assert "FLOPs per token" in text and "cost" in text
 
 
+@pytest.mark.slow
 def test_a_wrong_pricing_file_is_one_located_error(tmp_path: Path) -> None:
     prices = tmp_path / "prices.yaml"
     prices.write_text("nvidia-a100-80gb: 2\nnvidia-b300: 9\n")

@@ -122,6 +122,7 @@ def test_a_written_spec_the_launcher_refuses_is_an_error_not_a_baseline(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_accelerate_example_searches_both_strategies(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = str(ROOT / "examples" / "sfttrainer-lora-benchmark.yaml")  # 2 GPUs, DDP, global 64

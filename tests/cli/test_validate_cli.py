@@ -178,6 +178,7 @@ def _subprocess(args: list[str], **env: str) -> subprocess.CompletedProcess[str]
                           capture_output=True, text=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_plain_output_when_piped_and_with_no_color() -> None:
     piped = _subprocess(["validate", BAD])
     assert piped.returncode == 1

@@ -41,6 +41,7 @@ def _line_of(path: Path, needle: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
 
 
+@pytest.mark.slow
 def test_example_passes_the_crd_rules(crd_dirs: str, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
     code, out, _ = run(capsys, "validate", GOOD)
@@ -57,6 +58,7 @@ def test_trainjob_rule_refused_at_the_overrides_line(
         "FTSPEC_CRD_DIR refuses spec.managedBy: ManagedBy must be" in out
 
 
+@pytest.mark.slow
 def test_rayjob_rule_refused(crd_dirs: str, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
     patch = ("overrides:\n  rayjob:\n    spec:\n      deletionStrategy:\n"

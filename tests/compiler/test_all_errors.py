@@ -212,6 +212,7 @@ def test_any_other_rule_error_leaves_the_target_checks_to_run(code: str,
         assert result.artifacts == ()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.stem for p in INVALID.glob("*.yaml")))
 def test_every_invalid_case_compiles_for_every_target_without_a_crash(name: str) -> None:
     """compile_spec never raises for bad input, whatever the target the rule errors leave

@@ -202,6 +202,7 @@ def test_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_the_cli_answers_the_same_and_sees_edits(tmp_path: Path) -> None:
     """Two `ftspec validate` runs (the second from the cache), then an edit is reported."""
     path = _spec(tmp_path)
@@ -272,6 +273,7 @@ print(json.dumps({"ok": done.ok, "kinds": [o["kind"] for o in objects],
 """
 
 
+@pytest.mark.slow
 def test_a_warm_plan_does_not_import_the_spec_models(tmp_path: Path) -> None:
     """What `plan` does with specs unchanged since they were compiled (the compile stages
     and rendering the objects) comes from the cache without importing pydantic; the first
@@ -295,6 +297,7 @@ ROUND_TRIPS = [(example.name, target.name) for example in sorted(ROOT.glob("exam
                for target in sorted((GOLDEN / example.stem).iterdir()) if target.is_dir()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("example", "target"), ROUND_TRIPS)
 def test_every_example_comes_back_equal(cached: Path, example: str, target: str) -> None:
     """The key correctness test of the entry format: each example, for each of its golden

@@ -282,6 +282,7 @@ BROKEN = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", list(BROKEN))
 def test_a_corrupt_or_forged_entry_is_a_miss(cached: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch, how: str) -> None:
@@ -323,6 +324,7 @@ def test_a_compile_refused_for_a_secret_leaves_nothing_on_disk(cached: Path,
     assert not list(cached.glob("*.json"))
 
 
+@pytest.mark.slow
 def test_the_cli_keeps_no_trace_of_a_refused_secret(tmp_path: Path) -> None:
     path = _secret_spec(tmp_path)
     env = {**os.environ, "FTSPEC_COMPILE_CACHE": "on", "FTSPEC_CACHE_DIR": str(tmp_path / "c"),

@@ -121,6 +121,7 @@ def _text_only(family: ModelFamily, config: Any) -> bool:
     return family.vision is None and getattr(config, "text_config", None) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(CONFIG_COPIES))
 def test_catalog_numbers_match_the_models_config_json(key: str) -> None:
     family = MODEL_FAMILIES[key]
@@ -175,6 +176,7 @@ def test_a_wrong_number_or_layer_class_is_caught() -> None:
     assert param_count(replace(family, gated_mlp=False)) != _weight_matrices(config)
 
 
+@pytest.mark.slow
 def test_a_text_entry_is_its_checkpoints_text_decoder() -> None:
     """Llama 4 Scout's entry is the decoder of a vision-language checkpoint: its numbers are
     the text config's, its count the text model's (the tower's 0.87B left out, not hidden);

@@ -34,6 +34,7 @@ def test_every_target_has_a_clean_base() -> None:
         assert result.ok and result.artifacts, (target, sorted(result.diagnostics))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", list(TARGET_BASES))
 def test_no_field_is_dropped_silently(target: str) -> None:
     silent = []

@@ -51,6 +51,7 @@ def test_estimate_within_band_of_the_measured_peak(path: Path, case: str) -> Non
         f"{measured['phase']} ({100 * (total - peak) / peak:+.1f}%): {memory}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,case", CASES, ids=[f"{p.stem}-{c}" for p, c in CASES])
 @pytest.mark.parametrize("term", ["weights", "optimizer", "gradients", "activations", "logits"])
 def test_each_term_within_band_of_its_measurement(path: Path, case: str, term: str) -> None:

@@ -13,6 +13,7 @@ from helpers.examples import EXAMPLES, applicable, example_job
 from helpers.readback import READERS, from_explain
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
 def test_targets_agree_with_explain(example: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(example), "--json"]) == 0

@@ -6,7 +6,8 @@ wrong process group (``kill(-1)`` included) can only reach processes inside that
 the inner pytest is its PID 1, and when it exits the kernel ends everything left in it.
 The outer test passes only when the inner run passed (a skip inside is reported as a
 failure, never counted as a pass). The private mount namespace also lets a test mount a
-small tmpfs (a full disk).
+small tmpfs (a full disk). Each such test starts a second pytest, a process for seconds, so
+the decorator marks it ``slow`` (out of the fast loop; the full suite runs it).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def private_pid_namespace(test: F) -> F:
         assert done.returncode == 0 and " passed" in out and "skipped" not in out, out[-6000:]
         return None
 
-    return wrapper  # type: ignore[return-value]
+    return pytest.mark.slow(wrapper)  # type: ignore[no-any-return]
 
 
 def mount_tmpfs(where: Path, size: str) -> None:

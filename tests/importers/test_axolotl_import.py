@@ -320,11 +320,13 @@ def test_corpus_is_there() -> None:
     CHECKED.assert_sources_named(at_least=6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHECKED.configs)
 def test_import_validate_compile_equal(name: str) -> None:
     CHECKED.assert_equal(name)
 
 
+@pytest.mark.slow
 def test_corpus_figures() -> None:
     # logging_steps: without it axolotl logs every 0.5% of the run's steps (1 to 10), which
     # depends on the dataset's size

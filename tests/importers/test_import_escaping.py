@@ -79,6 +79,7 @@ def _check_written(text: str, shown: str) -> None:
     assert escape_text(shown) in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 @pytest.mark.parametrize("tool", sorted(SOURCES) + ["torchtune"])
 def test_file_name_is_escaped_in_comments(capsys: pytest.CaptureFixture[str], tool: str,
@@ -89,6 +90,7 @@ def test_file_name_is_escaped_in_comments(capsys: pytest.CaptureFixture[str], to
     _check_written(Path("spec.yaml").read_text(encoding="utf-8"), name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 @pytest.mark.parametrize("tool", sorted(ARG_OF))
 def test_argument_is_escaped_in_comments(capsys: pytest.CaptureFixture[str], tool: str,
@@ -118,6 +120,7 @@ def _refused(code: int, out: str, err: str) -> None:
     assert not Path("spec.yaml").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(BREAKS))
 @pytest.mark.parametrize("tool", sorted(SOURCES) + ["torchtune"])
 def test_unescaped_file_name_is_refused(capsys: pytest.CaptureFixture[str], no_escape: None,

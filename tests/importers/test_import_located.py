@@ -29,6 +29,7 @@ CONFIGS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml", "
                  and p.parent.name not in SKIP)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(CORPUS)))
 def test_every_corpus_diagnostic_is_located(config: Path) -> None:
     tool = TOOL_OF[config.relative_to(CORPUS).parts[0]]

@@ -130,6 +130,7 @@ def _check_compiled(o: Outcome) -> None:
                 _get_component_from_path(node["_component_"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aims", TARGETS, ids=["-".join(a) for a in TARGETS])
 @pytest.mark.parametrize("config", CONFIGS, ids=[str(p.relative_to(CORPUS)) for p in CONFIGS])
 def test_aimed_import_compiles_or_lists_each_addition(config: Path, aims: tuple[str, ...],
@@ -226,6 +227,7 @@ def test_shipped_runtime_is_named_when_torchtune_runs_on_kubeflow(tmp_path: Path
     assert "accelerate" not in frameworks and "trl" not in frameworks
 
 
+@pytest.mark.slow
 def test_figures(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """compiled for the target / compiled once the listed additions are made, per tool and
     target, printed as docs/reference/import-and-models.md quotes them (``-k figures -s``)."""

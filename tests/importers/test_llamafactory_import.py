@@ -243,11 +243,13 @@ def test_corpus_is_there() -> None:
     CHECKED.assert_sources_named(at_least=15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHECKED.configs)
 def test_import_validate_compile_equal(name: str) -> None:
     CHECKED.assert_equal(name)
 
 
+@pytest.mark.slow
 def test_corpus_figures() -> None:
     CHECKED.assert_figures(may_warn={"report_to", "warmup", "init_weights", "use_galore",
                                      "use_muon"})

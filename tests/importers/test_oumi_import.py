@@ -222,6 +222,7 @@ MAY_WARN = {"eval_strategy": ("training", "eval_strategy")}
 without validation data, which transformers' Trainer refuses under Oumi (imported off)."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONFIGS)
 def test_import_validate_compile_equal(name: str, tmp_path: Path) -> None:
     steps = _check(name, tmp_path)
@@ -234,6 +235,7 @@ WARNED = {"2026-gemma2-2b_full-train.yaml", "2026-gemma3-4b_full-train.yaml"}
 """Recipes that ask for evaluation by steps without validation data (Oumi stops at start)."""
 
 
+@pytest.mark.slow
 def test_corpus_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     counts = dict.fromkeys(("imported", "validated", "compiled", "equal", "warned"), 0)
     for name in CONFIGS:
@@ -293,6 +295,7 @@ def test_torchtune_misfits_are_refused_at_the_field() -> None:
         assert field in errors, (name, errors)
 
 
+@pytest.mark.slow
 def test_torchtune_launcher_where_it_fits() -> None:
     """For the families torchtune ships, the import compiles with ``launcher: torchtune``
     once the settings torchtune's recipes lack are refused (located) and set to what fits;

@@ -62,6 +62,7 @@ CASES = [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_DIFFERENT[name]
          if name in KNOWN_DIFFERENT else name for name in covered_configs()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_round_trip(name: str) -> None:
     imported = import_torchtune(configs_dir() / f"{name}.yaml")

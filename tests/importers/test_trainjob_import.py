@@ -46,6 +46,7 @@ def test_corpus_is_named() -> None:
     assert listed == set(FILES) and len(FILES) >= 7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FILES)
 def test_corpus_round_trip(name: str) -> None:
     doc = load_trainjob(CORPUS / name)

@@ -163,6 +163,7 @@ def _outcome(name: str) -> Outcome:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONFIGS)
 def test_import_validate_compile_equal(name: str) -> None:
     out = _outcome(name)
@@ -177,6 +178,7 @@ def test_import_validate_compile_equal(name: str) -> None:
     assert out.warned <= MAY_WARN
 
 
+@pytest.mark.slow
 def test_corpus_figures() -> None:
     """imported / validated as imported / compiled / equal / warned / silent, printed as the
     import reference (docs/reference/import-and-models.md) quotes it (``-s``)."""

@@ -19,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+# pre-commit builds the hook environment and runs the hook: processes for seconds; the second
+# test reads the environment the first one built
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOK_INPUTS = ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md", "spec", "cli",
                "compiler", "targets", "runtime", "reconciler", "schemas")

@@ -14,6 +14,7 @@ CASES = [(backend, command, seed) for backend, commands in COMMANDS.items()
          for command in commands for seed in (1, 2)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("backend", "command", "seed"), CASES)
 def test_mutated_answers_are_read_or_refused(backend: str, command: str, seed: int,
                                              tmp_path: Path,

@@ -21,6 +21,7 @@ def _private_state(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("NO_COLOR", "1")
 
 
+@pytest.mark.slow
 @settings(max_examples=25, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(example=st.sampled_from(EXAMPLES), seed=st.integers(0, 2**32 - 1),

@@ -30,6 +30,7 @@ def _thing(items: int = 100) -> dict[str, Any]:
             "spec": {"items": list(range(items)), "name": "a"}}
 
 
+@pytest.mark.slow
 def test_a_million_step_rule_ends_within_the_rule_budget() -> None:
     nested = "self.items.all(x, self.items.all(y, self.items.all(z, x + y + z >= 0)))"
     started = time.monotonic()

@@ -49,6 +49,7 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
 def test_ray_jobs_api_refuses_a_hostile_answer(attack: str) -> None:
     before = _rss_mib()
@@ -62,6 +63,7 @@ def test_ray_jobs_api_refuses_a_hostile_answer(attack: str) -> None:
     assert _rss_mib() - before < 400  # 200 MB never held whole (64 MiB cap, then refused)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
 def test_kubernetes_transport_refuses_a_hostile_answer(attack: str) -> None:
     with serve(lambda _seen: HOSTILE[attack]()) as server:
@@ -74,6 +76,7 @@ def test_kubernetes_transport_refuses_a_hostile_answer(attack: str) -> None:
     assert time.monotonic() - started < 15
 
 
+@pytest.mark.slow
 def test_a_dripped_answer_ends_at_the_request_deadline() -> None:
     # one byte every 0.5 s: each read is within the 1 s timeout, the whole takes a minute
     with serve(lambda _seen: drip(b'{"logs": "' + b"x" * 100 + b'"}', 0.5)) as server:
@@ -91,6 +94,7 @@ def test_a_dripped_answer_ends_at_the_request_deadline() -> None:
     assert took_kube < 8, took_kube
 
 
+@pytest.mark.slow
 def test_dripped_headers_end_at_the_deadline_too() -> None:
     # a header line that never ends, one byte every 0.5 s (http.client reads it whole)
     listener = socket.create_server(("127.0.0.1", 0))

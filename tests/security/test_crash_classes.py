@@ -202,6 +202,7 @@ def test_read_is_bounded_whatever_stat_says(tmp_path: Path) -> None:
     assert read_bounded(big, 10, head=True) == b"#" * 10
 
 
+@pytest.mark.slow
 def test_value_count_limit_is_enforced_while_parsing(capsys: pytest.CaptureFixture[str],
                                                      tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
@@ -254,6 +255,7 @@ KUBECONFIGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(KUBECONFIGS))
 def test_malformed_kubeconfig(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                               name: str) -> None:

@@ -10,12 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.upstream import upstream_root
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = "examples/kubeflow-llama32-1b-lora-alpaca.yaml"
 
 
+@pytest.mark.slow
 def test_a_fifo_and_a_huge_file_in_the_crd_folder_are_passed_over(tmp_path: Path) -> None:
     hostile = tmp_path / "crds"
     hostile.mkdir()

@@ -28,6 +28,7 @@ def logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_logs_escape_control_sequences_and_cut_long_lines(logged: Path) -> None:
     code, out = run_cli(["logs", SPEC])
     assert code == 0, out[:2000]
@@ -40,6 +41,7 @@ def test_logs_escape_control_sequences_and_cut_long_lines(logged: Path) -> None:
     assert "--raw" in long and out.rstrip().endswith("last line")
 
 
+@pytest.mark.slow
 def test_logs_raw_prints_the_log_as_written_but_redacted(logged: Path) -> None:
     code, out = run_cli(["logs", SPEC, "--raw"])
     assert code == 0

@@ -64,6 +64,7 @@ def _answer(seen: Seen) -> Answer:
                   length=len(json.dumps(missing)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["status"], ["logs"], ["output"], ["list"],
                                      ["status", "--verbose"]])
 def test_odd_pods_never_make_an_internal_error(command: list[str], tmp_path: Path,
@@ -128,6 +129,7 @@ def _ray_answer(seen: Seen) -> Answer:
     return Answer(status=404, chunks=[b"{}"], length=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["plan", "status", "logs", "output", "list"])
 def test_odd_ray_jobs_never_make_an_internal_error(command: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

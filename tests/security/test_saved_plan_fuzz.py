@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.bound import compare
 from ftspec.reconciler.model import Action, Change, Plan
@@ -113,6 +114,7 @@ def _uses(plan: Plan) -> list[tuple[str, str, str, str | None]]:
             for c in plan.changes]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), count=st.integers(1, 3), recompute=st.booleans())

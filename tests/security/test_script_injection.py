@@ -112,6 +112,7 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_examples_compile_to_scripts_that_run_only_their_launcher(root: Path,
                                                                   example: Path) -> None:
@@ -133,6 +134,7 @@ def test_accelerate_argv_carries_hostile_values_verbatim(root: Path) -> None:
     assert canaries(root / "canary") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_hostile_text_in_every_string_and_key_stays_data(root: Path, example: Path) -> None:
     data = _example_data(example)
@@ -152,6 +154,7 @@ HOSTILE = st.lists(
     min_size=1, max_size=30).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(example=st.sampled_from(EXAMPLES), pick=st.integers(min_value=0), hostile=HOSTILE,

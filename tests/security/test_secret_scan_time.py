@@ -33,6 +33,7 @@ def _text(unit: str, size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_eight_times_the_text_costs_less_than_twenty_times_the_time(name: str) -> None:
     short, long = _text(ADVERSARIAL[name], 10_000), _text(ADVERSARIAL[name], 80_000)
@@ -52,6 +53,7 @@ def _validate_cpu(spec: Path, runs: int) -> float:
     return _best_cpu(run, runs)
 
 
+@pytest.mark.slow
 def test_a_1mib_token_validates_within_twice_an_ordinary_1mib_spec(tmp_path: Path) -> None:
     size = 1 << 20
     ordinary = tmp_path / "ordinary.yaml"

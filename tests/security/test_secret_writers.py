@@ -91,6 +91,7 @@ def test_validate_refuses_at_the_line_with_the_reference_to_use(
     assert KINDS[kind] not in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "as_key"), [
     (kind, as_key) for kind in sorted(KINDS) for as_key in (False, True)
     if not (as_key and kind.startswith("named-"))])  # a named value's key is its name
@@ -139,6 +140,7 @@ def _torchtune_config(folder: Path, extra: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_import_refuses_a_credential_and_writes_nothing(
         capsys: pytest.CaptureFixture[str], workdir: Path, kind: str) -> None:

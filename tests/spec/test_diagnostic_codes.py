@@ -52,6 +52,7 @@ def spelled_codes(root: Path) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_code_the_package_spells_has_a_registered_prefix() -> None:
     codes = spelled_codes(ROOT)
     assert len(codes) > 50  # the scan reaches the package's checks

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from ftspec.spec.dtypes import BYTES, DTYPES, FROM_TORCH, STORAGE_FROM_TORCH, TORCH_NAMES
 from ftspec.spec.module_names import ATTENTION_MODULES, LINEAR_MODULES, MLP_MODULES
 
@@ -37,6 +38,7 @@ def copies(root: Path) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_the_tables_are_spelled_once() -> None:
     # spec/dtypes.py spells its names in DtypeFacts rows, which are no dict of names
     assert copies(ROOT) == {"dtypes": [], "mlp": ["spec/module_names.py:12"]}

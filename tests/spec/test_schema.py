@@ -49,6 +49,7 @@ def test_every_field_has_a_description() -> None:
     assert not missing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_passes_check_jsonschema(example: Path) -> None:
     tool = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")

@@ -113,6 +113,7 @@ def test_corner_cases_match_the_pure_path(text: str) -> None:
     _check(text)
 
 
+@pytest.mark.slow
 def test_fuzz_mutants_match_the_pure_path(tmp_path: Path) -> None:
     answered = 0
     examples = sorted((REPO / "examples").glob("*.yaml"))
@@ -131,6 +132,7 @@ def test_refusals_keep_their_located_errors() -> None:
     assert 'duplicate key "c" (first defined on line 3)' in diag.summary
 
 
+@pytest.mark.slow
 def test_declines_deep_nesting_without_recursing() -> None:
     """Deep flow or block nesting never reaches the C composer (its recursion could
     overflow the C stack); the pure path answers with its own error."""

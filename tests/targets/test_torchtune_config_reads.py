@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ftspec.targets import torchtune_configs as tc
 from ruamel.yaml import YAML
 
@@ -15,6 +16,7 @@ def _configs() -> list[Path]:
     return sorted(tc.configs_dir().rglob("*.yaml"))
 
 
+@pytest.mark.slow
 def test_every_shipped_config_reads_as_ruamel_reads_it() -> None:
     configs = _configs()
     assert len(configs) > 100, "torchtune's recipe configs should be installed"

@@ -55,6 +55,7 @@ PARAMS = [pytest.param(case, version, id=f"{version}:{case.id}")
           for case in CASES for version in case.versions]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "version"), PARAMS)
 def test_rule_refuses_its_object(case: RuleCase, version: str) -> None:
     definition = _crd(FILES[(case.crd, version)])

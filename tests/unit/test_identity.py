@@ -29,6 +29,7 @@ from helpers.jobs import load_example, make_job
 TARGETS = ("torchtune", "accelerate", "kubeflow", "kuberay", "ray")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_artifacts_do_not_move_with_a_new_default(example: Path) -> None:
     """A new ftspec that adds a defaulted field moves the spec hash and the defaults the Job

@@ -182,6 +182,7 @@ def test_malformed_nodes_answer_is_a_value_error(payload: Any) -> None:
         cluster_of(payload, None)
 
 
+@pytest.mark.slow
 def test_unreadable_api_is_a_plan_warning_not_an_error(tmp_path: Path) -> None:
     from ftspec.reconciler.ray.backend import RayBackend
 

@@ -46,6 +46,7 @@ SPIN = ("import subprocess, sys, time\n"
         "kid.wait()\n")
 
 
+@pytest.mark.slow
 def test_sampler_measures_a_real_process_tree_and_its_summary_parses_back(
         tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", SPIN])
@@ -197,6 +198,7 @@ def test_a_link_in_place_of_the_summary_is_not_followed(tmp_path: Path) -> None:
         assert parse_usage(read_json(run, USAGE_FILE)) is None
 
 
+@pytest.mark.slow
 def test_the_supervisor_writes_the_summary_before_the_exit_record(tmp_path: Path) -> None:
     """The real supervisor (detached, as the backend starts it) on a short CPU-bound child:
     once ``exit.json`` exists, ``usage.json`` is there and parses with CPU and RSS."""
