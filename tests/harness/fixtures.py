@@ -38,7 +38,8 @@ MARKERS = {
     "realcluster": "uses the real control plane and controllers (real_cluster fixture); run together",
     "ray": "uses the real Ray head (ray_head fixture); run together",
     "e2e": "end-to-end test of the ftspec CLI against real components; run last",
-    "slow": "imports torch, torchtune or accelerate, or runs a process for seconds",
+    "slow": ("imports torch, torchtune or accelerate, runs a process for seconds, or takes a "
+             "second or more (a whole-corpus walk); out of the fast loop (tests/README.md)"),
 }
 HEAVY_FIXTURES = ("kube_cluster", "ray_head", "real_cluster")
 
