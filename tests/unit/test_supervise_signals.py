@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 
 import pytest
-
 from ftspec.reconciler.local import supervise
 
 
