@@ -15,10 +15,12 @@ ancestors' ownership, the once-a-process warning), and a few system calls say th
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 MAX_ENTRIES = 2000
 """Past this many entries, the oldest half is removed when the next one is written."""
@@ -132,6 +134,21 @@ def read_private(path: str) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def read_json_entry(folder: Path | None, name: str) -> dict[str, Any] | None:
+    """The JSON object kept as ``name`` in the cache folder ``folder`` (None: the cache is
+    off); None when the folder is not safe, the entry is absent or not private
+    (``read_private``), or it is not a JSON object."""
+    where = None if folder is None else safe_folder(folder, create=False)
+    raw = None if where is None else read_private(os.path.join(where, name))
+    if raw is None:
+        return None
+    try:
+        entry = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return entry if isinstance(entry, dict) else None
 
 
 def write_new(where: str, name: str, data: bytes) -> None:

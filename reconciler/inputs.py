@@ -271,17 +271,8 @@ def _folder() -> Path | None:
 def _cached(key: str, state: list[Any]) -> str | None:
     from ftspec.compiler import cache_files
 
-    folder = _folder()
-    where = None if folder is None else cache_files.safe_folder(folder, create=False)
-    raw = None if where is None else cache_files.read_private(
-        os.path.join(where, key + ENTRY_SUFFIX))
-    if raw is None:
-        return None
-    try:
-        entry = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(entry, dict) or entry.get("state") != state:
+    entry = cache_files.read_json_entry(_folder(), key + ENTRY_SUFFIX)
+    if entry is None or entry.get("state") != state:
         return None
     digest = entry.get("sha256")
     return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) \

@@ -105,17 +105,8 @@ def recall(key: str) -> Verdict | None:
     """The verdict kept under ``key``; None when there is none (or it is not usable)."""
     from ftspec.compiler import cache_files
 
-    folder = _folder()
-    where = None if folder is None else cache_files.safe_folder(folder, create=False)
-    raw = None if where is None else cache_files.read_private(os.path.join(where,
-                                                                           key + SUFFIX))
-    if raw is None:
-        return None
-    try:
-        entry = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(entry, dict) or entry.get("key") != key:
+    entry = cache_files.read_json_entry(_folder(), key + SUFFIX)
+    if entry is None or entry.get("key") != key:
         return None
     fresh, moved = _violations(entry.get("fresh")), _violations(entry.get("moved"))
     return None if fresh is None or moved is None else (fresh, moved)
