@@ -124,45 +124,47 @@ def test_tracker_times_steps_by_the_trainers_bar_and_reads_its_total() -> None:
     assert track_text(loading + first).planned_total() is None
 
 
+def _record_before_bar(step: int) -> list[str]:
+    """HF_LOG's fragments with step ``step``'s record moved before that step's bar."""
+    fragments = HF_LOG.split("\r")
+    bar = next(i for i, f in enumerate(fragments) if f"| {step}/8 [" in f)
+    record = next(i for i in range(bar, len(fragments)) if fragments[i].startswith("{'loss'"))
+    return fragments[:bar] + [fragments[record], fragments[bar]] + fragments[bar + 1:record] \
+        + fragments[record + 1:]
+
+
+def _followed(fragments: list[str]) -> tuple[Tracker, list[str]]:
+    """A tracker fed one fragment at a time, and the position of each line it printed."""
+    tracker, lines = Tracker(), []
+    for fragment in fragments:
+        if tracker.feed([fragment]):
+            lines.append(progress_line(tracker.event()).split(" · ")[0])
+    return tracker, lines
+
+
+EIGHTHS = [f"step {i}/8 ({100 * i // 8}%)" for i in range(1, 6)]
+
+
 def test_the_bars_total_holds_for_a_step_whose_record_came_before_its_bar() -> None:
     """The trainer writes its bar and its records on two streams: in the log a step's record
     may come before that step's bar. The total the bar gave stays (it flickered: that step's
     line lost its /8 and percent)."""
-    fragments = HF_LOG.split("\r")
-    third = next(i for i, f in enumerate(fragments) if "| 3/8 [" in f)
-    record = next(i for i in range(third, len(fragments)) if fragments[i].startswith("{'loss'"))
-    swapped = fragments[:third] + [fragments[record], fragments[third]] + fragments[third + 1:record] \
-        + fragments[record + 1:]
+    swapped = _record_before_bar(3)
     tracker = track_text("\r".join(swapped))
     assert [p.step for p in tracker.points] == [1, 2, 3, 4, 5]
     assert tracker.points[2].bar is None  # its bar came after it
     assert tracker.planned_total() == 8
-    lines = []
-    following = Tracker()
-    for fragment in swapped:
-        if following.feed([fragment]):
-            lines.append(progress_line(following.event()))
-    assert [x.split(" · ")[0] for x in lines] == [f"step {i}/8 ({100 * i // 8}%)"
-                                                   for i in range(1, 6)], lines
+    assert _followed(swapped)[1] == EIGHTHS
 
 
 def test_the_first_steps_record_before_its_bar_takes_the_total_from_the_bar_at_zero() -> None:
     """The trainer's bar may not yet show step 1 when step 1's record is written (tqdm draws
     at most every 0.1 s): the bar before it stands at ``0/8``. Its total counts (before, the
     first line had no /8 and percent); its clock is not step 1's time."""
-    fragments = HF_LOG.split("\r")
-    first_bar = next(i for i, f in enumerate(fragments) if "| 1/8 [" in f)
-    record = next(i for i in range(first_bar, len(fragments)) if fragments[i].startswith("{'loss'"))
-    swapped = fragments[:first_bar] + [fragments[record], fragments[first_bar]] \
-        + fragments[first_bar + 1:record] + fragments[record + 1:]
-    assert "| 0/8 [" in swapped[first_bar - 1]
-    lines = []
-    following = Tracker()
-    for fragment in swapped:
-        if following.feed([fragment]):
-            lines.append(progress_line(following.event()))
-    assert [x.split(" · ")[0] for x in lines] == [f"step {i}/8 ({100 * i // 8}%)"
-                                                   for i in range(1, 6)], lines
+    swapped = _record_before_bar(1)
+    assert "| 0/8 [" in swapped[1] and swapped[2].startswith("{'loss'")  # the bar at 0 first
+    following, lines = _followed(swapped)
+    assert lines == EIGHTHS
     assert following.points[0].bar is None  # the 0/8 bar is not step 1's time
     assert [t.step for t in following.logged_times()] == [2, 3, 4, 5]
     # a bar past the step counted gives no total: it is not the training bar
