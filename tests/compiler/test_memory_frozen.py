@@ -24,9 +24,9 @@ from ftspec.spec.catalog.models import MODEL_FAMILIES
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.model import FineTuneSpec
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
+TORCH = pytest.mark.slow
+"""The tests that build a model with torch, transformers and PEFT (imported by those tests
+only: the module loads without them, so the fast loop collects it quickly)."""
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA_PRO = (ROOT / "tests/importers/corpus/llamafactory"
@@ -49,6 +49,8 @@ def spec(method: dict[str, Any], tied: bool = False) -> FineTuneSpec:
 
 def tiny_model(arch: str = "llama", tied: bool = False, **extra: Any) -> Any:
     """The transformers model of ``ARCH``'s numbers."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
     config = transformers.AutoConfig.for_model(
         arch, hidden_size=ARCH["embed_dim"], intermediate_size=ARCH["intermediate_dim"],
         num_hidden_layers=ARCH["num_layers"], num_attention_heads=ARCH["num_heads"],
@@ -77,6 +79,7 @@ FULL_PATTERNS = [
 ]
 
 
+@TORCH
 @pytest.mark.parametrize("tied", [False, True])
 @pytest.mark.parametrize("patterns", FULL_PATTERNS, ids=str)
 def test_full_trainable_equals_requires_grad(patterns: list[str], tied: bool) -> None:
@@ -103,6 +106,7 @@ LORA_PATTERNS = [
 ]
 
 
+@TORCH
 @pytest.mark.parametrize("dora", [False, True])
 @pytest.mark.parametrize("patterns", LORA_PATTERNS, ids=str)
 def test_lora_trainable_equals_requires_grad(patterns: list[str], dora: bool) -> None:
@@ -110,6 +114,7 @@ def test_lora_trainable_equals_requires_grad(patterns: list[str], dora: bool) ->
     method = {"kind": "dora" if dora else "lora", "unfrozen_parameters": patterns,
               "lora": {"rank": 4, "target_modules": ["q_proj", "v_proj", "down_proj"]}}
     s = spec(method)
+    peft = pytest.importorskip("peft")
     lora = peft.get_peft_model(tiny_model(), peft.LoraConfig(
         r=4, target_modules=["q_proj", "v_proj", "down_proj"], use_dora=dora))
     want = requires_grad_count(lora, patterns)
@@ -128,6 +133,7 @@ NAMED_ARCHS = {
 }
 
 
+@TORCH
 @pytest.mark.parametrize("arch", sorted(NAMED_ARCHS))
 def test_names_and_sizes_are_transformers_own(arch: str) -> None:
     s = spec({"kind": "full"}, tied=arch.startswith("gemma"))
@@ -137,8 +143,10 @@ def test_names_and_sizes_are_transformers_own(arch: str) -> None:
         [(n, p.numel()) for n, p in model.named_parameters()]
 
 
+@TORCH
 def test_peft_names_are_peft_own() -> None:
     s = spec({"kind": "dora", "lora": {"rank": 4, "target_modules": ["k_proj", "up_proj"]}})
+    peft = pytest.importorskip("peft")
     model = peft.get_peft_model(tiny_model(), peft.LoraConfig(
         r=4, target_modules=["k_proj", "up_proj"], use_dora=True))
     got = peft_parameters(model_facts(s), _lora_modules(s), 4, dora=True)
