@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ftspec.reconciler.pace import MIN_STEPS
 from helpers.follow import follow
 from helpers.measure import Measurement, TreeSampler
 from helpers.polling import wait_for
@@ -138,12 +139,13 @@ def test_logs_follow_and_status_of_a_running_job(
     assert applied.returncode == 0, applied.stdout + applied.stderr
     (sid,) = owned_ids(ray_head.address)
 
-    running: list[dict[str, Any]] = []  # a status taken mid-run
+    running: list[dict[str, Any]] = []  # a status taken mid-run, once it has a pace
 
     def job_ended() -> bool:
         if not running:
             st = status(workdir, e2e_env, *sets)
-            if st["phase"] == "Running" and 0 < st["metrics"].get("step", 0) < total:
+            # one step has no pace yet (pace.MIN_STEPS): no time left is right at step 1
+            if st["phase"] == "Running" and MIN_STEPS <= st["metrics"].get("step", 0) < total:
                 running.append(st)
         return jobs(ray_head.address)[sid]["status"] in ("SUCCEEDED", "FAILED", "STOPPED")
 
