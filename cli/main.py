@@ -59,18 +59,11 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ftspec")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        click.echo(f"ftspec {_version()}")
+        from ftspec.reconciler.applied import ftspec_version
+
+        click.echo(f"ftspec {ftspec_version()}")
         ctx.exit(0)
 
 

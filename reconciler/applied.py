@@ -40,12 +40,15 @@ MAX_DEFAULTS_BYTES = 1 << 20
 
 @lru_cache(maxsize=1)
 def ftspec_version() -> str:
+    """The installed ftspec's version (setuptools-scm's, from the git tag), the one
+    ``--version`` prints and every record ftspec writes names; ``0+unknown`` (a valid
+    version that sorts first) where ftspec runs without being installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("ftspec")
     except PackageNotFoundError:
-        return "unknown"
+        return "0+unknown"
 
 
 @dataclass(frozen=True)
