@@ -113,9 +113,10 @@ class KeepsHistory(Protocol):
 class Measurer(Protocol):
     """A backend that can measure a run that ended (``reconciler.measured``)."""
 
-    def measured(self, desired: Desired) -> dict[str, Any]:
+    def measured(self, desired: Desired, reporter: Reporter | None = None) -> dict[str, Any]:
         """train_runtime_s, dataset tokens a second (per device), peak memory, validity;
-        empty while the run has not ended."""
+        empty while the run has not ended. Work that takes long (a first measurement that
+        counts the dataset's tokens) is said to ``reporter`` as it starts and ends."""
         ...
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ftspec.reconciler.backend import Backend, Desired, Measurer
+from ftspec.reconciler.backend import Backend, Desired, Measurer, Reporter
 from ftspec.reconciler.outputs import final_metrics
 
 
@@ -128,14 +128,17 @@ def overlaps(spans: Sequence[tuple[str, tuple[float, float] | None]]
     return out
 
 
-def compare(backend: Backend, desired: Sequence[Desired]) -> Comparison:
-    """Every desired job's row, read from its backend (one status, one measurement each)."""
+def compare(backend: Backend, desired: Sequence[Desired], reporter: Reporter | None = None
+            ) -> Comparison:
+    """Every desired job's row, read from its backend (one status, one measurement each;
+    a first measurement that takes long is said to ``reporter``)."""
     rows = []
     now = time.time()
     for d in desired:
         status = backend.status(d)[0]
         exists = status.platform.get("exists", True) and status.phase.value != "Unknown"
-        measured = backend.measured(d) if exists and isinstance(backend, Measurer) else {}
+        measured = backend.measured(d, reporter) if exists and isinstance(backend, Measurer) \
+            else {}
         rows.append(PointRow(
             name=d.job.name, address=status.address, phase=status.phase.value,
             point=dict(d.job.point), metrics=final_metrics(status.metrics),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from ftspec.cli.live import connection_options, console
+from ftspec.cli.live import ConsoleReporter, connection_options, console
 from ftspec.cli.specs import spec_options
 
 
@@ -79,7 +79,7 @@ def command(spec: Path, name: str | None, overlays: tuple[Path, ...], sets: tupl
     data = produced(status)
     if isinstance(backend, Measurer):
         try:
-            data["measured"] = backend.measured(desired[0])
+            data["measured"] = backend.measured(desired[0], ConsoleReporter())
         except BackendError as exc:
             report_error(exc)
             return 1
@@ -159,7 +159,7 @@ def _point(backend: Any, desired: list[Any], point: str, spec: Path) -> Any:
     from ftspec.reconciler.backend import BackendError
     from ftspec.reconciler.comparison import compare
 
-    best = compare(backend, desired).best
+    best = compare(backend, desired, ConsoleReporter()).best
     if best is None:
         raise BackendError(f"{spec}: no point has succeeded with a valid final loss yet, so "
                            "none is best", hint=f"`ftspec output {spec} --compare` shows each "
@@ -170,7 +170,7 @@ def _point(backend: Any, desired: list[Any], point: str, spec: Path) -> Any:
 def _compare(backend: Any, desired: list[Any], plot: Path | None, as_json: bool) -> int:
     from ftspec.reconciler.comparison import compare
 
-    table = compare(backend, desired)
+    table = compare(backend, desired, ConsoleReporter())
     data = table.to_json()
     if plot is not None:
         name = desired[0].job.spec.metadata.name

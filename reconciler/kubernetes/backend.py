@@ -7,7 +7,15 @@ from dataclasses import replace
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.reconciler.backend import Backend, BackendError, Desired, Measurer, Prefetcher, Reporter
+from ftspec.reconciler.backend import (
+    Backend,
+    BackendError,
+    Desired,
+    DigestReader,
+    Measurer,
+    Prefetcher,
+    Reporter,
+)
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
 from ftspec.reconciler.kubernetes.crd_check import SKIPPED as CEL_SKIPPED
@@ -20,6 +28,7 @@ from ftspec.reconciler.kubernetes.plan_steps import (
     destroy_owned,
     owner_key,
     plan_object,
+    read_digests,
     read_owned,
     remove_unwanted,
     submit_reads,
@@ -200,6 +209,11 @@ class KubernetesBackend:
         return {d.spec_file: d.job.written for d in desired}
 
     # ------------------------------------------------------------------ apply
+    def read_digests(self, plan: Plan) -> dict[str, str]:
+        """The digest of each object ``plan`` read and changes, read now (``DigestReader``;
+        apply checks them with the specs' leases held)."""
+        return read_digests(self.transport, plan)
+
     def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
         from ftspec.reconciler.kubernetes.applier import apply_plan
 
@@ -284,9 +298,10 @@ class KubernetesBackend:
                                reporter=reporter, address=self._address(desired),
                                timeout_s=timeout_s)
 
-    def measured(self, desired: Desired) -> dict[str, Any]:
+    def measured(self, desired: Desired, reporter: Reporter | None = None) -> dict[str, Any]:
         """The ended job's measured properties from the end of its log, with what the
-        cluster cannot tell under ``unavailable`` (``kubernetes/measure.py``)."""
+        cluster cannot tell under ``unavailable`` (``kubernetes/measure.py``): reads of the
+        log's end, nothing long to tell ``reporter``."""
         from ftspec.reconciler.kubernetes.measure import measured
 
         live = Reader(self.transport).get(self._job_object(desired))
@@ -311,7 +326,7 @@ class KubernetesBackend:
 def make_backend(options: BackendOptions) -> KubernetesBackend:
     return KubernetesBackend(options)
 
-CHECKED: tuple[type[Backend], type[Prefetcher], type[Measurer]] = (
-    KubernetesBackend, KubernetesBackend, KubernetesBackend)
+CHECKED: tuple[type[Backend], type[Prefetcher], type[Measurer], type[DigestReader]] = (
+    KubernetesBackend, KubernetesBackend, KubernetesBackend, KubernetesBackend)
 """The Backend protocol and the capabilities KubernetesBackend offers
 (``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""

@@ -439,12 +439,13 @@ class LocalBackend:
         """The runs of this job a replace or destroy kept (``generations``)."""
         return generations.history(self.store, desired.job.spec_id)
 
-    def measured(self, desired: Desired) -> dict[str, Any]:
+    def measured(self, desired: Desired, reporter: Reporter | None = None) -> dict[str, Any]:
         """The ended run's measured properties (``local/measure_run.py``; kept with it)."""
         view = self._view(desired)
         if view is None:
             return {}
-        return measured(desired.job, view, self.root, lambda: compiled_files(desired))
+        return measured(desired.job, view, self.root, lambda: compiled_files(desired),
+                        reporter)
 
     def _outputs(self, desired: Desired, since: float) -> dict[str, Any]:
         where = location(desired.job)

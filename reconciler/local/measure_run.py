@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from ftspec.reconciler.backend import NullReporter, Reporter
 from ftspec.reconciler.failure import describe
 from ftspec.reconciler.local.compare import same_file
 from ftspec.reconciler.local.observe import TERMINAL, RunView
@@ -31,6 +33,7 @@ from ftspec.reconciler.local.state import guarded, open_run_dir
 from ftspec.reconciler.local.supervise import EXIT_FILE, USAGE_FILE, read_json, write_json
 from ftspec.reconciler.logread import read_tail
 from ftspec.reconciler.measured import measure
+from ftspec.reconciler.pace import duration
 from ftspec.reconciler.progress import track_text, tracker_settings
 from ftspec.reconciler.usage import parse_usage
 from ftspec.spec.ir import Job
@@ -40,6 +43,22 @@ Files = Callable[[], Mapping[str, str]]
 MEASURED_FILE = "measured.json"
 _LOG_BYTES = 64 << 20
 _COUNT_TIMEOUT_S = 600.0
+
+
+def _counted(job: Job, root: Path, run_dir: str, compiled_files: Files, reporter: Reporter
+             ) -> tuple[dict[str, int] | None, str | None]:
+    """``_dataset_tokens``, said to ``reporter`` as it starts and ends: a count builds the
+    run's tokenizer and dataset in a child process (seconds to minutes), once per run."""
+    name = job.name
+    reporter.event(f"{name}: counting the dataset's tokens with the run's tokenizer "
+                   "(once per run, kept beside it)", measuring=name)
+    began = time.monotonic()
+    dataset, note = _dataset_tokens(root, run_dir, compiled_files)
+    took = duration(time.monotonic() - began)
+    reporter.event(f"{name}: {dataset['tokens']} tokens in {dataset['rows']} rows, counted "
+                   f"in {took}" if dataset else f"{name}: tokens not counted ({took})",
+                   measuring=name)
+    return dataset, note
 
 
 def _dataset_tokens(root: Path, run_dir: str, compiled_files: Files
@@ -74,10 +93,11 @@ def _dataset_tokens(root: Path, run_dir: str, compiled_files: Files
     return {"rows": int(data["rows"]), "tokens": int(data["tokens"])}, None
 
 
-def measured(job: Job, view: RunView, root: Path, files: Files) -> dict[str, Any]:
+def measured(job: Job, view: RunView, root: Path, files: Files,
+             reporter: Reporter | None = None) -> dict[str, Any]:
     """The run's measured properties; empty while it runs. ``files()``: the launcher's
     files as the spec compiles now (the token count reads its config from them, never from
-    the run's folder)."""
+    the run's folder). A first measurement that counts tokens is said to ``reporter``."""
     if view.phase not in TERMINAL:
         return {}
     record = view.record
@@ -87,13 +107,13 @@ def measured(job: Job, view: RunView, root: Path, files: Files) -> dict[str, Any
     if run is None:
         return {}
     with run:
-        out = _measured(job, view, root, run, files)
+        out = _measured(job, view, root, run, files, reporter or NullReporter())
         usage = parse_usage(read_json(run, USAGE_FILE))
         return {**out, "resources": usage} if usage is not None else out
 
 
-def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
-              ) -> dict[str, Any]:
+def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files,
+              reporter: Reporter) -> dict[str, Any]:
     record = view.record
     kept = read_json(run, MEASURED_FILE)
     validity = _validity(view)
@@ -106,7 +126,7 @@ def _measured(job: Job, view: RunView, root: Path, run: SafeDir, files: Files
     tracker = track_text(text, **tracker_settings(job))
     dataset = note = None
     if not job.launcher_facts.logs_tokens and tracker.tokens_seen() is None and tracker.last:
-        dataset, note = _dataset_tokens(root, record.run_dir, files)
+        dataset, note = _counted(job, root, record.run_dir, files, reporter)
     ended = read_json(run, EXIT_FILE) or {}
     rss = ended.get("max_rss_kib")
     rss_kib = rss if _kib(rss) else None

@@ -456,11 +456,11 @@ class RayBackend:
         return [Status(addr, phase, message, platform=platform, metrics=metrics,
                        outputs=self._outputs(desired, job), reason=why)]
 
-    def measured(self, desired: Desired) -> dict[str, Any]:
+    def measured(self, desired: Desired, reporter: Reporter | None = None) -> dict[str, Any]:
         """The ended job's measured properties (``reconciler.measured``), from its log: the
         trainer's runtime and token count (TRL's ``num_tokens``; a torchtune job's dataset
         lies on the cluster, so its tokens are not counted here), the CUDA peak the
-        launcher logged, validity."""
+        launcher logged, validity. One read of the log: nothing long to tell ``reporter``."""
         job = self._current(desired)
         phase = PHASES.get(str((job or {}).get("status")))
         if job is None or phase not in (Phase.SUCCEEDED, Phase.FAILED):

@@ -50,7 +50,15 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
     assert "lora_rank: 8" not in applied.stdout
     assert applied.stdout.rstrip().endswith("3 runs succeeded."), applied.stdout
 
-    got = _json(ftspec(workdir, env, "output", SPEC, "--compare", "--json"))
+    measuring = ftspec(workdir, env, "output", SPEC, "--compare", "--json")
+    got = _json(measuring)
+    # the first comparison counts each point's tokens, and says so on stderr as it goes
+    said = measuring.stderr.splitlines()
+    for name in NAMES:
+        start = said.index(f"{name}: counting the dataset's tokens with the run's tokenizer "
+                           "(once per run, kept beside it)")
+        assert re.fullmatch(rf"{name}: \d+ tokens in 64 rows, counted in \d+(s|m \d\ds)",
+                            said[start + 1]), measuring.stderr
     assert got["fields"] == ["training.learning_rate"]
     rows = got["points"]
     assert [r["name"] for r in rows] == NAMES
@@ -71,6 +79,7 @@ def test_a_sweep_trains_is_compared_grows_by_one_and_is_destroyed(
 
     table = ftspec(workdir, env, "output", SPEC, "--compare", "--plot", "sweep.png")
     assert table.returncode == 0, table.stderr
+    assert "counting" not in table.stderr  # measured once, kept with each run
     lines = table.stdout.splitlines()
     assert lines[0] == f"Sweep of {SPEC}: 3 points"
     assert lines[2].split() == ["NAME", "training.learning_rate", "PHASE", "STEPS",
