@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.reconciler.kubernetes.essence import IGNORED_ANNOTATIONS
-from ftspec.reconciler.ray.compare import run_view
 from ftspec.spec.ownership import SPEC_ID_LABEL
 
 RUN_FIELDS = ("jobId", "entrypoint", "runtimeEnvYAML")
@@ -74,6 +73,8 @@ def comparable(obj: dict[str, Any]) -> dict[str, Any]:
         return {**obj, "spec": _without_patch_times(spec)}
     if obj.get("kind") != "RayJob" or not isinstance(spec, dict):
         return obj
+    from ftspec.reconciler.ray.compare import run_view  # only a RayJob plan needs Ray's modules
+
     runtime = _runtime_env(spec.get("runtimeEnvYAML"))
     view = run_view({"submission_id": spec.get("jobId"), "entrypoint": spec.get("entrypoint"),
                      "runtime_env": runtime if isinstance(runtime, dict) else {}})

@@ -86,10 +86,15 @@ def _parse(path: Path) -> dict[str, Any]:
 
     Read with PyYAML's pure-Python safe loader: YAML 1.1 like kubectl's own reader (``yes``
     is true), plain values only, aliases shared rather than expanded, and nesting bounded by
-    Python's recursion limit (libyaml's composer recurses on the C stack)."""
+    Python's recursion limit (libyaml's composer recurses on the C stack). A file that is a
+    JSON object is read as JSON, as kubectl reads it (its reader turns YAML into JSON), and
+    PyYAML is not imported for it (``_json_object``)."""
+    text = _read(path, MAX_KUBECONFIG_BYTES, "kubeconfig")
+    data = _json_object(text)
+    if data is not None:
+        return _checked(path, data)
     import yaml
 
-    text = _read(path, MAX_KUBECONFIG_BYTES, "kubeconfig")
     try:
         data = yaml.load(text, Loader=yaml.SafeLoader) if text.strip() else {}
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
@@ -97,6 +102,26 @@ def _parse(path: Path) -> dict[str, Any]:
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise BackendError(f"kubeconfig {path} is not valid YAML{at}",
                            hint="check --kubeconfig / KUBECONFIG") from None
+    return _checked(path, data)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object, or None where it is not one: then the YAML reader reads
+    it as before, and reports where it fails. The JSON is read within the limits of the
+    server's answers (``spec.jsonlimits``: nesting depth, number length, finite numbers);
+    text beyond them goes to the YAML reader too."""
+    if not text.lstrip().startswith("{"):
+        return None
+    from ftspec.spec.jsonlimits import loads_limited
+
+    try:
+        data = loads_limited(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _checked(path: Path, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BackendError(f"kubeconfig {path} is not a mapping (clusters, users, contexts)")
     for key in ("clusters", "users", "contexts"):
