@@ -11,13 +11,14 @@ Two sets of cases:
   the fit per launcher family (what ``compiler/throughput_fit.py`` keeps) and each run
   predicted leave-one-out (with the efficiency fitted on the other runs of its family).
 - **CPU** (measured live, on this machine): before each case the peak is measured, a
-  matmul probe (best GFLOP/s of square fp32 matmuls) and a copy probe (GB/s); then the case trains a
+  matmul probe (best GFLOP/s of square fp32 matmuls) and a copy probe (GB/s), the probe
+  ``ftspec tune`` takes (``compiler/cpu_peak.py``); then the case trains a
   Llama with SmolLM2 135M's shapes and random weights for ``--cpu-steps`` steps in a plain
   torch loop (transformers' model, PEFT's LoRA, AdamW: the path TRL's trainer runs), timed
   after one warm-up step. The model predicts each case from its compiled spec (accelerate
   launcher, fp32, CPU) on the probed peak, with a CPU efficiency fitted on the other CPU
-  cases (leave-one-out). The CPU's efficiency is not kept in the package: a plan has no
-  CPU peak to predict from.
+  cases (leave-one-out). The fit of the recorded runs is kept as
+  ``compiler/throughput_fit.CPU_EFFICIENCY`` (what ``tune`` prices a CPU spec at).
 
 No timing is asserted anywhere: this prints, it does not pass or fail. The machine is
 shared: run it when it is quiet (``nice`` does not help a timing).
@@ -65,29 +66,6 @@ def h100_runs() -> list[Any]:
             assert hardware is not None, result["case"]
             runs.append(measured_run(result["case"], job, hardware, result["tokens_per_s"]))
     return runs
-
-
-def probe_cpu(dtype: Any) -> tuple[float, float]:
-    """(peak FLOP/s, memory bytes/s) of this machine's torch: the best of a few square
-    matmuls in ``dtype`` and of a few 256 MiB copies."""
-    import torch
-
-    best = 0.0
-    for n in (512, 1024, 2048):
-        a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-        a @ b
-        for _ in range(3):
-            start = time.perf_counter()
-            a @ b
-            best = max(best, 2 * n**3 / (time.perf_counter() - start))
-    src = torch.empty(1 << 26, dtype=torch.float32).fill_(1.0)
-    dst = torch.empty_like(src)
-    bw = 0.0
-    for _ in range(5):
-        start = time.perf_counter()
-        dst.copy_(src)
-        bw = max(bw, 2 * src.numel() * 4 / (time.perf_counter() - start))
-    return best, bw
 
 
 def cpu_job(case: str) -> Any:
@@ -157,6 +135,7 @@ def train_cpu(job: Any, steps: int) -> float:
 
 def cpu_runs(steps: int) -> tuple[list[Any], dict[str, float]]:
     import torch
+    from ftspec.compiler.cpu_peak import probe
     from ftspec.compiler.throughput import Hardware
     from ftspec.compiler.throughput_fit import measured_run
 
@@ -164,7 +143,7 @@ def cpu_runs(steps: int) -> tuple[list[Any], dict[str, float]]:
     probes: dict[str, Any] = {"threads": torch.get_num_threads()}
     for case in CPU_CASES:
         # probed again before each case: on a shared machine the peak moves with the load
-        flops, bw = probe_cpu(torch.float32)
+        flops, bw = probe("fp32")
         probes[case] = {"peak_gflops_fp32": round(flops / 1e9, 1),
                         "memory_gbps": round(bw / 1e9, 1)}
         job = cpu_job(case)

@@ -11,8 +11,14 @@ predicted / measured tokens/s - 1.
 ``bench/results/gpu_memory-h100-2026-11-24.json`` (Llama 3.2 1B's shapes, one H100,
 4 x 2048 tokens a step, bf16: four TRL runs, four torchtune runs), written down by
 ``bench/throughput.py`` and checked against the recorded file by
-``tests/compiler/test_throughput_fit.py``. The CPU's efficiency is not kept: it is fitted
-at bench time against a matmul probe of that machine.
+``tests/compiler/test_throughput_fit.py``.
+
+``CPU_EFFICIENCY`` and ``CPU_LOO_ERROR`` are the fit over the five CPU runs of
+``bench/results/throughput-2026-11-28.json`` (SmolLM2 135M's shapes, fp32, a plain torch
+loop on this project's 2-core machine under a load of 7 to 10), each against the matmul and
+copy probe taken just before it (``compiler/cpu_peak.py`` probes the same way for ``tune``).
+Measured, not a constant of CPUs: another machine, another load or another launcher's loop
+reaches another share, and the runs' leave-one-out errors reach 53%.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ GPU_EFFICIENCY: dict[str, float] = {"hf": 0.3253, "torchtune": 0.3200}
 GPU_LOO_ERROR = 0.11
 """Largest |leave-one-out error| of the GPU fit over its runs (rounded up to a hundredth):
 the plan's band is this share either side of its prediction."""
+CPU_EFFICIENCY = 0.0859
+"""Share of the probed CPU roofline the recorded CPU runs reached (the module docstring)."""
+CPU_LOO_ERROR = 0.53
+"""Largest |leave-one-out error| of the CPU fit over its runs (rounded up to a hundredth)."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ when the estimate leaves ``margin`` of the device's memory free; its speed is
 ``compiler.time_cost.throughput_of`` (tokens/s per device). The choice is the fastest that
 fits (of equally fast ones, the fewest changes: ``TIE``), kept only when it beats the spec
 as written by ``MIN_GAIN``.
+
+A CPU job (``deploy.target: local``, one process) is priced on this machine's CPU: its peak
+from ``compiler/cpu_peak.py`` (a probe, its cache, or the user's figures), the CPU efficiency
+of ``compiler/throughput_fit.py``, and this machine's memory as the capacity (the caller
+reads it). The efficiency scales every candidate alike, so the choice does not depend on
+it; the tokens/s do, and the overlay says how far they are to be trusted.
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ftspec.compiler.cpu_peak import CpuPeak
 from ftspec.compiler.pipeline import SpecInput, compile_spec
+from ftspec.compiler.throughput import Prediction, predict
+from ftspec.compiler.throughput_fit import CPU_EFFICIENCY, CPU_LOO_ERROR, GPU_LOO_ERROR
 from ftspec.compiler.time_cost import estimate_time, throughput_of
 from ftspec.spec.diagnostics import format_path
 from ftspec.spec.ir import Job
@@ -93,6 +102,8 @@ class Tuned:
     margin: float
     world_size: int
     global_batch_size: int
+    cpu: CpuPeak | None = None
+    """The CPU peak the candidates were priced on (None: the accelerator's, from the catalog)."""
 
     @property
     def gain(self) -> float:
@@ -129,8 +140,39 @@ def settings(job: Job) -> list[Setting]:
     return out if written in out else [written, *out]
 
 
-def unpredicted(job: Job) -> str | None:
-    """Why ``job`` has no throughput to tune for, or None when it has one."""
+def speed(job: Job, cpu: CpuPeak | None) -> Prediction | None:
+    """``job``'s predicted throughput: on its accelerator (the catalog's peak), or for a CPU
+    job on ``cpu`` at the CPU efficiency (None without one)."""
+    if job.device == "cuda":
+        return throughput_of(job)
+    return None if cpu is None else predict(job, cpu.hardware(), CPU_EFFICIENCY)
+
+
+def cpu_refusal(job: Job) -> str | None:
+    """Why a CPU ``job`` cannot be priced on this machine's CPU (None: it can, or it is no
+    CPU job). Asked before the probe: nothing is measured for a job that runs elsewhere."""
+    if job.device == "cuda":
+        return None
+    if job.spec.deploy.target != "local":
+        return (f"a CPU run on deploy.target {job.spec.deploy.target}: the CPU peak is "
+                "measured on this machine, not where the job runs")
+    if job.world_size > 1:
+        return (f"a CPU run of {job.world_size} processes: the CPU probe measures one "
+                "process with every core")
+    return None
+
+
+def unpredicted(job: Job, cpu: CpuPeak | None = None,
+                cpu_capacity_gib: float | None = None) -> str | None:
+    """Why ``job`` has no throughput to tune for, or None when it has one (a CPU job with
+    ``cpu``, its peak, and ``cpu_capacity_gib``, this machine's memory per process)."""
+    if job.device != "cuda":
+        refused = cpu_refusal(job)
+        if refused is not None:
+            return refused
+        if cpu is None:
+            return "a CPU run: no CPU peak (tune probes this machine, or give --cpu-peak)"
+        return None if cpu_capacity_gib else "this machine's memory is unknown: no fit to check"
     if throughput_of(job) is not None and job.memory.capacity_gib is not None:
         return None
     if job.memory.capacity_gib is None and job.device == "cuda":
@@ -138,7 +180,8 @@ def unpredicted(job: Job) -> str | None:
     return str(estimate_time(job)[1])
 
 
-def evaluate(source: SpecInput, job: Job, setting: Setting, limit_gib: float) -> Candidate:
+def evaluate(source: SpecInput, job: Job, setting: Setting, limit_gib: float,
+             cpu: CpuPeak | None = None) -> Candidate:
     """``setting`` compiled over ``source`` through the compile path."""
     sets = (*source.sets, *setting.sets(setting_of(job)))
     result = compile_spec(replace(source, sets=sets), "artifacts")
@@ -150,18 +193,21 @@ def evaluate(source: SpecInput, job: Job, setting: Setting, limit_gib: float) ->
                else first.summary)
         return Candidate(setting, None, None, False, why)
     mem = result.job.memory.total_gib
-    pred = throughput_of(result.job)
+    pred = speed(result.job, cpu)
     return Candidate(setting, None if pred is None else pred.tokens_per_s, round(mem, 2),
                      mem <= limit_gib)
 
 
-def tune(source: SpecInput, job: Job, margin: float) -> Tuned:
-    """Search ``job``'s settings (compiled from ``source``); ``unpredicted(job)`` must be None."""
-    capacity = job.memory.capacity_gib
+def tune(source: SpecInput, job: Job, margin: float, cpu: CpuPeak | None = None,
+         cpu_capacity_gib: float | None = None) -> Tuned:
+    """Search ``job``'s settings (compiled from ``source``); ``unpredicted(job, cpu,
+    cpu_capacity_gib)`` must be None."""
+    capacity = job.memory.capacity_gib if job.device == "cuda" else cpu_capacity_gib
     assert capacity is not None
+    cpu = None if job.device == "cuda" else cpu
     limit = capacity * (1 - margin)
     written = setting_of(job)
-    cands = tuple(evaluate(source, job, s, limit) for s in settings(job))
+    cands = tuple(evaluate(source, job, s, limit, cpu) for s in settings(job))
     base = next(c for c in cands if c.setting == written)
     fitting = [c for c in cands if c.fits and c.tokens_per_s is not None]
     top = max((c.tokens_per_s or 0.0 for c in fitting), default=0.0)
@@ -171,8 +217,8 @@ def tune(source: SpecInput, job: Job, margin: float) -> Tuned:
     floor = (base.tokens_per_s or 0.0) * (1 + MIN_GAIN)
     choice = (best if best is not None and best.setting != written
               and (best.tokens_per_s or 0.0) > floor else None)
-    return Tuned(base, cands, choice, round(limit, 2), capacity, margin, max(job.world_size, 1),
-                 job.global_batch_size)
+    return Tuned(base, cands, choice, round(limit, 2), round(capacity, 2), margin,
+                 max(job.world_size, 1), job.global_batch_size, cpu)
 
 
 def _why(tuned: Tuned, field: str, chosen: str, written: str, reverted: Setting) -> str:
@@ -190,6 +236,25 @@ def _why(tuned: Tuned, field: str, chosen: str, written: str, reverted: Setting)
     return f"{field} {chosen} (written {written}): {mine or 0:,.0f} tokens/s, {against}"
 
 
+def gpu_trust() -> str:
+    return (f"# The throughput model's band is about {100 * GPU_LOO_ERROR:.0f}%: measure before"
+            " relying on the gain.")
+
+
+def cpu_trust(cpu: CpuPeak) -> list[str]:
+    """The overlay's comment lines on where the CPU figures come from and how far to trust
+    them."""
+    return [
+        f"# CPU figures: peak {cpu.describe()},",
+        f"#   CPU efficiency {CPU_EFFICIENCY} (fitted on five CPU runs of a loaded 2-core machine,",
+        f"#   leave-one-out errors up to {100 * CPU_LOO_ERROR:.0f}%): the tokens/s are rough. The efficiency",
+        "#   scales every candidate alike; the ranking depends on the probe only through",
+        "#   compute against memory traffic. The model prices no fixed cost per micro-batch",
+        "#   (Python, kernel launches), which on a small model favours larger micro batches",
+        "#   more than it says. Measure before relying on the gain.",
+    ]
+
+
 def overlay_text(tuned: Tuned, spec_name: str) -> str:
     """The overlay for ``tuned.choice``, with a comment header: the predicted gain and why
     each value was chosen."""
@@ -200,12 +265,13 @@ def overlay_text(tuned: Tuned, spec_name: str) -> str:
     head = [
         f"# ftspec tune {spec_name}: {gain} predicted tokens/s per device,",
         f"#   {base.tokens_per_s or 0:,.0f} as written -> {choice.tokens_per_s or 0:,.0f}.",
-        f"# Memory estimate {choice.memory_gib} GiB of {tuned.capacity_gib:g} GiB",
+        (f"# Memory estimate {choice.memory_gib} GiB of {tuned.capacity_gib:g} GiB"
+         + (" (this machine's memory)" if tuned.cpu else "")),
         f"#   (limit {tuned.limit_gib} GiB: {100 * tuned.margin:g}% left free).",
         (f"# Global batch kept: micro {c.micro_batch_size} x {c.gradient_accumulation_steps}"
          f" accumulated x {tuned.world_size} devices = {tuned.global_batch_size}."),
         "# Learning rate, data and method are not touched.",
-        "# The throughput model's band is about 11%: measure before relying on the gain.",
+        *(cpu_trust(tuned.cpu) if tuned.cpu else [gpu_trust()]),
         "# Why each value:",
         "#   " + _why(tuned, "micro batch x accumulation",
                       f"{c.micro_batch_size} x {c.gradient_accumulation_steps}",

@@ -1,6 +1,7 @@
 """``ftspec tune``: the fastest batch / checkpointing / sharding settings that fit, written
 as an overlay that keeps the global batch and never touches learning rate, data or method;
-a CPU spec is not tuned; a bad spec is a located error. In-process, no training, no timing."""
+a bad spec is a located error (a CPU spec: tests/cli/test_tune_cpu.py). In-process, no
+training, no timing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from helpers.cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = str(ROOT / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml")
-TINY = str(ROOT / "examples" / "tiny-local.yaml")
 SEARCHED = {"training": {"micro_batch_size", "gradient_accumulation_steps",
                          "gradient_checkpointing"}, "distributed": {"strategy"}}
 
@@ -87,17 +87,6 @@ def test_a_refused_candidate_is_listed_and_never_chosen(
     refused = [c for c in data["candidates"] if c["refused"]]
     assert refused and {c["strategy"] for c in refused} == {"ddp"}
     assert "torchtune" in refused[0]["refused"] and data["choice"]["strategy"] == "fsdp"
-
-
-def test_a_cpu_spec_is_not_tuned_and_nothing_is_written(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    overlay = tmp_path / "tuned.yaml"
-    code, out, _ = run(capsys, "tune", TINY, "-o", str(overlay))
-    assert code == 0 and out.startswith("not tuned: a CPU run"), out
-    assert not overlay.exists()
-    data = _tune(capsys, TINY, "-o", str(overlay))
-    assert data["tuned"] is False and "CPU" in data["reason"]
-    assert not overlay.exists()
 
 
 def test_a_bad_spec_is_a_located_error(tmp_path: Path,
