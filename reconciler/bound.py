@@ -43,7 +43,7 @@ from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.model import Change, Plan
 from ftspec.spec.diagnostics import Diagnostic
 
-_READ = engine.StaleWords("{address}")
+_READ = engine.StaleWords("{address}", versions=True)
 _AGAIN = "make the plan again with `ftspec plan SPEC --out FILE` and apply the new one"
 
 
@@ -151,9 +151,7 @@ def compare(saved: Plan, fresh: Plan) -> None:
     # an address only one side read is left to the comparison of its change below
     stale = engine.stale_reads(dict(sorted(saved.read_digests.items())), fresh.read_digests)
     if stale:
-        addr, was, now = stale[0]
-        raise _stale(f"{addr} {_READ.how(was, now)} since the plan was made (planned {was}, "
-                     f"now {now})")
+        raise _stale(_READ.said(*stale[0]))
     planned = {c.address: c for c in fresh.changes}
     for i, change in enumerate(saved.changes):
         ours = planned.get(change.address)

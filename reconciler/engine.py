@@ -76,10 +76,19 @@ class StaleWords:
     created: str = "was created"
     removed: str = "was removed"
     changed: str = "was changed"
+    versions: bool = False
+    """Whether the digests are worth showing ("(planned rv:12, now rv:15)")."""
+    hint: str = "run `ftspec plan` again"
 
     def how(self, was: str, now: str) -> str:
         return self.created if was == ABSENT else self.removed if now == ABSENT else \
             self.changed
+
+    def said(self, address: str, was: str, now: str) -> str:
+        """What changed at ``address``, after "Saved plan is stale: "."""
+        versions = f" (planned {was}, now {now})" if self.versions else ""
+        return (f"{self.subject.format(address=address)} {self.how(was, now)} since the plan "
+                f"was made{versions}")
 
 
 def stale_reads(planned: Mapping[str, str], now: Mapping[str, str]
@@ -94,7 +103,5 @@ def check_fresh(plan: Plan, now: Mapping[str, str], words: StaleWords, note: str
     ``now`` (the first address that differs, then ``note``); nothing has been changed."""
     stale = stale_reads(plan.read_digests, now)
     if stale:
-        addr, was, is_now = stale[0]
-        raise StalePlanError(f"Saved plan is stale: {words.subject.format(address=addr)} "
-                             f"{words.how(was, is_now)} since the plan was made{note}",
-                             hint="run `ftspec plan` again")
+        raise StalePlanError(f"Saved plan is stale: {words.said(*stale[0])}{note}",
+                             hint=words.hint)

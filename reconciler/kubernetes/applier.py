@@ -18,14 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Reporter, StalePlanError
+from ftspec.reconciler.engine import StaleWords, check_fresh
 from ftspec.reconciler.kubernetes.children import wait_children_gone
 from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.essence import with_applied_digest
 from ftspec.reconciler.kubernetes.lease import SpecLease
+from ftspec.reconciler.kubernetes.plan_steps import read_digests
 from ftspec.reconciler.kubernetes.planner import address, owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
-from ftspec.reconciler.kubernetes.reads import Reader
 from ftspec.reconciler.kubernetes.resources import (
     MANAGED_KINDS,
     describe,
@@ -44,6 +45,10 @@ NEEDED_FIRST = ("ConfigMap", "TrainingRuntime", "ClusterTrainingRuntime")
 """Kinds other objects of a plan need to exist (a TrainJob its runtime and its files):
 applied before the rest."""
 DELETE_TIMEOUT_S = 300.0
+STALE = StaleWords("{address}", versions=True,
+                   hint="run `ftspec plan --out FILE` again and apply the new plan")
+"""How apply names an object that changed since its plan read it (``engine.check_fresh``,
+over ``plan_steps.read_digests``), checked once the specs' leases are held."""
 CACHE_WAIT_S = 30.0
 """How long apply retries an object an admission webhook refuses because the object it
 needs, which this apply just created, is not yet in the controller's cache."""
@@ -59,25 +64,6 @@ def _order(change: Change) -> tuple[int, int]:
 
 def _obj(change: Change) -> dict[str, Any]:
     return change.after or change.before or {}
-
-
-def _stale_check(t: Transport, plan: Plan) -> None:
-    from ftspec.reconciler.kubernetes.plan_steps import read_digest
-
-    reader = Reader(t)
-    try:
-        objs = {c.address: _obj(c) for c in plan.changes}
-        addrs = [a for a in plan.read_digests if a in objs]
-        now = list(reader.pool.map(lambda a: read_digest(reader.get(objs[a])), addrs))
-    finally:
-        reader.close()
-    changed = [f"{a} (planned {plan.read_digests[a]}, now {d})"
-               for a, d in zip(addrs, now) if d != plan.read_digests[a]]
-    if changed:
-        raise StalePlanError(
-            "Saved plan is stale: these objects changed since the plan was made:\n  - "
-            + "\n  - ".join(changed),
-            hint="run `ftspec plan --out FILE` again and apply the new plan")
 
 
 def _apply_one(t: Transport, obj: dict[str, Any], force: bool) -> dict[str, Any]:
@@ -265,7 +251,7 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
             held.append(lease)
             reporter.event(f"lock acquired: lease {lease.namespace}/{lease.name}",
                            lease=lease.name)
-        _stale_check(t, plan)
+        check_fresh(plan, read_digests(t, plan), STALE)
         done: list[Change] = []
         failed: list[tuple[str, str]] = []
         applied: set[str] = set()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.crd_rules import Violation
-from ftspec.reconciler.backend import BackendError, Desired
+from ftspec.reconciler.backend import ABSENT, BackendError, Desired
 from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
 from ftspec.reconciler.kubernetes.errors import ApiError
@@ -31,10 +31,9 @@ from ftspec.reconciler.kubernetes.planner import (
 from ftspec.reconciler.kubernetes.reads import Applying, Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, runtime_needed
 from ftspec.reconciler.kubernetes.runtime_drift import live_runtime_drift
-from ftspec.reconciler.model import Action, Change
+from ftspec.reconciler.kubernetes.transport import Transport
+from ftspec.reconciler.model import Action, Change, Plan
 from ftspec.spec.ir import Job
-
-ABSENT = "absent"
 
 Obj = dict[str, Any]
 Owned = dict[str, list[Obj]]
@@ -46,6 +45,19 @@ def read_digest(live: Obj | None) -> str:
     if live is None:
         return ABSENT
     return "rv:" + str((live.get("metadata") or {}).get("resourceVersion"))
+
+
+def read_digests(t: Transport, plan: Plan) -> dict[str, str]:
+    """Each object ``plan`` read and changes, read again now and digested as ``Draft.add``
+    digested it (``DigestReader``), all at once."""
+    objs = {c.address: c.after or c.before or {} for c in plan.changes}
+    addrs = [a for a in plan.read_digests if a in objs]
+    reader = Reader(t)
+    try:
+        return dict(zip(addrs, reader.pool.map(lambda a: read_digest(reader.get(objs[a])),
+                                               addrs)))
+    finally:
+        reader.close()
 
 
 def owner_key(job: Job) -> str:

@@ -4,12 +4,15 @@ again (``DigestReader.read_digests``), and the words each backend says it in."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ftspec.reconciler.backend import ABSENT, NullReporter, StalePlanError
 from ftspec.reconciler.engine import StaleWords, check_fresh, stale_reads
+from ftspec.reconciler.backends import BackendOptions
+from ftspec.reconciler.kubernetes.backend import KubernetesBackend
 from ftspec.reconciler.local.backend import LocalBackend
 from ftspec.reconciler.model import Action, Change, Plan
 from ftspec.reconciler.ray.backend import RayBackend
@@ -98,3 +101,56 @@ def test_ray_apply_refuses_a_stale_plan_before_it_submits_any_job() -> None:
     done = backend.apply(_plan({"ray.job.a": ABSENT}, plan.changes[0]), NullReporter())
     assert [c.address for c in done.applied] == ["ray.job.a"]
     assert [p["submission_id"] for p in jobs.submitted] == ["a-1"]
+
+
+class _Cluster:
+    """A Kubernetes API serving ``live`` (path -> object) that allows every access review and
+    lease; each other write is kept (method, path)."""
+
+    def __init__(self, live: dict[str, dict[str, Any]]) -> None:
+        self.live = live
+        self.writes: list[tuple[str, str]] = []
+
+    def request(self, method: str, path: str, body: Any = None, **_: Any
+                ) -> dict[str, Any] | None:
+        if path.endswith("/selfsubjectaccessreviews"):
+            return {"status": {"allowed": True}}
+        if "/leases" in path:
+            return {}
+        if method == "GET":
+            return self.live.get(path)
+        self.writes.append((method, path))
+        return {}
+
+
+def _config_map(name: str, rv: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ml", "labels": {
+        OWNER_LABEL: OWNER_VALUE, SPEC_ID_LABEL: "a"}}
+    if rv:
+        meta["resourceVersion"] = rv
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+
+
+def test_kubernetes_apply_refuses_an_object_changed_since_its_plan_before_writing() -> None:
+    path = "/api/v1/namespaces/ml/configmaps/"
+    cluster = _Cluster({"/api/v1/namespaces/ml": {"kind": "Namespace"},
+                        path + "b": _config_map("b", "7")})
+    backend = KubernetesBackend(BackendOptions())
+    backend._transport = cluster  # type: ignore[assignment]
+    plan = _plan({"kubeflow.ConfigMap.ml/a": ABSENT, "kubeflow.ConfigMap.ml/b": "rv:5"},
+                 Change("kubeflow.ConfigMap.ml/a", Action.CREATE, None, _config_map("a")),
+                 Change("kubeflow.ConfigMap.ml/b", Action.UPDATE, _config_map("b", "5"),
+                        _config_map("b")))
+    assert backend.read_digests(plan) == {"kubeflow.ConfigMap.ml/a": ABSENT,
+                                          "kubeflow.ConfigMap.ml/b": "rv:7"}
+    with pytest.raises(StalePlanError) as caught:
+        backend.apply(plan, NullReporter())
+    assert str(caught.value) == ("Saved plan is stale: kubeflow.ConfigMap.ml/b was changed "
+                                 "since the plan was made (planned rv:5, now rv:7)")
+    assert caught.value.hint == "run `ftspec plan --out FILE` again and apply the new plan"
+    assert cluster.writes == []  # ml/a comes first and is fresh: not created either
+    fresh = replace(plan, read_digests=backend.read_digests(plan))
+    done = backend.apply(fresh, NullReporter())
+    assert [c.address for c in done.applied] == ["kubeflow.ConfigMap.ml/a",
+                                                 "kubeflow.ConfigMap.ml/b"]
+    assert cluster.writes == [("PATCH", path + "a"), ("PATCH", path + "b")]
