@@ -120,7 +120,8 @@ def _facts_of(f: ModelFamily, params_b: float | None) -> ModelFacts:
         torchtune_builder=f.torchtune_builder, head_dim=f.attn_head_dim,
         tied_embeddings=f.tied_embeddings, num_experts=f.num_experts, gated_mlp=f.gated_mlp,
         context_len=f.max_seq_len, shared_intermediate_size=f.shared_intermediate_size,
-        mamba=f.mamba, vision=f.vision,
+        mamba=f.mamba, vision=f.vision, linear_attention=f.linear_attention,
+        attn_output_gate=f.attn_output_gate,
     )
 
 

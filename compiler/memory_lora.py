@@ -26,7 +26,7 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     Shapes come from the architecture numbers: query/output width heads x head size (not
     always the hidden size: Gemma, Qwen3), key/value width KV heads x head size, and MLP
     projections (dense models only). In a hybrid stack only the attention layers have
-    q/k/v/o projections.
+    q/k/v/o projections; an attention output gate doubles ``q_proj``'s output.
 
     Mixtures of experts get no MLP adapters: transformers 5 stores the experts of every
     catalog MoE architecture (Mixtral, Qwen3-MoE, gpt-oss, Granite MoE and MoE-hybrid) as
@@ -46,7 +46,8 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     kv = model.num_kv_heads * model.attn_head_dim
     inter = model.shared_intermediate_size if model.num_experts else model.intermediate_size
     shapes = {
-        "q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
+        "q_proj": (h, 2 * q if model.attn_output_gate else q), "k_proj": (h, kv),
+        "v_proj": (h, kv), "o_proj": (q, h),
         "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
     }
     attention = mlp = 0
@@ -71,8 +72,10 @@ def _all_linear_extra(model: ModelFacts, rank: int, dora: bool) -> float:
     Mamba-2 layer's ``in_proj`` (h -> 2 x inner + 2 x groups x N + heads) and ``out_proj``
     (inner -> h), a fused shared MLP in every layer (``input_linear`` h -> 2 x S,
     ``output_linear`` S -> h; transformers' GraniteMoeHybrid: beside the experts, or the
-    whole MLP of a dense Granite 4.0, S its intermediate size), and a linear router in
-    every layer (h -> experts)."""
+    whole MLP of a dense Granite 4.0, S its intermediate size), a linear router in every
+    layer (h -> experts), and each gated linear-attention layer's ``in_proj_qkv`` (h -> 2 x
+    key + value width), ``in_proj_z`` (h -> value width), ``in_proj_b`` / ``in_proj_a`` (h ->
+    value heads) and ``out_proj`` (value width -> h); its ``conv1d`` is no linear layer."""
     h = model.hidden_size
     extra = 0.0
     if model.mamba is not None:
@@ -81,6 +84,13 @@ def _all_linear_extra(model: ModelFacts, rank: int, dora: bool) -> float:
         mamba_layers = model.num_layers - len(m.attention_layers)
         extra += mamba_layers * (_adapter(rank, h, in_out, dora)
                                  + _adapter(rank, m.inner, h, dora))
+    if model.linear_attention is not None:
+        la = model.linear_attention
+        linear_layers = model.num_layers - len(la.attention_layers)
+        extra += linear_layers * (
+            _adapter(rank, h, la.conv_dim, dora) + _adapter(rank, h, la.value_dim, dora)
+            + 2 * _adapter(rank, h, la.value_heads, dora)
+            + _adapter(rank, la.value_dim, h, dora))
     if model.hf_layer_cls in FUSED_MLP_LAYERS:
         shared = model.shared_intermediate_size if model.num_experts else \
             model.intermediate_size
@@ -104,4 +114,5 @@ def reached_modules(model: ModelFacts, modules: tuple[str, ...]) -> tuple[str, .
 
 def attention_layers(model: ModelFacts) -> int:
     """Layers with attention projections: all of them, or a hybrid stack's attention ones."""
-    return model.num_layers if model.mamba is None else len(model.mamba.attention_layers)
+    hybrid = model.mamba or model.linear_attention
+    return model.num_layers if hybrid is None else len(hybrid.attention_layers)

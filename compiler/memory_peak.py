@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ftspec.compiler.memory_arch import (
+    hybrid_attention_layers,
     image_tokens,
-    mamba_layer_saved_bytes,
-    mamba_scan_buffer_bytes,
+    other_layer_buffer_bytes,
+    other_layer_saved_bytes,
+    output_gate_saved_bytes,
     vision_activation_bytes,
 )
 from ftspec.compiler.memory_units import DTYPE_BYTES
@@ -149,6 +151,8 @@ def layer_saved_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tuple
         saved += (5 if mixed else 2) * c * h + c * inter
     saved += c * 4 * q if tune else c * (2 * q + 2 * kv)
     saved += 4.0 * heads
+    saved += output_gate_saved_bytes(
+        spec, model, full or (spec.method.kind in LORA_FAMILY and "o_proj" in lora_modules))
     saved += (3 if model.gated_mlp else 1) * c * inter
     if model.shared_intermediate_size:  # a shared expert beside the routed ones
         saved += (3 if model.gated_mlp else 1) * c * model.shared_intermediate_size
@@ -228,11 +232,11 @@ def stored_activations(spec: FineTuneSpec, model: ModelFacts, layer: float,
         stored = 0.0  # the checkpoints sit in CPU memory
     elif t.gradient_checkpointing:
         stored = checkpoint_bytes(spec, model, tokens)
-    elif model.mamba is None:
+    elif (attention_layers := hybrid_attention_layers(model)) is None:
         stored = layer * model.num_layers
-    else:  # hybrid: attention layers and Mamba-2 layers keep different tensors
-        attention = len(model.mamba.attention_layers)
-        stored = layer * attention + mamba_layer_saved_bytes(spec, model) * tokens \
+    else:  # hybrid: attention layers and Mamba-2 / linear layers keep different tensors
+        attention = len(attention_layers)
+        stored = layer * attention + other_layer_saved_bytes(spec, model) * tokens \
             * (model.num_layers - attention)
     return stored + (4.0 + c) * model.hidden_size * tokens
 
@@ -240,13 +244,13 @@ def stored_activations(spec: FineTuneSpec, model: ModelFacts, layer: float,
 def one_layer_bytes(spec: FineTuneSpec, model: ModelFacts, layer: float, tokens: float,
                     micro_batch: int) -> float:
     """The widest single layer's saved tensors while its backward runs (``layer``: an
-    attention layer's): in a hybrid stack a Mamba-2 layer's, with its scan's transient
-    buffers (``mamba_scan_buffer_bytes``), may be wider."""
-    if model.mamba is None:
+    attention layer's): in a hybrid stack a Mamba-2 or gated linear-attention layer's, with
+    its scan's transient buffers (``other_layer_buffer_bytes``), may be wider."""
+    if hybrid_attention_layers(model) is None:
         return layer
-    mamba = mamba_layer_saved_bytes(spec, model) * tokens + mamba_scan_buffer_bytes(
-        spec, model.mamba, micro_batch, int(tokens) // micro_batch)
-    return max(layer, mamba)
+    other = other_layer_saved_bytes(spec, model) * tokens + other_layer_buffer_bytes(
+        spec, model, micro_batch, int(tokens) // micro_batch)
+    return max(layer, other)
 
 
 def loss_head(spec: FineTuneSpec, model: ModelFacts, tokens: float) -> tuple[float, float]:

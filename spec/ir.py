@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ftspec.spec.catalog.blocks import MambaFacts, VisionFacts
+from ftspec.spec.catalog.blocks import LinearAttentionFacts, MambaFacts, VisionFacts
 from ftspec.spec.kept import Deferred
 from ftspec.spec.platforms import (
     LAUNCHER_FACTS,
@@ -66,6 +66,10 @@ class ModelFacts:
     """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
     vision: VisionFacts | None = None
     """Vision-language models: the image encoder and projector."""
+    linear_attention: LinearAttentionFacts | None = None
+    """Hybrid gated linear-attention / attention stacks: the linear layers."""
+    attn_output_gate: bool = False
+    """Attention's output gated by a sigmoid of a second ``q_proj`` half (Qwen3.5)."""
 
     @property
     def attn_head_dim(self) -> int:

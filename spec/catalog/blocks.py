@@ -1,4 +1,5 @@
-"""Blocks beyond the dense decoder: Mamba-2 layers of hybrid stacks and vision towers.
+"""Blocks beyond the dense decoder: Mamba-2 and gated linear-attention layers of hybrid stacks,
+gated attention outputs and vision towers.
 
 The numbers are ``config.json`` facts (names as transformers spells them in brackets); the
 parameter formulas count what transformers builds for them, so a catalog entry's published
@@ -53,9 +54,57 @@ def mamba_layer_params(hidden: int, m: MambaFacts) -> float:
     return float(in_proj + conv + 3 * m.num_heads + m.inner + m.inner * hidden)
 
 
-def attention_params(hidden: int, heads: int, kv_heads: int, head_dim: int) -> float:
-    """q and o (h x heads x head size each), k and v (h x KV heads x head size each)."""
-    return float(2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim)
+def attention_params(hidden: int, heads: int, kv_heads: int, head_dim: int,
+                     output_gate: bool = False) -> float:
+    """q and o (h x heads x head size each), k and v (h x KV heads x head size each); an
+    output gate (``attn_output_gate``: Qwen3.5, Qwen3-Next) widens ``q_proj`` to twice the
+    query width, the second half a per-channel sigmoid gate on attention's output."""
+    q = heads * head_dim
+    return float((3 if output_gate else 2) * hidden * q + 2 * hidden * kv_heads * head_dim)
+
+
+@dataclass(frozen=True)
+class LinearAttentionFacts:
+    """The gated linear-attention layers of a hybrid stack (Gated DeltaNet: Yang, Kautz &
+    Hatamizadeh 2025, "Gated Delta Networks"; Qwen3.5, Qwen3-Next), from the ``linear_*``
+    numbers of its config.json."""
+
+    attention_layers: tuple[int, ...]
+    """Indices of the full-attention layers (``layer_types``); every other layer is linear."""
+    key_heads: int
+    """Query / key heads (``linear_num_key_heads``)."""
+    value_heads: int
+    """Value heads (``linear_num_value_heads``): one decay and one beta each."""
+    key_head_dim: int
+    """``linear_key_head_dim``."""
+    value_head_dim: int
+    """``linear_value_head_dim``."""
+    conv_kernel: int = 4
+    """Width of the causal depthwise convolution over q, k and v (``linear_conv_kernel_dim``)."""
+
+    @property
+    def key_dim(self) -> int:
+        return self.key_heads * self.key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.value_heads * self.value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels through the convolution: q, k and v."""
+        return 2 * self.key_dim + self.value_dim
+
+
+def linear_attention_params(hidden: int, la: LinearAttentionFacts) -> float:
+    """Parameters of one Gated DeltaNet mixer in its weight matrices, as transformers'
+    ``Qwen3_5GatedDeltaNet`` builds it: ``in_proj_qkv`` h -> 2 x key + value width,
+    ``in_proj_z`` (the output gate) h -> value width, ``in_proj_b`` and ``in_proj_a`` h ->
+    value heads each, the depthwise ``conv1d`` (conv_dim x kernel) and ``out_proj`` value
+    width -> h. The per-head ``dt_bias`` and ``A_log`` and the gated norm's weight are left
+    out, as norms and biases are."""
+    return float(hidden * la.conv_dim + hidden * la.value_dim + 2 * hidden * la.value_heads
+                 + la.conv_dim * la.conv_kernel + la.value_dim * hidden)
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ftspec.spec.catalog.blocks import (
+    LinearAttentionFacts,
     MambaFacts,
     VisionFacts,
     attention_params,
+    linear_attention_params,
     mamba_layer_params,
     vision_tower_params,
 )
@@ -67,6 +69,10 @@ class ModelFamily:
     """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
     vision: VisionFacts | None = None
     """Vision-language models: the image encoder and projector."""
+    linear_attention: LinearAttentionFacts | None = None
+    """Hybrid gated linear-attention / attention stacks (Qwen3.5): the linear layers."""
+    attn_output_gate: bool = False
+    """Attention's output is gated per channel by a sigmoid of a second ``q_proj`` half."""
     source: str = ""
     """Where the numbers come from (a Hugging Face repo's config.json, a paper)."""
 
@@ -78,13 +84,18 @@ class ModelFamily:
 def param_count(f: ModelFamily) -> float:
     """Parameters implied by the architecture numbers (biases and norms left out)."""
     h, hd = f.hidden_size, f.attn_head_dim
-    attn = 2 * h * f.num_heads * hd + 2 * h * f.num_kv_heads * hd
+    attn = attention_params(h, f.num_heads, f.num_kv_heads, hd, f.attn_output_gate)
     mlp = (3 if f.gated_mlp else 2) * h * f.intermediate_size
     if f.num_experts:
         mlp = mlp * f.num_experts + h * f.num_experts  # experts + router
     mlp += 3 * h * f.shared_intermediate_size
     embeddings = f.vocab_size * h * (1 if f.tied_embeddings else 2)
     extra = vision_tower_params(f.vision, h) if f.vision else 0.0
+    if f.linear_attention is not None:
+        la = f.linear_attention
+        full = len(la.attention_layers)
+        mixers = full * attn + (f.num_layers - full) * linear_attention_params(h, la)
+        return float(mixers + f.num_layers * mlp + embeddings) + extra
     if f.mamba is None:
         return float(f.num_layers * (attn + mlp) + embeddings) + extra
     attention = len(f.mamba.attention_layers)
@@ -98,6 +109,7 @@ def make(key: str, display: str, params_b: float, layers: int, hidden: int, head
        arch: str = "llama", head_dim: int | None = None, tied: bool = False,
        plain: bool = False, experts: tuple[int, int] = (0, 0), shared: int = 0,
        mamba: MambaFacts | None = None, vision: VisionFacts | None = None,
+       linear: LinearAttentionFacts | None = None, gate: bool = False,
        source: str = "") -> ModelFamily:
     folder, _, size = (tt or "").partition("/")
     return ModelFamily(
@@ -106,4 +118,5 @@ def make(key: str, display: str, params_b: float, layers: int, hidden: int, head
         torchtune_builder=f"torchtune.models.{folder}" if tt else None,
         num_experts=experts[0], experts_per_token=experts[1], head_dim=head_dim,
         tied_embeddings=tied, gated_mlp=not plain, arch=arch, shared_intermediate_size=shared,
-        mamba=mamba, vision=vision, source=source)
+        mamba=mamba, vision=vision, linear_attention=linear, attn_output_gate=gate,
+        source=source)

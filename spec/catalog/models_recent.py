@@ -39,12 +39,29 @@ What the memory estimate prices for them, beyond a dense decoder's terms:
   training-memory term, as a sliding window does not (above). Llama 4 Maverick is left out:
   it alternates dense layers (``intermediate_size_mlp`` 16384) with MoE ones, which one
   ``ModelFamily`` does not describe.
+- Qwen3.5 (9B, 27B) is a vision-language checkpoint; the entries are its text decoders, as
+  Llama 4 Scout's is (the vision tower, 27 layers of 1152: 0.46B, not priced). Three layers
+  in four are Gated DeltaNet linear attention (``layer_types``; ``blocks.LinearAttentionFacts``
+  from the config's ``linear_*`` numbers, priced by ``compiler/memory_arch.py``) and every
+  fourth is full attention whose output is gated per channel (``attn_output_gate``: ``q_proj``
+  twice the query width). The published sizes (9B, 27B) count the tower: transformers builds
+  9.41B and 27.36B from the whole configs, 8.95B and 26.90B for the text decoders (the
+  entries' ``params_b``). Its multi-token prediction layer (``mtp_num_hidden_layers``) is not
+  built by transformers, so not fine-tuned or priced.
 """
 
 from __future__ import annotations
 
+from ftspec.spec.catalog.blocks import LinearAttentionFacts
 from ftspec.spec.catalog.family import ModelFamily
 from ftspec.spec.catalog.family import make as _m
+
+
+def _qwen3_5_linear(layers: int, value_heads: int) -> LinearAttentionFacts:
+    """Qwen3.5's Gated DeltaNet layers: three in four (``full_attention_interval`` 4, full
+    attention on every fourth), 16 query/key heads of 128, value heads of 128, kernel 4."""
+    return LinearAttentionFacts(tuple(range(3, layers, 4)), 16, value_heads, 128, 128, 4)
+
 
 RECENT_FAMILIES: tuple[ModelFamily, ...] = (
     _m("smollm3-3b", "SmolLM3 3B", 3.08, 36, 2048, 16, 4, 11008, 128256, 65536,
@@ -63,6 +80,12 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
     _m("llama4-scout-17b-16e", "Llama 4 Scout 17B-16E (text)", 107.77, 48, 5120, 40, 8, 8192,
        202048, 10485760, "Llama4TextDecoderLayer", arch="llama4_text", experts=(16, 1),
        shared=8192, source="hf:meta-llama/Llama-4-Scout-17B-16E"),
+    _m("qwen3_5-9b", "Qwen3.5 9B (text)", 8.95, 32, 4096, 16, 4, 12288, 248320, 262144,
+       "Qwen3_5DecoderLayer", arch="qwen3_5_text", head_dim=256, gate=True,
+       linear=_qwen3_5_linear(32, 32), source="hf:Qwen/Qwen3.5-9B"),
+    _m("qwen3_5-27b", "Qwen3.5 27B (text)", 26.9, 64, 5120, 24, 4, 17408, 248320, 262144,
+       "Qwen3_5DecoderLayer", arch="qwen3_5_text", head_dim=256, gate=True,
+       linear=_qwen3_5_linear(64, 48), source="hf:Qwen/Qwen3.5-27B"),
 )
 """Each compared with its config.json (``verified.py``); Devstral Small 2507's numbers also
 agree with its ``params.json`` (Mistral's own format) and its card (128k context,

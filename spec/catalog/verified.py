@@ -180,6 +180,17 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "the instruct model's whole config (text and vision; the file at later commits keeps "
         "the text part only): the base model's shape; the catalog keeps its text decoder",
         "64c5ddb697dd8ad88a938f65b23d25cf5f45de12"),
+    "qwen3_5-9b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Qwen3.5-9B/config.json", "5c3465ace9c6647ce9d5c40c127c8fdef439c6c4",
+        "Qwen/Qwen3.5-9B",
+        "folder Qwen3.5-9B, no _name_or_path: the whole vision-language config (text and "
+        "vision); the catalog keeps its text decoder"),
+    "qwen3_5-27b": ConfigCopy(
+        _TT, f"{_TT_PARAMS}/Qwen3.5-27B/config.json", "c75e344fffe631cb788e0977f92560645a2258f3",
+        "Qwen/Qwen3.5-27B",
+        "folder Qwen3.5-27B, no _name_or_path, no mtp_* keys (a multi-token prediction "
+        "layer transformers does not build): the whole vision-language config; the catalog "
+        "keeps its text decoder"),
 }
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 

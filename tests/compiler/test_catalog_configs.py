@@ -43,6 +43,7 @@ def _text_numbers(c: Any) -> dict[str, object]:
     if c.model_type == "llama4_text":
         shared = c.intermediate_size  # each MoE layer's one shared expert, of the experts' size
     return {
+        "attn_output_gate": bool(getattr(c, "attn_output_gate", False)),
         "arch": c.model_type, "num_layers": c.num_hidden_layers, "hidden_size": c.hidden_size,
         "num_heads": heads, "num_kv_heads": kv,
         "head_dim": getattr(c, "head_dim", None) or c.hidden_size // heads,
@@ -57,6 +58,7 @@ def _text_numbers(c: Any) -> dict[str, object]:
 
 def _catalog_numbers(f: ModelFamily) -> dict[str, object]:
     return {
+        "attn_output_gate": f.attn_output_gate,
         "arch": f.arch, "num_layers": f.num_layers, "hidden_size": f.hidden_size,
         "num_heads": f.num_heads, "num_kv_heads": f.num_kv_heads, "head_dim": f.attn_head_dim,
         "intermediate_size": f.intermediate_size, "vocab_size": f.vocab_size,
@@ -72,6 +74,19 @@ def _mamba_numbers(c: Any) -> dict[str, object]:
         "state_size": c.mamba_d_state, "conv_kernel": c.mamba_d_conv,
         "n_groups": c.mamba_n_groups, "num_heads": c.mamba_n_heads, "head_dim": c.mamba_d_head,
         "chunk_size": c.mamba_chunk_size,
+    }
+
+
+def _linear_numbers(c: Any) -> dict[str, object] | None:
+    """A gated linear-attention hybrid's ``linear_*`` numbers (None: no linear layers)."""
+    kinds = getattr(c, "layer_types", None) or []
+    if "linear_attention" not in kinds:
+        return None
+    return {
+        "attention_layers": tuple(i for i, t in enumerate(kinds) if t == "full_attention"),
+        "key_heads": c.linear_num_key_heads, "value_heads": c.linear_num_value_heads,
+        "key_head_dim": c.linear_key_head_dim, "value_head_dim": c.linear_value_head_dim,
+        "conv_kernel": c.linear_conv_kernel_dim,
     }
 
 
@@ -104,13 +119,14 @@ def _weight_matrices(c: Any) -> int:
 
 
 def _layer_class(c: Any) -> str:
-    """The decoder block transformers' causal LM class for this config keeps whole."""
+    """The decoder block transformers' causal LM class for this config keeps whole (Qwen3.5's
+    text-only class inherits its checkpoint's vision block too, which it never builds)."""
     import transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     text = getattr(c, "text_config", None) or c
     model_cls = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[text.model_type])
-    blocks = model_cls._no_split_modules
+    blocks = [b for b in model_cls._no_split_modules if "Vision" not in b]
     assert isinstance(blocks, (list, set)) and len(blocks) == 1, blocks
     return str(next(iter(blocks)))
 
@@ -135,6 +151,8 @@ def test_catalog_numbers_match_the_models_config_json(key: str) -> None:
     assert _catalog_numbers(family) == numbers
     assert (_mamba_numbers(config) if family.mamba else None) == (
         vars(family.mamba) if family.mamba else None)
+    assert _linear_numbers(text) == (
+        vars(family.linear_attention) if family.linear_attention else None)
     assert (_vision_numbers(config) if family.vision else None) == (
         vars(family.vision) if family.vision else None)
     assert family.hf_layer_cls == _layer_class(config)
@@ -196,3 +214,24 @@ def test_a_text_entry_is_its_checkpoints_text_decoder() -> None:
     maverick.interleave_moe_layer_step = 2  # half the layers dense, as Maverick's
     maverick.moe_layers = list(range(1, maverick.num_hidden_layers, 2))
     assert _weight_matrices(maverick) != text
+
+
+@pytest.mark.slow
+def test_a_linear_attention_hybrid_is_compared_layer_by_layer() -> None:
+    """Qwen3.5's entry keeps which layers are full attention, the linear layers' heads and
+    widths and the attention output gate: one of them off and the numbers or the count of
+    the text model transformers builds differ."""
+    from dataclasses import replace
+
+    family, config = MODEL_FAMILIES["qwen3_5-9b"], _load("qwen3_5-9b")
+    text = config.text_config
+    assert family.linear_attention is not None
+    built = _weight_matrices(text)
+    assert param_count(family) == built
+    assert param_count(replace(family, attn_output_gate=False)) != built
+    assert _catalog_numbers(replace(family, attn_output_gate=False)) != _text_numbers(text)
+    for wrong in (replace(family.linear_attention, value_heads=16),
+                  replace(family.linear_attention, attention_layers=(7, 15, 23, 31))):
+        assert vars(wrong) != _linear_numbers(text)
+    assert param_count(replace(family, linear_attention=replace(
+        family.linear_attention, value_heads=16))) != built
