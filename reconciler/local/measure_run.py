@@ -43,26 +43,44 @@ Files = Callable[[], Mapping[str, str]]
 MEASURED_FILE = "measured.json"
 _LOG_BYTES = 64 << 20
 _COUNT_TIMEOUT_S = 600.0
+_COUNTS: dict[str, dict[str, int]] = {}
+"""Token counts made in this process, by ``_count_key``."""
 
 
 def _counted(job: Job, root: Path, run_dir: str, compiled_files: Files, reporter: Reporter
              ) -> tuple[dict[str, int] | None, str | None]:
-    """``_dataset_tokens``, said to ``reporter`` as it starts and ends: a count builds the
-    run's tokenizer and dataset in a child process (seconds to minutes), once per run."""
+    """The run's dataset tokens, said to ``reporter`` as the count starts and ends: a count
+    builds the run's tokenizer and dataset in a child process (seconds to minutes), once per
+    run, and once per process for runs that read the same tokenizer and data (a sweep's
+    points)."""
+    compiled, note = _config_ran(root, run_dir, compiled_files)
+    if compiled is None:
+        return None, note
     name = job.name
+    key = _count_key(root, compiled)
+    if key in _COUNTS:
+        dataset: dict[str, int] | None = dict(_COUNTS[key])
+        reporter.event(f"{name}: {_COUNTS[key]['tokens']} tokens in {_COUNTS[key]['rows']} "
+                       "rows, as counted for a run with the same tokenizer and data",
+                       measuring=name)
+        return dataset, None
     reporter.event(f"{name}: counting the dataset's tokens with the run's tokenizer "
                    "(once per run, kept beside it)", measuring=name)
     began = time.monotonic()
-    dataset, note = _dataset_tokens(root, run_dir, compiled_files)
+    dataset, note = _count(root, compiled)
     took = duration(time.monotonic() - began)
+    if dataset is not None:
+        _COUNTS[key] = dict(dataset)
     reporter.event(f"{name}: {dataset['tokens']} tokens in {dataset['rows']} rows, counted "
                    f"in {took}" if dataset else f"{name}: tokens not counted ({took})",
                    measuring=name)
     return dataset, note
 
 
-def _dataset_tokens(root: Path, run_dir: str, compiled_files: Files
-                   ) -> tuple[dict[str, int] | None, str | None]:
+def _config_ran(root: Path, run_dir: str, compiled_files: Files
+                ) -> tuple[str | None, str | None]:
+    """The torchtune config the spec compiles to now, when the run's own launch file is
+    that config; else None and why its tokens are not counted."""
     try:
         files = compiled_files()
     except (ValueError, KeyError, OSError) as exc:
@@ -76,6 +94,45 @@ def _dataset_tokens(root: Path, run_dir: str, compiled_files: Files
         return None, ("the run's config is not the one the spec compiles to now (the spec "
                       "changed since the run, or its launch file is gone); its dataset's "
                       "tokens are not counted")
+    return compiled, None
+
+
+def _count_key(root: Path, compiled: str) -> str:
+    """What a count depends on: the config's ``tokenizer`` and ``dataset`` sections (all
+    that ``tokens.py`` instantiates) and the size and modification time of every file they
+    name (relative to ``root``, the count's working folder). A config that does not parse
+    is its own key (its count fails alike)."""
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(compiled)
+    except yaml.YAMLError:
+        loaded = None
+    if not isinstance(loaded, dict):
+        return json.dumps([str(root), compiled])
+    sections = {k: loaded.get(k) for k in ("tokenizer", "dataset")}
+    stats = []
+    for value in _strings(sections):
+        try:
+            info = (root / value).stat()
+        except (OSError, ValueError):
+            continue
+        stats.append((value, info.st_size, info.st_mtime_ns))
+    return json.dumps([str(root), sections, stats], sort_keys=True, default=str)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _count(root: Path, compiled: str) -> tuple[dict[str, int] | None, str | None]:
+    """``tokens.py``'s count of ``compiled``'s data, in a child process."""
     try:
         done = subprocess.run([sys.executable, "-m", "ftspec.reconciler.local.tokens"],
                               input=compiled, cwd=root, capture_output=True, text=True,
