@@ -121,7 +121,8 @@ def _facts_of(f: ModelFamily, params_b: float | None) -> ModelFacts:
         tied_embeddings=f.tied_embeddings, num_experts=f.num_experts, gated_mlp=f.gated_mlp,
         context_len=f.max_seq_len, shared_intermediate_size=f.shared_intermediate_size,
         mamba=f.mamba, vision=f.vision, linear_attention=f.linear_attention,
-        attn_output_gate=f.attn_output_gate,
+        attn_output_gate=f.attn_output_gate, moe_layer_step=f.moe_layer_step,
+        dense_intermediate_size=f.dense_intermediate_size,
     )
 
 

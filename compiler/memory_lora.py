@@ -8,6 +8,7 @@ architectures, with and without DoRA.
 
 from __future__ import annotations
 
+from ftspec.spec.catalog.blocks import moe_layer_count
 from ftspec.spec.catalog.family import (
     FUSED_MLP_LAYERS,
     LINEAR_ROUTER_LAYERS,
@@ -34,7 +35,9 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
     ``nn.Linear`` layers, so PEFT's LoRA reaches none of them, neither by ``all-linear``
     nor by ``gate_proj`` / ``up_proj`` / ``down_proj``; the router is no ``nn.Linear``
     either. Llama 4's shared expert beside them is a gated MLP the gate/up/down names do
-    reach (``SHARED_EXPERT_MLP_LAYERS``), and its router is linear (``LINEAR_ROUTER_LAYERS``).
+    reach (``SHARED_EXPERT_MLP_LAYERS``), and its router is linear (``LINEAR_ROUTER_LAYERS``);
+    where dense layers interleave with the MoE ones (Maverick), the names reach the dense
+    layers' MLP (``dense_intermediate_size``) there.
     Granite 4.0's MLP (dense models too) is ``shared_mlp.input_linear`` /
     ``output_linear``, which the gate/up/down names do not reach either
     (``FUSED_MLP_LAYERS``). ``all_linear`` (PEFT's ``all-linear``, not torchtune's) also
@@ -50,16 +53,21 @@ def lora_trainable_params(model: ModelFacts, modules: tuple[str, ...], rank: int
         "v_proj": (h, kv), "o_proj": (q, h),
         "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h),
     }
-    attention = mlp = 0
+    attention = mlp = dense = 0
     reached = reached_modules(model, modules)
     for name, (i, o) in shapes.items():
         if name in reached and (model.gated_mlp or name != "gate_proj"):
             if name in MLP_MODULES:
                 mlp += _adapter(rank, i, o, dora)
+                d = model.dense_intermediate_size
+                dense += _adapter(rank, *((d, h) if name == "down_proj" else (h, d)), dora)
             else:
                 attention += _adapter(rank, i, o, dora)
     extra = _all_linear_extra(model, rank, dora) if all_linear else 0.0
-    return float(attention * attention_layers(model) + mlp * model.num_layers) + extra
+    moe = moe_layer_count(model.num_layers, model.moe_layer_step)
+    mlps = mlp * model.num_layers if model.moe_layer_step == 1 else \
+        mlp * moe + dense * (model.num_layers - moe)  # dense layers between the MoE ones
+    return float(attention * attention_layers(model) + mlps) + extra
 
 
 def _adapter(rank: int, fan_in: int, fan_out: int, dora: bool) -> int:
@@ -97,7 +105,8 @@ def _all_linear_extra(model: ModelFacts, rank: int, dora: bool) -> float:
         extra += model.num_layers * (_adapter(rank, h, 2 * shared, dora)
                                      + _adapter(rank, shared, h, dora))
     if model.num_experts and model.hf_layer_cls in LINEAR_ROUTER_LAYERS:
-        extra += model.num_layers * _adapter(rank, h, model.num_experts, dora)
+        extra += moe_layer_count(model.num_layers, model.moe_layer_step) \
+            * _adapter(rank, h, model.num_experts, dora)
     return extra
 
 

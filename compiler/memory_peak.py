@@ -180,11 +180,12 @@ def layer_backward_bytes(spec: FineTuneSpec, model: ModelFacts, lora_modules: tu
                           adapter_bytes: float) -> float:
     """Gradients in flight inside one layer's backward, per token: at down_proj the
     gradients of its input from the base weight and from the adapter, and their sum, all MLP
-    wide: 2 x cI + I x the adapter path's bytes (fp32 for PEFT's upcast adapters)."""
+    wide: 2 x cI + I x the adapter path's bytes (fp32 for PEFT's upcast adapters); I the
+    wider of an MoE layer's and an interleaved dense layer's MLP."""
     c = DTYPE_BYTES[spec.model.dtype]
     adapted = spec.method.kind in LORA_FAMILY and "down_proj" in lora_modules
     via = adapter_bytes if adapted else c
-    return model.intermediate_size * (2 * c + via)
+    return max(model.intermediate_size, model.dense_intermediate_size) * (2 * c + via)
 
 
 @dataclass(frozen=True)

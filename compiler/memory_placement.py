@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ftspec.spec.catalog.blocks import moe_layer_count
 from ftspec.spec.ir import ModelFacts
 from ftspec.spec.model import FineTuneSpec
 
 
 def expert_params(model: ModelFacts) -> float:
-    """Parameters in the experts of a mixture-of-experts model (0 for dense models)."""
+    """Parameters in the experts of a mixture-of-experts model (0 for dense models): every
+    MoE layer's (all of them, or every n-th where dense layers interleave)."""
     if not model.num_experts:
         return 0.0
     mats = 3 if model.gated_mlp else 2
-    return float(model.num_layers * model.num_experts * mats * model.hidden_size
+    layers = moe_layer_count(model.num_layers, model.moe_layer_step)
+    return float(layers * model.num_experts * mats * model.hidden_size
                  * model.intermediate_size)
 
 

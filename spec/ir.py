@@ -66,6 +66,10 @@ class ModelFacts:
     """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
     vision: VisionFacts | None = None
     """Vision-language models: the image encoder and projector."""
+    moe_layer_step: int = 1
+    """Mixture-of-experts: every n-th layer is MoE, the others dense (1: every layer)."""
+    dense_intermediate_size: int = 0
+    """The dense layers' MLP size where MoE and dense layers interleave."""
     linear_attention: LinearAttentionFacts | None = None
     """Hybrid gated linear-attention / attention stacks: the linear layers."""
     attn_output_gate: bool = False

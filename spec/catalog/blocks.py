@@ -63,6 +63,13 @@ def attention_params(hidden: int, heads: int, kv_heads: int, head_dim: int,
     return float((3 if output_gate else 2) * hidden * q + 2 * hidden * kv_heads * head_dim)
 
 
+def moe_layer_count(num_layers: int, step: int) -> int:
+    """Mixture-of-experts layers of a stack that interleaves them with dense ones: every
+    ``step``-th layer, the last of each group (transformers' Llama 4 ``moe_layers`` default:
+    ``range(step - 1, layers, step)``); step 1: every layer."""
+    return len(range(step - 1, num_layers, step))
+
+
 @dataclass(frozen=True)
 class LinearAttentionFacts:
     """The gated linear-attention layers of a hybrid stack (Gated DeltaNet: Yang, Kautz &

@@ -13,6 +13,7 @@ from ftspec.spec.catalog.blocks import (
     attention_params,
     linear_attention_params,
     mamba_layer_params,
+    moe_layer_count,
     vision_tower_params,
 )
 
@@ -69,6 +70,12 @@ class ModelFamily:
     """Hybrid Mamba-2 / attention stacks: the Mamba-2 layers."""
     vision: VisionFacts | None = None
     """Vision-language models: the image encoder and projector."""
+    moe_layer_step: int = 1
+    """Mixture-of-experts: every n-th layer is MoE, the others dense (Llama 4 Maverick's
+    ``interleave_moe_layer_step`` 2); 1: every layer."""
+    dense_intermediate_size: int = 0
+    """The dense layers' MLP size where MoE and dense layers interleave
+    (``intermediate_size_mlp``)."""
     linear_attention: LinearAttentionFacts | None = None
     """Hybrid gated linear-attention / attention stacks (Qwen3.5): the linear layers."""
     attn_output_gate: bool = False
@@ -89,19 +96,24 @@ def param_count(f: ModelFamily) -> float:
     if f.num_experts:
         mlp = mlp * f.num_experts + h * f.num_experts  # experts + router
     mlp += 3 * h * f.shared_intermediate_size
+    mlps = f.num_layers * mlp
+    if f.moe_layer_step > 1:  # dense layers between the MoE ones
+        moe = moe_layer_count(f.num_layers, f.moe_layer_step)
+        dense = (3 if f.gated_mlp else 2) * h * f.dense_intermediate_size
+        mlps = moe * mlp + (f.num_layers - moe) * dense
     embeddings = f.vocab_size * h * (1 if f.tied_embeddings else 2)
     extra = vision_tower_params(f.vision, h) if f.vision else 0.0
     if f.linear_attention is not None:
         la = f.linear_attention
         full = len(la.attention_layers)
         mixers = full * attn + (f.num_layers - full) * linear_attention_params(h, la)
-        return float(mixers + f.num_layers * mlp + embeddings) + extra
+        return float(mixers + mlps + embeddings) + extra
     if f.mamba is None:
-        return float(f.num_layers * (attn + mlp) + embeddings) + extra
+        return float(f.num_layers * attn + mlps + embeddings) + extra
     attention = len(f.mamba.attention_layers)
     mixers = attention * attention_params(h, f.num_heads, f.num_kv_heads, hd) \
         + (f.num_layers - attention) * mamba_layer_params(h, f.mamba)
-    return float(mixers + f.num_layers * mlp + embeddings + extra)
+    return float(mixers + mlps + embeddings + extra)
 
 
 def make(key: str, display: str, params_b: float, layers: int, hidden: int, heads: int, kv: int,
@@ -110,7 +122,7 @@ def make(key: str, display: str, params_b: float, layers: int, hidden: int, head
        plain: bool = False, experts: tuple[int, int] = (0, 0), shared: int = 0,
        mamba: MambaFacts | None = None, vision: VisionFacts | None = None,
        linear: LinearAttentionFacts | None = None, gate: bool = False,
-       source: str = "") -> ModelFamily:
+       moe_every: tuple[int, int] = (1, 0), source: str = "") -> ModelFamily:
     folder, _, size = (tt or "").partition("/")
     return ModelFamily(
         key, display, params_b, layers, hidden, heads, kv, inter, vocab, ctx, layer_cls,
@@ -119,4 +131,4 @@ def make(key: str, display: str, params_b: float, layers: int, hidden: int, head
         num_experts=experts[0], experts_per_token=experts[1], head_dim=head_dim,
         tied_embeddings=tied, gated_mlp=not plain, arch=arch, shared_intermediate_size=shared,
         mamba=mamba, vision=vision, linear_attention=linear, attn_output_gate=gate,
-        source=source)
+        moe_layer_step=moe_every[0], dense_intermediate_size=moe_every[1], source=source)

@@ -213,6 +213,7 @@ FAMILY_ALIASES: dict[str, str] = {
     "mistralai/Mistral-Large-Instruct-2411": "mistral-large-2407",
     "allenai/Olmo-3.1-32B-Instruct": "olmo3-32b",  # OLMo 3 32B trained further (verified.py)
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama4-scout-17b-16e",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": "llama4-maverick-17b-128e",
 }
 """Other names for catalog families: the actuator's short names and the Hugging Face repo
 ids of each entry's source; ``model.family`` accepts them and resolves to the key."""

@@ -36,9 +36,15 @@ What the memory estimate prices for them, beyond a dense decoder's terms:
   ``all-linear`` adapts (``family.SHARED_EXPERT_MLP_LAYERS``, ``LINEAR_ROUTER_LAYERS``;
   ``compiler/memory_lora.py`` prices both). Its query / key L2 norms have no
   weights; its chunked attention (8192-token chunks on three layers in four) changes no
-  training-memory term, as a sliding window does not (above). Llama 4 Maverick is left out:
-  it alternates dense layers (``intermediate_size_mlp`` 16384) with MoE ones, which one
-  ``ModelFamily`` does not describe.
+  training-memory term, as a sliding window does not (above).
+- Llama 4 Maverick (its text decoder, as Scout's) alternates dense layers and MoE ones
+  (``interleave_moe_layer_step`` 2: MoE on the odd layers, transformers' ``moe_layers``): 24
+  MoE layers of 128 routed experts of 8192 (one per token) beside a shared expert of 8192,
+  and 24 dense gated MLPs of 16384 (``intermediate_size_mlp``; ``moe_layer_step``,
+  ``dense_intermediate_size``). The parameter count, expert parallelism's split and LoRA's
+  adapters count the two kinds apart; the saved activations need not, since one routed
+  expert and the shared one save what a dense MLP of their summed width, 16384, saves. The
+  text decoder has 400.71B parameters (the published 400B; 401.58B with the vision tower).
 - Qwen3.5 (9B, 27B) is a vision-language checkpoint; the entries are its text decoders, as
   Llama 4 Scout's is (the vision tower, 27 layers of 1152: 0.46B, not priced). Three layers
   in four are Gated DeltaNet linear attention (``layer_types``; ``blocks.LinearAttentionFacts``
@@ -80,6 +86,9 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
     _m("llama4-scout-17b-16e", "Llama 4 Scout 17B-16E (text)", 107.77, 48, 5120, 40, 8, 8192,
        202048, 10485760, "Llama4TextDecoderLayer", arch="llama4_text", experts=(16, 1),
        shared=8192, source="hf:meta-llama/Llama-4-Scout-17B-16E"),
+    _m("llama4-maverick-17b-128e", "Llama 4 Maverick 17B-128E (text)", 400.71, 48, 5120, 40, 8,
+       8192, 202048, 1048576, "Llama4TextDecoderLayer", arch="llama4_text", experts=(128, 1),
+       shared=8192, moe_every=(2, 16384), source="hf:meta-llama/Llama-4-Maverick-17B-128E"),
     _m("qwen3_5-9b", "Qwen3.5 9B (text)", 8.95, 32, 4096, 16, 4, 12288, 248320, 262144,
        "Qwen3_5DecoderLayer", arch="qwen3_5_text", head_dim=256, gate=True,
        linear=_qwen3_5_linear(32, 32), source="hf:Qwen/Qwen3.5-9B"),

@@ -180,6 +180,11 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
         "the instruct model's whole config (text and vision; the file at later commits keeps "
         "the text part only): the base model's shape; the catalog keeps its text decoder",
         "64c5ddb697dd8ad88a938f65b23d25cf5f45de12"),
+    "llama4-maverick-17b-128e": _aic(
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        "the instruct model's whole config (text and vision), at the commit of Scout's copy: "
+        "the base model's shape; the catalog keeps its text decoder",
+        "64c5ddb697dd8ad88a938f65b23d25cf5f45de12"),
     "qwen3_5-9b": ConfigCopy(
         _TT, f"{_TT_PARAMS}/Qwen3.5-9B/config.json", "5c3465ace9c6647ce9d5c40c127c8fdef439c6c4",
         "Qwen/Qwen3.5-9B",

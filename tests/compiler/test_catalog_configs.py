@@ -40,9 +40,14 @@ def _text_numbers(c: Any) -> dict[str, object]:
     shared = getattr(c, "shared_intermediate_size", 0) or 0
     if c.model_type == "granitemoehybrid" and not experts:
         inner, shared = shared, 0  # Granite 4.0 without experts: the "shared" MLP is the MLP
+    step, dense = 1, 0
     if c.model_type == "llama4_text":
         shared = c.intermediate_size  # each MoE layer's one shared expert, of the experts' size
+        step = c.interleave_moe_layer_step  # MoE on the layers transformers lists, dense between
+        assert c.moe_layers == list(range(step - 1, c.num_hidden_layers, step))
+        dense = c.intermediate_size_mlp if step > 1 else 0
     return {
+        "moe_layer_step": step, "dense_intermediate_size": dense,
         "attn_output_gate": bool(getattr(c, "attn_output_gate", False)),
         "arch": c.model_type, "num_layers": c.num_hidden_layers, "hidden_size": c.hidden_size,
         "num_heads": heads, "num_kv_heads": kv,
@@ -58,6 +63,7 @@ def _text_numbers(c: Any) -> dict[str, object]:
 
 def _catalog_numbers(f: ModelFamily) -> dict[str, object]:
     return {
+        "moe_layer_step": f.moe_layer_step, "dense_intermediate_size": f.dense_intermediate_size,
         "attn_output_gate": f.attn_output_gate,
         "arch": f.arch, "num_layers": f.num_layers, "hidden_size": f.hidden_size,
         "num_heads": f.num_heads, "num_kv_heads": f.num_kv_heads, "head_dim": f.attn_head_dim,
@@ -214,6 +220,22 @@ def test_a_text_entry_is_its_checkpoints_text_decoder() -> None:
     maverick.interleave_moe_layer_step = 2  # half the layers dense, as Maverick's
     maverick.moe_layers = list(range(1, maverick.num_hidden_layers, 2))
     assert _weight_matrices(maverick) != text
+
+
+@pytest.mark.slow
+def test_dense_and_moe_layers_interleaved_are_counted_apart() -> None:
+    """Llama 4 Maverick: MoE on every second layer (128 experts of 8192 beside a shared
+    expert), dense MLPs of 16384 between; every layer MoE, or the dense layers at the
+    experts' size, and the text model's count differs."""
+    from dataclasses import replace
+
+    family, config = MODEL_FAMILIES["llama4-maverick-17b-128e"], _load("llama4-maverick-17b-128e")
+    text = config.text_config
+    built = _weight_matrices(text)
+    assert param_count(family) == built
+    assert param_count(replace(family, moe_layer_step=1)) != built
+    assert param_count(replace(family, dense_intermediate_size=8192)) != built
+    assert _catalog_numbers(replace(family, moe_layer_step=1)) != _text_numbers(text)
 
 
 @pytest.mark.slow

@@ -152,3 +152,34 @@ def test_a_spec_with_all_linear_prices_the_hybrid_projections() -> None:
     assert trainable(["all-linear"]) == pytest.approx(
         lora_trainable_params(facts, _NAMED, 8, all_linear=True) / 1e9, rel=1e-3)
     assert trainable(["all-linear"]) > 2 * named
+
+
+@pytest.mark.parametrize("all_linear", [False, True])
+def test_interleaved_dense_and_moe_layers_match_peft(all_linear: bool) -> None:
+    """Llama 4 Maverick's stack: MoE (and a linear router) on every second layer, a dense
+    gated MLP (``intermediate_size_mlp``) between, which gate/up/down reach at its own size."""
+    config = transformers.AutoConfig.for_model(
+        "llama4_text", **_TINY, **{**_ARCH["llama4_text"], "interleave_moe_layer_step": 2,
+                                   "intermediate_size_mlp": 48})
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    lora = peft.get_peft_model(model, peft.LoraConfig(
+        r=8, target_modules="all-linear" if all_linear else list(_NAMED)))
+    expected = int(lora.get_nb_trainable_parameters()[0])
+    facts = replace(_tiny_facts("llama4_text"), moe_layer_step=2, dense_intermediate_size=48)
+    assert lora_trainable_params(facts, _NAMED, 8, all_linear=all_linear) == expected
+    assert lora_trainable_params(replace(facts, moe_layer_step=1), _NAMED, 8,
+                                 all_linear=all_linear) != expected
+
+
+def test_maverick_dense_and_moe_layers_save_the_same_mlp_bytes() -> None:
+    """One layer figure prices both kinds: a Maverick MoE layer's routed expert (one per
+    token) and shared expert save what a dense layer's MLP of their summed width saves; its
+    expert parallelism splits the 24 MoE layers' experts only."""
+    from ftspec.compiler.memory_placement import expert_params
+
+    f = MODEL_FAMILIES["llama4-maverick-17b-128e"]
+    assert f.experts_per_token == 1
+    assert f.intermediate_size + f.shared_intermediate_size == f.dense_intermediate_size
+    facts = _facts_of(f, None)
+    assert expert_params(facts) == 24 * 128 * 3 * 5120 * 8192

@@ -78,7 +78,8 @@ def test_a_shipped_builder_is_not_missing_and_still_imports(tmp_path: Path) -> N
     ("torchtune.models.qwen3.qwen3_1_7b_base", "qwen3-1.7b"),
     ("torchtune.models.qwen3.lora_qwen3_32b", "qwen3-32b"),
     ("torchtune.models.qwen3.qwen3_14b_instruct", "qwen3-14b"),
-    ("torchtune.models.llama4.llama4_maverick_17b_128e", None),
+    ("torchtune.models.llama4.llama4_maverick_17b_128e", "llama4-maverick-17b-128e"),
+    ("torchtune.models.llama3_2_vision.llama3_2_vision_11b", None),
 ])
 def test_builder_names_read_as_catalog_families(builder: str, family: str | None) -> None:
     assert builder_family(builder) == family
