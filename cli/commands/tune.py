@@ -75,8 +75,10 @@ def command(spec_file: Path, out: Path | None, margin: float,
         text = overlay_text(tuned, spec_file.name)
         with SafeDir.open(target.parent, create=True, private=False) as folder:
             folder.write(target.name, text, mode=0o644)
+    shadowed = _shadowed(tuned, sets)
     if as_json:
         emit_json({"ok": True, "tuned": tuned.choice is not None,
+                   "shadowed_by_set": shadowed,
                    "margin": margin, "limit_gib": tuned.limit_gib,
                    "written": tuned.written.to_json(),
                    "choice": tuned.choice.to_json() if tuned.choice else None,
@@ -94,6 +96,10 @@ def command(spec_file: Path, out: Path | None, margin: float,
     else:
         click.echo(f"predicted +{100 * tuned.gain:.1f}% tokens/s per device; "
                    f"wrote {escape_text(str(target))} (apply it with -f)")
+        if shadowed:
+            click.echo(f"note: --set wins over -f: {escape_text(', '.join(shadowed))} given "
+                       "with --set would undo the overlay; put those values in a file given "
+                       "with -f before it", err=True)
     return 0
 
 
@@ -156,3 +162,11 @@ def _peak_json(peak: CpuPeak | None) -> dict[str, object] | None:
         return None
     return {"gflops": round(peak.flops / 1e9, 2), "memory_gbps": round(peak.memory_bps / 1e9, 2),
             "dtype": peak.dtype, "source": peak.source, "measured_at": peak.measured_at or None}
+
+
+def _shadowed(tuned: Tuned, sets: tuple[str, ...]) -> list[str]:
+    """The overlay's keys that ``sets`` also give (a ``--set`` wins over every ``-f``)."""
+    if tuned.choice is None:
+        return []
+    written = {v.partition("=")[0] for v in tuned.choice.setting.sets(tuned.written.setting)}
+    return sorted({v.partition("=")[0].strip() for v in sets} & written)

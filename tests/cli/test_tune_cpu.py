@@ -77,11 +77,28 @@ def test_the_tiny_example_as_shipped_is_already_the_fastest(
     assert "CPU peak: 20.0 GFLOP/s fp32, 5.0 GB/s (given by --cpu-peak)" in out
 
 
+def _written(tmp_path: Path) -> str:
+    """``SLOW`` as an overlay file (a ``--set`` would win over the tuned overlay)."""
+    written = tmp_path / "written.yaml"
+    written.write_text("training: {micro_batch_size: 1, gradient_accumulation_steps: 4, "
+                       "gradient_checkpointing: true}\n")
+    return str(written)
+
+
+def _checkpointing(capsys: pytest.CaptureFixture[str], *args: str) -> bool:
+    """torchtune's ``enable_activation_checkpointing`` in the compiled config."""
+    code, out, err = run(capsys, "compile", TINY, *args, "--target", "torchtune")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("enable_activation_checkpointing:"))
+    return line.split(":", 1)[1].strip() == "true"
+
+
 def test_a_checkpointed_spec_is_tuned_to_no_checkpointing_at_the_same_batch(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    overlay = tmp_path / "t.yaml"
-    data = _tune(capsys, TINY, *SLOW, "--cpu-peak", "20,5", "-o", str(overlay))
+    overlay, written = tmp_path / "t.yaml", _written(tmp_path)
+    data = _tune(capsys, TINY, "-f", written, "--cpu-peak", "20,5", "-o", str(overlay))
     assert data["tuned"] is True and data["overlay"] == str(overlay)
+    assert data["shadowed_by_set"] == []
     choice = data["choice"]
     # equally fast batch pairs (the tiny model is compute-bound at this peak): the written
     # pair is kept, and only checkpointing changes
@@ -105,11 +122,27 @@ def test_a_checkpointed_spec_is_tuned_to_no_checkpointing_at_the_same_batch(
     for section, keys in doc.items():
         assert set(keys) <= SEARCHED[section], doc
     assert doc["training"]["gradient_checkpointing"] is False
-    before = _explain(capsys, TINY, *SLOW)
-    after = _explain(capsys, TINY, *SLOW, "-f", str(overlay))
+    before = _explain(capsys, TINY, "-f", written)
+    after = _explain(capsys, TINY, "-f", written, "-f", str(overlay))
     for key in ("learning_rate", "global_batch_size", "epochs", "total_steps", "lora",
                 "micro_batch_size"):
         assert after["derived"][key] == before["derived"][key], key
+    assert _checkpointing(capsys, "-f", written)
+    assert not _checkpointing(capsys, "-f", written, "-f", str(overlay))
+
+
+def test_a_set_value_the_overlay_changes_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --set wins over every -f: tuned with --set, the same --set at apply undoes the overlay
+    overlay = tmp_path / "t.yaml"
+    data = _tune(capsys, TINY, *SLOW, "--cpu-peak", "20,5", "-o", str(overlay))
+    assert data["shadowed_by_set"] == ["training.gradient_accumulation_steps",
+                                       "training.gradient_checkpointing",
+                                       "training.micro_batch_size"]
+    assert _checkpointing(capsys, *SLOW, "-f", str(overlay))  # why it is named
+    code, _, err = run(capsys, "tune", TINY, "--set", "training.gradient_checkpointing=true",
+                       "--cpu-peak", "20,5", "-o", str(overlay))
+    assert code == 0 and "note: --set wins over -f: training.gradient_checkpointing " in err
 
 
 def test_the_choice_does_not_depend_on_the_peaks_scale(
