@@ -46,7 +46,11 @@ MIN_GAIN = 0.01
 of a fraction of a percent is no reason to change a spec."""
 TIE = 0.001
 """Candidates within this share of the fastest are equally fast: of those the one with the
-fewest changes to the written spec is chosen, then the one with the least memory."""
+fewest changes to the written spec is chosen, then the one with the least memory. On a CPU
+the largest micro batch comes first: the model prices no fixed cost per micro-batch (Python,
+kernel launches), and on this project's CPU the tiny example ran several times faster at
+micro batch 4 x 1 than at 1 x 4, which the model predicts equally fast
+(``bench/results/tune-2026-11-28.md``)."""
 SHARDABLE = ("ddp", "fsdp")
 
 
@@ -212,7 +216,8 @@ def tune(source: SpecInput, job: Job, margin: float, cpu: CpuPeak | None = None,
     fitting = [c for c in cands if c.fits and c.tokens_per_s is not None]
     top = max((c.tokens_per_s or 0.0 for c in fitting), default=0.0)
     ties = [c for c in fitting if (c.tokens_per_s or 0.0) >= top * (1 - TIE)]
-    best = min(ties, key=lambda c: (_changes(c.setting, written), c.memory_gib or 0.0),
+    best = min(ties, key=lambda c: (-c.setting.micro_batch_size if cpu else 0,
+                                    _changes(c.setting, written), c.memory_gib or 0.0),
                default=None)
     floor = (base.tokens_per_s or 0.0) * (1 + MIN_GAIN)
     choice = (best if best is not None and best.setting != written
@@ -281,6 +286,10 @@ def overlay_text(tuned: Tuned, spec_name: str) -> str:
     ]
     body = ["training:", f"  micro_batch_size: {c.micro_batch_size}",
             f"  gradient_accumulation_steps: {c.gradient_accumulation_steps}"]
+    if tuned.cpu and c.micro_batch_size != w.micro_batch_size:
+        head.append("#     (on a CPU, of batch pairs predicted equally fast the largest micro "
+                    "batch:")
+        head.append("#     the model prices no fixed cost per micro-batch)")
     if c.gradient_checkpointing != w.gradient_checkpointing:
         head.append("#   " + _why(tuned, "gradient_checkpointing",
                                   str(c.gradient_checkpointing).lower(),
