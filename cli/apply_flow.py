@@ -109,7 +109,7 @@ def _plan_and_apply(specs: tuple[Path, ...], plan_file: Path | None,
         if not _shown_and_confirmed(plan, saved=saved, destroy=destroy, as_json=as_json,
                                     auto_approve=auto_approve, verbose=verbose):
             return 1
-        result = backend.apply(plan, ConsoleReporter(quiet=as_json))
+        result = engine.apply(backend, plan, ConsoleReporter(quiet=as_json))
     except CommandFailed as exc:
         return exc.code
     except StalePlanError as exc:

@@ -6,6 +6,7 @@ Engine code never prints: progress goes through a ``Reporter``; the CLI renders 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -77,6 +78,31 @@ ABSENT = "absent"
 """The digest of an address where nothing was read (``Plan.read_digests``)."""
 
 
+@dataclass(frozen=True)
+class StaleWords:
+    """How a backend names what its plan read at ``address`` and how it changed, in
+    "Saved plan is stale: {subject} {how} since the plan was made"."""
+
+    subject: str
+    """With ``{address}``: "the run of {address}"."""
+    created: str = "was created"
+    removed: str = "was removed"
+    changed: str = "was changed"
+    versions: bool = False
+    """Whether the digests are worth showing ("(planned rv:12, now rv:15)")."""
+    hint: str = "run `ftspec plan` again"
+
+    def how(self, was: str, now: str) -> str:
+        return self.created if was == ABSENT else self.removed if now == ABSENT else \
+            self.changed
+
+    def said(self, address: str, was: str, now: str) -> str:
+        """What changed at ``address``, after "Saved plan is stale: "."""
+        versions = f" (planned {was}, now {now})" if self.versions else ""
+        return (f"{self.subject.format(address=address)} {self.how(was, now)} since the plan "
+                f"was made{versions}")
+
+
 @runtime_checkable
 class Prefetcher(Protocol):
     """A backend that can start a spec's live reads while the next spec compiles."""
@@ -120,19 +146,7 @@ class Measurer(Protocol):
         ...
 
 
-@runtime_checkable
-class DigestReader(Protocol):
-    """A backend that reads again what its plan read, digested as the plan digested it:
-    what ``engine.check_fresh`` compares with ``Plan.read_digests`` before applying."""
-
-    def read_digests(self, plan: Plan) -> dict[str, str]:
-        """For each address of ``plan.read_digests`` this backend can read, the digest of
-        what is there now (``ABSENT``: nothing)."""
-        ...
-
-
-CAPABILITIES: tuple[type, ...] = (Prefetcher, Preflighter, KeepsHistory, Measurer,
-                                  DigestReader)
+CAPABILITIES: tuple[type, ...] = (Prefetcher, Preflighter, KeepsHistory, Measurer)
 """What a backend may offer beside :class:`Backend` (the CLI asks with ``isinstance``). Each
 backend module declares its class as ``CHECKED: tuple[type[Backend], type[<capability>],
 ...]``: mypy --strict (tests/test_types.py) checks the class against each protocol named
@@ -156,8 +170,23 @@ class Backend(Protocol):
         """Delete everything these specs own."""
         ...
 
-    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
-        """Apply exactly ``plan``; raise StalePlanError if what it read has changed."""
+    stale_words: StaleWords
+    """How a stale plan names what changed (``engine.check_fresh``)."""
+
+    def read_digests(self, plan: Plan) -> dict[str, str]:
+        """For each address of ``plan.read_digests`` this backend reads again, the digest of
+        what is there now, as its plan digested it (``ABSENT``: nothing)."""
+        ...
+
+    def holding(self, plan: Plan, reporter: Reporter) -> AbstractContextManager[str]:
+        """Hold what applying ``plan`` needs held (a lock, leases) while the engine checks
+        the plan is fresh and ``act`` runs; gives a note said after a stale plan's message
+        (empty, or who held the lock meanwhile)."""
+        ...
+
+    def act(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        """Make exactly ``plan``'s changes; only ``engine.apply`` calls it, inside
+        ``holding`` once the plan is found fresh."""
         ...
 
     def status(self, desired: Desired) -> list[Status]:

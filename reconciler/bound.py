@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.reconciler import engine
-from ftspec.reconciler.backend import Backend, BackendError, Desired, StalePlanError
+from ftspec.reconciler.backend import Backend, BackendError, Desired, StalePlanError, StaleWords
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.model import Change, Plan
 from ftspec.spec.diagnostics import Diagnostic
 
-_READ = engine.StaleWords("{address}", versions=True)
+_READ = StaleWords("{address}", versions=True)
 _AGAIN = "make the plan again with `ftspec plan SPEC --out FILE` and apply the new one"
 
 

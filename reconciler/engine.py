@@ -1,5 +1,5 @@
-"""What every backend's plan says alike, in one place: the one ``plan`` entry the CLI, the
-apply flow and saved plans (``bound``) call.
+"""What every backend's plan and apply do alike, in one place: the one ``plan`` entry the
+CLI, the apply flow and saved plans (``bound``) call, and the one ``apply``.
 
 The backend decides each change (it alone reads live state); this adds what depends only
 on the desired state and the user's request: a warning per job whose inputs' content the
@@ -8,18 +8,26 @@ plan cannot compare (``reconciler.inputs``: an unpinned hub revision, a ``pvc://
 backend found cannot alter what it trained: logging cadence), and the runs the user asked to run again although nothing changed
 (``--replace ADDRESS``, as Terraform's ``-replace``: the no-op becomes a replace).
 
-At apply, ``check_fresh`` is the one staleness check: what the backend reads now
-(``backend.DigestReader``: a digest per address, as its plan digested it) against what the
-plan read, and the one way of saying what changed.
+``apply`` is the one apply entry: ``check_fresh``, the one staleness check, compares what
+the backend reads now (``Backend.read_digests``: a digest per address, as its plan digested
+it) with what the plan read, with the backend's locks held, before the backend acts; and
+says what changed in the backend's words (``StaleWords``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from ftspec.reconciler.backend import ABSENT, Backend, BackendError, Desired, StalePlanError
-from ftspec.reconciler.model import Action, Change, Plan
+from ftspec.reconciler.backend import (
+    Backend,
+    BackendError,
+    Desired,
+    Reporter,
+    StalePlanError,
+    StaleWords,
+)
+from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
 
 REPLACE_REASON = ("replace requested (--replace): the run is done again with the same spec "
                   "and inputs")
@@ -66,31 +74,6 @@ def unchecked_warnings(desired: Sequence[Desired]) -> list[str]:
     return [f"{', '.join(ids)}: content not checked for {what}" for what, ids in jobs.items()]
 
 
-@dataclass(frozen=True)
-class StaleWords:
-    """How a backend names what its plan read at ``address`` and how it changed, in
-    "Saved plan is stale: {subject} {how} since the plan was made"."""
-
-    subject: str
-    """With ``{address}``: "the run of {address}"."""
-    created: str = "was created"
-    removed: str = "was removed"
-    changed: str = "was changed"
-    versions: bool = False
-    """Whether the digests are worth showing ("(planned rv:12, now rv:15)")."""
-    hint: str = "run `ftspec plan` again"
-
-    def how(self, was: str, now: str) -> str:
-        return self.created if was == ABSENT else self.removed if now == ABSENT else \
-            self.changed
-
-    def said(self, address: str, was: str, now: str) -> str:
-        """What changed at ``address``, after "Saved plan is stale: "."""
-        versions = f" (planned {was}, now {now})" if self.versions else ""
-        return (f"{self.subject.format(address=address)} {self.how(was, now)} since the plan "
-                f"was made{versions}")
-
-
 def stale_reads(planned: Mapping[str, str], now: Mapping[str, str]
                 ) -> list[tuple[str, str, str]]:
     """(address, digest planned, digest now) of each address both read that differs."""
@@ -105,3 +88,14 @@ def check_fresh(plan: Plan, now: Mapping[str, str], words: StaleWords, note: str
     if stale:
         raise StalePlanError(f"Saved plan is stale: {words.said(*stale[0])}{note}",
                              hint=words.hint)
+
+
+def apply(backend: Backend, plan: Plan, reporter: Reporter) -> ApplyResult:
+    """Apply exactly ``plan``, for every backend: with what the backend holds for it held
+    (``holding``: the local state lock, a Kubernetes spec's leases), the plan is refused
+    (``StalePlanError``, nothing changed) unless what the backend reads now is what the plan
+    read, then the backend makes the changes (``act``). A saved plan has been bound to its
+    specs before (``bound.bind``)."""
+    with backend.holding(plan, reporter) as note:
+        check_fresh(plan, backend.read_digests(plan), backend.stale_words, note)
+        return backend.act(plan, reporter)

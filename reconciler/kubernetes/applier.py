@@ -1,4 +1,5 @@
-"""Apply exactly a plan: preflight, lock, staleness check, then the changes in order.
+"""Apply exactly a plan: preflight and the specs' leases (``holding``, in which
+``engine.apply`` checks the plan is fresh), then the changes in order (``act``).
 
 Whatever plan it is given, the applier touches only what ftspec manages (``_guard``): the
 kinds ``MANAGED_KINDS`` lists for the change's deploy target, at the address the object
@@ -13,18 +14,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from ftspec.reconciler.backend import BackendError, Reporter, StalePlanError
-from ftspec.reconciler.engine import StaleWords, check_fresh
 from ftspec.reconciler.kubernetes.children import wait_children_gone
 from ftspec.reconciler.kubernetes.drift import FIELD_MANAGER
 from ftspec.reconciler.kubernetes.errors import ApiError
 from ftspec.reconciler.kubernetes.essence import with_applied_digest
 from ftspec.reconciler.kubernetes.lease import SpecLease
-from ftspec.reconciler.kubernetes.plan_steps import read_digests
 from ftspec.reconciler.kubernetes.planner import address, owner_of
 from ftspec.reconciler.kubernetes.preflight import preflight
 from ftspec.reconciler.kubernetes.resources import (
@@ -45,10 +45,6 @@ NEEDED_FIRST = ("ConfigMap", "TrainingRuntime", "ClusterTrainingRuntime")
 """Kinds other objects of a plan need to exist (a TrainJob its runtime and its files):
 applied before the rest."""
 DELETE_TIMEOUT_S = 300.0
-STALE = StaleWords("{address}", versions=True,
-                   hint="run `ftspec plan --out FILE` again and apply the new plan")
-"""How apply names an object that changed since its plan read it (``engine.check_fresh``,
-over ``plan_steps.read_digests``), checked once the specs' leases are held."""
 CACHE_WAIT_S = 30.0
 """How long apply retries an object an admission webhook refuses because the object it
 needs, which this apply just created, is not yet in the controller's cache."""
@@ -233,13 +229,21 @@ def _leases(t: Transport, changes: list[Change]) -> list[SpecLease]:
     return [SpecLease(t, ns, spec_id) for ns, spec_id in sorted(keys)]
 
 
-def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts: bool = False,
-               docs: Mapping[str, SourceDoc] | None = None) -> ApplyResult:
-    """``docs``: spec file -> loaded spec, to place errors the server returns."""
-    changes = sorted((c for c in plan.changes if c.action is not Action.NOOP or c.moved_from),
-                     key=_order)
+def acting(plan: Plan) -> list[Change]:
+    """The changes apply makes, in order: all but the no-ops (a move's relabel is made)."""
+    return sorted((c for c in plan.changes if c.action is not Action.NOOP or c.moved_from),
+                  key=_order)
+
+
+@contextmanager
+def holding(t: Transport, plan: Plan, reporter: Reporter) -> Iterator[str]:
+    """The leases of the specs ``plan`` changes, taken once every change is found to be one
+    ftspec manages (``_guard``) and the user's access checked (``preflight``); nothing for a
+    plan that changes nothing."""
+    changes = acting(plan)
     if not changes:
-        return ApplyResult(applied=())
+        yield ""
+        return
     for change in changes:  # a plan with anything ftspec does not manage changes nothing
         _guard(change)
     for warning in preflight(t, changes):
@@ -251,34 +255,40 @@ def apply_plan(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts:
             held.append(lease)
             reporter.event(f"lock acquired: lease {lease.namespace}/{lease.name}",
                            lease=lease.name)
-        check_fresh(plan, read_digests(t, plan), STALE)
-        done: list[Change] = []
-        failed: list[tuple[str, str]] = []
-        applied: set[str] = set()
-        for change in changes:
-            try:
-                _execute(t, plan, change, reporter, force_conflicts, applied)
-            except BackendError as exc:
-                where = ""
-                spec_path = getattr(exc, "spec_path", None)
-                if spec_path and change.spec_file:
-                    from ftspec.reconciler.kubernetes.locate import locate
-
-                    doc = (docs or {}).get(change.spec_file)
-                    bad = getattr(exc, "bad_value", None)
-                    where = f"\n  at {locate(change.spec_file, spec_path, doc, bad)}"
-                failed.append((change.address, str(exc) + where
-                               + (f"\n  hint: {exc.hint}" if exc.hint else "")))
-                if isinstance(exc, StalePlanError) or getattr(exc, "status", 0) in (401, 403):
-                    break
-                if exc.retryable:
-                    break  # the server is unwell: stop; the next apply converges
-                continue
-            done.append(change)
-            if change.after is not None and change.action is not Action.NOOP:
-                meta = change.after.get("metadata") or {}
-                applied.add(f"{change.after.get('kind')} {meta.get('name')}")
-        return ApplyResult(applied=tuple(done), failed=tuple(failed))
+        yield ""
     finally:
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(lambda lease: lease.release(), held))
+
+
+def act(t: Transport, plan: Plan, reporter: Reporter, *, force_conflicts: bool = False,
+        docs: Mapping[str, SourceDoc] | None = None) -> ApplyResult:
+    """``plan``'s changes in order, with ``holding`` held; ``docs``: spec file -> loaded
+    spec, to place errors the server returns."""
+    done: list[Change] = []
+    failed: list[tuple[str, str]] = []
+    applied: set[str] = set()
+    for change in acting(plan):
+        try:
+            _execute(t, plan, change, reporter, force_conflicts, applied)
+        except BackendError as exc:
+            where = ""
+            spec_path = getattr(exc, "spec_path", None)
+            if spec_path and change.spec_file:
+                from ftspec.reconciler.kubernetes.locate import locate
+
+                doc = (docs or {}).get(change.spec_file)
+                bad = getattr(exc, "bad_value", None)
+                where = f"\n  at {locate(change.spec_file, spec_path, doc, bad)}"
+            failed.append((change.address, str(exc) + where
+                           + (f"\n  hint: {exc.hint}" if exc.hint else "")))
+            if isinstance(exc, StalePlanError) or getattr(exc, "status", 0) in (401, 403):
+                break
+            if exc.retryable:
+                break  # the server is unwell: stop; the next apply converges
+            continue
+        done.append(change)
+        if change.after is not None and change.action is not Action.NOOP:
+            meta = change.after.get("metadata") or {}
+            applied.add(f"{change.after.get('kind')} {meta.get('name')}")
+    return ApplyResult(applied=tuple(done), failed=tuple(failed))

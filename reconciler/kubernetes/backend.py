@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -11,10 +12,10 @@ from ftspec.reconciler.backend import (
     Backend,
     BackendError,
     Desired,
-    DigestReader,
     Measurer,
     Prefetcher,
     Reporter,
+    StaleWords,
 )
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
@@ -52,6 +53,8 @@ from ftspec.spec.platforms import (
 
 class KubernetesBackend:
     name = "kubernetes"
+    stale_words = StaleWords("{address}", versions=True,
+                             hint="run `ftspec plan --out FILE` again and apply the new plan")
 
     def __init__(self, options: BackendOptions) -> None:
         self.options = options
@@ -210,15 +213,24 @@ class KubernetesBackend:
 
     # ------------------------------------------------------------------ apply
     def read_digests(self, plan: Plan) -> dict[str, str]:
-        """The digest of each object ``plan`` read and changes, read now (``DigestReader``;
-        apply checks them with the specs' leases held)."""
-        return read_digests(self.transport, plan)
+        """The digest of each object ``plan`` read and changes, read now; nothing when the
+        plan changes nothing (applying nothing cannot go wrong, and a running job's status
+        moves its resourceVersion on all the time)."""
+        from ftspec.reconciler.kubernetes.applier import acting
 
-    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
-        from ftspec.reconciler.kubernetes.applier import apply_plan
+        return read_digests(self.transport, plan) if acting(plan) else {}
 
-        return apply_plan(self.transport, plan, reporter,
-                          force_conflicts=self.options.force_conflicts, docs=self._docs)
+    def holding(self, plan: Plan, reporter: Reporter) -> AbstractContextManager[str]:
+        """The leases of the specs ``plan`` changes, after its preflight."""
+        from ftspec.reconciler.kubernetes.applier import holding
+
+        return holding(self.transport, plan, reporter)
+
+    def act(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        from ftspec.reconciler.kubernetes.applier import act
+
+        return act(self.transport, plan, reporter,
+                   force_conflicts=self.options.force_conflicts, docs=self._docs)
 
     # ------------------------------------------------------------------ status
     def _job_object(self, desired: Desired) -> dict[str, Any]:
@@ -326,7 +338,7 @@ class KubernetesBackend:
 def make_backend(options: BackendOptions) -> KubernetesBackend:
     return KubernetesBackend(options)
 
-CHECKED: tuple[type[Backend], type[Prefetcher], type[Measurer], type[DigestReader]] = (
-    KubernetesBackend, KubernetesBackend, KubernetesBackend, KubernetesBackend)
+CHECKED: tuple[type[Backend], type[Prefetcher], type[Measurer]] = (
+    KubernetesBackend, KubernetesBackend, KubernetesBackend)
 """The Backend protocol and the capabilities KubernetesBackend offers
 (``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""

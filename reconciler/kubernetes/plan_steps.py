@@ -49,7 +49,7 @@ def read_digest(live: Obj | None) -> str:
 
 def read_digests(t: Transport, plan: Plan) -> dict[str, str]:
     """Each object ``plan`` read and changes, read again now and digested as ``Draft.add``
-    digested it (``DigestReader``), all at once."""
+    digested it (``Backend.read_digests``), all at once."""
     objs = {c.address: c.after or c.before or {} for c in plan.changes}
     addrs = [a for a in plan.read_digests if a in objs]
     reader = Reader(t)

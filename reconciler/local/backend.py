@@ -21,6 +21,7 @@ spec file and leaves the process and its run folder alone (``RunRecord.run_id``)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -33,15 +34,14 @@ from ftspec.reconciler.backend import (
     Backend,
     BackendError,
     Desired,
-    DigestReader,
     KeepsHistory,
     Measurer,
     Preflighter,
     Reporter,
+    StaleWords,
     SweepPlace,
 )
 from ftspec.reconciler.driver_logs import one_log, refuse_selector
-from ftspec.reconciler.engine import StaleWords, check_fresh
 from ftspec.reconciler.identity import DuplicateIdentity, Moved, duplicate_error, file_move, moved
 from ftspec.reconciler.local import generations, runner
 from ftspec.reconciler.local.capacity import Machine, default_parallel
@@ -71,8 +71,6 @@ from ftspec.spec.ir import Job
 
 PREFIX = "local.run."
 TERMINAL = (Phase.SUCCEEDED, Phase.FAILED)
-_STALE = StaleWords("the run of {address}", created="was recorded", changed="was replaced")
-
 
 def address(spec_id: str) -> str:
     return PREFIX + spec_id
@@ -125,6 +123,8 @@ def _positions(plan: Plan) -> dict[str, int]:
 
 class LocalBackend:
     name = "local"
+    stale_words = StaleWords("the run of {address}", created="was recorded",
+                             changed="was replaced")
 
     def __init__(self, root: Path | None = None, *, stop_grace_s: float = 10.0,
                  check_data: bool = False) -> None:
@@ -321,32 +321,35 @@ class LocalBackend:
 
     # ------------------------------------------------------------------ apply
 
-    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
-        applied: list[Change] = []
-        failed: list[tuple[str, str]] = []
+    @contextmanager
+    def holding(self, plan: Plan, reporter: Reporter) -> Iterator[str]:
+        """The state lock; the note names the other ftspec that held it meanwhile."""
 
         def waiting(holder: str) -> None:
             reporter.event(f"waiting for the local state lock, held by {holder}")
 
         with self.store.lock(on_wait=waiting) as waited_for:
-            held = (", by another ftspec that held the state lock meanwhile: " + waited_for
-                    if waited_for else "")
-            check_fresh(plan, self.read_digests(plan), _STALE, held)
-            positions = _positions(plan)
-            for change in plan.changes:
-                if change.address in positions and change.after is not None:
-                    change = replace(change, after={**change.after, "queue": {
-                        **change.after["queue"], "position": positions[change.address]}})
-                try:
-                    record = self.store.read((change.moved_from or change.address)[len(PREFIX):])
-                    if record is not None:  # finish what a killed apply left
-                        runner.settle(self.store, record)
-                    if change.action is Action.NOOP and not change.moved_from:
-                        continue
-                    self._apply_one(change, reporter)
-                    applied.append(change)
-                except BackendError as exc:
-                    failed.append((change.address, str(exc)))
+            yield (", by another ftspec that held the state lock meanwhile: " + waited_for
+                   if waited_for else "")
+
+    def act(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+        applied: list[Change] = []
+        failed: list[tuple[str, str]] = []
+        positions = _positions(plan)
+        for change in plan.changes:
+            if change.address in positions and change.after is not None:
+                change = replace(change, after={**change.after, "queue": {
+                    **change.after["queue"], "position": positions[change.address]}})
+            try:
+                record = self.store.read((change.moved_from or change.address)[len(PREFIX):])
+                if record is not None:  # finish what a killed apply left
+                    runner.settle(self.store, record)
+                if change.action is Action.NOOP and not change.moved_from:
+                    continue
+                self._apply_one(change, reporter)
+                applied.append(change)
+            except BackendError as exc:
+                failed.append((change.address, str(exc)))
         return ApplyResult(tuple(applied), tuple(failed))
 
     def _apply_one(self, change: Change, reporter: Reporter) -> None:
@@ -488,8 +491,7 @@ def make_backend(options: object = None) -> LocalBackend:
     project root: the CLI runs there, ``ftspec.cli.project``)."""
     return LocalBackend(Path.cwd(), check_data=bool(getattr(options, "check_data", False)))
 
-CHECKED: tuple[type[Backend], type[Preflighter], type[KeepsHistory], type[Measurer],
-               type[DigestReader]] = (
-    LocalBackend, LocalBackend, LocalBackend, LocalBackend, LocalBackend)
+CHECKED: tuple[type[Backend], type[Preflighter], type[KeepsHistory], type[Measurer]] = (
+    LocalBackend, LocalBackend, LocalBackend, LocalBackend)
 """The Backend protocol and the capabilities LocalBackend offers
 (``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""

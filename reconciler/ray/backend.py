@@ -19,6 +19,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,13 +42,12 @@ from ftspec.reconciler.backend import (
     Backend,
     BackendError,
     Desired,
-    DigestReader,
     Measurer,
     Preflighter,
     Reporter,
+    StaleWords,
 )
 from ftspec.reconciler.driver_logs import one_log, refuse_selector
-from ftspec.reconciler.engine import StaleWords, check_fresh
 from ftspec.reconciler.failure import describe, reason
 from ftspec.reconciler.identity import Moved, moved
 from ftspec.reconciler.logread import LogFollowerText, TextLog, tail_lines
@@ -72,8 +72,6 @@ from ftspec.spec.ownership import SPEC_ID_LABEL, owned_spec_id
 from ftspec.targets.ray_payload import NAME_KEY
 
 PREFIX = "ray.job."
-_STALE = StaleWords("the Ray jobs of {address}", created="changed", removed="changed",
-                    changed="changed")
 SPEC_FILE_KEY = "ftspec.dev/spec-file"
 PHASES = {"PENDING": Phase.PENDING, "RUNNING": Phase.RUNNING, "SUCCEEDED": Phase.SUCCEEDED,
           "FAILED": Phase.FAILED, "STOPPED": Phase.FAILED}
@@ -173,6 +171,8 @@ def _delete(url: str, spec_id: str, jobs: list[dict[str, Any]], spec_file: str,
 
 class RayBackend:
     name = "ray"
+    stale_words = StaleWords("the Ray jobs of {address}", created="changed",
+                             removed="changed", changed="changed")
 
     def __init__(self, address_override: str | None = None, *, timeout_s: float = 10.0) -> None:
         self.address_override = address_override
@@ -353,10 +353,13 @@ class RayBackend:
         url = (change.after or change.before or {})["address"]
         return self._apis.setdefault(url, JobsApi(url, self.timeout_s))
 
-    def apply(self, plan: Plan, reporter: Reporter) -> ApplyResult:
+    def holding(self, plan: Plan, reporter: Reporter) -> AbstractContextManager[str]:
+        """Nothing: the Jobs API has no lock to take."""
+        return nullcontext("")
+
+    def act(self, plan: Plan, reporter: Reporter) -> ApplyResult:
         applied: list[Change] = []
         failed: list[tuple[str, str]] = []
-        check_fresh(plan, self.read_digests(plan), _STALE)
         for change in plan.changes:
             if change.action is Action.NOOP:
                 continue
@@ -530,8 +533,8 @@ def make_backend(options: object = None) -> RayBackend:
     """Factory used by ``ftspec.reconciler.backends``."""
     return RayBackend(getattr(options, "ray_address", None))
 
-CHECKED: tuple[type[Backend], type[Preflighter], type[Measurer], type[DigestReader]] = (
-    RayBackend, RayBackend, RayBackend, RayBackend)
+CHECKED: tuple[type[Backend], type[Preflighter], type[Measurer]] = (
+    RayBackend, RayBackend, RayBackend)
 """The Backend protocol and the capabilities RayBackend offers
 (``reconciler.backend.CAPABILITIES``), checked by mypy --strict here."""
 

@@ -230,6 +230,7 @@ def test_two_concurrent_applies_are_serialized_by_a_lease(
     import threading
 
     from ftspec.compiler.pipeline import SpecInput
+    from ftspec.reconciler import engine
     from ftspec.reconciler.backend import BackendError
     from ftspec.reconciler.backends import BackendOptions
     from ftspec.reconciler.desired import load_desired, with_namespace
@@ -248,12 +249,12 @@ def test_two_concurrent_applies_are_serialized_by_a_lease(
     first = KubernetesBackend(BackendOptions())
     results: list[Any] = []
     thread = threading.Thread(target=lambda: results.append(
-        first.apply(first.plan(desired), Blocking())))
+        engine.apply(first, first.plan(desired), Blocking())))
     thread.start()
     assert holding.wait(60)
     second = KubernetesBackend(BackendOptions())
     with pytest.raises(BackendError, match="another `ftspec apply` of spec .* is in progress"):
-        second.apply(second.plan(desired), Blocking())
+        engine.apply(second, second.plan(desired), Blocking())
     release.set()
     thread.join(60)
     assert results and results[0].ok
@@ -289,6 +290,7 @@ def test_limited_user_is_stopped_by_preflight_naming_the_verb(
 def test_apiserver_killed_mid_apply_then_next_apply_converges(
         env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     from ftspec.compiler.pipeline import SpecInput
+    from ftspec.reconciler import engine
     from ftspec.reconciler.backends import BackendOptions
     from ftspec.reconciler.desired import load_desired, with_namespace
     from ftspec.reconciler.kubernetes.backend import KubernetesBackend
@@ -311,7 +313,7 @@ def test_apiserver_killed_mid_apply_then_next_apply_converges(
     backend = KubernetesBackend(BackendOptions())
     _backend, desired = load_desired([SpecInput(spec, (), with_namespace((), ns))])
     try:
-        result = backend.apply(backend.plan(desired), KillOnCreate())
+        result = engine.apply(backend, backend.plan(desired), KillOnCreate())
         assert not result.ok
         assert "cannot reach the API server" in result.failed[0][1]
     finally:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ftspec.reconciler import engine
 from ftspec.reconciler.backend import BackendError
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes.backend import KubernetesBackend
@@ -73,8 +74,8 @@ def _apply_directly(*changes: Change) -> list[str]:
     """``changes`` straight into the Kubernetes backend's apply (no binding): the errors,
     the whole plan's refusal or each change's."""
     try:
-        result = KubernetesBackend(BackendOptions()).apply(
-            Plan("kubernetes", tuple(changes), {}, {}), _Events())
+        result = engine.apply(KubernetesBackend(BackendOptions()),
+                              Plan("kubernetes", tuple(changes), {}, {}), _Events())
     except BackendError as exc:
         return [str(exc)]
     return [message for _, message in result.failed]

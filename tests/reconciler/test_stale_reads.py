@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ftspec.reconciler.backend import ABSENT, NullReporter, StalePlanError
-from ftspec.reconciler.engine import StaleWords, check_fresh, stale_reads
+from ftspec.reconciler import engine
+from ftspec.reconciler.backend import ABSENT, NullReporter, StalePlanError, StaleWords
 from ftspec.reconciler.backends import BackendOptions
+from ftspec.reconciler.engine import check_fresh, stale_reads
 from ftspec.reconciler.kubernetes.backend import KubernetesBackend
 from ftspec.reconciler.local.backend import LocalBackend
 from ftspec.reconciler.model import Action, Change, Plan
@@ -56,7 +57,7 @@ def test_local_apply_refuses_a_run_record_that_changed_since_its_plan(
     plan = _plan({"local.run.tiny-local": planned})
     with pytest.raises(StalePlanError, match=f"^Saved plan is stale: the run of "
                        f"local.run.tiny-local was {how} since the plan was made$"):
-        backend.apply(plan, NullReporter())
+        engine.apply(backend, plan, NullReporter())
     now = backend.read_digests(plan)["local.run.tiny-local"]
     assert (now == ABSENT) is not record
 
@@ -92,13 +93,13 @@ def test_ray_apply_refuses_a_stale_plan_before_it_submits_any_job() -> None:
                    for n in "ab"))
     with pytest.raises(StalePlanError, match="^Saved plan is stale: the Ray jobs of ray.job.b "
                                              "changed since the plan was made$"):
-        backend.apply(plan, NullReporter())
+        engine.apply(backend, plan, NullReporter())
     # ray.job.a comes first and is fresh: before, it was submitted and then b refused
     assert jobs.submitted == []
     assert jobs.listings == 1  # one listing of the cluster for every address
     fresh = backend.read_digests(plan)
     assert fresh["ray.job.a"] == ABSENT and fresh["ray.job.b"] != ABSENT
-    done = backend.apply(_plan({"ray.job.a": ABSENT}, plan.changes[0]), NullReporter())
+    done = engine.apply(backend, _plan({"ray.job.a": ABSENT}, plan.changes[0]), NullReporter())
     assert [c.address for c in done.applied] == ["ray.job.a"]
     assert [p["submission_id"] for p in jobs.submitted] == ["a-1"]
 
@@ -144,13 +145,21 @@ def test_kubernetes_apply_refuses_an_object_changed_since_its_plan_before_writin
     assert backend.read_digests(plan) == {"kubeflow.ConfigMap.ml/a": ABSENT,
                                           "kubeflow.ConfigMap.ml/b": "rv:7"}
     with pytest.raises(StalePlanError) as caught:
-        backend.apply(plan, NullReporter())
+        engine.apply(backend, plan, NullReporter())
     assert str(caught.value) == ("Saved plan is stale: kubeflow.ConfigMap.ml/b was changed "
                                  "since the plan was made (planned rv:5, now rv:7)")
     assert caught.value.hint == "run `ftspec plan --out FILE` again and apply the new plan"
     assert cluster.writes == []  # ml/a comes first and is fresh: not created either
+    # a plan that changes nothing reads nothing again: a running job's status moves its
+    # resourceVersion on, and applying nothing is never stale
+    unchanged = _plan({"kubeflow.ConfigMap.ml/b": "rv:5"},
+                      Change("kubeflow.ConfigMap.ml/b", Action.NOOP, _config_map("b", "5"),
+                             _config_map("b")))
+    assert backend.read_digests(unchanged) == {}
+    assert engine.apply(backend, unchanged, NullReporter()).applied == ()
+    assert cluster.writes == []
     fresh = replace(plan, read_digests=backend.read_digests(plan))
-    done = backend.apply(fresh, NullReporter())
+    done = engine.apply(backend, fresh, NullReporter())
     assert [c.address for c in done.applied] == ["kubeflow.ConfigMap.ml/a",
                                                  "kubeflow.ConfigMap.ml/b"]
     assert cluster.writes == [("PATCH", path + "a"), ("PATCH", path + "b")]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from ftspec.reconciler import engine
 from ftspec.reconciler.backend import Reporter
 from ftspec.reconciler.local.backend import PREFIX, LocalBackend
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
@@ -131,7 +132,7 @@ def apply_change(backend: LocalBackend, action: Action, after: dict[str, Any] | 
     addr = PREFIX + spec_id
     plan = Plan(backend="local", changes=(Change(addr, action, None, after, reason="test"),),
                 read_digests={addr: backend.store.digest(spec_id)}, specs={})
-    return backend.apply(plan, reporter or Events())
+    return engine.apply(backend, plan, reporter or Events())
 
 
 def supervise(root: Path, run_dir: str, argv: list[str]) -> None:

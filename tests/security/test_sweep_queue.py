@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ftspec.reconciler import engine
 from ftspec.reconciler.local import runner
 from ftspec.reconciler.local.backend import PREFIX, LocalBackend
 from ftspec.reconciler.local.observe import observe
@@ -40,8 +41,8 @@ def _apply(backend: LocalBackend, afters: list[dict[str, Any]], events: Events) 
     changes = tuple(Change(PREFIX + a["spec_id"], Action.CREATE, None, a, reason="test")
                     for a in afters)
     digests = {c.address: backend.store.digest(c.address[len(PREFIX):]) for c in changes}
-    result = backend.apply(Plan(backend="local", changes=changes, read_digests=digests,
-                                specs={}), events)
+    result = engine.apply(backend, Plan(backend="local", changes=changes,
+                                        read_digests=digests, specs={}), events)
     assert result.ok, result.failed
 
 
