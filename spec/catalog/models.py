@@ -212,6 +212,8 @@ FAMILY_ALIASES: dict[str, str] = {
     "ibm-granite/granite-4.0-350m-base": "granite-4.0-350m",
     "mistralai/Mistral-Large-Instruct-2411": "mistral-large-2407",
     "allenai/Olmo-3.1-32B-Instruct": "olmo3-32b",  # OLMo 3 32B trained further (verified.py)
+    "allenai/Olmo-3-7B-Instruct": "olmo3-7b",  # the base's architecture (verified.py)
+    "allenai/Olmo-3-7B-Think": "olmo3-7b",
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama4-scout-17b-16e",
     "meta-llama/Llama-4-Maverick-17B-128E-Instruct": "llama4-maverick-17b-128e",
 }

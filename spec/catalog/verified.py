@@ -7,7 +7,10 @@ public copy of the model's ``config.json`` loaded by transformers' own ``AutoCon
 (``tests/compiler/test_catalog_configs.py``; the copies are committed unchanged under
 ``tests/data/model_configs/<key>/config.json``, their sources in the ``SOURCES`` file
 beside them). The copies come from public GitHub repositories that vendor them (model
-folders, fixtures), since the Hub itself is not reached from here.
+folders, fixtures), since the Hub itself is not reached from here. Where no copy is
+reachable, an entry may instead be compared with the numbers another public source states
+(``TRANSCRIBED``: the source cited by repository, path and commit, its kind said plainly,
+the numbers written out in ``tests/data/model_numbers/<key>.json``); no number is derived.
 """
 
 from __future__ import annotations
@@ -200,7 +203,47 @@ CONFIG_COPIES: dict[str, ConfigCopy] = {
 """Catalog key -> the ``config.json`` copy its numbers were compared with."""
 
 
+@dataclass(frozen=True)
+class TranscribedNumbers:
+    """Another public source that states an entry's architecture numbers, where no copy of the
+    model's ``config.json`` is reachable: the numbers are written out, with this citation,
+    in ``tests/data/model_numbers/<key>.json`` and compared as a copy is."""
+
+    repo: str
+    """GitHub ``owner/name``."""
+    path: str
+    commit: str
+    model: str
+    """The Hugging Face repo whose numbers the source states."""
+    kind: str
+    """What the source is, said plainly (not a ``config.json``), and where in it the numbers
+    are."""
+
+    @property
+    def where(self) -> str:
+        return f"github:{self.repo}@{self.commit[:12]}:{self.path}"
+
+
+TRANSCRIBED: dict[str, TranscribedNumbers] = {
+    "olmo3-7b": TranscribedNumbers(
+        "rasbt/LLMs-from-scratch", "ch05/13_olmo3/standalone-olmo3.ipynb",
+        "12658feef4c0303da2abd6bd29c1a3ebff369561", "allenai/Olmo-3-1025-7B",
+        "numbers as transcribed by a from-scratch re-implementation's notebook "
+        "(OLMO3_CONFIG_7B: vocabulary, context, width, heads, KV heads, head size, layers, "
+        "MLP width, sliding window and layer_types), not a config.json; its printed 7B module "
+        "shows the gated MLP (gate/up/down of 4096 x 11008) and an output head apart from the "
+        "embedding, and its recorded load of Olmo-3-7B-Instruct prints no 'Model uses weight "
+        "tying.' (printed when the checkpoint has no lm_head.weight): untied. The notebook "
+        "names the base, Instruct and Think 7B checkpoints as one architecture"),
+}
+"""Catalog key -> the public source its numbers were transcribed from (no ``config.json``
+copy reachable)."""
+
+
 def numbers_source(key: str) -> str:
     """How a catalog entry's numbers are known: ``config.json`` (compared with a copy of the
-    model's own) or ``cross-checked`` (by the published parameter count only)."""
-    return "config.json" if key in CONFIG_COPIES else "cross-checked"
+    model's own), ``transcribed`` (compared with the numbers another public source states,
+    ``TRANSCRIBED``) or ``cross-checked`` (by the published parameter count only)."""
+    if key in CONFIG_COPIES:
+        return "config.json"
+    return "transcribed" if key in TRANSCRIBED else "cross-checked"

@@ -16,9 +16,16 @@ from typing import Any
 import pytest
 from ftspec.spec.catalog.family import param_count
 from ftspec.spec.catalog.models import MODEL_FAMILIES, ModelFamily
-from ftspec.spec.catalog.verified import CONFIG_COPIES, numbers_source
+from ftspec.spec.catalog.verified import CONFIG_COPIES, TRANSCRIBED, numbers_source
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "model_configs"
+NUMBERS = Path(__file__).resolve().parents[1] / "data" / "model_numbers"
+STATED_KEYS = frozenset({
+    "model_type", "vocab_size", "max_position_embeddings", "hidden_size",
+    "num_attention_heads", "head_dim", "num_key_value_heads", "num_hidden_layers",
+    "intermediate_size", "tie_word_embeddings"})
+"""What a transcribed source must state for the comparison: every config key
+``_text_numbers`` reads of a dense model, so no transformers default stands in for one."""
 
 
 def _load(key: str) -> Any:
@@ -182,7 +189,10 @@ def test_each_entry_says_how_its_numbers_are_known() -> None:
     shown = {row["family"]: row["numbers"] for row in families_data()}
     assert shown["llama2-70b"] == numbers_source("llama2-70b") == "config.json"
     assert shown["granite-34b-code-base"] == "cross-checked"
+    assert shown["olmo3-7b"] == "transcribed"
     assert sorted(k for k, v in shown.items() if v == "config.json") == sorted(CONFIG_COPIES)
+    assert sorted(k for k, v in shown.items() if v == "transcribed") == sorted(TRANSCRIBED)
+    assert not set(TRANSCRIBED) & set(CONFIG_COPIES)
 
 
 def test_a_wrong_number_or_layer_class_is_caught() -> None:
@@ -257,3 +267,66 @@ def test_a_linear_attention_hybrid_is_compared_layer_by_layer() -> None:
         assert vars(wrong) != _linear_numbers(text)
     assert param_count(replace(family, linear_attention=replace(
         family.linear_attention, value_heads=16))) != built
+
+
+def _stated(key: str) -> dict[str, Any]:
+    """The numbers a transcribed source states (``tests/data/model_numbers/<key>.json``)."""
+    import json
+
+    data = json.loads((NUMBERS / f"{key}.json").read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def _config_from(numbers: dict[str, Any]) -> Any:
+    """A transformers config of the model type, built from the stated numbers alone."""
+    from transformers import AutoConfig
+
+    fields = dict(numbers)
+    return AutoConfig.for_model(fields.pop("model_type"), **fields)
+
+
+def test_every_transcribed_source_is_cited_and_states_what_is_compared() -> None:
+    """Each data file cites the source ``TRANSCRIBED`` names (repository, path, commit,
+    model) and states every number the comparison reads; nothing else is in the folder."""
+    assert {p.stem for p in NUMBERS.glob("*.json")} == set(TRANSCRIBED)
+    for key, cited in TRANSCRIBED.items():
+        data = _stated(key)
+        assert data["source"] == {"repo": cited.repo, "path": cited.path,
+                                  "commit": cited.commit, "model": cited.model}
+        assert re.fullmatch(r"[0-9a-f]{40}", cited.commit)
+        assert STATED_KEYS <= set(data["numbers"]) and set(data["numbers"]) <= set(
+            data["stated_as"])
+        assert MODEL_FAMILIES[key].source == f"hf:{cited.model}"
+        assert "not a config.json" in cited.kind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(TRANSCRIBED))
+def test_catalog_numbers_match_the_numbers_a_source_states(key: str) -> None:
+    """As for a config.json copy: every number, the wrap class, and the weight matrices of the
+    model transformers builds from the stated numbers on the meta device."""
+    family = MODEL_FAMILIES[key]
+    numbers = _stated(key)["numbers"]
+    config = _config_from(numbers)
+    assert _catalog_numbers(family) == _text_numbers(config)
+    assert family.attn_head_dim == numbers["head_dim"] == config.hidden_size // \
+        config.num_attention_heads  # the stated head size is the one transformers builds
+    assert family.hf_layer_cls == _layer_class(config)
+    assert param_count(family) == _weight_matrices(config)
+
+
+@pytest.mark.slow
+def test_a_transcribed_entry_off_by_one_number_is_caught() -> None:
+    """OLMo 3 7B: grouped-query attention (the 32B's 8 KV heads), tied embeddings or the
+    32B's MLP width and the comparison or the count differs."""
+    from dataclasses import replace
+
+    family = MODEL_FAMILIES["olmo3-7b"]
+    config = _config_from(_stated("olmo3-7b")["numbers"])
+    built = _weight_matrices(config)
+    for wrong in (replace(family, num_kv_heads=8), replace(family, tied_embeddings=True),
+                  replace(family, intermediate_size=27648)):
+        assert _catalog_numbers(wrong) != _text_numbers(config)
+        assert param_count(wrong) != built
+    assert config.layer_types.count("sliding_attention") == 24 and config.sliding_window == 4096

@@ -310,7 +310,6 @@ FIELDS: dict[str, tuple[str, Expect, Got]] = {
 
 CHECKED = Corpus("axolotl", CORPUS, import_axolotl, FIELDS,
                  outside_catalog=frozenset({
-                     "2026-olmo3-olmo3-7b-qlora.yaml",
                      "2026-granite4-granite-4.0-tiny-fft.yaml",
                      "2026-liquidai-lfm2-350m-fft.yaml",
                      "2026-cohere-command-r-7b-qlora.yml"}))
