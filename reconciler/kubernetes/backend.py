@@ -28,7 +28,7 @@ from ftspec.reconciler.kubernetes.plan_steps import (
     Owned,
     destroy_owned,
     owner_key,
-    plan_object,
+    plan_objects,
     read_digests,
     read_owned,
     remove_unwanted,
@@ -203,8 +203,7 @@ class KubernetesBackend:
                        None)
         ctx = Context(reader, rules, by_addr, {d.job.spec_id for d in desired}, version,
                       {p.addr: p for p in pending})
-        for p in pending:
-            plan_object(ctx, p, draft)
+        plan_objects(ctx, pending, draft)
         return {p.addr for p in pending}
 
     @staticmethod

@@ -73,10 +73,25 @@ class Draft:
     changes: list[Change] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)
     errors: list[BaseException] = field(default_factory=list)
+    later: list[tuple[int, Future[str | None]]] = field(default_factory=list)
+    """Warnings still being read (a live TrainJob's runtime drift), each with the place in
+    ``warnings`` it takes: the order is the objects', as if each had been read in turn."""
 
     def add(self, addr: str, change: Change, live: Obj | None) -> None:
         self.digests[addr] = read_digest(live)
         self.changes.append(change)
+
+    def warn_later(self, warning: Future[str | None]) -> None:
+        self.later.append((len(self.warnings), warning))
+
+    def settle(self) -> None:
+        """Wait for the warnings still being read and put each at its place (None: no
+        warning); the first in order that failed raises, as it did read in turn."""
+        found = [(at, warning.result()) for at, warning in self.later]
+        self.later.clear()
+        for at, warning in reversed(found):  # from the end: earlier places stay put
+            if warning:
+                self.warnings.insert(at, warning)
 
 
 def read_owned(reader: Reader, desired: Sequence[Desired], early: Early | None) -> Owned:
@@ -282,9 +297,16 @@ def plan_object(ctx: Context, p: Pending, draft: Draft) -> None:
         return
     draft.add(p.addr, change, read.live)
     if read.live is not None and change.action in (Action.NOOP, Action.UPDATE):
-        drift = live_runtime_drift(ctx.reader, read.live)
-        if drift:
-            draft.warnings.append(drift)
+        # its JobSet and runtime are read on the plan's pool, beside the other objects'
+        draft.warn_later(ctx.reader.submit(live_runtime_drift, ctx.reader, read.live))
+
+
+def plan_objects(ctx: Context, pending: Sequence[Pending], draft: Draft) -> None:
+    """Add each rendered object's change to ``draft`` (``plan_object``), then the
+    runtime-drift warnings read meanwhile, in the objects' order."""
+    for p in pending:
+        plan_object(ctx, p, draft)
+    draft.settle()
 
 
 def remove_unwanted(desired: Sequence[Desired], owned: Owned, wanted: set[str],
