@@ -214,6 +214,7 @@ FAMILY_ALIASES: dict[str, str] = {
     "allenai/Olmo-3.1-32B-Instruct": "olmo3-32b",  # OLMo 3 32B trained further (verified.py)
     "allenai/Olmo-3-7B-Instruct": "olmo3-7b",  # the base's architecture (verified.py)
     "allenai/Olmo-3-7B-Think": "olmo3-7b",
+    "mistralai/Mistral-Small-24B-Base-2501": "mistral-small-24b-2501",  # the instruct's shape
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama4-scout-17b-16e",
     "meta-llama/Llama-4-Maverick-17B-128E-Instruct": "llama4-maverick-17b-128e",
 }

@@ -24,6 +24,9 @@ What the memory estimate prices for them, beyond a dense decoder's terms:
   the estimate leaves out as it leaves out every norm. The 7B has no grouped-query
   attention (32 KV heads of 32); its numbers are transcribed from a public source, not a
   ``config.json`` copy (``verified.TRANSCRIBED``).
+- Mistral Small 3 (2501) is a Mistral decoder with 128-wide heads (32 of them over a 5120
+  width) and 32768 positions; its numbers are transcribed from the checkpoint's
+  ``params.json``, not a ``config.json`` copy (``verified.TRANSCRIBED``).
 - Devstral Small is Mistral Small 3.1's text decoder (its vision encoder removed, the
   model card says): a Mistral decoder with 128-wide heads.
 - Llama 4 Scout is a vision-language checkpoint; the entry is its text decoder, as the
@@ -83,6 +86,9 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
     _m("devstral-small", "Devstral Small 1.1 (24B)", 24.0, 40, 5120, 32, 8, 32768, 131072,
        131072, "MistralDecoderLayer", arch="mistral", head_dim=128,
        source="hf:mistralai/Devstral-Small-2507"),
+    _m("mistral-small-24b-2501", "Mistral Small 3 (24B, 2501)", 23.57, 40, 5120, 32, 8, 32768,
+       131072, 32768, "MistralDecoderLayer", arch="mistral", head_dim=128,
+       source="hf:mistralai/Mistral-Small-24B-Instruct-2501"),
     _m("olmo3-7b", "OLMo 3 7B", 7.3, 32, 4096, 32, 32, 11008, 100278, 65536,
        "Olmo3DecoderLayer", arch="olmo3", source="hf:allenai/Olmo-3-1025-7B"),
     _m("olmo3-32b", "OLMo 3 32B", 32.2, 64, 5120, 40, 8, 27648, 100278, 65536,
@@ -100,7 +106,7 @@ RECENT_FAMILIES: tuple[ModelFamily, ...] = (
        "Qwen3_5DecoderLayer", arch="qwen3_5_text", head_dim=256, gate=True,
        linear=_qwen3_5_linear(64, 48), source="hf:Qwen/Qwen3.5-27B"),
 )
-"""Each compared with its config.json (``verified.py``), OLMo 3 7B with the numbers a public
-source transcribes from it (``verified.TRANSCRIBED``); Devstral Small 2507's numbers also
+"""Each compared with its config.json (``verified.py``), OLMo 3 7B and Mistral Small 3 with
+the numbers another public source states (``verified.TRANSCRIBED``); Devstral Small 2507's numbers also
 agree with its ``params.json`` (Mistral's own format) and its card (128k context,
 text-only, 24B parameters) beside it."""

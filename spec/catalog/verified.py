@@ -235,6 +235,16 @@ TRANSCRIBED: dict[str, TranscribedNumbers] = {
         "embedding, and its recorded load of Olmo-3-7B-Instruct prints no 'Model uses weight "
         "tying.' (printed when the checkpoint has no lm_head.weight): untied. The notebook "
         "names the base, Instruct and Think 7B checkpoints as one architecture"),
+    "mistral-small-24b-2501": TranscribedNumbers(
+        "OpenMOSE/RWKV-LM-RLHF", "main/tokenizer/mistralsmall3/params.json",
+        "c394e06d2ea0fdad4679af83b9dd77b517a87f49", "mistralai/Mistral-Small-24B-Instruct-2501",
+        "the checkpoint's params.json (Mistral's own format: dim, n_layers, head_dim, "
+        "hidden_dim, n_heads, n_kv_heads, vocab_size, max_seq_len), vendored with the "
+        "instruct model's card, tekken.json and the transformers weights' index, not a "
+        "config.json; that index (same folder, commit 7e8f62ab3f43bd70de656d5205d1cb4216b4ea58) "
+        "maps lm_head.weight apart from model.embed_tokens.weight (untied) and gives "
+        "total_size 47,144,806,400 bytes, the bf16 weights of the stated numbers with their "
+        "norms. The card: an instruction fine-tune of Mistral-Small-24B-Base-2501"),
 }
 """Catalog key -> the public source its numbers were transcribed from (no ``config.json``
 copy reachable)."""

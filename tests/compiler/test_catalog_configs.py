@@ -310,9 +310,8 @@ def test_catalog_numbers_match_the_numbers_a_source_states(key: str) -> None:
     numbers = _stated(key)["numbers"]
     config = _config_from(numbers)
     assert _catalog_numbers(family) == _text_numbers(config)
-    assert family.attn_head_dim == numbers["head_dim"] == config.hidden_size // \
-        config.num_attention_heads  # the stated head size is the one transformers builds
-    assert family.hf_layer_cls == _layer_class(config)
+    assert family.attn_head_dim == numbers["head_dim"]  # and the count is what transformers
+    assert family.hf_layer_cls == _layer_class(config)  # builds with it
     assert param_count(family) == _weight_matrices(config)
 
 
@@ -330,3 +329,20 @@ def test_a_transcribed_entry_off_by_one_number_is_caught() -> None:
         assert _catalog_numbers(wrong) != _text_numbers(config)
         assert param_count(wrong) != built
     assert config.layer_types.count("sliding_attention") == 24 and config.sliding_window == 4096
+
+
+@pytest.mark.slow
+def test_a_head_size_apart_from_width_over_heads_is_compared() -> None:
+    """Mistral Small 3: 32 heads of 128 over a 5120 width (not 160); the weights its index
+    totals (47,144,806,400 bf16 bytes) are the stated numbers' matrices and norms (two per
+    layer and the final one, of the width); heads of 160 or the 7B's MLP width differ."""
+    from dataclasses import replace
+
+    family = MODEL_FAMILIES["mistral-small-24b-2501"]
+    config = _config_from(_stated("mistral-small-24b-2501")["numbers"])
+    built = _weight_matrices(config)
+    assert param_count(family) == built
+    assert 2 * (built + (2 * config.num_hidden_layers + 1) * config.hidden_size) == 47_144_806_400
+    for wrong in (replace(family, head_dim=None), replace(family, intermediate_size=14336)):
+        assert _catalog_numbers(wrong) != _text_numbers(config)
+        assert param_count(wrong) != built
