@@ -145,7 +145,7 @@ def test_target_local_without_a_gpu_trains_on_the_cpu(tmp_path: Path,
     ("HuggingFaceTB/SmolLM3-3B-checkpoints", ("smollm3-3b", False)),
     ("openai/gpt-oss-20b", ("gpt-oss-20b", True)),
     ("mistralai/Devstral-Small-2507", ("devstral-small", True)),
-    ("allenai/Olmo-3-7B-Instruct-SFT", None),
+    ("allenai/Olmo-3-7B-Instruct-SFT", ("olmo3-7b", False)),  # in the catalog since 3345edd
     ("LiquidAI/LFM2-350M", None),
     # Qwen2.5's code and math lines, and words after the size (a derivative's)
     ("Qwen/Qwen2.5-Coder-7B-Instruct", ("qwen2_5-7b", False)),
