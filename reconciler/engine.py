@@ -2,7 +2,9 @@
 CLI, the apply flow and saved plans (``bound``) call, and the one ``apply``.
 
 The backend decides each change (it alone reads live state); this adds what depends only
-on the desired state and the user's request: a warning per job whose inputs' content the
+on the desired state and the user's request: each change's ML lines, what differs in ML
+terms between the run applied and the one desired (``ml_lines``, from the summaries the
+backend read: ``Planned.summaries``), a warning per job whose inputs' content the
 plan cannot compare (``reconciler.inputs``: an unpinned hub revision, a ``pvc://`` claim,
 ``identity: path``), a note for each run kept although some fields differ (a change the
 backend found cannot alter what it trained: logging cadence), and the runs the user asked to run again although nothing changed
@@ -27,7 +29,7 @@ from ftspec.reconciler.backend import (
     StalePlanError,
     StaleWords,
 )
-from ftspec.reconciler.model import Action, ApplyResult, Change, Plan
+from ftspec.reconciler.model import Action, ApplyResult, Change, Plan, Planned
 
 REPLACE_REASON = ("replace requested (--replace): the run is done again with the same spec "
                   "and inputs")
@@ -38,12 +40,28 @@ def plan(backend: Backend, desired: Sequence[Desired], replacing: Sequence[str] 
     ``replacing`` replaced even where nothing changed (``BackendError`` for an address the
     plan does not hold)."""
     found = backend.plan(list(desired))
+    found = replace(found, changes=tuple(ml_lines(c) for c in found.changes))
     if replacing:
         found = replace(found, changes=forced(found.changes, replacing))
     extra = unchecked_warnings(desired)
     extra += [f"{c.address}: not run again: {c.reason}" for c in found.changes
               if c.action is Action.NOOP and c.fields and c.reason]
     return replace(found, warnings=(*found.warnings, *extra)) if extra else found
+
+
+def ml_lines(change: Change) -> Change:
+    """``change`` as a plain ``Change`` with its ML lines: where the backend handed its
+    ``Summaries`` (``Planned``), each quantity of the run in ML terms that differs between
+    the run applied and the one desired (``learning rate 0.0002 -> 0.0001``), before the
+    backend's own lines (what changed in the inputs' content). Any other change is as it is."""
+    if not isinstance(change, Planned):
+        return change
+    if change.summaries is None:
+        return change.plain(change.ml_changes)
+    from ftspec.compiler.summary import describe_changes
+
+    said = describe_changes(change.summaries.applied, change.summaries.desired)
+    return change.plain((*said, *change.ml_changes))
 
 
 def forced(changes: Sequence[Change], replacing: Sequence[str]) -> tuple[Change, ...]:

@@ -66,6 +66,35 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Summaries:
+    """A run in ML terms (``compiler.summary.ml_summary``) as applied and as desired."""
+
+    applied: dict[str, str]
+    desired: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Planned(Change):
+    """A change as a backend's plan hands it to the engine where it alters an applied run,
+    with that run's ``summaries``: ``engine.plan`` writes the change's ML lines from them
+    and keeps a plain ``Change`` (what a plan shows and saves)."""
+
+    summaries: Summaries | None = None
+
+    @classmethod
+    def of(cls, change: Change, summaries: Summaries) -> Planned:
+        return cls(**_change_fields(change), summaries=summaries)
+
+    def plain(self, ml_changes: tuple[str, ...]) -> Change:
+        """This change as a plain ``Change``, saying ``ml_changes``."""
+        return Change(**{**_change_fields(self), "ml_changes": ml_changes})
+
+
+def _change_fields(change: Change) -> dict[str, Any]:
+    return {f.name: getattr(change, f.name) for f in fields(Change)}
+
+
+@dataclass(frozen=True)
 class Plan:
     backend: str
     changes: tuple[Change, ...]

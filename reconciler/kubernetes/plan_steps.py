@@ -27,6 +27,7 @@ from ftspec.reconciler.kubernetes.planner import (
     left_sweep,
     orphan,
     owner_of,
+    planned,
 )
 from ftspec.reconciler.kubernetes.reads import Applying, Early, Reader, raise_first
 from ftspec.reconciler.kubernetes.resources import MANAGED_KINDS, runtime_needed
@@ -264,9 +265,10 @@ def object_change(ctx: Context, p: Pending, live: Obj | None, dry: Obj | None) -
     owner = owner_of(live) if live is not None else None
     move = named_object_moved(d.job, d.spec_file, owner, ctx.taken, Path.cwd()) \
         if owner and owner != d.job.spec_id else None
-    return decide(ObjectInput(
-        d.job.target, d.job.spec_id, d.spec_file, p.obj, live, dry, ctx.version,
-        adopt_from=move.old_id if move else None, moved=move.why if move else None))
+    inp = ObjectInput(d.job.target, d.job.spec_id, d.spec_file, p.obj, live, dry, ctx.version,
+                      adopt_from=move.old_id if move else None,
+                      moved=move.why if move else None)
+    return planned(decide(inp), inp)
 
 
 def plan_object(ctx: Context, p: Pending, draft: Draft) -> None:

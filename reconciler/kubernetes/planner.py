@@ -24,7 +24,7 @@ from ftspec.reconciler.kubernetes.comparable import comparable
 from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern, gated, suspend_gate
-from ftspec.reconciler.model import Action, Change
+from ftspec.reconciler.model import Action, Change, Planned, Summaries
 from ftspec.spec.ir import SPEC_HASH_ANNOTATION
 from ftspec.spec.ownership import SPEC_ID_LABEL, SWEEP_LABEL, owned_spec_id
 
@@ -94,8 +94,6 @@ def _relabelled(obj: dict[str, Any], spec_id: str) -> dict[str, Any]:
 
 
 def decide(inp: ObjectInput) -> Change:
-    from ftspec.compiler.summary import describe_changes
-
     addr = address(inp.target, inp.desired)
     if inp.live is None:
         return Change(addr, Action.CREATE, None, inp.desired, spec_file=inp.spec_file)
@@ -123,8 +121,6 @@ def decide(inp: ObjectInput) -> Change:
         return any(patterns)
 
     fields = field_changes(live_run, desired_run, forces)
-    ml_before, ml_after = ml_of(inp.live), ml_of(inp.desired)
-    ml = describe_changes(ml_before, ml_after) if ml_before and ml_after else ()
     live_record, new_record = record_in(inp.live), record_in(inp.desired)
     read = inputs.changed(live_record.inputs if live_record else None,
                           tuple(new_record.inputs.values()) if new_record else ())
@@ -132,7 +128,7 @@ def decide(inp: ObjectInput) -> Change:
         return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file, **moves)
     if not fields:
         return Change(addr, Action.REPLACE, before, inp.desired, reason=inputs.reason(read),
-                      fields=inputs.as_fields(read), ml_changes=(*ml, *(c.line() for c in read)),
+                      fields=inputs.as_fields(read), ml_changes=tuple(c.line() for c in read),
                       spec_file=inp.spec_file, **moves)
     changed = [f.path for f in fields]
     managers = drift_managers(inp.live, changed)
@@ -155,8 +151,18 @@ def decide(inp: ObjectInput) -> Change:
         live_record, new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
     return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
                   fields=(*fields, *inputs.as_fields(read)),
-                  ml_changes=(*ml, *(c.line() for c in read)), drift=drift,
+                  ml_changes=tuple(c.line() for c in read), drift=drift,
                   spec_file=inp.spec_file, upgrade=upgrade, **moves)
+
+
+def planned(change: Change, inp: ObjectInput) -> Change:
+    """``change`` (``decide``'s) for the engine: an update or replace of the applied run,
+    where both it and the desired object carry their summaries, with them (``Planned``:
+    ``engine.ml_lines`` writes its ML lines)."""
+    applied, desired = ml_of(inp.live), ml_of(inp.desired)
+    if change.action not in (Action.UPDATE, Action.REPLACE) or not applied or not desired:
+        return change
+    return Planned.of(change, Summaries(applied, desired))
 
 
 def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:

@@ -27,7 +27,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.compiler.summary import describe_changes
 from ftspec.reconciler import inputs
 from ftspec.reconciler.applied import decode, encode, record_of, upgrade_note
 from ftspec.reconciler.backend import (
@@ -61,7 +60,9 @@ from ftspec.reconciler.model import (
     Change,
     Phase,
     Plan,
+    Planned,
     Status,
+    Summaries,
 )
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import tracker_for, tracker_settings
@@ -251,13 +252,13 @@ class LocalBackend:
             reason += f"; the active run (pid {record.supervisor_pid}) is stopped first"
         reason += "; " + self._keeps(record, job)
         old_summary = applied.summary if applied and applied.summary else record.summary
-        return Change(addr, Action.REPLACE, before, after, reason=reason,
-                      fields=(*fields, *inputs.as_fields(read)),
-                      ml_changes=(*describe_changes(old_summary, after["summary"]),
-                                  *(c.line() for c in read)),
-                      spec_file=d.spec_file, moved_from=moved_from, moved=why,
-                      upgrade=upgrade_note(applied, job, legacy=not record.applied)
-                      if fields else None)
+        return Planned(addr, Action.REPLACE, before, after, reason=reason,
+                       fields=(*fields, *inputs.as_fields(read)),
+                       ml_changes=tuple(c.line() for c in read),
+                       summaries=Summaries(old_summary, after["summary"]),
+                       spec_file=d.spec_file, moved_from=moved_from, moved=why,
+                       upgrade=upgrade_note(applied, job, legacy=not record.applied)
+                       if fields else None)
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         taken = {d.job.spec_id for d in desired}

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.compiler.summary import SUMMARY_ANNOTATION, describe_changes
+from ftspec.compiler.summary import SUMMARY_ANNOTATION
 from ftspec.reconciler import inputs
 from ftspec.reconciler.applied import (
     RECORD_KEY,
@@ -52,7 +52,17 @@ from ftspec.reconciler.failure import describe, reason
 from ftspec.reconciler.identity import Moved, moved
 from ftspec.reconciler.logread import LogFollowerText, TextLog, tail_lines
 from ftspec.reconciler.measured import measure, short_of_plan
-from ftspec.reconciler.model import Action, ApplyResult, Change, FieldChange, Phase, Plan, Status
+from ftspec.reconciler.model import (
+    Action,
+    ApplyResult,
+    Change,
+    FieldChange,
+    Phase,
+    Plan,
+    Planned,
+    Status,
+    Summaries,
+)
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import (
     clean_lines,
@@ -264,14 +274,14 @@ class RayBackend:
         reason = f"{what}: Ray jobs are immutable, the new job gets id {sid}"
         if active:
             reason += f"; {', '.join(active)} is stopped first"
-        return Change(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
-                      fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
-                              *fields, *inputs.as_fields(read)),
-                      ml_changes=(*describe_changes(old_summary, d.job.summary),
-                                  *(c.line() for c in read)),
-                      upgrade=upgrade_note(applied, d.job,
-                                           legacy=SPEC_HASH_ANNOTATION in old_meta)
-                      if fields else None)
+        return Planned(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
+                       fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
+                               *fields, *inputs.as_fields(read)),
+                       ml_changes=tuple(c.line() for c in read),
+                       summaries=Summaries(old_summary, d.job.summary),
+                       upgrade=upgrade_note(applied, d.job,
+                                            legacy=SPEC_HASH_ANNOTATION in old_meta)
+                       if fields else None)
 
     def _listed(self, desired: Sequence[Desired]) -> dict[str, list[dict[str, Any]]]:
         """Each cluster's ftspec jobs (Jobs API address -> jobs), listed once."""

@@ -1,8 +1,8 @@
 """The row format is part of the IR (``Job.row_format``): the summary names it, so a format
 change on Ray plans a replace whose ML changes say so in words.
 
-The Ray backend's planner runs against an in-memory Jobs API holding the job the first spec
-submitted (a pure unit test of the planning logic; tests/e2e/test_ray_backend.py runs the
+The Ray backend's planner, through the engine's plan, runs against an in-memory Jobs API
+holding the job the first spec submitted (a pure unit test of the planning logic; tests/e2e/test_ray_backend.py runs the
 same planner against a real Ray head)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftspec.compiler.dispatch import compile_job
+from ftspec.reconciler import engine
 from ftspec.reconciler.backend import Desired
 from ftspec.reconciler.model import Action
 from ftspec.reconciler.ray.backend import RayBackend, submission
@@ -63,7 +64,7 @@ def test_a_format_change_on_ray_plans_a_replace_that_names_it() -> None:
 
     same = backend._change(before, backend._mine(before))
     assert same.action is Action.NOOP
-    change = backend._change(after, backend._mine(after))
+    (change,) = engine.plan(backend, [after]).changes  # the engine writes the ML lines
     assert change.action is Action.REPLACE
     assert change.ml_changes == ("row format alpaca -> chat",), change.ml_changes
     assert "Ray jobs are immutable" in change.reason
