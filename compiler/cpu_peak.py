@@ -31,11 +31,11 @@ from typing import Any, Literal
 
 from ftspec.compiler import cache, cache_files
 from ftspec.compiler.throughput import Hardware
+from ftspec.spec.dtypes import TORCH_NAMES
 
 Source = Literal["probe", "cache", "given"]
 KIND = "cpu-peak"
 """The cache folder's kind (``compiler.cache.folder``)."""
-TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def probe(dtype: str) -> tuple[float, float]:
     square matmuls and of a few 256 MiB fp32 copies."""
     import torch
 
-    kind = getattr(torch, TORCH_DTYPES[dtype])
+    kind = getattr(torch, TORCH_NAMES[dtype])
     best = 0.0
     for n in (512, 1024, 2048):
         a, b = torch.randn(n, n, dtype=kind), torch.randn(n, n, dtype=kind)
