@@ -5,13 +5,12 @@ training, no timing."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from helpers.cli_run import run
+from helpers.cli_run import run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = str(ROOT / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml")
@@ -20,17 +19,11 @@ SEARCHED = {"training": {"micro_batch_size", "gradient_accumulation_steps",
 
 
 def _tune(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run(capsys, "tune", *args, "--json")
-    assert code == 0, err
-    data: dict[str, Any] = json.loads(out)
-    return data
+    return run_json(capsys, "tune", *args)
 
 
 def _explain(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run(capsys, "explain", *args, "--json")
-    assert code == 0, err
-    data: dict[str, Any] = json.loads(out)
-    return data
+    return run_json(capsys, "explain", *args)
 
 
 def test_a_gpu_example_gets_a_faster_overlay_that_keeps_what_is_learned(

@@ -16,7 +16,7 @@ from ftspec.compiler.pipeline import SpecInput, compile_spec
 from ftspec.compiler.throughput import Hardware, predict
 from ftspec.compiler.throughput_fit import CPU_EFFICIENCY
 from ftspec.reconciler.local.capacity import GIB, Machine
-from helpers.cli_run import run
+from helpers.cli_run import run, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = str(ROOT / "examples" / "tiny-local.yaml")
@@ -44,17 +44,11 @@ def probes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
 
 def _tune(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run(capsys, "tune", *args, "--json")
-    assert code == 0, err
-    data: dict[str, Any] = json.loads(out)
-    return data
+    return run_json(capsys, "tune", *args)
 
 
 def _explain(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run(capsys, "explain", *args, "--json")
-    assert code == 0, err
-    data: dict[str, Any] = json.loads(out)
-    return data
+    return run_json(capsys, "explain", *args)
 
 
 def test_the_tiny_example_as_shipped_is_already_the_fastest(
