@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import time
@@ -120,8 +121,8 @@ def machine_key(dtype: str) -> str:
 def _from_entry(entry: dict[str, Any], dtype: str) -> CpuPeak | None:
     flops, bps, when = entry.get("flops"), entry.get("memory_bps"), entry.get("measured_at")
     if (entry.get("dtype") != dtype or not isinstance(when, str)
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-                       for v in (flops, bps))):
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and math.isfinite(v) and v > 0 for v in (flops, bps))):
         return None
     return CpuPeak(float(flops), float(bps), dtype, "cache", when)  # type: ignore[arg-type]
 

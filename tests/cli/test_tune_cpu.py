@@ -187,6 +187,19 @@ def test_a_cached_peak_others_may_read_or_of_another_dtype_is_not_used(
     assert (kept.source, kept.flops, kept.memory_bps) == ("cache", *PROBED)
 
 
+@pytest.mark.parametrize("flops", ["Infinity", "NaN", "-1e12", "0", "true", '"1e12"'])
+def test_a_cached_peak_that_is_not_a_finite_positive_number_is_not_used(
+        tmp_path: Path, probes: list[str], flops: str) -> None:
+    folder = tmp_path / "cache" / cpu_peak.KIND
+    folder.mkdir(parents=True, mode=0o700)
+    entry = folder / cpu_peak.machine_key("fp32")
+    entry.write_text(f'{{"flops": {flops}, "memory_bps": 1e11, "dtype": "fp32", '
+                     '"measured_at": "then"}')
+    os.chmod(entry, 0o600)
+    peak = cpu_peak.measured_peak("fp32")
+    assert (peak.source, peak.flops) == ("probe", PROBED[0]) and probes == ["fp32"]
+
+
 def test_a_cpu_spec_that_runs_elsewhere_or_in_several_processes_is_not_tuned(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], probes: list[str]) -> None:
     overlay = tmp_path / "t.yaml"
