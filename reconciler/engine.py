@@ -1,10 +1,13 @@
 """What every backend's plan and apply do alike, in one place: the one ``plan`` entry the
 CLI, the apply flow and saved plans (``bound``) call, and the one ``apply``.
 
-The backend decides each change (it alone reads live state); this adds what depends only
-on the desired state and the user's request: each change's ML lines, what differs in ML
-terms between the run applied and the one desired (``ml_lines``, from the summaries the
-backend read: ``Planned.summaries``), a warning per job whose inputs' content the
+The backend decides each change on what would run (it alone reads live state) and hands
+what it read of the applied run (``model.Planned``); this settles each change
+(``settled``): a replace where the content of what the run read changed since it was
+applied (the one caller of ``inputs.changed``), what differs in ML terms between the run
+applied and the one desired (the one caller of ``compiler.summary.describe_changes``), and
+the upgrade note (the one caller of ``applied.upgrade_note``). It adds what depends only
+on the desired state and the user's request: a warning per job whose inputs' content the
 plan cannot compare (``reconciler.inputs``: an unpinned hub revision, a ``pvc://`` claim,
 ``identity: path``), a note for each run kept although some fields differ (a change the
 backend found cannot alter what it trained: logging cadence), and the runs the user asked to run again although nothing changed
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ftspec.reconciler.backend import (
     Backend,
@@ -31,6 +35,9 @@ from ftspec.reconciler.backend import (
 )
 from ftspec.reconciler.model import Action, ApplyResult, Change, Plan, Planned
 
+if TYPE_CHECKING:
+    from ftspec.reconciler.inputs import InputChange
+
 REPLACE_REASON = ("replace requested (--replace): the run is done again with the same spec "
                   "and inputs")
 
@@ -40,7 +47,7 @@ def plan(backend: Backend, desired: Sequence[Desired], replacing: Sequence[str] 
     ``replacing`` replaced even where nothing changed (``BackendError`` for an address the
     plan does not hold)."""
     found = backend.plan(list(desired))
-    found = replace(found, changes=tuple(ml_lines(c) for c in found.changes))
+    found = replace(found, changes=tuple(settled(c) for c in found.changes))
     if replacing:
         found = replace(found, changes=forced(found.changes, replacing))
     extra = unchecked_warnings(desired)
@@ -49,19 +56,54 @@ def plan(backend: Backend, desired: Sequence[Desired], replacing: Sequence[str] 
     return replace(found, warnings=(*found.warnings, *extra)) if extra else found
 
 
-def ml_lines(change: Change) -> Change:
-    """``change`` as a plain ``Change`` with its ML lines: where the backend handed its
-    ``Summaries`` (``Planned``), each quantity of the run in ML terms that differs between
-    the run applied and the one desired (``learning rate 0.0002 -> 0.0001``), before the
-    backend's own lines (what changed in the inputs' content). Any other change is as it is."""
+def settled(change: Change) -> Change:
+    """``change`` as a plan shows and saves it, a plain ``Change``. A ``Planned`` change (a
+    backend's, decided on what would run only) becomes a replace where the content its run
+    read changed since it was applied (``reads``: ``inputs.changed``; ``replaced``); then,
+    where it updates or replaces the run, it says what differs in ML terms (``summaries``:
+    ``compiler.summary.describe_changes``) before its own lines (what changed in the inputs'
+    content), and why what would run differs although the spec does not (``upgrading``:
+    ``applied.upgrade_note``). Any other change is as it is."""
     if not isinstance(change, Planned):
         return change
-    if change.summaries is None:
-        return change.plain(change.ml_changes)
-    from ftspec.compiler.summary import describe_changes
+    if change.reads is not None:
+        from ftspec.reconciler import inputs
 
-    said = describe_changes(change.summaries.applied, change.summaries.desired)
-    return change.plain((*said, *change.ml_changes))
+        read = inputs.changed(change.reads.applied, change.reads.desired)
+        if read:
+            change = replaced(change, read)
+    if change.action not in (Action.UPDATE, Action.REPLACE):
+        return change.plain(change.ml_changes)
+    said: tuple[str, ...] = ()
+    if change.summaries is not None:
+        from ftspec.compiler.summary import describe_changes
+
+        said = tuple(describe_changes(change.summaries.applied, change.summaries.desired))
+    upgrade = None
+    if change.upgrading is not None:
+        from ftspec.reconciler.applied import upgrade_note
+
+        how = change.upgrading
+        upgrade = upgrade_note(how.record, how.now, legacy=how.legacy)
+    return change.plain((*said, *change.ml_changes), upgrade)
+
+
+def replaced(change: Planned, read: tuple[InputChange, ...]) -> Planned:
+    """``change`` made the replace of a run whose inputs' content changed (``read``): the
+    backend's replace of the run (``Planned.replacing``) whose reason follows what would
+    run changed or else the inputs' reason, or (none handed) ``change`` itself made a
+    replace with the inputs' reason after its own; each with the changed inputs' field rows
+    and lines after its own."""
+    from ftspec.reconciler import inputs
+
+    rows, lines = inputs.as_fields(read), tuple(c.line() for c in read)
+    how = change.replacing
+    if how is None:
+        base, why = change, "; ".join(r for r in (change.reason, inputs.reason(read)) if r)
+    else:
+        base, why = how.change, (how.why or inputs.reason(read)) + (how.change.reason or "")
+    return replace(base, action=Action.REPLACE, reason=why, fields=(*base.fields, *rows),
+                   ml_changes=(*base.ml_changes, *lines))
 
 
 def forced(changes: Sequence[Change], replacing: Sequence[str]) -> tuple[Change, ...]:

@@ -9,7 +9,14 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ftspec.reconciler.applied import AppliedRecord
+    from ftspec.reconciler.inputs import InputState
+    from ftspec.spec.ir import Job
 
 PLAN_FORMAT_VERSION = 2
 """2: ``inputs`` and ``Change.upgrade`` (plans of version 1 are still read)."""
@@ -74,20 +81,62 @@ class Summaries:
 
 
 @dataclass(frozen=True)
+class Reads:
+    """What a job reads (``reconciler.inputs``), as the applied run's record keeps it (None:
+    no record) and as the job reads it now: ``engine.settled`` compares the two."""
+
+    applied: Mapping[str, InputState] | None
+    desired: tuple[InputState, ...]
+
+
+@dataclass(frozen=True)
+class Upgrading:
+    """What ``applied.upgrade_note`` reads of a change of what would run: the applied
+    run's record (None: none), the job planned (or its record), and whether an ftspec that
+    kept no record applied it."""
+
+    record: AppliedRecord | None
+    now: Job | AppliedRecord
+    legacy: bool = False
+
+
+@dataclass(frozen=True)
+class Replacing:
+    """The replace a backend plans for an applied run when the engine finds the run's inputs
+    changed: ``change``, whose reason is what follows the why (``: Ray jobs are immutable,
+    ...``); ``why``: what would run changed (its fields), None where only the inputs do
+    (then the inputs' reason says why)."""
+
+    change: Planned
+    why: str | None = None
+
+
+@dataclass(frozen=True)
 class Planned(Change):
-    """A change as a backend's plan hands it to the engine where it alters an applied run,
-    with that run's ``summaries``: ``engine.plan`` writes the change's ML lines from them
-    and keeps a plain ``Change`` (what a plan shows and saves)."""
+    """A change as a backend's plan hands it to the engine, decided on what would run only.
+    ``engine.settled`` makes it the plain ``Change`` a plan shows and saves: a replace where
+    the run's inputs changed (``reads``: the content the applied run read and the content
+    now; ``replacing``: how the backend replaces the run, None: this change made a replace,
+    the inputs' reason after its own), then, where it updates or replaces the run, its ML
+    lines (``summaries``: the run in ML terms as applied and as desired) and its upgrade
+    note (``upgrading``)."""
 
     summaries: Summaries | None = None
+    reads: Reads | None = None
+    upgrading: Upgrading | None = None
+    replacing: Replacing | None = None
 
     @classmethod
-    def of(cls, change: Change, summaries: Summaries) -> Planned:
-        return cls(**_change_fields(change), summaries=summaries)
+    def of(cls, change: Change, summaries: Summaries | None = None, reads: Reads | None = None,
+           upgrading: Upgrading | None = None, replacing: Replacing | None = None) -> Planned:
+        return cls(**_change_fields(change), summaries=summaries, reads=reads,
+                   upgrading=upgrading, replacing=replacing)
 
-    def plain(self, ml_changes: tuple[str, ...]) -> Change:
-        """This change as a plain ``Change``, saying ``ml_changes``."""
-        return Change(**{**_change_fields(self), "ml_changes": ml_changes})
+    def plain(self, ml_changes: tuple[str, ...], upgrade: str | None = None) -> Change:
+        """This change as a plain ``Change``, saying ``ml_changes`` (and ``upgrade``, where
+        given)."""
+        return Change(**{**_change_fields(self), "ml_changes": ml_changes,
+                         "upgrade": upgrade or self.upgrade})
 
 
 def _change_fields(change: Change) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ftspec.compiler.crd_rules import Violation
+from ftspec.reconciler import engine
 from ftspec.reconciler.backend import ABSENT, BackendError, Desired
 from ftspec.reconciler.identity import named_object_moved
 from ftspec.reconciler.kubernetes.crd_check import CrdRules, field_spec_path, rule_error
@@ -259,7 +260,11 @@ def usable_dry_run(d: Desired, dry: Obj | None, warnings: list[str]) -> Obj | No
 
 
 def object_change(ctx: Context, p: Pending, live: Obj | None, dry: Obj | None) -> Change:
-    """The change for one object; an object named like this job's but owned by another
+    """The change for one object, settled by the engine (``engine.settled``: a replace
+    where the inputs' content changed, ML lines, upgrade note) here rather than after the
+    plan, as what follows reads the settled change: a refused dry run stands unless the
+    object is replaced, a kept or updated TrainJob's runtime drift is read, a deferred
+    check's note follows the reason. An object named like this job's but owned by another
     spec is adopted when the spec was renamed (``named_object_moved``)."""
     d = p.desired
     owner = owner_of(live) if live is not None else None
@@ -268,7 +273,7 @@ def object_change(ctx: Context, p: Pending, live: Obj | None, dry: Obj | None) -
     inp = ObjectInput(d.job.target, d.job.spec_id, d.spec_file, p.obj, live, dry, ctx.version,
                       adopt_from=move.old_id if move else None,
                       moved=move.why if move else None)
-    return planned(decide(inp), inp)
+    return engine.settled(planned(decide(inp), inp))
 
 
 def plan_object(ctx: Context, p: Pending, draft: Draft) -> None:

@@ -10,21 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ftspec.reconciler import inputs
-from ftspec.reconciler.applied import (
-    RECORD_KEY,
-    AppliedRecord,
-    decode,
-    legacy_summary,
-    upgrade_note,
-)
+from ftspec.reconciler.applied import RECORD_KEY, AppliedRecord, decode, legacy_summary
 from ftspec.reconciler.backend import Desired
 from ftspec.reconciler.fielddiff import field_changes
 from ftspec.reconciler.kubernetes.comparable import comparable
 from ftspec.reconciler.kubernetes.drift import drift_managers, recorded_digest
 from ftspec.reconciler.kubernetes.essence import applied_digest, essence
 from ftspec.reconciler.kubernetes.immutable import forcing_pattern, gated, suspend_gate
-from ftspec.reconciler.model import Action, Change, Planned, Summaries
+from ftspec.reconciler.model import Action, Change, Planned, Reads, Summaries, Upgrading
 from ftspec.spec.ir import SPEC_HASH_ANNOTATION
 from ftspec.spec.ownership import SPEC_ID_LABEL, SWEEP_LABEL, owned_spec_id
 
@@ -121,15 +114,8 @@ def decide(inp: ObjectInput) -> Change:
         return any(patterns)
 
     fields = field_changes(live_run, desired_run, forces)
-    live_record, new_record = record_in(inp.live), record_in(inp.desired)
-    read = inputs.changed(live_record.inputs if live_record else None,
-                          tuple(new_record.inputs.values()) if new_record else ())
-    if not fields and not read:
-        return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file, **moves)
     if not fields:
-        return Change(addr, Action.REPLACE, before, inp.desired, reason=inputs.reason(read),
-                      fields=inputs.as_fields(read), ml_changes=tuple(c.line() for c in read),
-                      spec_file=inp.spec_file, **moves)
+        return Change(addr, Action.NOOP, before, inp.desired, spec_file=inp.spec_file, **moves)
     changed = [f.path for f in fields]
     managers = drift_managers(inp.live, changed)
     drift = bool(managers) or recorded_digest(inp.live) == applied_digest(inp.desired)
@@ -143,26 +129,29 @@ def decide(inp: ObjectInput) -> Change:
     if drift:
         by = f" by {', '.join(managers)}" if managers else ""
         reasons.append(f"drift: changed outside ftspec{by}")
-    if read:
-        reasons.append(inputs.reason(read))
-    action = Action.REPLACE if forcing or read else Action.UPDATE
-    live_notes = (inp.live.get("metadata") or {}).get("annotations") or {}
-    upgrade = None if drift or new_record is None else upgrade_note(
-        live_record, new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
+    action = Action.REPLACE if forcing else Action.UPDATE
     return Change(addr, action, before, inp.desired, reason="; ".join(reasons) or None,
-                  fields=(*fields, *inputs.as_fields(read)),
-                  ml_changes=tuple(c.line() for c in read), drift=drift,
-                  spec_file=inp.spec_file, upgrade=upgrade, **moves)
+                  fields=tuple(fields), drift=drift, spec_file=inp.spec_file, **moves)
 
 
 def planned(change: Change, inp: ObjectInput) -> Change:
-    """``change`` (``decide``'s) for the engine: an update or replace of the applied run,
-    where both it and the desired object carry their summaries, with them (``Planned``:
-    ``engine.ml_lines`` writes its ML lines)."""
-    applied, desired = ml_of(inp.live), ml_of(inp.desired)
-    if change.action not in (Action.UPDATE, Action.REPLACE) or not applied or not desired:
+    """``change`` (``decide``'s, on what would run only) for the engine
+    (``engine.settled``), where the object is applied: with the inputs the applied record
+    and the desired one name (a replace where their content changed), the summaries of
+    both (the ML lines of an update or replace) and, for a change of what would run that is
+    not drift, what its upgrade note reads."""
+    if inp.live is None:
         return change
-    return Planned.of(change, Summaries(applied, desired))
+    live_record, new_record = record_in(inp.live), record_in(inp.desired)
+    reads = Reads(live_record.inputs if live_record else None,
+                  tuple(new_record.inputs.values()) if new_record else ())
+    applied, desired = ml_of(inp.live), ml_of(inp.desired)
+    summaries = Summaries(applied, desired) if applied and desired else None
+    upgrading = None
+    if change.action is not Action.NOOP and not change.drift and new_record is not None:
+        live_notes = (inp.live.get("metadata") or {}).get("annotations") or {}
+        upgrading = Upgrading(live_record, new_record, legacy=SPEC_HASH_ANNOTATION in live_notes)
+    return Planned.of(change, summaries, reads, upgrading)
 
 
 def orphan(target: str, live: dict[str, Any], spec_file: str | None) -> Change:

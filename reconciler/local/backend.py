@@ -27,8 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ftspec.compiler.pipeline import CompileOptions
-from ftspec.reconciler import inputs
-from ftspec.reconciler.applied import decode, encode, record_of, upgrade_note
+from ftspec.reconciler.applied import decode, encode, record_of
 from ftspec.reconciler.backend import (
     Backend,
     BackendError,
@@ -61,8 +60,11 @@ from ftspec.reconciler.model import (
     Phase,
     Plan,
     Planned,
+    Reads,
+    Replacing,
     Status,
     Summaries,
+    Upgrading,
 )
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import tracker_for, tracker_settings
@@ -224,41 +226,41 @@ class LocalBackend:
         fields = run_changes(record, _in_run_dir(after, record.run_dir),
                              self._old_files(record))
         applied = decode(record.applied)
-        read = inputs.changed(applied.inputs if applied else None, d.inputs)
-        if fields and not read and view.phase is not Phase.FAILED and \
-                all(observational(f) for f in fields):
+        reads = Reads(applied.inputs if applied else None, d.inputs)
+        # the replace of the run, as planned where what would run changed and by the engine
+        # where only the inputs' content did (``Planned.replacing``)
+        keeps = self._keeps(record, job)
+        then = f"; the active run (pid {record.supervisor_pid}) is stopped first" \
+            if view.active else ""
+        how = Replacing(Planned(
+            addr, Action.REPLACE, before, after, reason=then + "; " + keeps,
+            fields=tuple(fields), spec_file=d.spec_file, moved_from=moved_from, moved=why,
+            summaries=Summaries(applied.summary if applied and applied.summary
+                                else record.summary, after["summary"]),
+            upgrading=Upgrading(applied, job, legacy=not record.applied) if fields else None),
+            f"what would run changed ({', '.join(f.path for f in fields)})" if fields else None)
+        if fields and view.phase is not Phase.FAILED and all(observational(f) for f in fields):
             what = "is running" if view.active else "finished"
-            return Change(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
-                          fields=tuple(fields), spec_file=d.spec_file, moved_from=moved_from,
-                          moved=why, reason=(
-                              f"only how the run logs changed "
-                              f"({', '.join(f.path for f in fields)}): it trains the same, so "
-                              f"the run that {what} is kept; `ftspec apply --replace {addr}` "
-                              "runs it again"))
-        if not fields and not read:
+            return Planned(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
+                           fields=tuple(fields), spec_file=d.spec_file, moved_from=moved_from,
+                           moved=why, reads=reads, replacing=how, reason=(
+                               f"only how the run logs changed "
+                               f"({', '.join(f.path for f in fields)}): it trains the same, so "
+                               f"the run that {what} is kept; `ftspec apply --replace {addr}` "
+                               "runs it again"))
+        if not fields:
             if view.phase is Phase.FAILED:
-                drift = not view.stop_requested
-                return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
-                              reason=f"the last run {view.message}; apply runs it again; "
-                              + self._keeps(record, job),
-                              drift=drift, moved_from=moved_from, moved=why)
+                return Planned(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
+                               reason=f"the last run {view.message}; apply runs it again; "
+                               + keeps, drift=not view.stop_requested,
+                               moved_from=moved_from, moved=why, reads=reads, replacing=how)
             what = "is running" if view.active else "already succeeded"
-            return Change(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
-                          spec_file=d.spec_file, moved_from=moved_from, moved=why,
-                          reason=f"the run of this spec {what} (pid {record.supervisor_pid})")
-        reason = (f"what would run changed ({', '.join(f.path for f in fields)})" if fields
-                  else inputs.reason(read))
-        if view.active:
-            reason += f"; the active run (pid {record.supervisor_pid}) is stopped first"
-        reason += "; " + self._keeps(record, job)
-        old_summary = applied.summary if applied and applied.summary else record.summary
-        return Planned(addr, Action.REPLACE, before, after, reason=reason,
-                       fields=(*fields, *inputs.as_fields(read)),
-                       ml_changes=tuple(c.line() for c in read),
-                       summaries=Summaries(old_summary, after["summary"]),
-                       spec_file=d.spec_file, moved_from=moved_from, moved=why,
-                       upgrade=upgrade_note(applied, job, legacy=not record.applied)
-                       if fields else None)
+            return Planned(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
+                           spec_file=d.spec_file, moved_from=moved_from, moved=why,
+                           reason=f"the run of this spec {what} (pid {record.supervisor_pid})",
+                           reads=reads, replacing=how)
+        return replace(how.change, reason=(how.why or "") + (how.change.reason or ""),
+                       reads=reads, replacing=how)
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         taken = {d.job.spec_id for d in desired}

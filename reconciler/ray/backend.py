@@ -27,16 +27,7 @@ from urllib.parse import urlparse
 
 from ftspec.compiler.pipeline import CompileOptions
 from ftspec.compiler.summary import SUMMARY_ANNOTATION
-from ftspec.reconciler import inputs
-from ftspec.reconciler.applied import (
-    RECORD_KEY,
-    applied_summary,
-    decode,
-    encode,
-    legacy_summary,
-    record_of,
-    upgrade_note,
-)
+from ftspec.reconciler.applied import RECORD_KEY, applied_summary, decode, encode, record_of
 from ftspec.reconciler.backend import (
     ABSENT,
     Backend,
@@ -60,8 +51,11 @@ from ftspec.reconciler.model import (
     Phase,
     Plan,
     Planned,
+    Reads,
+    Replacing,
     Status,
     Summaries,
+    Upgrading,
 )
 from ftspec.reconciler.outputs import location, scan
 from ftspec.reconciler.progress import (
@@ -151,6 +145,30 @@ def _started(job: dict[str, Any]) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
+def _replacing(d: Desired, mine: list[dict[str, Any]], old: dict[str, Any],
+               before: dict[str, Any] | None, after: dict[str, Any]) -> Replacing:
+    """The replace of ``d``'s jobs by a new one (``after``): Ray jobs are immutable. ``old``:
+    the job it follows (what the applied record and ML lines are read from)."""
+    old_meta = old.get("metadata") or {}
+    sid = after["submission_id"]
+    fields = run_changes(old, after)
+    active = [str(j.get("submission_id")) for j in mine if j.get("status") not in TERMINAL]
+    then = f": Ray jobs are immutable, the new job gets id {sid}"
+    if active:
+        then += f"; {', '.join(active)} is stopped first"
+    upgrading = Upgrading(decode(old_meta.get(RECORD_KEY)), d.job,
+                          legacy=SPEC_HASH_ANNOTATION in old_meta) if fields else None
+    change = Planned(address(d.job.spec_id), Action.REPLACE, before, after, reason=then,
+                     spec_file=d.spec_file,
+                     fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
+                             *fields),
+                     summaries=Summaries(applied_summary(old_meta, SUMMARY_ANNOTATION),
+                                         d.job.summary),
+                     upgrading=upgrading)
+    return Replacing(change, f"what would run changed ({', '.join(f.path for f in fields)})"
+                     if fields else None)
+
+
 def _digest(jobs: list[dict[str, Any]]) -> str:
     ids = sorted(str(j.get("submission_id")) for j in jobs)
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] if ids else ABSENT
@@ -230,14 +248,21 @@ class RayBackend:
         change = self._decide(d, mine)
         if move is None:
             return change
-        return replace(change, moved_from=address(move.old_id), moved=move.why + (
+        where = address(move.old_id)
+        if isinstance(change, Planned) and change.replacing is not None:
+            how = change.replacing
+            change = replace(change, replacing=replace(how, change=replace(
+                how.change, moved_from=where, moved=move.why)))
+        return replace(change, moved_from=where, moved=move.why + (
             "; a Ray job's metadata cannot change: it keeps its old id until it is replaced"
             if change.action is Action.NOOP else ""))
 
     def _decide(self, d: Desired, mine: list[dict[str, Any]]) -> Change:
+        """The change of ``d``'s jobs (``mine``) on what would run; the engine replaces a
+        kept job whose inputs' content changed (``Planned.reads``: the current job's record
+        against the inputs now) as ``_replacing`` says."""
         after = {"address": self.api(d).address, **submission(d)}
         addr = address(d.job.spec_id)
-        sid = after["submission_id"]
         # the newest job that runs what the spec would submit now is the current one
         same = [j for j in mine if not run_changes(j, after)]
         current = max(same, key=_started) if same else None
@@ -247,41 +272,28 @@ class RayBackend:
             return Change(addr, Action.CREATE, None, after, reason="no job of this spec",
                           spec_file=d.spec_file)
         applied_now = decode(((current or {}).get("metadata") or {}).get(RECORD_KEY))
-        read = inputs.changed(applied_now.inputs if applied_now else None, d.inputs)
-        if current is not None and not others and not read:
+        reads = Reads(applied_now.inputs if applied_now else None, d.inputs)
+        old = max(others, key=_started) if others else current
+        assert old is not None
+        how = _replacing(d, mine, old, before, after)
+        if current is not None and not others:
             live_id = str(current.get("submission_id"))
             status = str(current.get("status"))
             if status == "STOPPED":
-                return Change(addr, Action.REPLACE, before, after, drift=True,
+                kept = Change(addr, Action.REPLACE, before, after, drift=True,
                               spec_file=d.spec_file, reason=f"job {live_id} was stopped "
                               "outside ftspec; it is resubmitted")
-            if status == "FAILED":
-                return Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
+            elif status == "FAILED":
+                kept = Change(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
                               drift=True, reason=f"job {live_id} FAILED "
                               f"({current.get('message') or 'no message'}); it is resubmitted")
-            return Change(addr, Action.NOOP, before, {**after, "submission_id": live_id},
-                          spec_file=d.spec_file, reason=f"job {live_id} is {status}")
-        old = max(others, key=_started) if others else current
-        assert old is not None
-        old_meta = old.get("metadata") or {}
-        applied = decode(old_meta.get(RECORD_KEY))
-        old_summary = applied.summary if applied and applied.summary else \
-            legacy_summary(old_meta.get(SUMMARY_ANNOTATION))
-        active = [str(j.get("submission_id")) for j in mine if j.get("status") not in TERMINAL]
-        fields = run_changes(old, after)
-        what = (f"what would run changed ({', '.join(f.path for f in fields) or 'jobs'})"
-                if fields or not read else inputs.reason(read))
-        reason = f"{what}: Ray jobs are immutable, the new job gets id {sid}"
-        if active:
-            reason += f"; {', '.join(active)} is stopped first"
-        return Planned(addr, Action.REPLACE, before, after, reason=reason, spec_file=d.spec_file,
-                       fields=(FieldChange("submission_id", old.get("submission_id"), sid, True),
-                               *fields, *inputs.as_fields(read)),
-                       ml_changes=tuple(c.line() for c in read),
-                       summaries=Summaries(old_summary, d.job.summary),
-                       upgrade=upgrade_note(applied, d.job,
-                                            legacy=SPEC_HASH_ANNOTATION in old_meta)
-                       if fields else None)
+            else:
+                kept = Change(addr, Action.NOOP, before, {**after, "submission_id": live_id},
+                              spec_file=d.spec_file, reason=f"job {live_id} is {status}")
+            return Planned.of(kept, reads=reads, replacing=how)
+        why = how.why or "what would run changed (jobs)"
+        return replace(how.change, reason=why + (how.change.reason or ""), reads=reads,
+                       replacing=how)
 
     def _listed(self, desired: Sequence[Desired]) -> dict[str, list[dict[str, Any]]]:
         """Each cluster's ftspec jobs (Jobs API address -> jobs), listed once."""

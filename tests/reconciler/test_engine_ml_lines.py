@@ -1,4 +1,4 @@
-"""The engine writes every backend's ML lines (``engine.ml_lines``): from the summaries a
+"""The engine writes every backend's ML lines (``engine.settled``): from the summaries a
 backend's plan hands it with a change that alters an applied run (``Planned.summaries``:
 the run as applied and as desired), what differs in ML terms, before the backend's own
 lines; the plan the user sees or saves holds plain changes, without the summaries."""
@@ -81,10 +81,11 @@ def test_a_kubernetes_change_hands_the_engine_the_summaries_of_what_it_updates()
     inp = ObjectInput("kubeflow", "a", "a.yaml", changed, live, changed)
     change = planned(decide(inp), inp)
     assert isinstance(change, Planned) and change.action is not Action.NOOP
-    assert engine.ml_lines(change).ml_changes == ("learning rate 0.0002 -> 0.0001",
-                                                  "GPUs 8 -> 16")
+    assert engine.settled(change).ml_changes == ("learning rate 0.0002 -> 0.0001",
+                                                 "GPUs 8 -> 16")
     same = _recorded(trainjob(), APPLIED)
     kept = ObjectInput("kubeflow", "a", "a.yaml", same, live, same)
-    assert type(planned(decide(kept), kept)) is Change  # a run kept: no ML lines
+    kept_change = engine.settled(planned(decide(kept), kept))
+    assert type(kept_change) is Change and kept_change.ml_changes == ()  # a run kept: none
     new = ObjectInput("kubeflow", "a", "a.yaml", changed, None, changed)
     assert type(planned(decide(new), new)) is Change  # a create: nothing applied

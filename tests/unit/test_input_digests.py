@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ftspec.reconciler import inputs
+from ftspec.reconciler import engine, inputs
 from ftspec.reconciler.applied import AppliedRecord, decode, encode
 from ftspec.reconciler.inputs import InputState, changed, digest_path, file_digest
-from ftspec.reconciler.kubernetes.planner import ObjectInput, decide
+from ftspec.reconciler.kubernetes.planner import ObjectInput, decide, planned
 from ftspec.reconciler.model import Action
 from unit.test_reconciler_engine import live_of, trainjob
 
@@ -195,12 +195,18 @@ def _with_inputs(obj: dict[str, Any], state: InputState) -> dict[str, Any]:
     return obj
 
 
+def _kube(inp: ObjectInput) -> Any:
+    """The Kubernetes planner's change as the engine settles it (the planner decides on
+    what would run; the engine compares the inputs)."""
+    return engine.settled(planned(decide(inp), inp))
+
+
 def test_kubernetes_plan_replaces_a_job_whose_inputs_changed() -> None:
     live = live_of(_with_inputs(trainjob(), _state("a")))
     same = _with_inputs(trainjob(), _state("a"))
     other = _with_inputs(trainjob(), _state("b"))
-    assert decide(ObjectInput("kubeflow", "a", "a.yaml", same, live, same)).action is Action.NOOP
-    change = decide(ObjectInput("kubeflow", "a", "a.yaml", other, live, other))
+    assert _kube(ObjectInput("kubeflow", "a", "a.yaml", same, live, same)).action is Action.NOOP
+    change = _kube(ObjectInput("kubeflow", "a", "a.yaml", other, live, other))
     assert change.action is Action.REPLACE
     assert change.reason and "data.train.uri" in change.reason
     assert [f.path for f in change.fields] == ["inputs.data.train.uri"]
@@ -232,8 +238,9 @@ def test_ray_plan_replaces_a_job_whose_inputs_changed(tmp_path: Path) -> None:
     live = {**submission(replace(desired, inputs=before)), "status": "SUCCEEDED",
             "start_time": 1}
     backend = RayBackend()
-    assert backend._decide(replace(desired, inputs=before), [live]).action is Action.NOOP
-    change = backend._decide(desired, [live])
+    kept = engine.settled(backend._decide(replace(desired, inputs=before), [live]))
+    assert kept.action is Action.NOOP
+    change = engine.settled(backend._decide(desired, [live]))  # the engine compares inputs
     assert change.action is Action.REPLACE, change.reason
     assert "data.train.uri" in (change.reason or "")
     assert [f.path for f in change.fields] == ["submission_id", "inputs.data.train.uri"]
