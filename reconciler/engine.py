@@ -97,7 +97,7 @@ def replaced(change: Planned, read: tuple[InputChange, ...]) -> Planned:
     from ftspec.reconciler import inputs
 
     rows, lines = inputs.as_fields(read), tuple(c.line() for c in read)
-    how = change.replacing
+    how = change.replacing() if change.replacing is not None else None
     if how is None:
         base, why = change, "; ".join(r for r in (change.reason, inputs.reason(read)) if r)
     else:

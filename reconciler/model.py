@@ -12,7 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from ftspec.reconciler.applied import AppliedRecord
     from ftspec.reconciler.inputs import InputState
@@ -116,19 +116,21 @@ class Planned(Change):
     """A change as a backend's plan hands it to the engine, decided on what would run only.
     ``engine.settled`` makes it the plain ``Change`` a plan shows and saves: a replace where
     the run's inputs changed (``reads``: the content the applied run read and the content
-    now; ``replacing``: how the backend replaces the run, None: this change made a replace,
-    the inputs' reason after its own), then, where it updates or replaces the run, its ML
+    now; ``replacing``: how the backend replaces the run, asked only then (a local replace
+    reads the run's kept generations), None: this change made a replace, the inputs' reason
+    after its own), then, where it updates or replaces the run, its ML
     lines (``summaries``: the run in ML terms as applied and as desired) and its upgrade
     note (``upgrading``)."""
 
     summaries: Summaries | None = None
     reads: Reads | None = None
     upgrading: Upgrading | None = None
-    replacing: Replacing | None = None
+    replacing: Callable[[], Replacing] | None = None
 
     @classmethod
     def of(cls, change: Change, summaries: Summaries | None = None, reads: Reads | None = None,
-           upgrading: Upgrading | None = None, replacing: Replacing | None = None) -> Planned:
+           upgrading: Upgrading | None = None, replacing: Callable[[], Replacing] | None = None
+           ) -> Planned:
         return cls(**_change_fields(change), summaries=summaries, reads=reads,
                    upgrading=upgrading, replacing=replacing)
 

@@ -227,23 +227,28 @@ class LocalBackend:
                              self._old_files(record))
         applied = decode(record.applied)
         reads = Reads(applied.inputs if applied else None, d.inputs)
-        # the replace of the run, as planned where what would run changed and by the engine
-        # where only the inputs' content did (``Planned.replacing``)
-        keeps = self._keeps(record, job)
-        then = f"; the active run (pid {record.supervisor_pid}) is stopped first" \
-            if view.active else ""
-        how = Replacing(Planned(
-            addr, Action.REPLACE, before, after, reason=then + "; " + keeps,
-            fields=tuple(fields), spec_file=d.spec_file, moved_from=moved_from, moved=why,
-            summaries=Summaries(applied.summary if applied and applied.summary
-                                else record.summary, after["summary"]),
-            upgrading=Upgrading(applied, job, legacy=not record.applied) if fields else None),
-            f"what would run changed ({', '.join(f.path for f in fields)})" if fields else None)
+
+        def replacing() -> Replacing:
+            """The replace of the run: planned where what would run changed, asked by the
+            engine where only the inputs' content did (what it keeps is read only then)."""
+            then = f"; the active run (pid {record.supervisor_pid}) is stopped first" \
+                if view.active else ""
+            return Replacing(Planned(
+                addr, Action.REPLACE, before, after,
+                reason=then + "; " + self._keeps(record, job), fields=tuple(fields),
+                spec_file=d.spec_file, moved_from=moved_from, moved=why,
+                summaries=Summaries(applied.summary if applied and applied.summary
+                                    else record.summary, after["summary"]),
+                upgrading=Upgrading(applied, job, legacy=not record.applied)
+                if fields else None),
+                f"what would run changed ({', '.join(f.path for f in fields)})"
+                if fields else None)
+
         if fields and view.phase is not Phase.FAILED and all(observational(f) for f in fields):
             what = "is running" if view.active else "finished"
             return Planned(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
                            fields=tuple(fields), spec_file=d.spec_file, moved_from=moved_from,
-                           moved=why, reads=reads, replacing=how, reason=(
+                           moved=why, reads=reads, replacing=replacing, reason=(
                                f"only how the run logs changed "
                                f"({', '.join(f.path for f in fields)}): it trains the same, so "
                                f"the run that {what} is kept; `ftspec apply --replace {addr}` "
@@ -252,15 +257,17 @@ class LocalBackend:
             if view.phase is Phase.FAILED:
                 return Planned(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
                                reason=f"the last run {view.message}; apply runs it again; "
-                               + keeps, drift=not view.stop_requested,
-                               moved_from=moved_from, moved=why, reads=reads, replacing=how)
+                               + self._keeps(record, job), drift=not view.stop_requested,
+                               moved_from=moved_from, moved=why, reads=reads,
+                               replacing=replacing)
             what = "is running" if view.active else "already succeeded"
             return Planned(addr, Action.NOOP, before, _in_run_dir(after, record.run_dir),
                            spec_file=d.spec_file, moved_from=moved_from, moved=why,
                            reason=f"the run of this spec {what} (pid {record.supervisor_pid})",
-                           reads=reads, replacing=how)
+                           reads=reads, replacing=replacing)
+        how = replacing()
         return replace(how.change, reason=(how.why or "") + (how.change.reason or ""),
-                       reads=reads, replacing=how)
+                       reads=reads, replacing=lambda: how)
 
     def plan(self, desired: Sequence[Desired]) -> Plan:
         taken = {d.job.spec_id for d in desired}

@@ -250,9 +250,10 @@ class RayBackend:
             return change
         where = address(move.old_id)
         if isinstance(change, Planned) and change.replacing is not None:
-            how = change.replacing
-            change = replace(change, replacing=replace(how, change=replace(
-                how.change, moved_from=where, moved=move.why)))
+            how = change.replacing()
+            moved_how = replace(how, change=replace(how.change, moved_from=where,
+                                                    moved=move.why))
+            change = replace(change, replacing=lambda: moved_how)
         return replace(change, moved_from=where, moved=move.why + (
             "; a Ray job's metadata cannot change: it keeps its old id until it is replaced"
             if change.action is Action.NOOP else ""))
@@ -290,10 +291,10 @@ class RayBackend:
             else:
                 kept = Change(addr, Action.NOOP, before, {**after, "submission_id": live_id},
                               spec_file=d.spec_file, reason=f"job {live_id} is {status}")
-            return Planned.of(kept, reads=reads, replacing=how)
+            return Planned.of(kept, reads=reads, replacing=lambda: how)
         why = how.why or "what would run changed (jobs)"
         return replace(how.change, reason=why + (how.change.reason or ""), reads=reads,
-                       replacing=how)
+                       replacing=lambda: how)
 
     def _listed(self, desired: Sequence[Desired]) -> dict[str, list[dict[str, Any]]]:
         """Each cluster's ftspec jobs (Jobs API address -> jobs), listed once."""

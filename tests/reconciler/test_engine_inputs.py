@@ -8,6 +8,7 @@ replaces the run. Every change here comes from a fake backend's plan through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,10 @@ def _settled(*changes: Change, replacing: tuple[str, ...] = ()) -> tuple[Change,
     return engine.plan(_Backend(*changes), [], replacing).changes  # type: ignore[arg-type]
 
 
-def _replace_of(address: str, *, why: str | None = None, **extra: Any) -> Replacing:
-    """A backend's replace of a run (as the Ray one words it)."""
-    return Replacing(Planned(address, Action.REPLACE, {"v": 1}, {"v": 2, "id": "new"},
+def _replace_of(address: str, *, why: str | None = None, **extra: Any
+                ) -> Callable[[], Replacing]:
+    """A backend's replace of a run (as the Ray one words it), as the engine asks for it."""
+    return lambda: Replacing(Planned(address, Action.REPLACE, {"v": 1}, {"v": 2, "id": "new"},
                              reason=": jobs are immutable, the new job gets id new",
                              fields=(FieldChange("id", "old", "new", True),), **extra), why)
 
@@ -107,10 +109,11 @@ def test_a_run_the_backend_replaces_its_own_way_follows_the_inputs_reason() -> N
 
 
 def test_a_change_of_what_would_run_keeps_its_reason_and_adds_the_inputs_rows() -> None:
-    how = _replace_of("fake.a", why="what would run changed (entrypoint)")
+    asked = _replace_of("fake.a", why="what would run changed (entrypoint)")
+    how = asked()
     decided = Planned("fake.a", Action.REPLACE, {"v": 1}, {"v": 2, "id": "new"},
-                      reason="what would run changed (entrypoint)" + how.change.reason,
-                      fields=how.change.fields, reads=CHANGED, replacing=how)
+                      reason="what would run changed (entrypoint)" + (how.change.reason or ""),
+                      fields=how.change.fields, reads=CHANGED, replacing=asked)
     (change,) = _settled(decided)
     assert change.reason == ("what would run changed (entrypoint): jobs are immutable, "
                              "the new job gets id new")
