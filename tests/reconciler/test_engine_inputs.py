@@ -20,7 +20,6 @@ from ftspec.reconciler.model import (
     Action,
     Change,
     FieldChange,
-    Plan,
     Planned,
     Reads,
     Replacing,
@@ -28,6 +27,7 @@ from ftspec.reconciler.model import (
     Upgrading,
 )
 from ftspec.reconciler.saved import load_plan, save_plan
+from helpers.given_plan import GivenPlan
 
 DATA = "data.train.uri"
 OLD = InputState(DATA, "file://d.jsonl", sha256="a" * 64, rows=3)
@@ -49,20 +49,8 @@ NOTE = ("the spec is unchanged since it was applied: the change comes from the f
         "to keep the old run, pin it in the spec (training.lr: 0.0002)")
 
 
-class _Backend:
-    """A backend whose plan is given."""
-
-    name = "local"
-
-    def __init__(self, *changes: Change) -> None:
-        self.changes = changes
-
-    def plan(self, desired: Any) -> Plan:
-        return Plan("local", self.changes)
-
-
 def _settled(*changes: Change, replacing: tuple[str, ...] = ()) -> tuple[Change, ...]:
-    return engine.plan(_Backend(*changes), [], replacing).changes  # type: ignore[arg-type]
+    return engine.plan(GivenPlan(*changes), [], replacing).changes  # type: ignore[arg-type]
 
 
 def _replace_of(address: str, *, why: str | None = None, **extra: Any
@@ -170,7 +158,7 @@ def test_replace_requested_applies_to_the_settled_change() -> None:
 
 def test_what_the_backend_hands_is_never_in_the_plans_json_or_a_saved_plan(
         tmp_path: Path) -> None:
-    plan = engine.plan(_Backend(  # type: ignore[arg-type]
+    plan = engine.plan(GivenPlan(  # type: ignore[arg-type]
         Planned("fake.a", Action.NOOP, {"v": 1}, {"v": 1}, reads=CHANGED, summaries=ML,
                 replacing=_replace_of("fake.a", upgrading=Upgrading(APPLIED, NOW)))), [])
     keys = set(plan.to_json()["changes"][0])

@@ -11,25 +11,14 @@ from typing import Any
 from ftspec.reconciler import engine
 from ftspec.reconciler.applied import RECORD_KEY, AppliedRecord, encode
 from ftspec.reconciler.kubernetes.planner import ObjectInput, decide, planned
-from ftspec.reconciler.model import Action, Change, Plan, Planned, Summaries
+from ftspec.reconciler.model import Action, Change, Planned, Summaries
 from ftspec.reconciler.saved import load_plan, save_plan
+from helpers.given_plan import GivenPlan
 from unit.test_reconciler_engine import live_of, trainjob
 
 APPLIED = {"model": "llama3_2-1b", "learning rate": "0.0002", "GPUs": "8", "epochs": "1"}
 DESIRED = {"model": "llama3_2-1b", "learning rate": "0.0001", "GPUs": "16", "epochs": "1",
            "row format": "chat"}
-
-
-class _Backend:
-    """A backend whose plan is given."""
-
-    name = "local"
-
-    def __init__(self, *changes: Change) -> None:
-        self.changes = changes
-
-    def plan(self, desired: Any) -> Plan:
-        return Plan("local", self.changes)
 
 
 def _changes() -> tuple[Change, ...]:
@@ -46,7 +35,7 @@ def _changes() -> tuple[Change, ...]:
 
 
 def test_the_engine_writes_each_changes_ml_lines_from_the_backends_summaries() -> None:
-    plan = engine.plan(_Backend(*_changes()), [])  # type: ignore[arg-type]
+    plan = engine.plan(GivenPlan(*_changes()), [])  # type: ignore[arg-type]
     a, b, d, c = plan.changes
     # what differs, in the desired summary's order; a quantity the run did not have before
     # (row format) is not a change; then the backend's own line
@@ -61,7 +50,7 @@ def test_the_engine_writes_each_changes_ml_lines_from_the_backends_summaries() -
 
 
 def test_summaries_are_never_part_of_the_plans_json_or_a_saved_plan(tmp_path: Path) -> None:
-    plan = engine.plan(_Backend(*_changes()), [])  # type: ignore[arg-type]
+    plan = engine.plan(GivenPlan(*_changes()), [])  # type: ignore[arg-type]
     assert all("summaries" not in change for change in plan.to_json()["changes"])
     save_plan(plan, tmp_path / "plan.json")
     back = load_plan(tmp_path / "plan.json")
