@@ -42,7 +42,19 @@ MAX_DEFAULTS_BYTES = 1 << 20
 def ftspec_version() -> str:
     """The installed ftspec's version (setuptools-scm's, from the git tag), the one
     ``--version`` prints and every record ftspec writes names; ``0+unknown`` (a valid
-    version that sorts first) where ftspec runs without being installed."""
+    version that sorts first) where ftspec runs without being installed.
+
+    Read from the file the install wrote beside this module (``_version.py``,
+    setuptools-scm's ``version_file``) where it is there, as every plan writes it into
+    its records: asking ``importlib.metadata`` scans every installed distribution (about
+    20 ms of a plan where torch and Ray are installed). A copy run without installing has
+    no such file and asks the installed distribution, as before."""
+    try:
+        from ftspec.reconciler._version import version as written
+    except ImportError:
+        written = ""
+    if written:
+        return written
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -19,6 +19,7 @@ from ftspec.reconciler.backend import (
 )
 from ftspec.reconciler.backends import BackendOptions
 from ftspec.reconciler.kubernetes import render as rendering
+from ftspec.reconciler.kubernetes import trainer_api
 from ftspec.reconciler.kubernetes.crd_check import SKIPPED as CEL_SKIPPED
 from ftspec.reconciler.kubernetes.crd_check import CrdRules
 from ftspec.reconciler.kubernetes.kubeconfig import load_connection
@@ -86,14 +87,19 @@ class KubernetesBackend:
             early.owned(*scope)  # listed while the specs compile
         if not any(job.target == "kubeflow" for job in jobs):
             return base
-        reader = Reader(self.transport)
-        try:
-            crd = reader.crd(rendering.TRAINJOB_CRD)
-        finally:
-            reader.close()
-        self._crds[rendering.TRAINJOB_CRD] = crd  # plan checks its rules (crd_check)
         pinned = next((job.trainer_pin for job in jobs
                        if job.target == "kubeflow" and job.trainer_pin), None)
+        reader = Reader(self.transport)
+        try:
+            meta = reader.crd_metadata(rendering.TRAINJOB_CRD) if trainer_api.enabled() \
+                else None
+            kept = None if meta is None else trainer_api.recall(rendering.TRAINJOB_CRD, meta)
+            crd = None if kept is not None else reader.crd(rendering.TRAINJOB_CRD)
+        finally:
+            reader.close()
+        if kept is not None:  # the plan reads the whole CRD if it checks its rules
+            return self._rendering_for(base, pinned, kept)
+        self._crds[rendering.TRAINJOB_CRD] = crd  # plan checks its rules (crd_check)
         if crd is None:
             self._compile_warnings.append(
                 "could not read the TrainJob CRD (not allowed); rendering for "
@@ -104,7 +110,12 @@ class KubernetesBackend:
             from ftspec.reconciler.kubernetes.errors import missing_crd
 
             raise missing_crd(TRAINER_GROUP, TRAINER_API_VERSION, "TrainJob")
-        detected = rendering.trainer_version_from_crd(crd)
+        return self._rendering_for(base, pinned,
+                                   trainer_api.served(rendering.TRAINJOB_CRD, crd))
+
+    def _rendering_for(self, base: CompileOptions, pinned: str | None, detected: str
+                       ) -> CompileOptions:
+        """Options that render for the Trainer API the cluster serves, ``detected``."""
         if pinned and (pinned == OVERRIDES_TRAINER) != (detected == OVERRIDES_TRAINER):
             self._compile_warnings.append(
                 f"spec pins Trainer API {pinned} but the cluster serves {detected}; "

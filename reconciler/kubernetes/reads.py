@@ -25,6 +25,8 @@ from ftspec.reconciler.kubernetes.transport import APPLY_PATCH, Transport
 from ftspec.spec.ownership import OWNER_SELECTOR
 
 T = TypeVar("T")
+PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+"""The Accept header that asks for an object's metadata alone."""
 POOL_SIZE = 8
 """Requests in flight at once: enough to hide a remote server's latency, gentle on a shared
 API server (client-go's default allows bursts of 10). More threads only contend for the
@@ -64,6 +66,22 @@ class Reader:
             if exc.status == 403:
                 return None
             raise
+
+    def crd_metadata(self, name: str) -> dict[str, Any] | None:
+        """The CRD's metadata alone (``PartialObjectMetadata``: a few hundred bytes where
+        the CRD is ~190 KB), or None where the server does not answer with it (the CRD
+        missing, not readable, or a server or proxy that answers otherwise): then the
+        caller reads the whole CRD, which says which."""
+        try:
+            out = self.t.request("GET", KINDS["CustomResourceDefinition"].path(name=name),
+                                 verb="get", what=f"customresourcedefinition {name}",
+                                 ok_404=True, accept=PARTIAL_METADATA)
+        except ApiError:
+            return None
+        if not out or out.get("kind") != "PartialObjectMetadata":
+            return None
+        meta = out.get("metadata")
+        return meta if isinstance(meta, dict) else None
 
     def owned(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Every object of ``kind`` in ``namespace`` labelled as managed by ftspec."""

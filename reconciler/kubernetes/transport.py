@@ -153,9 +153,10 @@ class Transport:
 
     def request(self, method: str, path: str, body: Any = None, *,
                 query: Mapping[str, str] | None = None, content_type: str = JSON,
-                what: str = "", verb: str = "", ok_404: bool = False) -> dict[str, Any] | None:
+                what: str = "", verb: str = "", ok_404: bool = False, accept: str = JSON
+                ) -> dict[str, Any] | None:
         data = self.raw(method, path, body, query=query, content_type=content_type, what=what,
-                        verb=verb, ok_404=ok_404)
+                        verb=verb, ok_404=ok_404, accept=accept)
         if data is None:
             return None
         answer = parse_json(data, f"the API server's answer to {method} {path}")

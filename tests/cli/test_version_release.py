@@ -60,9 +60,12 @@ def snippet_revs(page: str) -> list[str]:
 
 
 def scm_config() -> dict[str, Any]:
-    """Our ``[tool.setuptools_scm]`` table, as keyword arguments of ``get_version``."""
+    """Our ``[tool.setuptools_scm]`` table, as keyword arguments of ``get_version``, less
+    its ``version_file``: these tests read the version a build gives; only the install
+    writes the file (``tests/unit/test_version_read.py``), never a test into this tree."""
     with (ROOT / "pyproject.toml").open("rb") as f:
         table: dict[str, Any] = tomllib.load(f)["tool"]["setuptools_scm"]
+    assert table.pop("version_file") == "reconciler/_version.py"
     return table
 
 
