@@ -44,19 +44,27 @@ def sweep_of(obj: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def record_in(obj: dict[str, Any] | None) -> AppliedRecord | None:
-    """The applied record an object carries (``ftspec.reconciler.applied``)."""
+def _record_text(obj: dict[str, Any] | None) -> Any:
+    """The applied record annotation an object carries, as it is (None: none)."""
     annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    return decode(annotations.get(RECORD_KEY)) if isinstance(annotations, dict) else None
+    return annotations.get(RECORD_KEY) if isinstance(annotations, dict) else None
 
 
-def ml_of(obj: dict[str, Any] | None) -> dict[str, str] | None:
-    """The ML summary: from the applied record, or where an older ftspec kept it."""
+def records(live: dict[str, Any], desired: dict[str, Any]
+            ) -> tuple[AppliedRecord | None, AppliedRecord | None]:
+    """The applied records of the live and the desired object (``ftspec.reconciler.applied``),
+    each decoded once: the same text (an object unchanged since applied) once for both, as
+    decoding inflates the defaults it holds."""
+    live_text, desired_text = _record_text(live), _record_text(desired)
+    live_record = decode(live_text)
+    return live_record, live_record if desired_text == live_text else decode(desired_text)
+
+
+def ml_of(obj: dict[str, Any], record: AppliedRecord | None) -> dict[str, str] | None:
+    """The ML summary of ``obj``: from its applied record ``record``, or where an older
+    ftspec kept it."""
     from ftspec.compiler.summary import SUMMARY_ANNOTATION
 
-    if obj is None:
-        return None
-    record = record_in(obj)
     if record is not None:
         return record.summary or None
     raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(SUMMARY_ANNOTATION)
@@ -142,10 +150,10 @@ def planned(change: Change, inp: ObjectInput) -> Change:
     not drift, what its upgrade note reads."""
     if inp.live is None:
         return change
-    live_record, new_record = record_in(inp.live), record_in(inp.desired)
+    live_record, new_record = records(inp.live, inp.desired)
     reads = Reads(live_record.inputs if live_record else None,
                   tuple(new_record.inputs.values()) if new_record else ())
-    applied, desired = ml_of(inp.live), ml_of(inp.desired)
+    applied, desired = ml_of(inp.live, live_record), ml_of(inp.desired, new_record)
     summaries = Summaries(applied, desired) if applied and desired else None
     upgrading = None
     if change.action is not Action.NOOP and not change.drift and new_record is not None:
