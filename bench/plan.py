@@ -23,6 +23,9 @@ Each ftspec figure is taken twice: with the compile cache as a user has it after
 it off (``FTSPEC_COMPILE_CACHE=off``: every spec loaded, validated and compiled anew, as on
 a fresh CI runner). The cache lives in a folder of this run's own.
 
+A last row, ``floor``, times the interpreter importing only the libraries such a plan needs
+besides ftspec (``FLOOR``) against the same kubectl diff: the least any Python plan costs.
+
 Each ftspec run is followed by the matching kubectl run (alternating), so load on a shared
 machine affects both alike. ftspec runs as an installed package does: with Python's
 bytecode cache (pip writes .pyc files at install; a PYTHONDONTWRITEBYTECODE=1 in the
@@ -47,6 +50,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 EXAMPLE = REPO / "examples" / "kubeflow-llama32-1b-lora-alpaca.yaml"
 FTSPEC = [sys.executable, "-m", "ftspec.cli"]
+FLOOR = ("import click, concurrent.futures, dataclasses, hashlib, http.client, json, ssl, "
+         "tempfile, yaml")
+"""The floor row: the same interpreter importing only the libraries a warm plan of one spec
+imports beside ftspec's own modules (the CLI, threads, the HTTPS client, PyYAML for a YAML
+kubeconfig), and doing nothing. No Python plan can take less; its ratio to kubectl is what
+the one-spec targets leave for ftspec's own imports and work."""
 
 
 def _once(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
@@ -132,6 +141,9 @@ def main() -> None:
         one_cold, one_kc2 = _alternate(
             lambda: _once([*FTSPEC, "plan", specs[0]], cold_env),
             lambda: _once([*kdiff, manifests[0]], env, ok=(0, 1)), args.runs)
+        floor, floor_kc = _alternate(
+            lambda: _once([sys.executable, "-c", FLOOR], env),
+            lambda: _once([*kdiff, manifests[0]], env, ok=(0, 1)), args.runs)
 
         folder = work / "manifests"
         folder.mkdir()
@@ -189,6 +201,9 @@ def main() -> None:
     for what, mode, ft, peer, kc, target in rows:
         print(f"{what:9s} ftspec plan, {mode} {ft * 1000:6.0f} ms | {peer:27s} "
               f"{kc * 1000:5.0f} ms | ratio {ft / kc:5.2f} (target <= {target})")
+    print(f"floor     Python importing what a plan needs  {floor * 1000:6.0f} ms | "
+          f"{'kubectl diff --server-side':27s} {floor_kc * 1000:5.0f} ms | ratio "
+          f"{floor / floor_kc:5.2f} (no ftspec code: the least a one-spec plan costs)")
 
 
 if __name__ == "__main__":

@@ -162,6 +162,13 @@ class KubernetesBackend:
         missing one an error at the spec field naming it (``PreflightError``); the job's
         name fits a runtime only the cluster knows (``names.name_check``). apply's own
         preflight checks every change again, with the user's access."""
+        creating: dict[str, list[dict[str, Any]]] = {}
+        for c in plan.changes:
+            if c.spec_file and c.after is not None and c.action in (Action.CREATE,
+                                                                   Action.REPLACE):
+                creating.setdefault(c.spec_file, []).append(c.after)
+        if not creating:  # a plan that creates nothing checks nothing (nor imports it)
+            return
         from ftspec.reconciler.kubernetes.names import name_check
         from ftspec.reconciler.kubernetes.preflight import PreflightError, spec_preflight
 
@@ -169,8 +176,7 @@ class KubernetesBackend:
         runtimes: dict[str, dict[str, Any] | None] = {}
         found: list[Diagnostic] = []
         for d in desired:
-            objects = [c.after for c in plan.changes if c.spec_file == d.spec_file
-                       and c.after is not None and c.action in (Action.CREATE, Action.REPLACE)]
+            objects = creating.get(d.spec_file)
             if objects:
                 found += spec_preflight(self.transport, d, objects, seen)
                 found += name_check(self.transport, d, runtimes)
