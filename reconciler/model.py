@@ -178,18 +178,25 @@ class Plan:
         return data
 
 
+_JSON_ATOMS = frozenset({str, int, float, bool, type(None)})
 _ATOMS = (str, int, float, bool, type(None), Enum)
 
 
 def _plain(value: Any) -> Any:
     """What ``dataclasses.asdict`` gives for plan data (dataclasses to dicts, containers
-    copied), without its deep copy of every string and number: those are immutable."""
+    copied), without its deep copy of every string and number: those are immutable. A
+    plan's objects are mostly JSON, so JSON's own types are told by ``type`` first."""
+    kind = type(value)
+    if kind in _JSON_ATOMS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else _plain(k): _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_plain(v) for v in value]
+    if kind is tuple:
+        return tuple(_plain(v) for v in value)
     if isinstance(value, _ATOMS):
         return value
-    if type(value) is dict:
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if type(value) in (list, tuple):
-        return type(value)(_plain(v) for v in value)
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     return copy.deepcopy(value)
