@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -228,6 +229,11 @@ class LocalBackend:
         applied = decode(record.applied)
         reads = Reads(applied.inputs if applied else None, d.inputs)
 
+        @cache
+        def keeps() -> str:
+            """What a replace keeps of the run (read once, and only where it is said)."""
+            return self._keeps(record, job)
+
         def replacing() -> Replacing:
             """The replace of the run: planned where what would run changed, asked by the
             engine where only the inputs' content did (what it keeps is read only then)."""
@@ -235,7 +241,7 @@ class LocalBackend:
                 if view.active else ""
             return Replacing(Planned(
                 addr, Action.REPLACE, before, after,
-                reason=then + "; " + self._keeps(record, job), fields=tuple(fields),
+                reason=then + "; " + keeps(), fields=tuple(fields),
                 spec_file=d.spec_file, moved_from=moved_from, moved=why,
                 summaries=Summaries(applied.summary if applied and applied.summary
                                     else record.summary, after["summary"]),
@@ -257,7 +263,7 @@ class LocalBackend:
             if view.phase is Phase.FAILED:
                 return Planned(addr, Action.REPLACE, before, after, spec_file=d.spec_file,
                                reason=f"the last run {view.message}; apply runs it again; "
-                               + self._keeps(record, job), drift=not view.stop_requested,
+                               + keeps(), drift=not view.stop_requested,
                                moved_from=moved_from, moved=why, reads=reads,
                                replacing=replacing)
             what = "is running" if view.active else "already succeeded"
